@@ -1,0 +1,78 @@
+package dev.muon;
+
+import org.bytedeco.pytorch.Tensor;
+
+import java.util.Arrays;
+
+/**
+ * How Muon sees one parameter as a matrix, or as a batch of matrices: a 2-D weight as itself, a 4-D conv filter
+ * {@code [out, in, kh, kw]} as {@code [out, in·kh·kw]}, a 3-D stack {@code [n, rows, cols]} as a batch.
+ *
+ * @param shape     the parameter's own shape
+ * @param batch     the number of stacked matrices, 0 for a single matrix
+ * @param rows      the rows of each matrix
+ * @param cols      the columns of each matrix
+ */
+record MatrixLayout(long[] shape, long batch, long rows, long cols) {
+
+    /**
+     * Classifies a parameter, or explains why Muon cannot take it.
+     *
+     * @param param  the parameter
+     * @param config its group's configuration
+     * @param label  how to name the parameter in a message
+     * @return the layout
+     * @throws IllegalArgumentException if the dtype or the shape is not accepted under {@code config}
+     */
+    static MatrixLayout of(Tensor param, MuonConfig config, String label) {
+        long[] shape = param.shape();
+        if (param.is_complex()) {
+            throw new IllegalArgumentException("Muon does not support complex parameters; " + label
+                    + " has dtype " + param.scalar_type());
+        }
+        if (!param.is_floating_point()) {
+            throw new IllegalArgumentException("Muon only supports floating-point parameters; " + label
+                    + " has dtype " + param.scalar_type());
+        }
+        String shapeText = Arrays.toString(shape);
+        switch (shape.length) {
+            case 2:
+                return new MatrixLayout(shape, 0, shape[0], shape[1]);
+            case 4:
+                long flat = shape[1] * shape[2] * shape[3];
+                if (config.convWeights() != ConvWeights.FLATTEN) {
+                    throw new IllegalArgumentException("Muon only supports 2-D parameters; " + label
+                            + " has shape " + shapeText + ". To flatten a 4-D conv filter to [" + shape[0] + ", "
+                            + flat + "], use MuonConfig.withConvWeights(ConvWeights.FLATTEN)");
+                }
+                requireContiguous(param, label, shapeText);
+                return new MatrixLayout(shape, 0, shape[0], flat);
+            case 3:
+                if (config.stackedWeights() != StackedWeights.BATCH) {
+                    throw new IllegalArgumentException("Muon only supports 2-D parameters; " + label
+                            + " has shape " + shapeText + ". To treat a 3-D parameter as a batch of " + shape[0]
+                            + " matrices, use MuonConfig.withStackedWeights(StackedWeights.BATCH)");
+                }
+                return new MatrixLayout(shape, shape[0], shape[1], shape[2]);
+            default:
+                throw new IllegalArgumentException("Muon only supports 2-D parameters; " + label
+                        + " has shape " + shapeText);
+        }
+    }
+
+    private static void requireContiguous(Tensor param, String label, String shapeText) {
+        if (!param.is_contiguous()) {
+            throw new IllegalArgumentException("a flattened conv filter must be contiguous; " + label
+                    + " of shape " + shapeText + " is not");
+        }
+    }
+
+    /** The matrix view of {@code t}, which has this layout's shape: no copy for a 2-D or 3-D tensor. */
+    Tensor matrixView(Tensor t) {
+        if (shape.length == 4) {
+            // reshape, not view: a gradient may be non-contiguous; the parameter itself was checked contiguous.
+            return t.reshape(rows, cols);
+        }
+        return t;
+    }
+}

@@ -1,0 +1,375 @@
+package dev.muon;
+
+import dev.muon.internal.NativeLifetime;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.NoGradGuard;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorVector;
+import org.bytedeco.pytorch.global.torch;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Muon: momentum orthogonalized by Newton–Schulz, for 2-D hidden weights (and, when configured, flattened conv
+ * filters and stacks of expert matrices). The semantics are those of PyTorch's {@code torch.optim.Muon}.
+ *
+ * <p>For each parameter {@code p} with gradient {@code g} and momentum buffer {@code B} (zero at first):
+ * <pre>
+ *   B = μ·B + (1 − μ)·g                       (EMA momentum: B.lerp(g, 1 − μ))
+ *   U = g.lerp(B, μ)  if nesterov, else B
+ *   O = NS(U)                                  (Newton–Schulz, see {@link dev.muon.orthogonalize.NewtonSchulz})
+ *   p = p·(1 − lr·weightDecay)                 (decoupled, with the unadjusted lr)
+ *   p = p − lr·ratio(rows, cols)·extraScale·O  (ratio from {@link AdjustLr})
+ * </pre>
+ * Parameters whose gradient is undefined are skipped entirely: no momentum update and no decay.
+ *
+ * <p>Defaults are PyTorch's; see {@link MuonConfig}. Example:
+ * <pre>{@code
+ * Muon muon = Muon.of(model.parameters(), MuonConfig.defaults().withLr(0.02));
+ * for (...) {
+ *     muon.zeroGrad();
+ *     loss(model, batch).backward();
+ *     muon.step();
+ * }
+ * }</pre>
+ *
+ * <p>A step allocates no large tensors after the first one: momentum buffers are created at the first step,
+ * Newton–Schulz workspaces once per shape, and all elementwise work is in place. Native temporaries of a step
+ * are released when it returns. Not thread-safe.
+ */
+public final class Muon {
+    private final List<Group> groups;
+    private final Map<Long, ParameterState> byIdentity;
+    private final Map<String, Tensor> nesterovScratch = new HashMap<>();
+
+    private Muon(List<Group> groups) {
+        this.groups = groups;
+        Map<Long, ParameterState> index = new HashMap<>();
+        for (Group group : groups) {
+            for (ParameterState state : group.params) {
+                index.put(state.identity, state);
+            }
+        }
+        this.byIdentity = index;
+    }
+
+    /**
+     * Starts building an optimizer with one or more parameter groups.
+     *
+     * @return a builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * An optimizer with one group.
+     *
+     * @param params the parameters, each 2-D unless {@code config} allows more
+     * @param config the group's hyperparameters
+     * @return the optimizer
+     * @throws IllegalArgumentException if a parameter is rejected (see {@link Builder#build()})
+     */
+    public static Muon of(Iterable<Tensor> params, MuonConfig config) {
+        return builder().addGroup(params, config).build();
+    }
+
+    /**
+     * An optimizer with one group, from {@code module.parameters()}.
+     *
+     * @param params the parameters
+     * @param config the group's hyperparameters
+     * @return the optimizer
+     * @throws IllegalArgumentException if a parameter is rejected (see {@link Builder#build()})
+     */
+    public static Muon of(TensorVector params, MuonConfig config) {
+        return builder().addGroup(params, config).build();
+    }
+
+    /**
+     * Performs one optimization step on every parameter that has a gradient.
+     *
+     * <p>All gradients are checked before any parameter changes, so a rejected step changes nothing.
+     *
+     * @throws UnsupportedOperationException if a gradient is sparse or complex
+     * @throws IllegalStateException         if a gradient's shape differs from its parameter's
+     */
+    public void step() {
+        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            List<Tensor> grads = new ArrayList<>();
+            for (Group group : groups) {
+                for (ParameterState state : group.params) {
+                    grads.add(checkedGradient(state));
+                }
+            }
+            int i = 0;
+            for (Group group : groups) {
+                GroupScalars scalars = new GroupScalars(group.config);
+                for (ParameterState state : group.params) {
+                    Tensor grad = grads.get(i++);
+                    if (grad != null) {
+                        update(state, grad, group.config, scalars);
+                    }
+                }
+            }
+        }
+    }
+
+    private void update(ParameterState state, Tensor grad, MuonConfig config, GroupScalars scalars) {
+        Tensor g = state.layout.matrixView(grad);
+        Tensor buffer = state.momentumMatrix();
+        buffer.lerp_(g, scalars.oneMinusMomentum);
+        Tensor u = buffer;
+        if (config.nesterov()) {
+            u = torch.lerp_out(scratchLike(state.matrix), g, buffer, scalars.momentum);
+        }
+        Tensor o = state.orthogonalizer.orthogonalize(u);
+        if (config.weightDecay() != 0) {
+            state.matrix.mul_(scalars.decay);
+        }
+        // lr·ratio is formed first as one scalar, as the reference does.
+        double scaledLr = config.lr() * config.adjustLr().ratio(state.layout.rows(), state.layout.cols());
+        state.matrix.add_(o, new Scalar(-(scaledLr * config.extraScale())));
+    }
+
+    /** Returns the gradient to apply, or null to skip; throws before anything has changed if it is unusable. */
+    private static Tensor checkedGradient(ParameterState state) {
+        Tensor grad = state.param.grad();
+        if (!grad.defined()) {
+            return null;
+        }
+        if (grad.is_sparse()) {
+            throw new UnsupportedOperationException(
+                    "Muon does not support sparse gradients; " + state.label + " has a sparse gradient");
+        }
+        if (grad.is_complex()) {
+            throw new UnsupportedOperationException(
+                    "Muon does not support complex gradients; " + state.label + " has dtype " + grad.scalar_type());
+        }
+        if (!Arrays.equals(grad.shape(), state.layout.shape())) {
+            throw new IllegalStateException("the gradient of " + state.label + " has shape "
+                    + Arrays.toString(grad.shape()) + " but the parameter has shape "
+                    + Arrays.toString(state.layout.shape()));
+        }
+        return grad;
+    }
+
+    /** A reusable tensor of {@code like}'s shape, dtype and device for the Nesterov blend. */
+    private Tensor scratchLike(Tensor like) {
+        String key = Arrays.toString(like.shape()) + like.scalar_type().value + ":" + like.device().type().value
+                + ":" + like.device().index();
+        return nesterovScratch.computeIfAbsent(key, k -> NativeLifetime.outliveScope(torch.empty_like(like)));
+    }
+
+    /** Clears every gradient (sets it to undefined, as libtorch's {@code zero_grad()} does by default). */
+    public void zeroGrad() {
+        try (PointerScope scope = new PointerScope()) {
+            for (Group group : groups) {
+                for (ParameterState state : group.params) {
+                    Tensor grad = state.param.mutable_grad();
+                    if (grad.defined()) {
+                        grad.put(new Tensor());
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * The number of parameter groups.
+     *
+     * @return the group count
+     */
+    public int groupCount() {
+        return groups.size();
+    }
+
+    /**
+     * The current configuration of a group (its lr reflects {@link #setLr}).
+     *
+     * @param group the group index
+     * @return the configuration
+     * @throws IllegalArgumentException if the index is out of range
+     */
+    public MuonConfig config(int group) {
+        return group(group).config;
+    }
+
+    /**
+     * The current learning rate of a group.
+     *
+     * @param group the group index
+     * @return the lr
+     * @throws IllegalArgumentException if the index is out of range
+     */
+    public double lr(int group) {
+        return group(group).config.lr();
+    }
+
+    /**
+     * Sets a group's learning rate for the following steps (schedules call this between steps).
+     *
+     * @param group the group index
+     * @param lr    the new lr, finite and {@code >= 0}
+     * @throws IllegalArgumentException if the index is out of range or the lr is invalid; nothing changes then
+     */
+    public void setLr(int group, double lr) {
+        Group g = group(group);
+        g.config = g.config.withLr(lr);
+    }
+
+    /**
+     * The parameters of a group, in the order they were given.
+     *
+     * @param group the group index
+     * @return handles on the parameters
+     * @throws IllegalArgumentException if the index is out of range
+     */
+    public List<Tensor> parameters(int group) {
+        List<Tensor> params = new ArrayList<>();
+        for (ParameterState state : group(group).params) {
+            params.add(state.param);
+        }
+        return Collections.unmodifiableList(params);
+    }
+
+    /**
+     * The momentum buffer of a parameter, in the parameter's shape and dtype; empty before its first update.
+     * The returned tensor is the live state: writing to it changes the optimizer.
+     *
+     * @param param a parameter of this optimizer (any handle on the same tensor)
+     * @return the buffer, if the parameter has been updated
+     * @throws IllegalArgumentException if {@code param} is not a parameter of this optimizer
+     */
+    public Optional<Tensor> momentumBuffer(Tensor param) {
+        ParameterState state = byIdentity.get(ParameterState.identityOf(param));
+        if (state == null) {
+            throw new IllegalArgumentException("param is not a parameter of this optimizer (shape "
+                    + Arrays.toString(param.shape()) + ")");
+        }
+        return Optional.ofNullable(state.momentumBuffer());
+    }
+
+    private Group group(int index) {
+        if (index < 0 || index >= groups.size()) {
+            throw new IllegalArgumentException("group must be in [0, " + groups.size() + "), got " + index);
+        }
+        return groups.get(index);
+    }
+
+    /** A parameter group: its current configuration (the lr can change) and its parameters. */
+    private static final class Group {
+        private MuonConfig config;
+        private final List<ParameterState> params;
+
+        Group(MuonConfig config, List<ParameterState> params) {
+            this.config = config;
+            this.params = params;
+        }
+    }
+
+    /** The per-step scalars of a group, made once per step rather than once per parameter. */
+    private static final class GroupScalars {
+        final Scalar momentum;
+        final Scalar oneMinusMomentum;
+        final Scalar decay;
+
+        GroupScalars(MuonConfig config) {
+            momentum = new Scalar(config.momentum());
+            oneMinusMomentum = new Scalar(1 - config.momentum());
+            decay = new Scalar(1 - config.lr() * config.weightDecay());
+        }
+    }
+
+    /**
+     * Collects parameter groups; {@link #build()} validates them all at once.
+     */
+    public static final class Builder {
+        private final List<List<Tensor>> paramLists = new ArrayList<>();
+        private final List<MuonConfig> configs = new ArrayList<>();
+
+        private Builder() {
+        }
+
+        /**
+         * Adds a group.
+         *
+         * @param params the group's parameters
+         * @param config the group's hyperparameters
+         * @return this builder
+         */
+        public Builder addGroup(Iterable<Tensor> params, MuonConfig config) {
+            Objects.requireNonNull(params, "params must not be null");
+            Objects.requireNonNull(config, "config must not be null");
+            List<Tensor> list = new ArrayList<>();
+            params.forEach(list::add);
+            paramLists.add(list);
+            configs.add(config);
+            return this;
+        }
+
+        /**
+         * Adds a group from {@code module.parameters()}.
+         *
+         * @param params the group's parameters
+         * @param config the group's hyperparameters
+         * @return this builder
+         */
+        public Builder addGroup(TensorVector params, MuonConfig config) {
+            Objects.requireNonNull(params, "params must not be null");
+            return addGroup(Arrays.asList(params.get()), config);
+        }
+
+        /**
+         * Validates every group and creates the optimizer.
+         *
+         * @return the optimizer
+         * @throws IllegalArgumentException if there are no parameters, a group is empty, a parameter appears
+         *                                  twice, or a parameter has a dtype or shape Muon does not accept
+         */
+        public Muon build() {
+            if (paramLists.isEmpty()) {
+                throw new IllegalArgumentException("params must not be empty: add at least one group");
+            }
+            OrthogonalizerSelection selection = new OrthogonalizerSelection();
+            Map<Long, String> seen = new HashMap<>();
+            Set<Integer> emptyGroups = new HashSet<>();
+            List<Group> groups = new ArrayList<>();
+            for (int gi = 0; gi < paramLists.size(); gi++) {
+                List<Tensor> params = paramLists.get(gi);
+                if (params.isEmpty()) {
+                    emptyGroups.add(gi);
+                    throw new IllegalArgumentException("params must not be empty: group " + gi + " has none");
+                }
+                MuonConfig config = configs.get(gi);
+                List<ParameterState> states = new ArrayList<>();
+                for (int pi = 0; pi < params.size(); pi++) {
+                    Tensor p = params.get(pi);
+                    String label = "parameter " + pi + " of group " + gi;
+                    if (p == null || !p.defined()) {
+                        throw new IllegalArgumentException(label + " is null or undefined");
+                    }
+                    String previous = seen.putIfAbsent(ParameterState.identityOf(p), label);
+                    if (previous != null) {
+                        throw new IllegalArgumentException("duplicate parameter: " + label
+                                + " is the same tensor as " + previous);
+                    }
+                    MatrixLayout layout = MatrixLayout.of(p, config, label);
+                    states.add(new ParameterState(p, layout, selection.forParameter(config, p.device()), label));
+                }
+                groups.add(new Group(config, states));
+            }
+            return new Muon(List.copyOf(groups));
+        }
+    }
+}

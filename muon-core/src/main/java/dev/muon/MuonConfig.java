@@ -1,0 +1,252 @@
+package dev.muon;
+
+import dev.muon.orthogonalize.CoefficientSchedule;
+import dev.muon.orthogonalize.NewtonSchulzConfig;
+import dev.muon.orthogonalize.NsPrecision;
+
+import java.util.Objects;
+
+/**
+ * The hyperparameters of one Muon parameter group: an immutable value, validated at construction. The first
+ * eight fields and their defaults are those of PyTorch's {@code torch.optim.Muon}.
+ *
+ * <table>
+ *   <caption>Fields</caption>
+ *   <tr><th>field</th><th>default</th><th>rule</th></tr>
+ *   <tr><td>lr</td><td>1e-3</td><td>finite, &gt;= 0</td></tr>
+ *   <tr><td>weightDecay</td><td>0.1</td><td>finite, &gt;= 0 (decoupled, uses the unadjusted lr)</td></tr>
+ *   <tr><td>momentum</td><td>0.95</td><td>in [0, 1)</td></tr>
+ *   <tr><td>nesterov</td><td>true</td><td></td></tr>
+ *   <tr><td>nsCoefficients</td><td>(3.4445, −4.7750, 2.0315) every step</td>
+ *       <td>a per-step schedule's length equals nsSteps</td></tr>
+ *   <tr><td>eps</td><td>1e-7</td><td>finite, &gt; 0</td></tr>
+ *   <tr><td>nsSteps</td><td>5</td><td>1 to 99</td></tr>
+ *   <tr><td>adjustLr</td><td>{@link AdjustLr#ORIGINAL}</td><td></td></tr>
+ *   <tr><td>extraScale</td><td>1</td><td>finite, &gt; 0; multiplies the adjusted lr</td></tr>
+ *   <tr><td>nsPrecision</td><td>{@link NsPrecision#FLOAT32}</td><td>see {@link NsPrecision}</td></tr>
+ *   <tr><td>convWeights</td><td>{@link ConvWeights#REJECT}</td><td></td></tr>
+ *   <tr><td>stackedWeights</td><td>{@link StackedWeights#REJECT}</td><td></td></tr>
+ *   <tr><td>orthogonalization</td><td>{@link Orthogonalization#NEWTON_SCHULZ}</td><td></td></tr>
+ * </table>
+ *
+ * <pre>{@code
+ * MuonConfig config = MuonConfig.defaults().withLr(0.02).withAdjustLr(AdjustLr.MATCH_RMS_ADAMW);
+ * }</pre>
+ *
+ * @param lr                the learning rate
+ * @param weightDecay       the decoupled weight decay: {@code p *= 1 − lr·weightDecay}
+ * @param momentum          the EMA coefficient μ: {@code buf = μ·buf + (1 − μ)·g}
+ * @param nesterov          whether the update is {@code g.lerp(buf, μ)} instead of {@code buf}
+ * @param nsCoefficients    the Newton–Schulz polynomial schedule
+ * @param eps               the floor of the update's Frobenius norm in the normalisation
+ * @param nsSteps           the number of Newton–Schulz steps
+ * @param adjustLr          the shape-dependent lr scaling
+ * @param extraScale        an extra factor on the adjusted lr (e.g. to transfer a tuned lr)
+ * @param nsPrecision       the dtype of the Newton–Schulz iterations
+ * @param convWeights       what to do with 4-D parameters
+ * @param stackedWeights    what to do with 3-D parameters
+ * @param orthogonalization Newton–Schulz or the exact SVD reference
+ */
+public record MuonConfig(double lr, double weightDecay, double momentum, boolean nesterov,
+                         CoefficientSchedule nsCoefficients, double eps, int nsSteps, AdjustLr adjustLr,
+                         double extraScale, NsPrecision nsPrecision, ConvWeights convWeights,
+                         StackedWeights stackedWeights, Orthogonalization orthogonalization) {
+
+    /**
+     * Validates every field.
+     *
+     * @throws IllegalArgumentException naming the field, the rule and the value
+     */
+    public MuonConfig {
+        requireNonNegative("lr", lr);
+        requireNonNegative("weightDecay", weightDecay);
+        requireNonNegative("momentum", momentum);
+        if (!(momentum < 1.0)) {
+            throw new IllegalArgumentException("momentum must be < 1, got " + momentum);
+        }
+        Objects.requireNonNull(adjustLr, "adjustLr must not be null");
+        Objects.requireNonNull(convWeights, "convWeights must not be null");
+        Objects.requireNonNull(stackedWeights, "stackedWeights must not be null");
+        Objects.requireNonNull(orthogonalization, "orthogonalization must not be null");
+        if (!Double.isFinite(extraScale) || !(extraScale > 0)) {
+            throw new IllegalArgumentException("extraScale must be a finite number > 0, got " + extraScale);
+        }
+        // One set of rules for the Newton–Schulz fields, shared with NewtonSchulzConfig.
+        new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision);
+    }
+
+    /**
+     * PyTorch's defaults (see the table above).
+     *
+     * @return the default configuration
+     */
+    public static MuonConfig defaults() {
+        NewtonSchulzConfig ns = NewtonSchulzConfig.defaults();
+        return new MuonConfig(1e-3, 0.1, 0.95, true, ns.nsCoefficients(), ns.eps(), ns.nsSteps(),
+                AdjustLr.ORIGINAL, 1.0, ns.nsPrecision(), ConvWeights.REJECT, StackedWeights.REJECT,
+                Orthogonalization.NEWTON_SCHULZ);
+    }
+
+    /**
+     * The Newton–Schulz part of this configuration.
+     *
+     * @return the settings an orthogonalizer needs
+     */
+    public NewtonSchulzConfig newtonSchulz() {
+        return new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision);
+    }
+
+    /**
+     * A copy with another learning rate.
+     *
+     * @param value the lr
+     * @return the copy
+     */
+    public MuonConfig withLr(double value) {
+        return new MuonConfig(value, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization);
+    }
+
+    /**
+     * A copy with another weight decay.
+     *
+     * @param value the weight decay
+     * @return the copy
+     */
+    public MuonConfig withWeightDecay(double value) {
+        return new MuonConfig(lr, value, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization);
+    }
+
+    /**
+     * A copy with another momentum.
+     *
+     * @param value the momentum
+     * @return the copy
+     */
+    public MuonConfig withMomentum(double value) {
+        return new MuonConfig(lr, weightDecay, value, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization);
+    }
+
+    /**
+     * A copy with Nesterov on or off.
+     *
+     * @param value whether to use Nesterov
+     * @return the copy
+     */
+    public MuonConfig withNesterov(boolean value) {
+        return new MuonConfig(lr, weightDecay, momentum, value, nsCoefficients, eps, nsSteps, adjustLr,
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization);
+    }
+
+    /**
+     * A copy with another coefficient schedule; a per-step schedule also sets {@code nsSteps} to its length.
+     *
+     * @param schedule the schedule
+     * @return the copy
+     */
+    public MuonConfig withNsCoefficients(CoefficientSchedule schedule) {
+        Objects.requireNonNull(schedule, "nsCoefficients must not be null");
+        return new MuonConfig(lr, weightDecay, momentum, nesterov, schedule, eps,
+                schedule.fixedLength().orElse(nsSteps), adjustLr, extraScale, nsPrecision, convWeights,
+                stackedWeights, orthogonalization);
+    }
+
+    /**
+     * A copy with another norm floor.
+     *
+     * @param value eps
+     * @return the copy
+     */
+    public MuonConfig withEps(double value) {
+        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, value, nsSteps, adjustLr,
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization);
+    }
+
+    /**
+     * A copy with another number of Newton–Schulz steps.
+     *
+     * @param value the step count
+     * @return the copy
+     */
+    public MuonConfig withNsSteps(int value) {
+        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, value, adjustLr,
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization);
+    }
+
+    /**
+     * A copy with another lr adjustment.
+     *
+     * @param value the adjustment
+     * @return the copy
+     */
+    public MuonConfig withAdjustLr(AdjustLr value) {
+        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, value,
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization);
+    }
+
+    /**
+     * A copy with another extra lr factor.
+     *
+     * @param value the factor
+     * @return the copy
+     */
+    public MuonConfig withExtraScale(double value) {
+        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
+                value, nsPrecision, convWeights, stackedWeights, orthogonalization);
+    }
+
+    /**
+     * A copy with another Newton–Schulz precision.
+     *
+     * @param value the precision
+     * @return the copy
+     */
+    public MuonConfig withNsPrecision(NsPrecision value) {
+        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
+                extraScale, value, convWeights, stackedWeights, orthogonalization);
+    }
+
+    /**
+     * A copy with another policy for 4-D parameters.
+     *
+     * @param value the policy
+     * @return the copy
+     */
+    public MuonConfig withConvWeights(ConvWeights value) {
+        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
+                extraScale, nsPrecision, value, stackedWeights, orthogonalization);
+    }
+
+    /**
+     * A copy with another policy for 3-D parameters.
+     *
+     * @param value the policy
+     * @return the copy
+     */
+    public MuonConfig withStackedWeights(StackedWeights value) {
+        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
+                extraScale, nsPrecision, convWeights, value, orthogonalization);
+    }
+
+    /**
+     * A copy with another orthogonalization.
+     *
+     * @param value the orthogonalization
+     * @return the copy
+     */
+    public MuonConfig withOrthogonalization(Orthogonalization value) {
+        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
+                extraScale, nsPrecision, convWeights, stackedWeights, value);
+    }
+
+    private static void requireNonNegative(String field, double value) {
+        if (!Double.isFinite(value)) {
+            throw new IllegalArgumentException(field + " must be finite, got " + value);
+        }
+        if (!(value >= 0)) {
+            throw new IllegalArgumentException(field + " must be >= 0, got " + value);
+        }
+    }
+}

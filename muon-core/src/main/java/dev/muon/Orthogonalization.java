@@ -1,0 +1,9 @@
+package dev.muon;
+
+/** Which orthogonalization a Muon group uses. */
+public enum Orthogonalization {
+    /** Newton–Schulz iterations (the default); on CUDA tensors a registered provider's kernels if present. */
+    NEWTON_SCHULZ,
+    /** The exact polar factor from an SVD in float64: a slow reference for checking Newton–Schulz quality. */
+    EXACT_SVD
+}

@@ -1,0 +1,47 @@
+package dev.muon;
+
+import dev.muon.internal.NativeLifetime;
+import dev.muon.orthogonalize.Orthogonalizer;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+
+/** One Muon parameter: its handle, its matrix layout, its orthogonalizer and its momentum buffer. */
+final class ParameterState {
+    final Tensor param;
+    final Tensor matrix;
+    final MatrixLayout layout;
+    final Orthogonalizer orthogonalizer;
+    final String label;
+    final long identity;
+    private Tensor momentumBuffer;
+    private Tensor momentumMatrix;
+
+    ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String label) {
+        // Our own handle on the parameter, so that a PointerScope of the caller cannot free it under us.
+        this.param = NativeLifetime.outliveScope(new Tensor(param));
+        this.matrix = NativeLifetime.outliveScope(new Tensor(layout.matrixView(this.param)));
+        this.layout = layout;
+        this.orthogonalizer = orthogonalizer;
+        this.label = label;
+        this.identity = identityOf(param);
+    }
+
+    /** The address of the parameter's TensorImpl: equal for every handle on the same tensor. */
+    static long identityOf(Tensor t) {
+        return t.unsafeGetTensorImpl().address();
+    }
+
+    /** The momentum buffer in the parameter's shape, or null before the first step that had a gradient. */
+    Tensor momentumBuffer() {
+        return momentumBuffer;
+    }
+
+    /** The momentum buffer as a matrix, created (zeros, the parameter's dtype) on first use. */
+    Tensor momentumMatrix() {
+        if (momentumMatrix == null) {
+            momentumBuffer = NativeLifetime.outliveScope(torch.zeros_like(param));
+            momentumMatrix = NativeLifetime.outliveScope(new Tensor(layout.matrixView(momentumBuffer)));
+        }
+        return momentumMatrix;
+    }
+}

@@ -1,0 +1,9 @@
+package dev.muon;
+
+/** What Muon does with a 3-D parameter {@code [n, rows, cols]}, such as the stacked weights of MoE experts. */
+public enum StackedWeights {
+    /** Reject it at construction, with a message that says how to allow it (the default). */
+    REJECT,
+    /** Treat it as {@code n} independent matrices, orthogonalized as one batch. */
+    BATCH
+}

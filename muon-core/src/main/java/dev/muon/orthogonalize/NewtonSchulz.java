@@ -1,0 +1,151 @@
+package dev.muon.orthogonalize;
+
+import dev.muon.internal.NativeLifetime;
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.ScalarTypeOptional;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Newton–Schulz orthogonalization on libtorch ops, for CPU tensors and as the portable fallback on any device.
+ *
+ * <p>Algorithm ({@code G} of shape {@code rows × cols}, or a batch of them):
+ * <ol>
+ *   <li>If {@code rows > cols}, work on {@code X = Gᵀ} so that the Gram matrix is {@code min(rows, cols)} square;
+ *       the result is transposed back.</li>
+ *   <li>{@code X = X / max(s·‖X‖_F, eps)}, the norm accumulated in float32 (float64 for float64 work), and
+ *       {@code s} the schedule's normalisation safety (1 except for Polar Express). A zero input gives zeros.</li>
+ *   <li>For each step {@code k} with coefficients {@code (a, b, c)}: {@code A = X Xᵀ; B = b·A + c·A·A;
+ *       X = a·X + B·X}.</li>
+ * </ol>
+ * Each step is three GEMMs and nothing else: {@code B} and the new {@code X} come from fused {@code addmm_out}
+ * calls, into workspaces created once per shape and reused for every later call (and every parameter of that
+ * shape), so a steady-state call allocates no large tensors.
+ *
+ * <table>
+ *   <caption>Defaults ({@link NewtonSchulzConfig#defaults()})</caption>
+ *   <tr><td>coefficients</td><td>3.4445, −4.7750, 2.0315 at every step</td></tr>
+ *   <tr><td>steps</td><td>5</td></tr>
+ *   <tr><td>eps</td><td>1e-7</td></tr>
+ *   <tr><td>precision</td><td>float32</td></tr>
+ * </table>
+ *
+ * <pre>{@code
+ * NewtonSchulz ns = new NewtonSchulz(NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.BFLOAT16));
+ * Tensor o = ns.orthogonalize(momentum);   // valid until the next call on ns
+ * }</pre>
+ *
+ * <p>Not thread-safe: the workspaces are shared between calls.
+ */
+public final class NewtonSchulz implements Orthogonalizer {
+    private static final long[] LAST_TWO_DIMS = {-2, -1};
+
+    private final NewtonSchulzConfig config;
+    private final Scalar[] linear;
+    private final Scalar[] cubic;
+    private final Scalar[] quintic;
+    private final Scalar one;
+    private final Scalar two;
+    private final Scalar eps;
+    private final Scalar normSafety;
+    private final Map<Workspace.Key, Workspace> workspaces = new HashMap<>();
+
+    /**
+     * Creates an orthogonalizer; workspaces are allocated lazily, at the first call for each shape.
+     *
+     * @param config the validated settings
+     */
+    public NewtonSchulz(NewtonSchulzConfig config) {
+        this.config = Objects.requireNonNull(config, "config");
+        int steps = config.nsSteps();
+        linear = new Scalar[steps];
+        cubic = new Scalar[steps];
+        quintic = new Scalar[steps];
+        for (int k = 0; k < steps; k++) {
+            Coefficients c = config.nsCoefficients().at(k);
+            linear[k] = scalar(c.a());
+            cubic[k] = scalar(c.b());
+            quintic[k] = scalar(c.c());
+        }
+        one = scalar(1.0);
+        two = scalar(2.0);
+        eps = scalar(config.eps());
+        normSafety = scalar(config.nsCoefficients().normalizationSafety());
+    }
+
+    /**
+     * The settings this orthogonalizer runs with.
+     *
+     * @return the configuration
+     */
+    public NewtonSchulzConfig config() {
+        return config;
+    }
+
+    @Override
+    public Tensor orthogonalize(Tensor update) {
+        MatrixInput.check(update);
+        boolean batched = update.dim() == 3;
+        long rows = update.size(-2);
+        long cols = update.size(-1);
+        boolean tall = rows > cols;
+        Tensor g = tall ? update.mT() : update;
+        Workspace ws = workspace(batched ? update.size(0) : 0, Math.min(rows, cols), Math.max(rows, cols),
+                update.device());
+
+        normalizeInto(ws.x, g, update.scalar_type());
+        Tensor x = ws.x;
+        Tensor next = ws.y;
+        for (int k = 0; k < config.nsSteps(); k++) {
+            if (batched) {
+                torch.bmm_out(ws.a, x, x.mT());
+                torch.baddbmm_out(ws.b, ws.a, ws.a, ws.a, cubic[k], quintic[k]);
+                torch.baddbmm_out(next, x, ws.b, x, linear[k], one);
+            } else {
+                torch.mm_out(ws.a, x, x.t());
+                torch.addmm_out(ws.b, ws.a, ws.a, ws.a, cubic[k], quintic[k]);
+                torch.addmm_out(next, x, ws.b, x, linear[k], one);
+            }
+            Tensor done = x;
+            x = next;
+            next = done;
+        }
+        return tall ? x.mT() : x;
+    }
+
+    /** Writes {@code g / max(s·‖g‖_F, eps)} into {@code out}, computing the division in the norm's dtype. */
+    private void normalizeInto(Tensor out, Tensor g, ScalarType inputType) {
+        // ScalarType values are not singletons in the bindings: compare their codes.
+        boolean wide64 = inputType.value == ScalarType.Double.value || config.nsPrecision() == NsPrecision.FLOAT64;
+        ScalarType normType = wide64 ? ScalarType.Double : ScalarType.Float;
+        Tensor norm = torch.linalg_vector_norm(g, two, LAST_TWO_DIMS, true, new ScalarTypeOptional(normType));
+        if (config.nsCoefficients().normalizationSafety() != 1.0) {
+            norm.mul_(normSafety);
+        }
+        norm.clamp_min_(eps);
+        // The norm is a [.., 1, 1] tensor, not a 0-dim one, so type promotion computes the quotient in its dtype
+        // (float32 at least) before the cast to the iteration's dtype.
+        torch.div_out(out, g, norm);
+    }
+
+    private Workspace workspace(long batch, long m, long n, Device device) {
+        ScalarType dtype = config.nsPrecision().scalarType();
+        Workspace.Key key = new Workspace.Key(batch, m, n, dtype.value, device.type().value, device.index());
+        Workspace ws = workspaces.get(key);
+        if (ws == null) {
+            ws = new Workspace(batch, m, n, dtype, device);
+            workspaces.put(key, ws);
+        }
+        return ws;
+    }
+
+    private static Scalar scalar(double value) {
+        return NativeLifetime.outliveScope(new Scalar(value));
+    }
+}
