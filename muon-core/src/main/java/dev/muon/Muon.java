@@ -1,6 +1,7 @@
 package dev.muon;
 
 import dev.muon.internal.NativeLifetime;
+import dev.muon.orthogonalize.Orthogonalizer;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Scalar;
@@ -258,6 +259,15 @@ public final class Muon {
                     + Arrays.toString(param.shape()) + ")");
         }
         return Optional.ofNullable(state.momentumBuffer());
+    }
+
+    /** The orthogonalizer serving a parameter; for tests of workspace sharing. */
+    Orthogonalizer orthogonalizerOf(Tensor param) {
+        ParameterState state = byIdentity.get(ParameterState.identityOf(param));
+        if (state == null) {
+            throw new IllegalArgumentException("param is not a parameter of this optimizer");
+        }
+        return state.orthogonalizer;
     }
 
     private Group group(int index) {

@@ -1,0 +1,214 @@
+package dev.muon.orthogonalize;
+
+import dev.muon.golden.Tensors;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.util.function.Supplier;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Properties of {@link NewtonSchulz} that hold for any input, checked on random matrices. */
+class NewtonSchulzPropertiesTest {
+    private PointerScope scope;
+
+    @BeforeEach
+    void seedAndScope() {
+        scope = new PointerScope();
+        torch.manual_seed(1234);
+    }
+
+    @AfterEach
+    void closeScope() {
+        scope.close();
+    }
+
+    /** Singular values of a 2-D tensor, in float64, descending. */
+    static double[] singularValues(Tensor m) {
+        return Tensors.values(torch.linalg_svdvals(m.to(ScalarType.Double)));
+    }
+
+    static Stream<Arguments> shapes() {
+        return Stream.of(Arguments.of(64, 64), Arguments.of(32, 128), Arguments.of(128, 32), Arguments.of(96, 200));
+    }
+
+    /**
+     * A float32 matrix {@code U diag(s) Vᵀ} with random orthonormal U, V and singular values spread
+     * log-uniformly over [1/condition, 1]. Five NS steps lift a singular value by at most about a^5 ≈ 485, so
+     * the band property only holds for inputs whose smallest singular value is not tiny relative to the norm;
+     * a square Gaussian matrix is not such an input (its smallest singular value is near zero).
+     */
+    static Tensor withCondition(int rows, int cols, double condition) {
+        int k = Math.min(rows, cols);
+        Tensor u = torch.linalg_qr(torch.randn(rows, k).to(ScalarType.Double)).get0();
+        Tensor v = torch.linalg_qr(torch.randn(cols, k).to(ScalarType.Double)).get0();
+        double[] s = new double[k];
+        for (int i = 0; i < k; i++) {
+            s[i] = Math.pow(condition, -(double) i / Math.max(1, k - 1));
+        }
+        Tensor sigma = Tensor.create(s, k);
+        return u.mul(sigma.unsqueeze(0)).matmul(v.t()).to(ScalarType.Float);
+    }
+
+    @ParameterizedTest(name = "{0}x{1}")
+    @MethodSource("shapes")
+    void kellerJordan_singularValuesLieInTheBand(int rows, int cols) {
+        Tensor g = withCondition(rows, cols, 100);
+        double[] s = singularValues(new NewtonSchulz(NewtonSchulzConfig.defaults()).orthogonalize(g));
+        for (double v : s) {
+            assertTrue(v >= 0.5 && v <= 1.5, rows + "x" + cols + ": singular value " + v + " outside [0.5, 1.5]");
+        }
+    }
+
+    @ParameterizedTest(name = "{0}x{1}")
+    @MethodSource("shapes")
+    void polarExpress8_isTighterThanKellerJordan(int rows, int cols) {
+        Tensor g = withCondition(rows, cols, 100);
+        NewtonSchulzConfig pe = NewtonSchulzConfig.defaults().withNsCoefficients(CoefficientSchedule.polarExpress8());
+        double[] s = singularValues(new NewtonSchulz(pe).orthogonalize(g));
+        for (double v : s) {
+            assertTrue(v >= 0.9 && v <= 1.1, rows + "x" + cols + ": singular value " + v + " outside [0.9, 1.1]");
+        }
+    }
+
+    @Test
+    void polarExpress5_andYouJiacheng_stayInTheBand() {
+        Tensor g = withCondition(48, 80, 100);
+        for (CoefficientSchedule schedule : new CoefficientSchedule[]{
+                CoefficientSchedule.polarExpress5(), CoefficientSchedule.youJiacheng()}) {
+            NewtonSchulzConfig config = NewtonSchulzConfig.defaults().withNsCoefficients(schedule);
+            for (double v : singularValues(new NewtonSchulz(config).orthogonalize(g))) {
+                assertTrue(v >= 0.5 && v <= 1.5, schedule.name() + ": singular value " + v);
+            }
+        }
+    }
+
+    @Test
+    void tallInput_givesTheTransposeOfItsTransposesResult() {
+        Tensor tall = torch.randn(90, 30);
+        NewtonSchulz ns = new NewtonSchulz(NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.FLOAT64));
+        double[] direct = Tensors.values(ns.orthogonalize(tall.to(ScalarType.Double)));
+        double[] viaWide = Tensors.values(ns.orthogonalize(tall.t().contiguous().to(ScalarType.Double)).t());
+        assertTrue(Tensors.relativeError(direct, viaWide) <= 1e-14, "tall and transposed-wide results differ");
+    }
+
+    @Test
+    void zeroInput_givesZeros() {
+        for (NsPrecision p : NsPrecision.values()) {
+            Tensor out = new NewtonSchulz(NewtonSchulzConfig.defaults().withNsPrecision(p))
+                    .orthogonalize(torch.zeros(5, 7));
+            for (double v : Tensors.values(out)) {
+                assertEquals(0.0, v, p + ": expected exact zeros");
+            }
+        }
+    }
+
+    @Test
+    void batchedInput_equalsEachMatrixAlone() {
+        Tensor stack = torch.randn(3, 20, 12).to(ScalarType.Double);
+        NewtonSchulz ns = new NewtonSchulz(NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.FLOAT64));
+        double[] batched = Tensors.values(ns.orthogonalize(stack).clone());
+        double[] single = Tensors.values(ns.orthogonalize(stack.select(0, 1)));
+        double[] slice = java.util.Arrays.copyOfRange(batched, 240, 480);
+        assertTrue(Tensors.relativeError(slice, single) <= 1e-13, "batch element 1 differs from a lone run");
+    }
+
+    @Test
+    void newtonSchulz_approachesTheSvdPolarFactor() {
+        // With many steps of the convergent cubic (1.5, -0.5, 0), NS tends to U Vᵀ; this ties the two
+        // implementations together and checks the exact reference.
+        Tensor g = torch.randn(24, 40).to(ScalarType.Double);
+        NewtonSchulzConfig cubic = new NewtonSchulzConfig(
+                CoefficientSchedule.constant(new Coefficients(1.5, -0.5, 0)), 60, 1e-7, NsPrecision.FLOAT64);
+        // Scale so that the smallest singular value is not tiny after normalisation: cubic NS converges
+        // linearly from below, and a random 24x40 matrix is well conditioned.
+        double[] ns = Tensors.values(new NewtonSchulz(cubic).orthogonalize(g));
+        double[] exact = Tensors.values(new SvdPolarFactor().orthogonalize(g));
+        assertTrue(Tensors.relativeError(ns, exact) <= 1e-10, "cubic NS did not reach the polar factor");
+        for (double v : singularValues(Tensors.of(exact, new long[]{24, 40}, ScalarType.Double))) {
+            assertEquals(1.0, v, 1e-12);
+        }
+    }
+
+    @Test
+    void svdPolarFactor_zeroInput_givesZeros() {
+        for (double v : Tensors.values(new SvdPolarFactor().orthogonalize(torch.zeros(4, 6)))) {
+            assertEquals(0.0, v);
+        }
+    }
+
+    @Test
+    void steadyState_reusesTheSameWorkspace() {
+        NewtonSchulz ns = new NewtonSchulz(NewtonSchulzConfig.defaults());
+        long first = ns.orthogonalize(torch.randn(16, 32)).data_ptr().address();
+        ns.orthogonalize(torch.randn(16, 32));
+        long third = ns.orthogonalize(torch.randn(16, 32)).data_ptr().address();
+        // Odd step counts end in the same ping-pong buffer every call: same shape, same memory.
+        assertEquals(first, third);
+    }
+
+    @Test
+    void precision_setsTheOutputDtype_andBf16StaysClose() {
+        Tensor g = torch.randn(64, 96);
+        Tensor f32 = new NewtonSchulz(NewtonSchulzConfig.defaults()).orthogonalize(g).clone();
+        Tensor bf16 = new NewtonSchulz(NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.BFLOAT16))
+                .orthogonalize(g);
+        assertEquals(ScalarType.BFloat16.value, bf16.scalar_type().value);
+        assertTrue(Tensors.relativeError(bf16, Tensors.values(f32)) <= 0.25);
+    }
+
+    static Stream<Arguments> invalidInputs() {
+        return Stream.of(
+                Arguments.of("input_1d_isRejected", (Supplier<Tensor>) () -> torch.randn(8),
+                        IllegalArgumentException.class, "update must be 2-D or a 3-D batch of matrices, got shape [8]"),
+                Arguments.of("input_4d_isRejected", (Supplier<Tensor>) () -> torch.randn(2, 2, 2, 2),
+                        IllegalArgumentException.class,
+                        "update must be 2-D or a 3-D batch of matrices, got shape [2, 2, 2, 2]"),
+                Arguments.of("input_integer_isRejected", (Supplier<Tensor>) () -> torch.ones(3, 3).to(ScalarType.Int),
+                        IllegalArgumentException.class, "update must be floating point, got dtype Int"),
+                Arguments.of("input_complex_isRejected",
+                        (Supplier<Tensor>) () -> torch.ones(3, 3).to(ScalarType.ComplexDouble),
+                        UnsupportedOperationException.class, "update must be real, got dtype ComplexDouble"),
+                Arguments.of("input_sparse_isRejected", (Supplier<Tensor>) () -> torch.randn(3, 3).to_sparse(),
+                        UnsupportedOperationException.class, "update must be dense, got a sparse tensor"),
+                Arguments.of("input_undefined_isRejected", (Supplier<Tensor>) Tensor::new,
+                        IllegalArgumentException.class, "update must be a defined tensor"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("invalidInputs")
+    void invalidInput_isRejected(String name, Supplier<Tensor> input, Class<? extends Throwable> type, String message) {
+        Tensor t = input.get();
+        for (Orthogonalizer o : new Orthogonalizer[]{new NewtonSchulz(NewtonSchulzConfig.defaults()),
+                new SvdPolarFactor()}) {
+            Throwable e = assertThrows(type, () -> o.orthogonalize(t));
+            assertEquals(message, e.getMessage());
+        }
+    }
+
+    @Test
+    void namedSchedules_haveTheirPublishedLengths() {
+        assertEquals(5, CoefficientSchedule.polarExpress5().fixedLength().getAsInt());
+        assertEquals(8, CoefficientSchedule.polarExpress8().fixedLength().getAsInt());
+        assertEquals(6, CoefficientSchedule.youJiacheng().fixedLength().getAsInt());
+        assertTrue(CoefficientSchedule.kellerJordan().fixedLength().isEmpty());
+        // The paper keeps its last polynomial (the fixed point) undamped, and damps the others by 1.01.
+        assertEquals(new Coefficients(1.875, -1.25, 0.375), CoefficientSchedule.polarExpress8().at(7));
+        assertEquals(8.28721201814563 / 1.01, CoefficientSchedule.polarExpress5().at(0).a(), 1e-15);
+        assertArrayEquals(new double[]{3955 / 1024.0, -8306 / 1024.0, 5008 / 1024.0}, new double[]{
+                CoefficientSchedule.youJiacheng().at(0).a(), CoefficientSchedule.youJiacheng().at(0).b(),
+                CoefficientSchedule.youJiacheng().at(0).c()});
+    }
+}
