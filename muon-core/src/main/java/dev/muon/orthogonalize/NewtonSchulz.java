@@ -24,9 +24,11 @@ import java.util.Objects;
  *   <li>For each step {@code k} with coefficients {@code (a, b, c)}: {@code A = X Xᵀ; B = b·A + c·A·A;
  *       X = a·X + B·X}.</li>
  * </ol>
- * Each step is three GEMMs and nothing else: {@code B} and the new {@code X} come from fused {@code addmm_out}
- * calls, into workspaces created once per shape and reused for every later call (and every parameter of that
- * shape), so a steady-state call allocates no large tensors.
+ * Each step is three plain GEMMs ({@code mm_out}) plus one elementwise pass over the small Gram matrix: the
+ * step is evaluated as {@code X = (a·I + A·(c·A + b·I))·X}, with the scalar terms added on diagonals, so that no
+ * beta-scaled GEMM or elementwise pass touches the large {@code m × n} iterate. Everything is written into
+ * workspaces created once per shape and reused for every later call (and every parameter of that shape), so a
+ * steady-state call allocates no large tensors.
  *
  * <table>
  *   <caption>Defaults ({@link NewtonSchulzConfig#defaults()})</caption>
@@ -50,7 +52,6 @@ public final class NewtonSchulz implements Orthogonalizer {
     private final Scalar[] linear;
     private final Scalar[] cubic;
     private final Scalar[] quintic;
-    private final Scalar one;
     private final Scalar two;
     private final Scalar eps;
     private final Scalar normSafety;
@@ -73,7 +74,6 @@ public final class NewtonSchulz implements Orthogonalizer {
             cubic[k] = scalar(c.b());
             quintic[k] = scalar(c.c());
         }
-        one = scalar(1.0);
         two = scalar(2.0);
         eps = scalar(config.eps());
         normSafety = scalar(config.nsCoefficients().normalizationSafety());
@@ -102,15 +102,29 @@ public final class NewtonSchulz implements Orthogonalizer {
         normalizeInto(ws.x, g, update.scalar_type());
         Tensor x = ws.x;
         Tensor next = ws.y;
+        Tensor diagonalOfT = ws.t.diagonal(0, -2, -1);
+        Tensor diagonalOfB = ws.b.diagonal(0, -2, -1);
         for (int k = 0; k < config.nsSteps(); k++) {
+            // X' = a·X + (b·A + c·A²)·X is evaluated as X' = (a·I + A·(c·A + b·I))·X: the scalar terms go on
+            // diagonals (m elements) instead of a beta-scaled GEMM over the m×n iterate, so every product
+            // is a plain mm_out and the only extra pass is c·A over the small m×m Gram matrix.
             if (batched) {
                 torch.bmm_out(ws.a, x, x.mT());
-                torch.baddbmm_out(ws.b, ws.a, ws.a, ws.a, cubic[k], quintic[k]);
-                torch.baddbmm_out(next, x, ws.b, x, linear[k], one);
             } else {
                 torch.mm_out(ws.a, x, x.t());
-                torch.addmm_out(ws.b, ws.a, ws.a, ws.a, cubic[k], quintic[k]);
-                torch.addmm_out(next, x, ws.b, x, linear[k], one);
+            }
+            torch.mul_out(ws.t, ws.a, quintic[k]);
+            diagonalOfT.add_(cubic[k]);
+            if (batched) {
+                torch.bmm_out(ws.b, ws.a, ws.t);
+            } else {
+                torch.mm_out(ws.b, ws.a, ws.t);
+            }
+            diagonalOfB.add_(linear[k]);
+            if (batched) {
+                torch.bmm_out(next, ws.b, x);
+            } else {
+                torch.mm_out(next, ws.b, x);
             }
             Tensor done = x;
             x = next;

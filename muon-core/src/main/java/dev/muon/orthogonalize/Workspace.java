@@ -9,15 +9,16 @@ import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
 /**
- * The four buffers one Newton–Schulz run needs for a wide {@code [batch,] m × n} input ({@code m <= n}): the
- * iterate {@code X} and its successor (ping-pong, because {@code addmm} cannot write over an operand), the Gram
- * matrix {@code A} and the polynomial {@code B}. Created at the first call for a shape and reused afterwards:
+ * The five buffers one Newton–Schulz run needs for a wide {@code [batch,] m × n} input ({@code m <= n}): the
+ * iterate {@code X} and its successor (ping-pong, because a GEMM cannot write over an operand), the Gram
+ * matrix {@code A}, {@code T = c·A + b·I} and the polynomial {@code B = a·I + A·T}. Created at the first call for a shape and reused afterwards:
  * on this class of CPU a fresh 16 MB allocation costs ~100x the in-place op on it (page faults).
  */
 final class Workspace {
     final Tensor x;
     final Tensor y;
     final Tensor a;
+    final Tensor t;
     final Tensor b;
 
     Workspace(long batch, long m, long n, ScalarType dtype, Device device) {
@@ -27,6 +28,7 @@ final class Workspace {
         x = NativeLifetime.outliveScope(torch.empty(wide, options, null));
         y = NativeLifetime.outliveScope(torch.empty(wide, options, null));
         a = NativeLifetime.outliveScope(torch.empty(gram, options, null));
+        t = NativeLifetime.outliveScope(torch.empty(gram, options, null));
         b = NativeLifetime.outliveScope(torch.empty(gram, options, null));
     }
 

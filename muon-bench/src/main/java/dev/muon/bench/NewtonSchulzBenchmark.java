@@ -1,0 +1,145 @@
+package dev.muon.bench;
+
+import dev.muon.orthogonalize.NewtonSchulz;
+import dev.muon.orthogonalize.NewtonSchulzConfig;
+import dev.muon.orthogonalize.NsPrecision;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.Blackhole;
+
+import java.util.concurrent.TimeUnit;
+
+/**
+ * How close is our Newton–Schulz to the floor set by its own GEMMs?
+ *
+ * <p>Variants: {@code muon} is {@link NewtonSchulz} (5 steps, Keller Jordan's triple); {@code gemm} runs the
+ * same three products per step ({@code X·Xᵀ}, {@code A·A}, {@code B·X}) with {@code mm_out} into preallocated
+ * tensors and nothing else, which no implementation of this algorithm can beat; {@code naive} is the textbook
+ * form with out-of-place {@code matmul}, scalar multiplies and adds, as most ports write it. The ratio
+ * {@code muon / gemm} is the overhead of everything that is not a GEMM.
+ *
+ * <p>How to run: {@code java -jar muon-bench/target/benchmarks.jar NewtonSchulzBenchmark -p shape=1024x4096}
+ * (after {@code mvn -B -DskipTests package}); add {@code -rf json -rff ns.json} to keep the numbers.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.MILLISECONDS)
+@Warmup(iterations = 2, time = 2)
+@Measurement(iterations = 5, time = 2)
+@Fork(1)
+public class NewtonSchulzBenchmark {
+    private static final double A = 3.4445;
+    private static final double B = -4.7750;
+    private static final double C = 2.0315;
+    private static final int STEPS = 5;
+
+    /** Rows x columns of the input (wide; tall inputs are transposed first and cost the same). */
+    @Param({"1024x4096", "4096x4096"})
+    public String shape;
+
+    /** The dtype of the iteration. */
+    @Param({"float32", "bfloat16"})
+    public String dtype;
+
+    /** Which implementation runs. */
+    @Param({"muon", "gemm", "naive"})
+    public String variant;
+
+    private PointerScope scope;
+    private Tensor input;
+    private NewtonSchulz newtonSchulz;
+    private Tensor x;
+    private Tensor a;
+    private Tensor b;
+    private Tensor y;
+    private Scalar sa;
+    private Scalar sb;
+    private Scalar sc;
+
+    /** Allocates the input, the workspaces and, for {@code muon}, runs one call to create its workspaces. */
+    @Setup(Level.Trial)
+    public void setUp() {
+        scope = new PointerScope();
+        torch.manual_seed(0);
+        String[] dims = shape.split("x");
+        long rows = Long.parseLong(dims[0]);
+        long cols = Long.parseLong(dims[1]);
+        boolean bf16 = dtype.equals("bfloat16");
+        ScalarType type = bf16 ? ScalarType.BFloat16 : ScalarType.Float;
+        input = torch.randn(rows, cols);
+        newtonSchulz = new NewtonSchulz(NewtonSchulzConfig.defaults()
+                .withNsPrecision(bf16 ? NsPrecision.BFLOAT16 : NsPrecision.FLOAT32));
+        long m = Math.min(rows, cols);
+        long n = Math.max(rows, cols);
+        x = torch.randn(m, n).div_(new Scalar(Math.sqrt((double) m * n))).to(type);
+        y = torch.empty_like(x);
+        a = torch.randn(m, m).to(type);
+        b = torch.randn(m, m).to(type);
+        sa = new Scalar(A);
+        sb = new Scalar(B);
+        sc = new Scalar(C);
+        if (variant.equals("muon")) {
+            newtonSchulz.orthogonalize(input);
+        }
+        System.out.println("# libtorch intra-op threads: " + torch.get_num_threads());
+    }
+
+    /** Frees the native memory of this trial. */
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        scope.close();
+    }
+
+    /**
+     * One orthogonalization (five steps) with the selected variant.
+     *
+     * @param bh keeps the result alive
+     */
+    @Benchmark
+    public void orthogonalize(Blackhole bh) {
+        try (PointerScope call = new PointerScope()) {
+            switch (variant) {
+                case "muon" -> bh.consume(newtonSchulz.orthogonalize(input));
+                case "gemm" -> bh.consume(gemmsOnly());
+                case "naive" -> bh.consume(naive());
+                default -> throw new IllegalStateException("unknown variant " + variant);
+            }
+        }
+    }
+
+    private Tensor gemmsOnly() {
+        for (int k = 0; k < STEPS; k++) {
+            torch.mm_out(a, x, x.t());
+            torch.mm_out(b, a, a);
+            torch.mm_out(y, b, x);
+        }
+        return y;
+    }
+
+    private Tensor naive() {
+        Tensor g = input.to(x.scalar_type());
+        Tensor xs = g.div(g.norm().clamp_min(new Scalar(1e-7)));
+        for (int k = 0; k < STEPS; k++) {
+            Tensor gram = xs.matmul(xs.t());
+            Tensor poly = gram.mul(sb).add(gram.matmul(gram).mul(sc));
+            xs = xs.mul(sa).add(poly.matmul(xs));
+        }
+        return xs;
+    }
+}
