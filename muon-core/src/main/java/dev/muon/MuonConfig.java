@@ -2,6 +2,7 @@ package dev.muon;
 
 import dev.muon.orthogonalize.CoefficientSchedule;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
+import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
 
 import java.util.Objects;
@@ -27,6 +28,7 @@ import java.util.Objects;
  *   <tr><td>convWeights</td><td>{@link ConvWeights#REJECT}</td><td></td></tr>
  *   <tr><td>stackedWeights</td><td>{@link StackedWeights#REJECT}</td><td></td></tr>
  *   <tr><td>orthogonalization</td><td>{@link Orthogonalization#NEWTON_SCHULZ}</td><td></td></tr>
+ *   <tr><td>nsAlgorithm</td><td>{@link NsAlgorithm#AUTO}</td><td>{@code GEMM} forces the fast paths off</td></tr>
  * </table>
  *
  * <pre>{@code
@@ -46,11 +48,13 @@ import java.util.Objects;
  * @param convWeights       what to do with 4-D parameters
  * @param stackedWeights    what to do with 3-D parameters
  * @param orthogonalization Newton–Schulz or the exact SVD reference
+ * @param nsAlgorithm       the Newton–Schulz kernel choice
  */
 public record MuonConfig(double lr, double weightDecay, double momentum, boolean nesterov,
                          CoefficientSchedule nsCoefficients, double eps, int nsSteps, AdjustLr adjustLr,
                          double extraScale, NsPrecision nsPrecision, ConvWeights convWeights,
-                         StackedWeights stackedWeights, Orthogonalization orthogonalization) {
+                         StackedWeights stackedWeights, Orthogonalization orthogonalization,
+                         NsAlgorithm nsAlgorithm) {
 
     /**
      * Validates every field.
@@ -72,7 +76,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
             throw new IllegalArgumentException("extraScale must be a finite number > 0, got " + extraScale);
         }
         // One set of rules for the Newton–Schulz fields, shared with NewtonSchulzConfig.
-        new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision);
+        new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm);
     }
 
     /**
@@ -84,7 +88,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         NewtonSchulzConfig ns = NewtonSchulzConfig.defaults();
         return new MuonConfig(1e-3, 0.1, 0.95, true, ns.nsCoefficients(), ns.eps(), ns.nsSteps(),
                 AdjustLr.ORIGINAL, 1.0, ns.nsPrecision(), ConvWeights.REJECT, StackedWeights.REJECT,
-                Orthogonalization.NEWTON_SCHULZ);
+                Orthogonalization.NEWTON_SCHULZ, ns.nsAlgorithm());
     }
 
     /**
@@ -93,7 +97,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * @return the settings an orthogonalizer needs
      */
     public NewtonSchulzConfig newtonSchulz() {
-        return new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision);
+        return new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm);
     }
 
     /**
@@ -104,7 +108,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withLr(double value) {
         return new MuonConfig(value, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization);
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
     }
 
     /**
@@ -115,7 +119,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withWeightDecay(double value) {
         return new MuonConfig(lr, value, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization);
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
     }
 
     /**
@@ -126,7 +130,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withMomentum(double value) {
         return new MuonConfig(lr, weightDecay, value, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization);
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
     }
 
     /**
@@ -137,7 +141,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withNesterov(boolean value) {
         return new MuonConfig(lr, weightDecay, momentum, value, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization);
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
     }
 
     /**
@@ -150,7 +154,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         Objects.requireNonNull(schedule, "nsCoefficients must not be null");
         return new MuonConfig(lr, weightDecay, momentum, nesterov, schedule, eps,
                 schedule.fixedLength().orElse(nsSteps), adjustLr, extraScale, nsPrecision, convWeights,
-                stackedWeights, orthogonalization);
+                stackedWeights, orthogonalization, nsAlgorithm);
     }
 
     /**
@@ -161,7 +165,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withEps(double value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, value, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization);
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
     }
 
     /**
@@ -172,7 +176,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withNsSteps(int value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, value, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization);
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
     }
 
     /**
@@ -183,7 +187,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withAdjustLr(AdjustLr value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, value,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization);
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
     }
 
     /**
@@ -194,7 +198,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withExtraScale(double value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                value, nsPrecision, convWeights, stackedWeights, orthogonalization);
+                value, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
     }
 
     /**
@@ -205,7 +209,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withNsPrecision(NsPrecision value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, value, convWeights, stackedWeights, orthogonalization);
+                extraScale, value, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
     }
 
     /**
@@ -216,7 +220,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withConvWeights(ConvWeights value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, value, stackedWeights, orthogonalization);
+                extraScale, nsPrecision, value, stackedWeights, orthogonalization, nsAlgorithm);
     }
 
     /**
@@ -227,7 +231,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withStackedWeights(StackedWeights value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, value, orthogonalization);
+                extraScale, nsPrecision, convWeights, value, orthogonalization, nsAlgorithm);
     }
 
     /**
@@ -238,7 +242,18 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withOrthogonalization(Orthogonalization value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, value);
+                extraScale, nsPrecision, convWeights, stackedWeights, value, nsAlgorithm);
+    }
+
+    /**
+     * A copy with another Newton–Schulz kernel choice.
+     *
+     * @param value the kernel choice
+     * @return the copy
+     */
+    public MuonConfig withNsAlgorithm(NsAlgorithm value) {
+        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, value);
     }
 
     private static void requireNonNegative(String field, double value) {

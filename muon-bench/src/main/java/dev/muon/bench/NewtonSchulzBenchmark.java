@@ -2,6 +2,7 @@ package dev.muon.bench;
 
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
+import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Scalar;
@@ -28,11 +29,14 @@ import java.util.concurrent.TimeUnit;
 /**
  * How close is our Newton–Schulz to the floor set by its own GEMMs?
  *
- * <p>Variants: {@code muon} is {@link NewtonSchulz} (5 steps, Keller Jordan's triple); {@code gemm} runs the
+ * <p>Variants: {@code muon} is {@link NewtonSchulz} (5 steps, Keller Jordan's triple) with its default kernel
+ * choice ({@link NsAlgorithm#AUTO}: the symmetric OpenBLAS kernel for CPU float32 from 256 rows); {@code muon-gemm}
+ * forces its plain-GEMM kernel ({@link NsAlgorithm#GEMM}); {@code gemm} runs the
  * same three products per step ({@code X·Xᵀ}, {@code A·A}, {@code B·X}) with {@code mm_out} into preallocated
- * tensors and nothing else, which no implementation of this algorithm can beat; {@code naive} is the textbook
+ * tensors and nothing else, the floor of any GEMM-based implementation; {@code naive} is the textbook
  * form with out-of-place {@code matmul}, scalar multiplies and adds, as most ports write it. The ratio
- * {@code muon / gemm} is the overhead of everything that is not a GEMM.
+ * {@code muon-gemm / gemm} is the overhead of everything that is not a GEMM; {@code gemm / muon} is what the
+ * symmetric kernel gains.
  *
  * <p>How to run: {@code java -jar muon-bench/target/benchmarks.jar NewtonSchulzBenchmark -p shape=1024x4096}
  * (after {@code mvn -B -DskipTests package}); add {@code -rf json -rff ns.json} to keep the numbers.
@@ -58,7 +62,7 @@ public class NewtonSchulzBenchmark {
     public String dtype;
 
     /** Which implementation runs. */
-    @Param({"muon", "gemm", "naive"})
+    @Param({"muon", "muon-gemm", "gemm", "naive"})
     public String variant;
 
     private PointerScope scope;
@@ -84,7 +88,8 @@ public class NewtonSchulzBenchmark {
         ScalarType type = bf16 ? ScalarType.BFloat16 : ScalarType.Float;
         input = torch.randn(rows, cols);
         newtonSchulz = new NewtonSchulz(NewtonSchulzConfig.defaults()
-                .withNsPrecision(bf16 ? NsPrecision.BFLOAT16 : NsPrecision.FLOAT32));
+                .withNsPrecision(bf16 ? NsPrecision.BFLOAT16 : NsPrecision.FLOAT32)
+                .withNsAlgorithm(variant.equals("muon-gemm") ? NsAlgorithm.GEMM : NsAlgorithm.AUTO));
         long m = Math.min(rows, cols);
         long n = Math.max(rows, cols);
         x = torch.randn(m, n).div_(new Scalar(Math.sqrt((double) m * n))).to(type);
@@ -94,7 +99,7 @@ public class NewtonSchulzBenchmark {
         sa = new Scalar(A);
         sb = new Scalar(B);
         sc = new Scalar(C);
-        if (variant.equals("muon")) {
+        if (variant.startsWith("muon")) {
             newtonSchulz.orthogonalize(input);
         }
         System.out.println("# libtorch intra-op threads: " + torch.get_num_threads());
@@ -115,7 +120,7 @@ public class NewtonSchulzBenchmark {
     public void orthogonalize(Blackhole bh) {
         try (PointerScope call = new PointerScope()) {
             switch (variant) {
-                case "muon" -> bh.consume(newtonSchulz.orthogonalize(input));
+                case "muon", "muon-gemm" -> bh.consume(newtonSchulz.orthogonalize(input));
                 case "gemm" -> bh.consume(gemmsOnly());
                 case "naive" -> bh.consume(naive());
                 default -> throw new IllegalStateException("unknown variant " + variant);

@@ -46,6 +46,12 @@ import java.util.Objects;
  * <p>Not thread-safe: the workspaces are shared between calls.
  */
 public final class NewtonSchulz implements Orthogonalizer {
+    /**
+     * The smallest {@code min(rows, cols)} for which {@link NsAlgorithm#AUTO} picks the symmetric kernel; below
+     * it, the fixed cost of the extra passes over the small Gram matrix is not repaid.
+     */
+    public static final int SYMMETRIC_MIN_ROWS = 256;
+
     private static final long[] LAST_TWO_DIMS = {-2, -1};
 
     private final NewtonSchulzConfig config;
@@ -100,6 +106,11 @@ public final class NewtonSchulz implements Orthogonalizer {
                 update.device());
 
         normalizeInto(ws.x, g, update.scalar_type());
+        if (usesSymmetricKernel(update, batched, Math.min(rows, cols))) {
+            Tensor x = SymmetricBlas.iterate(ws, config, cubic, linear,
+                    config.nsPrecision() == NsPrecision.FLOAT64);
+            return tall ? x.mT() : x;
+        }
         Tensor x = ws.x;
         Tensor next = ws.y;
         Tensor diagonalOfT = ws.t.diagonal(0, -2, -1);
@@ -131,6 +142,19 @@ public final class NewtonSchulz implements Orthogonalizer {
             next = done;
         }
         return tall ? x.mT() : x;
+    }
+
+    /**
+     * The documented {@link NsAlgorithm#AUTO} rule, also applied to an explicit {@code SYMMETRIC} request (which
+     * falls back to GEMMs where the kernel cannot run).
+     */
+    private boolean usesSymmetricKernel(Tensor update, boolean batched, long m) {
+        NsAlgorithm algorithm = config.nsAlgorithm();
+        if (algorithm == NsAlgorithm.GEMM || batched || !update.device().is_cpu()
+                || config.nsPrecision() == NsPrecision.BFLOAT16 || !SymmetricBlas.isAvailable()) {
+            return false;
+        }
+        return algorithm == NsAlgorithm.SYMMETRIC || m >= SYMMETRIC_MIN_ROWS;
     }
 
     /** Writes {@code g / max(s·‖g‖_F, eps)} into {@code out}, computing the division in the norm's dtype. */

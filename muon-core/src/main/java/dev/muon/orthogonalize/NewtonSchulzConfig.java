@@ -14,15 +14,17 @@ import java.util.Objects;
  *   <tr><td>nsSteps</td><td>5</td><td>1 to 99</td></tr>
  *   <tr><td>eps</td><td>1e-7</td><td>finite, &gt; 0</td></tr>
  *   <tr><td>nsPrecision</td><td>{@link NsPrecision#FLOAT32}</td><td>non-null</td></tr>
+ *   <tr><td>nsAlgorithm</td><td>{@link NsAlgorithm#AUTO}</td><td>non-null</td></tr>
  * </table>
  *
  * @param nsCoefficients the polynomial schedule
  * @param nsSteps        the number of iterations
  * @param eps            the floor of the input's norm: {@code X / max(s·‖X‖_F, eps)}
  * @param nsPrecision    the dtype of the iteration
+ * @param nsAlgorithm    which kernel runs the iteration (all compute the same function)
  */
 public record NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps, double eps,
-                                 NsPrecision nsPrecision) {
+                                 NsPrecision nsPrecision, NsAlgorithm nsAlgorithm) {
 
     /** The largest accepted {@code nsSteps}; more is never useful and usually a typo. */
     public static final int MAX_STEPS = 99;
@@ -35,6 +37,7 @@ public record NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps
     public NewtonSchulzConfig {
         Objects.requireNonNull(nsCoefficients, "nsCoefficients must not be null");
         Objects.requireNonNull(nsPrecision, "nsPrecision must not be null");
+        Objects.requireNonNull(nsAlgorithm, "nsAlgorithm must not be null");
         if (nsSteps < 1 || nsSteps > MAX_STEPS) {
             throw new IllegalArgumentException("nsSteps must be in [1, " + MAX_STEPS + "], got " + nsSteps);
         }
@@ -52,7 +55,20 @@ public record NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps
     }
 
     /**
-     * PyTorch's defaults: Keller Jordan's triple, 5 steps, eps 1e-7, float32.
+     * Settings with the {@link NsAlgorithm#AUTO} kernel choice.
+     *
+     * @param nsCoefficients the polynomial schedule
+     * @param nsSteps        the number of iterations
+     * @param eps            the floor of the input's norm
+     * @param nsPrecision    the dtype of the iteration
+     * @throws IllegalArgumentException naming the field, the rule and the value
+     */
+    public NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps, double eps, NsPrecision nsPrecision) {
+        this(nsCoefficients, nsSteps, eps, nsPrecision, NsAlgorithm.AUTO);
+    }
+
+    /**
+     * PyTorch's defaults: Keller Jordan's triple, 5 steps, eps 1e-7, float32 (and the AUTO kernel choice).
      *
      * @return the default settings
      */
@@ -68,7 +84,8 @@ public record NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps
      */
     public NewtonSchulzConfig withNsCoefficients(CoefficientSchedule schedule) {
         Objects.requireNonNull(schedule, "nsCoefficients must not be null");
-        return new NewtonSchulzConfig(schedule, schedule.fixedLength().orElse(nsSteps), eps, nsPrecision);
+        return new NewtonSchulzConfig(schedule, schedule.fixedLength().orElse(nsSteps), eps, nsPrecision,
+                nsAlgorithm);
     }
 
     /**
@@ -78,7 +95,7 @@ public record NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps
      * @return the copy
      */
     public NewtonSchulzConfig withNsSteps(int steps) {
-        return new NewtonSchulzConfig(nsCoefficients, steps, eps, nsPrecision);
+        return new NewtonSchulzConfig(nsCoefficients, steps, eps, nsPrecision, nsAlgorithm);
     }
 
     /**
@@ -88,7 +105,7 @@ public record NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps
      * @return the copy
      */
     public NewtonSchulzConfig withEps(double value) {
-        return new NewtonSchulzConfig(nsCoefficients, nsSteps, value, nsPrecision);
+        return new NewtonSchulzConfig(nsCoefficients, nsSteps, value, nsPrecision, nsAlgorithm);
     }
 
     /**
@@ -98,6 +115,16 @@ public record NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps
      * @return the copy
      */
     public NewtonSchulzConfig withNsPrecision(NsPrecision precision) {
-        return new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, precision);
+        return new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, precision, nsAlgorithm);
+    }
+
+    /**
+     * A copy with another kernel choice.
+     *
+     * @param algorithm the kernel choice
+     * @return the copy
+     */
+    public NewtonSchulzConfig withNsAlgorithm(NsAlgorithm algorithm) {
+        return new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, algorithm);
     }
 }

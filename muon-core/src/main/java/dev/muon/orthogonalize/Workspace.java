@@ -27,7 +27,8 @@ final class Workspace {
         long[] gram = batch > 0 ? new long[]{batch, m, m} : new long[]{m, m};
         x = NativeLifetime.outliveScope(torch.empty(wide, options, null));
         y = NativeLifetime.outliveScope(torch.empty(wide, options, null));
-        a = NativeLifetime.outliveScope(torch.empty(gram, options, null));
+        // Zeroed, not empty: the symmetric kernel only ever writes A's upper triangle and relies on a zero lower.
+        a = NativeLifetime.outliveScope(torch.zeros(gram, options));
         t = NativeLifetime.outliveScope(torch.empty(gram, options, null));
         b = NativeLifetime.outliveScope(torch.empty(gram, options, null));
     }

@@ -25,25 +25,28 @@ class NewtonSchulzGoldenTest {
     static Stream<Arguments> cases() {
         List<GoldenCase> cases = GoldenReader.cases(n -> n.startsWith("ns_"));
         return cases.stream().flatMap(c -> Stream.of(
-                Arguments.of(c, NsPrecision.FLOAT64, ScalarType.Double, 1e-12),
-                Arguments.of(c, NsPrecision.FLOAT32, ScalarType.Float, 1e-5),
-                Arguments.of(c, NsPrecision.BFLOAT16, ScalarType.Float, 0.25)));
+                Arguments.of(c, NsPrecision.FLOAT64, NsAlgorithm.GEMM, ScalarType.Double, 1e-12),
+                Arguments.of(c, NsPrecision.FLOAT64, NsAlgorithm.SYMMETRIC, ScalarType.Double, 1e-12),
+                Arguments.of(c, NsPrecision.FLOAT32, NsAlgorithm.GEMM, ScalarType.Float, 1e-5),
+                Arguments.of(c, NsPrecision.FLOAT32, NsAlgorithm.SYMMETRIC, ScalarType.Float, 1e-5),
+                Arguments.of(c, NsPrecision.BFLOAT16, NsAlgorithm.AUTO, ScalarType.Float, 0.25)));
     }
 
-    @ParameterizedTest(name = "{0} {1}")
+    @ParameterizedTest(name = "{0} {1} {2}")
     @MethodSource("cases")
-    void newtonSchulz_matchesGolden(GoldenCase c, NsPrecision precision, ScalarType inputType, double tolerance) {
+    void newtonSchulz_matchesGolden(GoldenCase c, NsPrecision precision, NsAlgorithm algorithm, ScalarType inputType,
+                                    double tolerance) {
         try (PointerScope scope = new PointerScope()) {
             NewtonSchulzConfig config = new NewtonSchulzConfig(
                     CoefficientSchedule.constant(new Coefficients(c.number("a"), c.number("b"), c.number("c"))),
-                    c.integer("steps"), c.number("eps"), precision);
+                    c.integer("steps"), c.number("eps"), precision, algorithm);
             Tensor input = Tensors.of(c.tensor("input", null, 0), inputType);
             Tensor out = new NewtonSchulz(config).orthogonalize(input);
 
             assertEquals(precision.scalarType().value, out.scalar_type().value);
             assertEquals(List.of(c.shape()[0], c.shape()[1]), List.of(out.size(0), out.size(1)));
             double error = Tensors.relativeError(out, c.tensor("expected", null, 0).data());
-            assertTrue(error <= tolerance, c.name() + " " + precision + ": relative error " + error
+            assertTrue(error <= tolerance, c.name() + " " + precision + " " + algorithm + ": relative error " + error
                     + " exceeds " + tolerance);
         }
     }

@@ -19,6 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** Properties of {@link NewtonSchulz} that hold for any input, checked on random matrices. */
 class NewtonSchulzPropertiesTest {
@@ -195,6 +196,34 @@ class NewtonSchulzPropertiesTest {
                 new SvdPolarFactor()}) {
             Throwable e = assertThrows(type, () -> o.orthogonalize(t));
             assertEquals(message, e.getMessage());
+        }
+    }
+
+    static Stream<Arguments> symmetricShapes() {
+        return Stream.of(Arguments.of(300, 700), Arguments.of(700, 300), Arguments.of(257, 257));
+    }
+
+    @ParameterizedTest(name = "{0}x{1}")
+    @MethodSource("symmetricShapes")
+    void symmetricKernel_equalsGemmKernel(int rows, int cols) {
+        assumeTrue(SymmetricBlas.isAvailable(), () -> "OpenBLAS unavailable: " + SymmetricBlas.unavailabilityCause());
+        Tensor g = torch.randn(rows, cols).to(ScalarType.Double);
+        NewtonSchulzConfig f64 = NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.FLOAT64);
+        double[] gemm = Tensors.values(new NewtonSchulz(f64.withNsAlgorithm(NsAlgorithm.GEMM)).orthogonalize(g));
+        double[] symmetric = Tensors.values(
+                new NewtonSchulz(f64.withNsAlgorithm(NsAlgorithm.SYMMETRIC)).orthogonalize(g));
+        assertTrue(Tensors.relativeError(symmetric, gemm) <= 1e-12, "symmetric and GEMM kernels differ");
+        // And in float32, through the AUTO rule, which picks the symmetric kernel at this size.
+        NewtonSchulzConfig f32 = NewtonSchulzConfig.defaults();
+        double[] auto = Tensors.values(new NewtonSchulz(f32).orthogonalize(g.to(ScalarType.Float)));
+        assertTrue(Tensors.relativeError(auto, gemm) <= 1e-5, "float32 AUTO kernel strays from float64");
+    }
+
+    @Test
+    void symmetricKernel_zeroInput_givesZeros() {
+        NewtonSchulzConfig config = NewtonSchulzConfig.defaults().withNsAlgorithm(NsAlgorithm.SYMMETRIC);
+        for (double v : Tensors.values(new NewtonSchulz(config).orthogonalize(torch.zeros(6, 9)))) {
+            assertEquals(0.0, v);
         }
     }
 
