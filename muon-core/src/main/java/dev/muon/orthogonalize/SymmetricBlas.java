@@ -87,6 +87,11 @@ final class SymmetricBlas {
         return x;
     }
 
+    /** Writes the upper triangle of {@code x·xᵀ} into {@code out} ({@code x} row-major {@code m × n}). */
+    static void syrkUpper(boolean float64, Tensor x, Tensor out) {
+        syrk(float64, (int) x.size(0), (int) x.size(1), 1.0, x, 0.0, out);
+    }
+
     /** {@code c_up = alpha·a·aᵀ + beta·c_up} for row-major {@code a} of shape {@code rows × inner}. */
     private static void syrk(boolean float64, int rows, int inner, double alpha, Tensor a, double beta, Tensor c) {
         if (float64) {

@@ -33,6 +33,16 @@ final class Workspace {
         b = NativeLifetime.outliveScope(torch.empty(gram, options, null));
     }
 
+    private GramIteration gram;
+
+    /** The Gram-iteration buffers for this shape, created on first use. */
+    GramIteration gram() {
+        if (gram == null) {
+            gram = new GramIteration(this);
+        }
+        return gram;
+    }
+
     /** Identifies a workspace: batch (0 for a plain matrix), the wide shape, the dtype and the device. */
     record Key(long batch, long m, long n, byte dtype, byte deviceType, byte deviceIndex) {
     }

@@ -219,6 +219,51 @@ class NewtonSchulzPropertiesTest {
         assertTrue(Tensors.relativeError(auto, gemm) <= 1e-5, "float32 AUTO kernel strays from float64");
     }
 
+    @ParameterizedTest(name = "{0}x{1}")
+    @MethodSource("gramShapes")
+    void gramKernel_matchesGemmKernel_andKeepsTheBand(int rows, int cols) {
+        Tensor g = withCondition(rows, cols, 100);
+        NewtonSchulzConfig f64 = NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.FLOAT64);
+        double[] gemm = Tensors.values(new NewtonSchulz(f64.withNsAlgorithm(NsAlgorithm.GEMM))
+                .orthogonalize(g.to(ScalarType.Double)));
+        double[] gram64 = Tensors.values(new NewtonSchulz(f64.withNsAlgorithm(NsAlgorithm.GRAM))
+                .orthogonalize(g.to(ScalarType.Double)));
+        assertTrue(Tensors.relativeError(gram64, gemm) <= 1e-12, "float64 Gram kernel differs from GEMM");
+        Tensor gram32 = new NewtonSchulz(NewtonSchulzConfig.defaults().withNsAlgorithm(NsAlgorithm.GRAM))
+                .orthogonalize(g);
+        double error = Tensors.relativeError(Tensors.values(gram32), gemm);
+        double gemm32Error = Tensors.relativeError(Tensors.values(new NewtonSchulz(NewtonSchulzConfig.defaults()
+                .withNsAlgorithm(NsAlgorithm.GEMM)).orthogonalize(g)), gemm);
+        // Iterating on A = X·Xᵀ squares the condition number the rounding sees: measured here, the float32 Gram
+        // kernel lands 2.5-3.3x further from float64 than the float32 GEMM kernel (1e-5 against 3e-6). Four
+        // times the plain kernel's own error bounds that drift; without the restart it is 15x (4.6e-5), and
+        // this fails, as it does on any convention slip (≥ 1e-3).
+        assertTrue(error <= 4 * gemm32Error, "float32 Gram kernel strays from float64 by " + error
+                + ", more than 4x the float32 GEMM kernel's " + gemm32Error);
+        for (double v : singularValues(gram32)) {
+            assertTrue(v >= 0.5 && v <= 1.5, "singular value " + v + " outside [0.5, 1.5]");
+        }
+    }
+
+    static Stream<Arguments> gramShapes() {
+        return Stream.of(Arguments.of(128, 512), Arguments.of(512, 128), Arguments.of(96, 1000));
+    }
+
+    @Test
+    void autoRule_picksTheDocumentedKernel() {
+        NewtonSchulz auto = new NewtonSchulz(NewtonSchulzConfig.defaults());
+        Tensor cpu = torch.zeros(1, 1);
+        boolean blas = SymmetricBlas.isAvailable();
+        assertEquals(NsAlgorithm.GEMM, auto.kernelFor(cpu, false, 255, 4 * 255), "below the size threshold");
+        assertEquals(NsAlgorithm.GRAM, auto.kernelFor(cpu, false, 256, 768), "aspect 3");
+        assertEquals(blas ? NsAlgorithm.SYMMETRIC : NsAlgorithm.GEMM, auto.kernelFor(cpu, false, 256, 767));
+        assertEquals(NsAlgorithm.GEMM, auto.kernelFor(cpu, true, 1024, 4096), "batches use GEMMs");
+        NewtonSchulz bf16 = new NewtonSchulz(NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.BFLOAT16));
+        assertEquals(NsAlgorithm.GEMM, bf16.kernelFor(cpu, false, 1024, 4096), "bfloat16 uses GEMMs");
+        NewtonSchulz forced = new NewtonSchulz(NewtonSchulzConfig.defaults().withNsAlgorithm(NsAlgorithm.GEMM));
+        assertEquals(NsAlgorithm.GEMM, forced.kernelFor(cpu, false, 1024, 4096), "the switch forces GEMMs");
+    }
+
     @Test
     void symmetricKernel_zeroInput_givesZeros() {
         NewtonSchulzConfig config = NewtonSchulzConfig.defaults().withNsAlgorithm(NsAlgorithm.SYMMETRIC);
