@@ -29,16 +29,17 @@ import java.util.concurrent.TimeUnit;
 /**
  * How close is our Newton–Schulz to the floor set by its own GEMMs?
  *
- * <p>Variants: {@code muon} is {@link NewtonSchulz} (5 steps, Keller Jordan's triple) with its default kernel
- * choice ({@link NsAlgorithm#AUTO}: the symmetric OpenBLAS kernel for CPU float32 from 256 rows); {@code muon-gemm}
- * forces its plain-GEMM kernel ({@link NsAlgorithm#GEMM}); {@code gemm} runs the
+ * <p>Variants: {@code ns-auto} is {@link NewtonSchulz} (5 steps, Keller Jordan's triple) with its default kernel
+ * choice ({@link NsAlgorithm#AUTO}); {@code ns-gemm}, {@code ns-symmetric} and {@code ns-gram} force one kernel
+ * (a kernel that does not apply, e.g. symmetric in bfloat16, runs GEMMs); {@code gemm} runs the
  * same three products per step ({@code X·Xᵀ}, {@code A·A}, {@code B·X}) with {@code mm_out} into preallocated
  * tensors and nothing else, the floor of any GEMM-based implementation; {@code naive} is the textbook
  * form with out-of-place {@code matmul}, scalar multiplies and adds, as most ports write it. The ratio
- * {@code muon-gemm / gemm} is the overhead of everything that is not a GEMM; {@code gemm / muon} is what the
- * symmetric kernel gains.
+ * {@code ns-gemm / gemm} is the overhead of everything that is not a GEMM; {@code ns-gemm / ns-symmetric} and
+ * {@code ns-gemm / ns-gram} are what the faster kernels gain.
  *
  * <p>How to run: {@code java -jar muon-bench/target/benchmarks.jar NewtonSchulzBenchmark -p shape=1024x4096}
+ * (your own shapes: {@code -p shape=1536x6144}; the set of issue #4 is the default and takes about an hour)
  * (after {@code mvn -B -DskipTests package}); add {@code -rf json -rff ns.json} to keep the numbers.
  */
 @State(Scope.Benchmark)
@@ -54,7 +55,7 @@ public class NewtonSchulzBenchmark {
     private static final int STEPS = 5;
 
     /** Rows x columns of the input (wide; tall inputs are transposed first and cost the same). */
-    @Param({"1024x4096", "4096x4096"})
+    @Param({"512x512", "768x768", "768x3072", "3072x768", "1024x4096", "2048x2048", "4096x4096"})
     public String shape;
 
     /** The dtype of the iteration. */
@@ -62,7 +63,7 @@ public class NewtonSchulzBenchmark {
     public String dtype;
 
     /** Which implementation runs. */
-    @Param({"muon", "muon-gemm", "gemm", "naive"})
+    @Param({"ns-auto", "ns-gemm", "ns-symmetric", "ns-gram", "gemm", "naive"})
     public String variant;
 
     private PointerScope scope;
@@ -89,7 +90,7 @@ public class NewtonSchulzBenchmark {
         input = torch.randn(rows, cols);
         newtonSchulz = new NewtonSchulz(NewtonSchulzConfig.defaults()
                 .withNsPrecision(bf16 ? NsPrecision.BFLOAT16 : NsPrecision.FLOAT32)
-                .withNsAlgorithm(variant.equals("muon-gemm") ? NsAlgorithm.GEMM : NsAlgorithm.AUTO));
+                .withNsAlgorithm(algorithmOf(variant)));
         long m = Math.min(rows, cols);
         long n = Math.max(rows, cols);
         x = torch.randn(m, n).div_(new Scalar(Math.sqrt((double) m * n))).to(type);
@@ -99,7 +100,7 @@ public class NewtonSchulzBenchmark {
         sa = new Scalar(A);
         sb = new Scalar(B);
         sc = new Scalar(C);
-        if (variant.startsWith("muon")) {
+        if (variant.startsWith("ns-")) {
             newtonSchulz.orthogonalize(input);
         }
         System.out.println("# libtorch intra-op threads: " + torch.get_num_threads());
@@ -120,12 +121,21 @@ public class NewtonSchulzBenchmark {
     public void orthogonalize(Blackhole bh) {
         try (PointerScope call = new PointerScope()) {
             switch (variant) {
-                case "muon", "muon-gemm" -> bh.consume(newtonSchulz.orthogonalize(input));
+                case "ns-auto", "ns-gemm", "ns-symmetric", "ns-gram" -> bh.consume(newtonSchulz.orthogonalize(input));
                 case "gemm" -> bh.consume(gemmsOnly());
                 case "naive" -> bh.consume(naive());
                 default -> throw new IllegalStateException("unknown variant " + variant);
             }
         }
+    }
+
+    private static NsAlgorithm algorithmOf(String variant) {
+        return switch (variant) {
+            case "ns-gemm" -> NsAlgorithm.GEMM;
+            case "ns-symmetric" -> NsAlgorithm.SYMMETRIC;
+            case "ns-gram" -> NsAlgorithm.GRAM;
+            default -> NsAlgorithm.AUTO;
+        };
     }
 
     private Tensor gemmsOnly() {

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Our Newton-Schulz and optimizer step against PyTorch eager on this machine, same shapes, dtypes and threads.
+# Prerequisite (Debian, once): apt-get install -y python3-torch libopenblas0-pthread
+# Usage, from the repository root after `mvn -B -DskipTests package`:  muon-bench/peer/compare.sh
+set -euo pipefail
+threads=${THREADS:-2}
+out=${OUT_DIR:-muon-bench/target/peer}
+mkdir -p "$out"
+if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  echo "PyTorch is missing: apt-get install -y python3-torch libopenblas0-pthread" >&2
+  exit 2
+fi
+export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
+jar=muon-bench/target/benchmarks.jar
+java -jar "$jar" NewtonSchulzBenchmark -p shape=1024x4096 -p variant=ns-auto -rf json -rff "$out/ns.json"
+java -jar "$jar" MuonStepBenchmark -p optimizer=muon -p nsAlgorithm=AUTO -rf json -rff "$out/step.json"
+/usr/bin/python3 muon-bench/peer/pytorch_peer.py --threads "$threads" --out "$out/peer.json"
+/usr/bin/python3 muon-bench/peer/ratios.py "$out/ns.json" "$out/step.json" "$out/peer.json" | tee "$out/ratios.txt"
