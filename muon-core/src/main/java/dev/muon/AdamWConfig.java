@@ -106,11 +106,35 @@ public record AdamWConfig(double lr, double beta1, double beta2, double eps, dou
     /** libtorch's options for this configuration (AMSGrad off). */
     AdamWOptions toOptions() {
         AdamWOptions options = new AdamWOptions(lr);
-        options.betas().put(0, beta1).put(1, beta2);
+        options.betas().put(BetaLayout.FIRST, beta1).put(1 - BetaLayout.FIRST, beta2);
         options.eps().put(eps);
         options.weight_decay().put(weightDecay);
         options.amsgrad().put(false);
         return options;
+    }
+
+    /**
+     * The config of libtorch options a user already has (AMSGrad must be off).
+     *
+     * @param options libtorch's AdamW options
+     * @return the same hyperparameters as a config
+     * @throws IllegalArgumentException if AMSGrad is on or a value breaks its rule
+     */
+    public static AdamWConfig of(AdamWOptions options) {
+        if (options.amsgrad().get()) {
+            throw new IllegalArgumentException("amsgrad must be false, got true: MuonAdamW does not offer AMSGrad");
+        }
+        return new AdamWConfig(options.get_lr(), options.betas().get(BetaLayout.FIRST),
+                options.betas().get(1 - BetaLayout.FIRST), options.eps().get(), options.weight_decay().get());
+    }
+
+    /**
+     * Where beta1 sits in the {@code std::tuple<double, double>} behind {@code AdamWOptions::betas()}: the bindings
+     * expose the tuple as raw memory, and libstdc++ lays a tuple out last element first while libc++ and MSVC do
+     * not. Read once from libtorch's defaults (0.9, 0.999) rather than assumed.
+     */
+    private static final class BetaLayout {
+        static final int FIRST = new AdamWOptions().betas().get(0) == 0.9 ? 0 : 1;
     }
 
     private static void requireNonNegative(String field, double value) {

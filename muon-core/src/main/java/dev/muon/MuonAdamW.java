@@ -157,11 +157,7 @@ public final class MuonAdamW implements TrainingOptimizer {
      */
     public static MuonAdamW dropIn(StringTensorDict namedParameters, AdamWOptions options) {
         Objects.requireNonNull(options, "options must not be null");
-        if (options.amsgrad().get()) {
-            throw new IllegalArgumentException("amsgrad must be false, got true: MuonAdamW does not offer AMSGrad");
-        }
-        AdamWConfig config = new AdamWConfig(options.get_lr(), options.betas().get(0), options.betas().get(1),
-                options.eps().get(), options.weight_decay().get());
+        AdamWConfig config = AdamWConfig.of(options);
         return dropIn(namedParameters, config);
     }
 
