@@ -1,7 +1,5 @@
 package dev.muon;
 
-import dev.muon.internal.NativeLifetime;
-import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.IValue;
 import org.bytedeco.pytorch.InputArchive;
@@ -27,10 +25,13 @@ import java.util.Map;
  */
 record AdamWMoments(Tensor expAvg, Tensor expAvgSq, long step) {
 
-    /** Every parameter's state, by TensorImpl address; parameters that never had a gradient are absent. */
+    /**
+     * Every parameter's state, by TensorImpl address; parameters that never had a gradient are absent. The copies
+     * belong to the caller's {@code PointerScope}.
+     */
     static Map<Long, AdamWMoments> readAll(AdamW adamW) {
         Path file = null;
-        try (PointerScope scope = new PointerScope()) {
+        try {
             file = Files.createTempFile("muon-adamw-state", ".pt");
             OutputArchive out = new OutputArchive();
             adamW.save(out);
@@ -67,8 +68,7 @@ record AdamWMoments(Tensor expAvg, Tensor expAvgSq, long step) {
             param.read("exp_avg", expAvg);
             param.read("exp_avg_sq", expAvgSq);
             param.read("step", step);
-            result.put(Long.parseLong(key), new AdamWMoments(NativeLifetime.outliveScope(expAvg),
-                    NativeLifetime.outliveScope(expAvgSq), step.toInt()));
+            result.put(Long.parseLong(key), new AdamWMoments(expAvg, expAvgSq, step.toInt()));
         }
         return result;
     }

@@ -59,6 +59,11 @@ public final class Assignment {
             shape = shape.clone();
         }
 
+        /**
+         * The shape.
+         *
+         * @return a copy of the shape
+         */
         @Override
         public long[] shape() {
             return shape.clone();

@@ -100,6 +100,11 @@ public final class LrScheduler {
         return baseLrs[group];
     }
 
+    /**
+     * The base lrs and the schedule, for logs.
+     *
+     * @return a description
+     */
     @Override
     public String toString() {
         return "LrScheduler" + Arrays.toString(baseLrs) + " " + schedule;

@@ -96,14 +96,12 @@ public final class MuonAdamW implements TrainingOptimizer {
             if (d.aliasOf != null) {
                 continue;
             }
-            // Our own handles, so that a PointerScope of the caller cannot free them under us.
-            Tensor handle = NativeLifetime.outliveScope(new Tensor(d.tensor));
             if (d.kind == OptimizerKind.MUON) {
                 muonNames.add(d.name);
-                muonParams.add(handle);
+                muonParams.add(d.tensor);
             } else {
                 adamWNames.add(d.name);
-                adamWParams.add(handle);
+                adamWParams.add(d.tensor);
             }
         }
         this.nonFinitePolicy = b.nonFinitePolicy;
@@ -515,7 +513,10 @@ public final class MuonAdamW implements TrainingOptimizer {
         return Optional.ofNullable(AdamWMoments.readAll(adamW).get(ParameterState.identityOf(adamWParams.get(i))));
     }
 
-    /** One classification: a name, its tensor, where it goes and why; {@code aliasOf} for a tied duplicate. */
+    /**
+     * One classification: a name, the optimizer's own handle on its tensor, where it goes and why; {@code aliasOf}
+     * names the first name of a tied weight.
+     */
     record Decision(String name, Tensor tensor, OptimizerKind kind, String reason, String aliasOf) {
     }
 
@@ -668,7 +669,8 @@ public final class MuonAdamW implements TrainingOptimizer {
                     throw new IllegalArgumentException("parameter '" + e.getKey() + "' is null or undefined");
                 }
                 if (t.requires_grad()) {
-                    trainable.put(e.getKey(), t);
+                    // Our own handle, so that a PointerScope of the caller cannot free it under the optimizer.
+                    trainable.put(e.getKey(), NativeLifetime.outliveScope(new Tensor(t)));
                 } else {
                     frozen.add(e.getKey());
                 }
