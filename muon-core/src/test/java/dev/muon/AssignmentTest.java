@@ -227,6 +227,23 @@ class AssignmentTest {
         }
     }
 
+    /**
+     * The issue asks for at most 0.52 of AdamW's state; with the embeddings and the head on AdamW, as the issue
+     * also requires, GPT-2 small cannot go below 0.659 (see docs/benchmarks.md). Only forcing them onto Muon, which
+     * the default rules refuse on purpose, reaches the target: this pins down both numbers.
+     */
+    @Test
+    void gpt2Small_ratioBelow052_needsTheEmbeddingsOnMuon() {
+        Map<String, Tensor> named = gpt2Small(false);
+        Assignment byDefault = MuonAdamW.builder(named).build().assignment();
+        assertTrue((double) byDefault.stateBytes() / byDefault.adamWOnlyStateBytes() > 0.52);
+        Assignment forced = MuonAdamW.builder(named).forceMuon("wte.weight", "wpe.weight", "lm_head.weight")
+                .build().assignment();
+        double ratio = (double) forced.stateBytes() / forced.adamWOnlyStateBytes();
+        System.out.printf("GPT-2 small (untied, embeddings and head forced to Muon): ratio %.4f%n", ratio);
+        assertTrue(ratio <= 0.52, "ratio " + ratio);
+    }
+
     static Map<String, Tensor> gpt2Small(boolean tied) {
         int d = 768;
         Map<String, Tensor> named = new LinkedHashMap<>();
