@@ -3,6 +3,7 @@ package dev.muon;
 /**
  * A learning-rate schedule: a pure function from the step number to a factor on each group's base lr, so that a
  * resumed run (which knows its step) gets the same lr as an uninterrupted one. {@link LrScheduler} applies it.
+ * Three common schedules are built in; any other is a lambda {@code step -> factor}.
  *
  * <table>
  *   <caption>Schedules</caption>
@@ -19,7 +20,8 @@ package dev.muon;
  * lrs.apply(optimizer.stepCount());   // before each step
  * }</pre>
  */
-public sealed interface LrSchedule {
+@FunctionalInterface
+public interface LrSchedule {
 
     /**
      * The factor on the base lr at a step.
