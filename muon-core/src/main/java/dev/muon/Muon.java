@@ -48,7 +48,7 @@ import java.util.Set;
  * Newton–Schulz workspaces once per shape, and all elementwise work is in place. Native temporaries of a step
  * are released when it returns. Not thread-safe.
  */
-public final class Muon {
+public final class Muon implements TrainingOptimizer {
     private final List<Group> groups;
     private final Map<Long, ParameterState> byIdentity;
     private final Map<String, Tensor> nesterovScratch = new HashMap<>();
@@ -105,6 +105,7 @@ public final class Muon {
      * @throws UnsupportedOperationException if a gradient is sparse or complex
      * @throws IllegalStateException         if a gradient's shape differs from its parameter's
      */
+    @Override
     public void step() {
         try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             List<Tensor> grads = new ArrayList<>();
@@ -173,6 +174,7 @@ public final class Muon {
     }
 
     /** Clears every gradient (sets it to undefined, as libtorch's {@code zero_grad()} does by default). */
+    @Override
     public void zeroGrad() {
         try (PointerScope scope = new PointerScope()) {
             for (Group group : groups) {
@@ -191,6 +193,7 @@ public final class Muon {
      *
      * @return the group count
      */
+    @Override
     public int groupCount() {
         return groups.size();
     }
@@ -213,6 +216,7 @@ public final class Muon {
      * @return the lr
      * @throws IllegalArgumentException if the index is out of range
      */
+    @Override
     public double lr(int group) {
         return group(group).config.lr();
     }
@@ -224,6 +228,7 @@ public final class Muon {
      * @param lr    the new lr, finite and {@code >= 0}
      * @throws IllegalArgumentException if the index is out of range or the lr is invalid; nothing changes then
      */
+    @Override
     public void setLr(int group, double lr) {
         Group g = group(group);
         g.config = g.config.withLr(lr);
@@ -259,6 +264,16 @@ public final class Muon {
                     + Arrays.toString(param.shape()) + ")");
         }
         return Optional.ofNullable(state.momentumBuffer());
+    }
+
+    /** The momentum buffer of a parameter, created as zeros if it has none yet; for restoring a checkpoint. */
+    Tensor momentumBufferForRestore(Tensor param) {
+        ParameterState state = byIdentity.get(ParameterState.identityOf(param));
+        if (state == null) {
+            throw new IllegalArgumentException("param is not a parameter of this optimizer");
+        }
+        state.momentumMatrix();
+        return state.momentumBuffer();
     }
 
     /** The orthogonalizer serving a parameter; for tests of workspace sharing. */

@@ -1,5 +1,9 @@
 /**
  * The Muon optimizer over libtorch tensors: {@link dev.muon.Muon} and its configuration
- * {@link dev.muon.MuonConfig}. Newton–Schulz and its extension point live in {@code dev.muon.orthogonalize}.
+ * {@link dev.muon.MuonConfig}; {@link dev.muon.MuonAdamW}, one optimizer for a whole model (Muon for hidden
+ * matrices, libtorch's AdamW for the rest, see {@link dev.muon.Assignment}), with checkpoints, schedules
+ * ({@link dev.muon.LrSchedule}, {@link dev.muon.LrScheduler}) and step metrics; and
+ * {@link dev.muon.TrainingOptimizer}, the interface both implement. Newton–Schulz and its extension point live in
+ * {@code dev.muon.orthogonalize}.
  */
 package dev.muon;

@@ -1,0 +1,112 @@
+package dev.muon;
+
+import java.util.Arrays;
+import java.util.Objects;
+
+/**
+ * Applies an {@link LrSchedule} to every group of a {@link TrainingOptimizer}, each relative to its own base lr:
+ * {@code lr(g) = base(g)·factor(step)}. It keeps no state besides the base lrs, so after a resume
+ * {@code apply(optimizer.stepCount())} gives exactly the lrs of an uninterrupted run.
+ *
+ * <p>The base lrs are read from the optimizer when the scheduler is made: make it right after building the
+ * optimizer (before a {@code load}, which restores the scheduled lrs of the saved step), or pass them explicitly.
+ *
+ * <pre>{@code
+ * LrScheduler lrs = LrScheduler.of(optimizer, LrSchedule.warmupCosine(100, 5_000, 0.1));
+ * for (...) {
+ *     lrs.apply(optimizer.stepCount());
+ *     ...
+ *     optimizer.step();
+ * }
+ * }</pre>
+ */
+public final class LrScheduler {
+    private final TrainingOptimizer optimizer;
+    private final LrSchedule schedule;
+    private final double[] baseLrs;
+
+    private LrScheduler(TrainingOptimizer optimizer, LrSchedule schedule, double[] baseLrs) {
+        this.optimizer = optimizer;
+        this.schedule = schedule;
+        this.baseLrs = baseLrs;
+    }
+
+    /**
+     * A scheduler whose base lrs are the optimizer's current ones.
+     *
+     * @param optimizer the optimizer
+     * @param schedule  the schedule
+     * @return the scheduler
+     * @throws NullPointerException if an argument is null
+     */
+    public static LrScheduler of(TrainingOptimizer optimizer, LrSchedule schedule) {
+        Objects.requireNonNull(optimizer, "optimizer must not be null");
+        double[] base = new double[optimizer.groupCount()];
+        for (int g = 0; g < base.length; g++) {
+            base[g] = optimizer.lr(g);
+        }
+        return of(optimizer, schedule, base);
+    }
+
+    /**
+     * A scheduler with explicit base lrs, one per group.
+     *
+     * @param optimizer the optimizer
+     * @param schedule  the schedule
+     * @param baseLrs   the base lr of each group, finite and {@code >= 0}
+     * @return the scheduler
+     * @throws IllegalArgumentException if the count differs from the group count or a value is invalid
+     */
+    public static LrScheduler of(TrainingOptimizer optimizer, LrSchedule schedule, double... baseLrs) {
+        Objects.requireNonNull(optimizer, "optimizer must not be null");
+        Objects.requireNonNull(schedule, "schedule must not be null");
+        if (baseLrs.length != optimizer.groupCount()) {
+            throw new IllegalArgumentException("baseLrs must hold one lr per group (" + optimizer.groupCount()
+                    + "), got " + baseLrs.length);
+        }
+        for (int g = 0; g < baseLrs.length; g++) {
+            if (!Double.isFinite(baseLrs[g]) || baseLrs[g] < 0) {
+                throw new IllegalArgumentException("baseLrs[" + g + "] must be finite and >= 0, got "
+                        + baseLrs[g]);
+            }
+        }
+        return new LrScheduler(optimizer, schedule, baseLrs.clone());
+    }
+
+    /**
+     * Sets every group's lr for the step about to be taken.
+     *
+     * @param step the 0-based step, {@code >= 0} (for a {@link MuonAdamW}, its {@code stepCount()})
+     * @throws IllegalArgumentException if {@code step < 0}
+     */
+    public void apply(long step) {
+        double factor = schedule.factor(step);
+        for (int g = 0; g < baseLrs.length; g++) {
+            optimizer.setLr(g, baseLrs[g] * factor);
+        }
+    }
+
+    /**
+     * The base lr of a group.
+     *
+     * @param group the group index
+     * @return its base lr
+     * @throws IllegalArgumentException if the index is out of range
+     */
+    public double baseLr(int group) {
+        if (group < 0 || group >= baseLrs.length) {
+            throw new IllegalArgumentException("group must be in [0, " + baseLrs.length + "), got " + group);
+        }
+        return baseLrs[group];
+    }
+
+    /**
+     * The base lrs and the schedule, for logs.
+     *
+     * @return a description
+     */
+    @Override
+    public String toString() {
+        return "LrScheduler" + Arrays.toString(baseLrs) + " " + schedule;
+    }
+}

@@ -1,0 +1,764 @@
+package dev.muon;
+
+import dev.muon.internal.NativeLifetime;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.AdamW;
+import org.bytedeco.pytorch.AdamWOptions;
+import org.bytedeco.pytorch.NoGradGuard;
+import org.bytedeco.pytorch.StringTensorDict;
+import org.bytedeco.pytorch.StringTensorDictItem;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorVector;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.BiPredicate;
+
+/**
+ * One optimizer for a whole model: Muon for the hidden weight matrices, libtorch's own {@code AdamW} for the
+ * rest, built from the model's named parameters. Which parameter goes where follows {@link Assignment}'s rules,
+ * can be overridden, and is printed by {@link #assignment()}; a model with nothing on Muon is refused unless the
+ * user opts in.
+ *
+ * <p>Each step: check the gradients ({@link NonFinitePolicy}), then the Muon update of {@link Muon} on group
+ * {@link #MUON_GROUP} and libtorch's AdamW update on group {@link #ADAMW_GROUP}, then count the step. Learning
+ * rates are per group ({@link #setLr}); {@link LrScheduler} scales both from their base values.
+ *
+ * <table>
+ *   <caption>Defaults</caption>
+ *   <tr><th>setting</th><th>default</th></tr>
+ *   <tr><td>Muon group</td><td>{@link MuonConfig#defaults()}, conv filters flattened</td></tr>
+ *   <tr><td>AdamW group</td><td>{@link AdamWConfig#defaults()} (libtorch's)</td></tr>
+ *   <tr><td>assignment</td><td>{@link Assignment#defaultMuonRule()}</td></tr>
+ *   <tr><td>empty Muon group</td><td>refused</td></tr>
+ *   <tr><td>non-finite gradients</td><td>{@link NonFinitePolicy#SKIP}</td></tr>
+ *   <tr><td>metrics</td><td>off</td></tr>
+ * </table>
+ *
+ * <p>Replacing libtorch's AdamW is one line; the AdamW hyperparameters carry over because the Muon side uses
+ * {@link AdjustLr#MATCH_RMS_ADAMW}:
+ * <pre>{@code
+ * // AdamW optimizer = new AdamW(model.parameters(), new AdamWOptions(3e-4));
+ * MuonAdamW optimizer = MuonAdamW.dropIn(model.named_parameters(), new AdamWOptions(3e-4));
+ * for (...) {
+ *     optimizer.zero_grad();
+ *     loss(model, batch).backward();
+ *     optimizer.step();
+ * }
+ * optimizer.save(Path.of("run.ckpt"));
+ * }</pre>
+ *
+ * <p>Not thread-safe.
+ */
+public final class MuonAdamW implements TrainingOptimizer {
+    /** The index of the Muon group in {@link #lr(int)} and {@link #setLr(int, double)}. */
+    public static final int MUON_GROUP = 0;
+    /** The index of the AdamW group in {@link #lr(int)} and {@link #setLr(int, double)}. */
+    public static final int ADAMW_GROUP = 1;
+
+    private static final System.Logger LOG = System.getLogger(MuonAdamW.class.getName());
+
+    /** Every trainable name in the order given, with its decision; aliases of tied weights included. */
+    private final List<Decision> decisions;
+    private final List<String> frozen;
+    private final List<String> muonNames;
+    private final List<Tensor> muonParams;
+    private final List<String> adamWNames;
+    private final List<Tensor> adamWParams;
+    private final NonFinitePolicy nonFinitePolicy;
+    private final boolean metrics;
+    private final Set<String> orthogonalityNames;
+
+    private Muon muon;
+    private AdamW adamW;
+    private MuonConfig muonConfig;
+    private AdamWConfig adamWConfig;
+    private long stepCount;
+    private StepReport lastStep = new StepReport(0, false, Optional.empty(), List.of(), Map.of());
+
+    private MuonAdamW(Builder b, MuonConfig muonConfig, List<Decision> decisions, List<String> frozen) {
+        this.decisions = List.copyOf(decisions);
+        this.frozen = List.copyOf(frozen);
+        this.muonNames = new ArrayList<>();
+        this.muonParams = new ArrayList<>();
+        this.adamWNames = new ArrayList<>();
+        this.adamWParams = new ArrayList<>();
+        for (Decision d : decisions) {
+            if (d.aliasOf != null) {
+                continue;
+            }
+            if (d.kind == OptimizerKind.MUON) {
+                muonNames.add(d.name);
+                muonParams.add(d.tensor);
+            } else {
+                adamWNames.add(d.name);
+                adamWParams.add(d.tensor);
+            }
+        }
+        this.nonFinitePolicy = b.nonFinitePolicy;
+        this.metrics = b.metrics;
+        this.orthogonalityNames = Set.copyOf(b.orthogonalityNames);
+        this.muonConfig = muonConfig;
+        this.adamWConfig = b.adamWConfig;
+        this.muon = newMuon(muonConfig);
+        this.adamW = newAdamW(adamWConfig);
+    }
+
+    /**
+     * Starts building from {@code module.named_parameters()}.
+     *
+     * @param namedParameters the model's parameters by name, in order
+     * @return a builder
+     * @throws NullPointerException if the argument is null
+     */
+    public static Builder builder(StringTensorDict namedParameters) {
+        Objects.requireNonNull(namedParameters, "namedParameters must not be null");
+        Map<String, Tensor> map = new LinkedHashMap<>();
+        for (long i = 0; i < namedParameters.size(); i++) {
+            StringTensorDictItem item = namedParameters.get(i);
+            map.put(item.key().getString(), item.value());
+        }
+        return new Builder(map);
+    }
+
+    /**
+     * Starts building from an ordered map of named parameters (use a {@link LinkedHashMap}: its order is the
+     * order of the table and of the checkpoint).
+     *
+     * @param namedParameters the parameters by name
+     * @return a builder
+     * @throws NullPointerException if the argument is null
+     */
+    public static Builder builder(Map<String, Tensor> namedParameters) {
+        Objects.requireNonNull(namedParameters, "namedParameters must not be null");
+        return new Builder(new LinkedHashMap<>(namedParameters));
+    }
+
+    /**
+     * The one-line replacement of libtorch's AdamW: AdamW keeps the given hyperparameters, and Muon takes the same
+     * lr and weight decay with {@link AdjustLr#MATCH_RMS_ADAMW}, which gives its updates the RMS of AdamW's so
+     * that tuned values carry over (Moonlight, arXiv:2502.16982).
+     *
+     * @param namedParameters {@code module.named_parameters()}
+     * @param options         the options the user's {@code AdamW} had
+     * @return the optimizer
+     * @throws IllegalArgumentException if an option is invalid, AMSGrad is on, or no parameter goes to Muon
+     */
+    public static MuonAdamW dropIn(StringTensorDict namedParameters, AdamWOptions options) {
+        Objects.requireNonNull(options, "options must not be null");
+        AdamWConfig config = AdamWConfig.of(options);
+        return dropIn(namedParameters, config);
+    }
+
+    /**
+     * {@link #dropIn(StringTensorDict, AdamWOptions)} with the hyperparameters as a config.
+     *
+     * @param namedParameters {@code module.named_parameters()}
+     * @param adamW           the AdamW hyperparameters the user tuned
+     * @return the optimizer
+     * @throws IllegalArgumentException if no parameter goes to Muon
+     */
+    public static MuonAdamW dropIn(StringTensorDict namedParameters, AdamWConfig adamW) {
+        Objects.requireNonNull(adamW, "adamW must not be null");
+        return builder(namedParameters).adamW(adamW).muon(dropInMuonConfig(adamW)).build();
+    }
+
+    /** The Muon side of the drop-in: AdamW's lr and weight decay, RMS-matched. */
+    static MuonConfig dropInMuonConfig(AdamWConfig adamW) {
+        return MuonConfig.defaults().withLr(adamW.lr()).withWeightDecay(adamW.weightDecay())
+                .withAdjustLr(AdjustLr.MATCH_RMS_ADAMW);
+    }
+
+    private Muon newMuon(MuonConfig config) {
+        return muonParams.isEmpty() ? null : Muon.of(muonParams, config);
+    }
+
+    private AdamW newAdamW(AdamWConfig config) {
+        if (adamWParams.isEmpty()) {
+            return null;
+        }
+        try (PointerScope scope = new PointerScope()) {
+            return NativeLifetime.outliveScope(new AdamW(new TensorVector(adamWParams.toArray(new Tensor[0])),
+                    config.toOptions()));
+        }
+    }
+
+    /**
+     * One step of both groups, after the gradient check of the {@link NonFinitePolicy}.
+     *
+     * <p>Every gradient is checked before any parameter changes, so a call that throws changes nothing.
+     *
+     * @throws IllegalStateException         under {@link NonFinitePolicy#RAISE} if a gradient is not finite, or
+     *                                       if a gradient's shape differs from its parameter's
+     * @throws UnsupportedOperationException if a gradient is sparse or complex
+     */
+    @Override
+    public void step() {
+        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            checkAdamWGradients();
+            if (nonFinitePolicy != NonFinitePolicy.IGNORE) {
+                String bad = firstNonFinite();
+                if (bad != null) {
+                    if (nonFinitePolicy == NonFinitePolicy.RAISE) {
+                        throw new IllegalStateException("the gradient of parameter '" + bad
+                                + "' holds NaN or Inf (nonFinitePolicy RAISE); nothing was changed");
+                    }
+                    LOG.log(System.Logger.Level.WARNING, "MuonAdamW: step " + (stepCount + 1)
+                            + " skipped: the gradient of parameter '" + bad + "' holds NaN or Inf");
+                    lastStep = new StepReport(stepCount, true, Optional.of(bad), List.of(), Map.of());
+                    return;
+                }
+            }
+            StepMeter meter = metrics || !orthogonalityNames.isEmpty() ? new StepMeter(this) : null;
+            if (muon != null) {
+                muon.step();
+            }
+            if (adamW != null) {
+                adamW.step();
+            }
+            stepCount++;
+            lastStep = meter == null
+                    ? new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of())
+                    : meter.finish(stepCount);
+        }
+    }
+
+    /** libtorch's AdamW checks nothing up front; these checks keep a rejected step from being half applied. */
+    private void checkAdamWGradients() {
+        for (int i = 0; i < adamWParams.size(); i++) {
+            Tensor p = adamWParams.get(i);
+            Tensor grad = p.grad();
+            if (!grad.defined()) {
+                continue;
+            }
+            String name = adamWNames.get(i);
+            if (grad.is_sparse()) {
+                throw new UnsupportedOperationException(
+                        "MuonAdamW does not support sparse gradients; parameter '" + name + "' has one");
+            }
+            if (grad.is_complex()) {
+                throw new UnsupportedOperationException("MuonAdamW does not support complex gradients; parameter '"
+                        + name + "' has dtype " + grad.scalar_type());
+            }
+            if (!Arrays.equals(grad.shape(), p.shape())) {
+                throw new IllegalStateException("the gradient of parameter '" + name + "' has shape "
+                        + Arrays.toString(grad.shape()) + " but the parameter has shape "
+                        + Arrays.toString(p.shape()));
+            }
+        }
+    }
+
+    /** The first parameter, in table order, whose gradient is not all finite; null if none. */
+    private String firstNonFinite() {
+        for (Decision d : decisions) {
+            if (d.aliasOf != null) {
+                continue;
+            }
+            Tensor grad = d.tensor.grad();
+            if (grad.defined() && !grad.isfinite().all().item_bool()) {
+                return d.name;
+            }
+        }
+        return null;
+    }
+
+    /** Clears every gradient of both groups (sets it to undefined, as libtorch's {@code zero_grad()} does). */
+    @Override
+    public void zeroGrad() {
+        try (PointerScope scope = new PointerScope()) {
+            for (List<Tensor> params : List.of(muonParams, adamWParams)) {
+                for (Tensor p : params) {
+                    Tensor grad = p.mutable_grad();
+                    if (grad.defined()) {
+                        grad.put(new Tensor());
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * {@link #zeroGrad()} under libtorch's name, so that a training loop written for libtorch's {@code AdamW}
+     * compiles unchanged.
+     */
+    public void zero_grad() {
+        zeroGrad();
+    }
+
+    /**
+     * Always 2: {@link #MUON_GROUP} and {@link #ADAMW_GROUP} (either may hold no parameters).
+     *
+     * @return 2
+     */
+    @Override
+    public int groupCount() {
+        return 2;
+    }
+
+    /**
+     * The current lr of a group.
+     *
+     * @param group {@link #MUON_GROUP} or {@link #ADAMW_GROUP}
+     * @return the lr (for Muon, before the shape adjustment)
+     * @throws IllegalArgumentException if the index is neither
+     */
+    @Override
+    public double lr(int group) {
+        checkGroup(group);
+        return group == MUON_GROUP ? muonConfig.lr() : adamWConfig.lr();
+    }
+
+    /**
+     * Sets a group's lr for the following steps.
+     *
+     * @param group {@link #MUON_GROUP} or {@link #ADAMW_GROUP}
+     * @param lr    the new lr, finite and {@code >= 0}
+     * @throws IllegalArgumentException if the index or the lr is invalid; nothing changes then
+     */
+    @Override
+    public void setLr(int group, double lr) {
+        checkGroup(group);
+        if (group == MUON_GROUP) {
+            MuonConfig next = muonConfig.withLr(lr);
+            if (muon != null) {
+                muon.setLr(0, lr);
+            }
+            muonConfig = next;
+        } else {
+            AdamWConfig next = adamWConfig.withLr(lr);
+            if (adamW != null) {
+                try (PointerScope scope = new PointerScope()) {
+                    adamW.param_groups().get(0).options().set_lr(lr);
+                }
+            }
+            adamWConfig = next;
+        }
+    }
+
+    private static void checkGroup(int group) {
+        if (group != MUON_GROUP && group != ADAMW_GROUP) {
+            throw new IllegalArgumentException("group must be 0 (Muon) or 1 (AdamW), got " + group);
+        }
+    }
+
+    /**
+     * The Muon group's current configuration.
+     *
+     * @return the config (its lr reflects {@link #setLr})
+     */
+    public MuonConfig muonConfig() {
+        return muonConfig;
+    }
+
+    /**
+     * The AdamW group's current configuration.
+     *
+     * @return the config (its lr reflects {@link #setLr})
+     */
+    public AdamWConfig adamWConfig() {
+        return adamWConfig;
+    }
+
+    /**
+     * The number of steps applied so far (skipped steps not counted); restored by {@link #load(Path)}. Schedules
+     * take it as their clock.
+     *
+     * @return the step count
+     */
+    public long stepCount() {
+        return stepCount;
+    }
+
+    /**
+     * What the last {@link #step()} did, with metrics when they are on.
+     *
+     * @return the report; before the first step, an empty report of step 0
+     */
+    public StepReport lastStep() {
+        return lastStep;
+    }
+
+    /**
+     * The assignment table with the current lrs.
+     *
+     * @return which parameter goes where, and why
+     */
+    public Assignment assignment() {
+        List<Assignment.Row> rows = new ArrayList<>();
+        long adamWOnly = 0;
+        for (Decision d : decisions) {
+            long[] shape = d.tensor.shape();
+            long bytes = d.tensor.numel() * d.tensor.element_size();
+            String dtype = d.tensor.scalar_type().toString();
+            if (d.aliasOf != null) {
+                rows.add(new Assignment.Row(d.name, shape, dtype, OptimizerKind.ADAMW, "tied to '" + d.aliasOf
+                        + "' (counted once)", adamWConfig.lr(), 0));
+                continue;
+            }
+            adamWOnly += 2 * bytes;
+            if (d.kind == OptimizerKind.MUON) {
+                MatrixLayout layout = MatrixLayout.of(d.tensor, muonConfig, d.name);
+                double ratio = muonConfig.adjustLr().ratio(layout.rows(), layout.cols()) * muonConfig.extraScale();
+                rows.add(new Assignment.Row(d.name, shape, dtype, OptimizerKind.MUON, d.reason,
+                        muonConfig.lr() * ratio, bytes));
+            } else {
+                rows.add(new Assignment.Row(d.name, shape, dtype, OptimizerKind.ADAMW, d.reason, adamWConfig.lr(),
+                        2 * bytes));
+            }
+        }
+        return new Assignment(rows, frozen, adamWOnly);
+    }
+
+    /**
+     * Saves both groups' state, the step count, both configs, the parameters and the assignment to one file in
+     * libtorch's archive format (see {@code docs/checkpoints.md}). The file is written next to {@code path} and
+     * renamed over it, so a crash leaves the previous file intact.
+     *
+     * @param path where to save
+     * @throws java.io.UncheckedIOException if the file cannot be written; {@code path} is then unchanged
+     */
+    public void save(Path path) {
+        Objects.requireNonNull(path, "path must not be null");
+        Checkpoint.save(this, path);
+    }
+
+    /**
+     * Restores a checkpoint saved by {@link #save(Path)} from an optimizer with the same parameters: parameter
+     * values, both groups' state and configs, and the step count. Everything is validated before anything
+     * changes.
+     *
+     * @param path the checkpoint
+     * @throws IllegalStateException if the file is missing, truncated, not a checkpoint, of another format
+     *                               version, or holds other parameter names, count, optimizers, shapes or dtypes;
+     *                               nothing changes then
+     */
+    public void load(Path path) {
+        Objects.requireNonNull(path, "path must not be null");
+        Checkpoint.load(this, path);
+    }
+
+    // ---- package-private access for Checkpoint, StepMeter and tests ----
+
+    List<String> muonNames() {
+        return muonNames;
+    }
+
+    List<Tensor> muonParams() {
+        return muonParams;
+    }
+
+    List<String> adamWNames() {
+        return adamWNames;
+    }
+
+    List<Tensor> adamWParams() {
+        return adamWParams;
+    }
+
+    Muon muon() {
+        return muon;
+    }
+
+    AdamW adamW() {
+        return adamW;
+    }
+
+    Set<String> orthogonalityNames() {
+        return orthogonalityNames;
+    }
+
+    boolean metricsOn() {
+        return metrics;
+    }
+
+    /** Swaps in restored state; called by Checkpoint once everything has been validated. */
+    void restore(Muon restoredMuon, MuonConfig restoredMuonConfig, AdamW restoredAdamW,
+                 AdamWConfig restoredAdamWConfig, long restoredStepCount) {
+        this.muon = restoredMuon;
+        this.muonConfig = restoredMuonConfig;
+        this.adamW = restoredAdamW;
+        this.adamWConfig = restoredAdamWConfig;
+        this.stepCount = restoredStepCount;
+        this.lastStep = new StepReport(restoredStepCount, false, Optional.empty(), List.of(), Map.of());
+    }
+
+    /** A fresh Muon over this optimizer's Muon parameters, for a restore; null when the group is empty. */
+    Muon freshMuon(MuonConfig config) {
+        return newMuon(config);
+    }
+
+    /** A fresh libtorch AdamW over this optimizer's AdamW parameters, for a restore; null when empty. */
+    AdamW freshAdamW(AdamWConfig config) {
+        return newAdamW(config);
+    }
+
+    /** The AdamW moments of a parameter, read through a serialization round trip (tests, metrics). */
+    Optional<AdamWMoments> adamWMoments(String name) {
+        int i = adamWNames.indexOf(name);
+        if (i < 0) {
+            throw new IllegalArgumentException("'" + name + "' is not an AdamW parameter");
+        }
+        if (adamW == null) {
+            return Optional.empty();
+        }
+        return Optional.ofNullable(AdamWMoments.readAll(adamW).get(ParameterState.identityOf(adamWParams.get(i))));
+    }
+
+    /**
+     * One classification: a name, the optimizer's own handle on its tensor, where it goes and why; {@code aliasOf}
+     * names the first name of a tied weight.
+     */
+    record Decision(String name, Tensor tensor, OptimizerKind kind, String reason, String aliasOf) {
+    }
+
+    /**
+     * Collects the named parameters and the settings; {@link #build()} classifies and validates them all at once.
+     */
+    public static final class Builder {
+        private final Map<String, Tensor> named;
+        private MuonConfig muonConfig = MuonConfig.defaults();
+        private AdamWConfig adamWConfig = AdamWConfig.defaults();
+        private BiPredicate<String, Tensor> muonRule = Assignment.defaultMuonRule();
+        private boolean customRule;
+        private final Set<String> forceMuon = new LinkedHashSet<>();
+        private final Set<String> forceAdamW = new LinkedHashSet<>();
+        private boolean allowEmptyMuon;
+        private NonFinitePolicy nonFinitePolicy = NonFinitePolicy.SKIP;
+        private boolean metrics;
+        private final Set<String> orthogonalityNames = new LinkedHashSet<>();
+
+        private Builder(Map<String, Tensor> named) {
+            this.named = named;
+        }
+
+        /**
+         * The Muon group's hyperparameters (4-D filters are flattened whatever its {@code convWeights} says).
+         *
+         * @param config the config
+         * @return this builder
+         */
+        public Builder muon(MuonConfig config) {
+            this.muonConfig = Objects.requireNonNull(config, "muon config must not be null");
+            return this;
+        }
+
+        /**
+         * The AdamW group's hyperparameters.
+         *
+         * @param config the config
+         * @return this builder
+         */
+        public Builder adamW(AdamWConfig config) {
+            this.adamWConfig = Objects.requireNonNull(config, "adamW config must not be null");
+            return this;
+        }
+
+        /**
+         * Replaces the default rule: a parameter goes to Muon exactly when {@code rule} is true for it (the name
+         * lists still win). Compose with {@link Assignment#defaultMuonRule()} to refine rather than replace.
+         *
+         * @param rule a predicate on (name, tensor)
+         * @return this builder
+         */
+        public Builder muonWhen(BiPredicate<String, Tensor> rule) {
+            this.muonRule = Objects.requireNonNull(rule, "rule must not be null");
+            this.customRule = true;
+            return this;
+        }
+
+        /**
+         * Sends these parameters to Muon whatever the rule says.
+         *
+         * @param names parameter names
+         * @return this builder
+         */
+        public Builder forceMuon(String... names) {
+            forceMuon.addAll(Arrays.asList(names));
+            return this;
+        }
+
+        /**
+         * Sends these parameters to AdamW whatever the rule says.
+         *
+         * @param names parameter names
+         * @return this builder
+         */
+        public Builder forceAdamW(String... names) {
+            forceAdamW.addAll(Arrays.asList(names));
+            return this;
+        }
+
+        /**
+         * Accepts a Muon group with no parameters (the optimizer is then plain AdamW). Off by default, because an
+         * empty Muon group is almost always a naming mistake.
+         *
+         * @param allow whether to accept it
+         * @return this builder
+         */
+        public Builder allowEmptyMuon(boolean allow) {
+            this.allowEmptyMuon = allow;
+            return this;
+        }
+
+        /**
+         * What a step does with NaN or Inf gradients.
+         *
+         * @param policy the policy (default {@link NonFinitePolicy#SKIP})
+         * @return this builder
+         */
+        public Builder nonFinitePolicy(NonFinitePolicy policy) {
+            this.nonFinitePolicy = Objects.requireNonNull(policy, "nonFinitePolicy must not be null");
+            return this;
+        }
+
+        /**
+         * Turns per-group step metrics on or off ({@link StepReport#groups()}). Off costs nothing; on costs a copy
+         * of the parameters, a few reductions and, for AdamW's moment norm, a serialization of its state per step.
+         *
+         * @param on whether to measure
+         * @return this builder
+         */
+        public Builder metrics(boolean on) {
+            this.metrics = on;
+            return this;
+        }
+
+        /**
+         * Measures {@code ‖OᵀO − I‖_F} of the Newton–Schulz output of these Muon parameters at every step.
+         *
+         * @param names Muon parameter names
+         * @return this builder
+         */
+        public Builder orthogonalityErrorFor(String... names) {
+            orthogonalityNames.addAll(Arrays.asList(names));
+            return this;
+        }
+
+        /**
+         * Classifies the parameters, validates everything, logs the assignment table and creates the optimizer.
+         *
+         * @return the optimizer
+         * @throws IllegalArgumentException if a name is in both override lists, an override or an
+         *                                  orthogonality name names no trainable parameter (or one on AdamW),
+         *                                  a tied weight is forced to Muon, Muon cannot take a parameter sent to
+         *                                  it, there are no trainable parameters, or the Muon group is empty and
+         *                                  {@link #allowEmptyMuon(boolean)} was not set
+         */
+        public MuonAdamW build() {
+            MuonConfig muon = muonConfig.withConvWeights(ConvWeights.FLATTEN);
+            for (String name : forceMuon) {
+                if (forceAdamW.contains(name)) {
+                    throw new IllegalArgumentException("parameter '" + name
+                            + "' is in both forceMuon and forceAdamW; name it in one list only");
+                }
+            }
+            Map<String, Tensor> trainable = new LinkedHashMap<>();
+            List<String> frozen = new ArrayList<>();
+            for (Map.Entry<String, Tensor> e : named.entrySet()) {
+                Tensor t = e.getValue();
+                if (t == null || !t.defined()) {
+                    throw new IllegalArgumentException("parameter '" + e.getKey() + "' is null or undefined");
+                }
+                if (t.requires_grad()) {
+                    // Our own handle, so that a PointerScope of the caller cannot free it under the optimizer.
+                    trainable.put(e.getKey(), NativeLifetime.outliveScope(new Tensor(t)));
+                } else {
+                    frozen.add(e.getKey());
+                }
+            }
+            checkNamed("forceMuon", forceMuon, trainable, frozen);
+            checkNamed("forceAdamW", forceAdamW, trainable, frozen);
+            checkNamed("orthogonalityErrorFor", orthogonalityNames, trainable, frozen);
+            if (trainable.isEmpty()) {
+                throw new IllegalArgumentException("namedParameters must hold at least one parameter that requires "
+                        + "grad, got " + named.size() + " parameters, " + frozen.size() + " frozen");
+            }
+
+            Map<Long, String> firstName = new HashMap<>();
+            Set<String> tied = new LinkedHashSet<>();
+            for (Map.Entry<String, Tensor> e : trainable.entrySet()) {
+                String previous = firstName.putIfAbsent(ParameterState.identityOf(e.getValue()), e.getKey());
+                if (previous != null) {
+                    tied.add(previous);
+                    tied.add(e.getKey());
+                }
+            }
+            List<Decision> decisions = new ArrayList<>();
+            int muonCount = 0;
+            for (Map.Entry<String, Tensor> e : trainable.entrySet()) {
+                String name = e.getKey();
+                Tensor t = e.getValue();
+                String canonical = firstName.get(ParameterState.identityOf(t));
+                if (tied.contains(name) && forceMuon.contains(name)) {
+                    throw new IllegalArgumentException("parameter '" + name + "' is tied to another name and tied "
+                            + "weights go to AdamW; remove it from forceMuon");
+                }
+                Decision d;
+                if (!canonical.equals(name)) {
+                    d = new Decision(name, t, OptimizerKind.ADAMW, "tied", canonical);
+                } else if (forceMuon.contains(name)) {
+                    d = new Decision(name, t, OptimizerKind.MUON, "forceMuon", null);
+                } else if (forceAdamW.contains(name)) {
+                    d = new Decision(name, t, OptimizerKind.ADAMW, "forceAdamW", null);
+                } else if (tied.contains(name)) {
+                    d = new Decision(name, t, OptimizerKind.ADAMW, "tied weights", null);
+                } else if (customRule) {
+                    d = muonRule.test(name, t)
+                            ? new Decision(name, t, OptimizerKind.MUON, "muonWhen rule", null)
+                            : new Decision(name, t, OptimizerKind.ADAMW, "muonWhen rule", null);
+                } else {
+                    String why = Assignment.defaultReason(name, t.dim());
+                    d = why == null
+                            ? new Decision(name, t, OptimizerKind.MUON, "hidden matrix", null)
+                            : new Decision(name, t, OptimizerKind.ADAMW, why, null);
+                }
+                if (d.kind == OptimizerKind.MUON) {
+                    muonCount++;
+                    // Muon's own check, but with the parameter's name in the message.
+                    MatrixLayout.of(t, muon, "parameter '" + name + "'");
+                }
+                decisions.add(d);
+            }
+            for (String name : orthogonalityNames) {
+                for (Decision d : decisions) {
+                    if (d.name.equals(name) && d.kind != OptimizerKind.MUON) {
+                        throw new IllegalArgumentException("orthogonalityErrorFor names '" + name
+                                + "', which is on AdamW; only Muon parameters are orthogonalized");
+                    }
+                }
+            }
+            MuonAdamW optimizer = new MuonAdamW(this, muon, decisions, frozen);
+            if (muonCount == 0 && !allowEmptyMuon) {
+                throw new IllegalArgumentException("no parameter was assigned to Muon, so this would train with AdamW "
+                        + "alone. Muon takes 2-D and 4-D weights whose names do not look like an embedding or a "
+                        + "head; check the names below, send parameters with forceMuon(..) or muonWhen(..), or "
+                        + "call allowEmptyMuon(true) if AdamW alone is intended.\n" + optimizer.assignment());
+            }
+            LOG.log(System.Logger.Level.INFO, "MuonAdamW parameter assignment:\n" + optimizer.assignment());
+            return optimizer;
+        }
+
+        private static void checkNamed(String list, Set<String> names, Map<String, Tensor> trainable,
+                                       List<String> frozen) {
+            for (String name : names) {
+                if (frozen.contains(name)) {
+                    throw new IllegalArgumentException(list + " names '" + name
+                            + "', which does not require grad and is left out");
+                }
+                if (!trainable.containsKey(name)) {
+                    throw new IllegalArgumentException(list + " names '" + name + "', which is not a parameter; "
+                            + "parameters are " + trainable.keySet());
+                }
+            }
+        }
+    }
+}

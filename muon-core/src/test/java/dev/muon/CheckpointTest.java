@@ -1,0 +1,291 @@
+package dev.muon;
+
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.IValue;
+import org.bytedeco.pytorch.Module;
+import org.bytedeco.pytorch.OutputArchive;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Saving and loading {@link MuonAdamW}: bit-exact resume, and every way a load must refuse a file. */
+class CheckpointTest {
+    @TempDir
+    Path dir;
+    private PointerScope scope;
+
+    @BeforeEach
+    void openScope() {
+        scope = new PointerScope();
+    }
+
+    @AfterEach
+    void closeScope() {
+        scope.close();
+    }
+
+    /** Runs {@code steps} steps from the optimizer's current step count: schedule, gradients, step. */
+    static void train(MuonAdamW opt, LrScheduler lrs, Map<String, Tensor> named, int steps) {
+        for (int i = 0; i < steps; i++) {
+            lrs.apply(opt.stepCount());
+            opt.zeroGrad();
+            // The gradients depend on the step only, as a fixed data order would make them.
+            TestModels.setGradients(named, 1000 + opt.stepCount());
+            opt.step();
+        }
+    }
+
+    static MuonAdamW hybrid(Map<String, Tensor> named) {
+        return MuonAdamW.builder(named)
+                .muon(MuonConfig.defaults().withLr(0.02))
+                .adamW(AdamWConfig.defaults().withLr(3e-3))
+                .build();
+    }
+
+    static LrScheduler schedule(MuonAdamW opt) {
+        return LrScheduler.of(opt, LrSchedule.warmupCosine(5, 20, 0.1));
+    }
+
+    @Test
+    void resume_after10_equalsStraight20_bitForBit() {
+        Module model = TestModels.gptLike(20, 8, 1);
+        Map<String, Tensor> named = TestModels.named(model);
+        List<Tensor> init = new ArrayList<>();
+        named.values().forEach(p -> init.add(p.detach().clone()));
+
+        MuonAdamW straight = hybrid(named);
+        train(straight, schedule(straight), named, 20);
+        List<Tensor> expected = new ArrayList<>();
+        named.values().forEach(p -> expected.add(p.detach().clone()));
+        Map<String, Tensor> expectedState = stateOf(straight);
+
+        try (var noGrad = new org.bytedeco.pytorch.NoGradGuard()) {
+            int i = 0;
+            for (Tensor p : named.values()) {
+                p.copy_(init.get(i++));
+            }
+        }
+        MuonAdamW first = hybrid(named);
+        train(first, schedule(first), named, 10);
+        Path file = dir.resolve("run.ckpt");
+        first.save(file);
+
+        // A new process would build a new model (other random values) and a new optimizer, then load.
+        Map<String, Tensor> resumedNamed = TestModels.named(TestModels.gptLike(20, 8, 1));
+        MuonAdamW resumed = hybrid(resumedNamed);
+        LrScheduler lrs = schedule(resumed);
+        resumed.load(file);
+        assertEquals(10, resumed.stepCount());
+        train(resumed, lrs, resumedNamed, 10);
+
+        int i = 0;
+        for (Map.Entry<String, Tensor> e : resumedNamed.entrySet()) {
+            assertTrue(e.getValue().equal(expected.get(i++)), e.getKey() + " differs from the straight run");
+        }
+        Map<String, Tensor> state = stateOf(resumed);
+        assertEquals(expectedState.keySet(), state.keySet());
+        for (String key : state.keySet()) {
+            assertTrue(state.get(key).equal(expectedState.get(key)), key + " differs from the straight run");
+        }
+        assertEquals(straight.lr(0), resumed.lr(0));
+        assertEquals(straight.lr(1), resumed.lr(1));
+    }
+
+    /** Muon buffers and AdamW moments by name: what a load must restore and a failed load must not touch. */
+    static Map<String, Tensor> stateOf(MuonAdamW opt) {
+        Map<String, Tensor> state = new LinkedHashMap<>();
+        for (String name : opt.adamWNames()) {
+            opt.adamWMoments(name).ifPresent(m -> {
+                state.put(name + "#exp_avg", m.expAvg());
+                state.put(name + "#exp_avg_sq", m.expAvgSq());
+                state.put(name + "#step", torch.tensor(m.step()));
+            });
+        }
+        for (int i = 0; i < opt.muonNames().size(); i++) {
+            Tensor p = opt.muonParams().get(i);
+            String name = opt.muonNames().get(i);
+            opt.muon().momentumBuffer(p).ifPresent(b -> state.put(name + "#momentum", b.clone()));
+            state.put(name, p.detach().clone());
+        }
+        for (int i = 0; i < opt.adamWNames().size(); i++) {
+            state.put(opt.adamWNames().get(i), opt.adamWParams().get(i).detach().clone());
+        }
+        return state;
+    }
+
+    static Map<String, Tensor> small(ScalarType dtype, long fc1Rows) {
+        Map<String, Tensor> named = new LinkedHashMap<>();
+        named.put("embed.weight", torch.randn(10, 4).to(dtype).requires_grad_(true));
+        named.put("fc1.weight", torch.randn(fc1Rows, 4).to(dtype).requires_grad_(true));
+        named.put("fc1.bias", torch.randn(fc1Rows).to(dtype).requires_grad_(true));
+        return named;
+    }
+
+    static Stream<Arguments> mismatches() {
+        Function<Path, Map<String, Tensor>> base = p -> small(ScalarType.Float, 5);
+        return Stream.of(
+                Arguments.of("shape", (Function<Path, MuonAdamW>) p -> hybrid(small(ScalarType.Float, 6)),
+                        "parameter 1 ('fc1.weight') has shape [6, 4] but the checkpoint has [5, 4]"),
+                Arguments.of("dtype", (Function<Path, MuonAdamW>) p -> hybrid(small(ScalarType.Double, 5)),
+                        "parameter 0 ('embed.weight') has dtype Double but the checkpoint has Float"),
+                Arguments.of("name", (Function<Path, MuonAdamW>) p -> {
+                    Map<String, Tensor> named = new LinkedHashMap<>();
+                    base.apply(p).forEach((k, v) -> named.put(k.replace("fc1", "fc2"), v));
+                    return hybrid(named);
+                }, "parameter 1 ('fc2.weight') has name fc2.weight but the checkpoint has fc1.weight"),
+                Arguments.of("count", (Function<Path, MuonAdamW>) p -> {
+                    Map<String, Tensor> named = base.apply(p);
+                    named.put("fc2.weight", torch.randn(3, 5).requires_grad_(true));
+                    return hybrid(named);
+                }, "holds 3 parameters but this optimizer has 4"),
+                Arguments.of("optimizer", (Function<Path, MuonAdamW>) p -> MuonAdamW.builder(base.apply(p))
+                                .forceAdamW("fc1.weight").allowEmptyMuon(true).build(),
+                        "parameter 1 ('fc1.weight') has optimizer ADAMW but the checkpoint has MUON"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("mismatches")
+    void load_mismatchedOptimizer_isRejected_andChangesNothing(String label, Function<Path, MuonAdamW> other,
+                                                               String message) {
+        Map<String, Tensor> named = small(ScalarType.Float, 5);
+        MuonAdamW saved = hybrid(named);
+        TestModels.setGradients(named, 7);
+        saved.step();
+        Path file = dir.resolve("good.ckpt");
+        saved.save(file);
+
+        MuonAdamW target = other.apply(file);
+        stepOnce(target);
+        assertLoadFails(target, file, message);
+    }
+
+    static Stream<Arguments> badFiles() {
+        return Stream.of(
+                Arguments.of("missing", (Function<Path, Path>) good -> good.resolveSibling("missing.ckpt"),
+                        "does not exist or is not a file"),
+                Arguments.of("truncated", (Function<Path, Path>) good -> write(good, "truncated.ckpt",
+                        Arrays.copyOf(read(good), read(good).length / 2)), "cannot be read: it is truncated"),
+                Arguments.of("lastByteMissing", (Function<Path, Path>) good -> write(good, "short.ckpt",
+                        Arrays.copyOf(read(good), read(good).length - 1)), "cannot be read: it is truncated"),
+                Arguments.of("text", (Function<Path, Path>) good -> write(good, "notes.txt",
+                        "not a checkpoint\n".getBytes()), "cannot be read: it is truncated, corrupt or not a "
+                        + "libtorch archive"),
+                Arguments.of("otherArchive", (Function<Path, Path>) good -> {
+                    OutputArchive out = new OutputArchive();
+                    out.write("weight", torch.ones(2, 2));
+                    Path p = good.resolveSibling("model.pt");
+                    out.save_to(p.toString());
+                    return p;
+                }, "is not a Muon checkpoint: no 'format' entry"),
+                Arguments.of("otherFormat", (Function<Path, Path>) good -> {
+                    OutputArchive out = new OutputArchive();
+                    out.write("format", new IValue("something.else"));
+                    Path p = good.resolveSibling("other.pt");
+                    out.save_to(p.toString());
+                    return p;
+                }, "is not a Muon checkpoint: format is 'something.else', expected 'dev.muon.checkpoint'"),
+                Arguments.of("futureVersion", (Function<Path, Path>) good -> {
+                    OutputArchive out = new OutputArchive();
+                    out.write("format", new IValue(Checkpoint.FORMAT));
+                    out.write("format_version", new IValue(2L));
+                    Path p = good.resolveSibling("v2.ckpt");
+                    out.save_to(p.toString());
+                    return p;
+                }, "has format_version 2; this library reads version 1 only"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("badFiles")
+    void load_badFile_isRejected_andChangesNothing(String label, Function<Path, Path> makeFile, String message) {
+        Map<String, Tensor> named = small(ScalarType.Float, 5);
+        MuonAdamW opt = hybrid(named);
+        stepOnce(opt);
+        Path good = dir.resolve("good.ckpt");
+        opt.save(good);
+        stepOnce(opt);
+        assertLoadFails(opt, makeFile.apply(good), message);
+    }
+
+    @Test
+    void save_replacesThePreviousFile_andLeavesNoTemporaryFiles() throws IOException {
+        Map<String, Tensor> named = small(ScalarType.Float, 5);
+        MuonAdamW opt = hybrid(named);
+        Path file = dir.resolve("run.ckpt");
+        stepOnce(opt);
+        opt.save(file);
+        stepOnce(opt);
+        opt.save(file);
+        try (Stream<Path> files = Files.list(dir)) {
+            assertEquals(List.of(file), files.toList());
+        }
+        MuonAdamW other = hybrid(small(ScalarType.Float, 5));
+        other.load(file);
+        assertEquals(2, other.stepCount());
+    }
+
+    private static void stepOnce(MuonAdamW opt) {
+        Map<String, Tensor> named = new LinkedHashMap<>();
+        for (int i = 0; i < opt.muonNames().size(); i++) {
+            named.put(opt.muonNames().get(i), opt.muonParams().get(i));
+        }
+        for (int i = 0; i < opt.adamWNames().size(); i++) {
+            named.put(opt.adamWNames().get(i), opt.adamWParams().get(i));
+        }
+        TestModels.setGradients(named, 11 + opt.stepCount());
+        opt.step();
+    }
+
+    private static void assertLoadFails(MuonAdamW opt, Path file, String message) {
+        Map<String, Tensor> before = stateOf(opt);
+        long step = opt.stepCount();
+        double lr0 = opt.lr(0);
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> opt.load(file));
+        assertTrue(e.getMessage().contains(message), e.getMessage());
+        Map<String, Tensor> after = stateOf(opt);
+        assertEquals(before.keySet(), after.keySet());
+        for (String key : before.keySet()) {
+            assertTrue(before.get(key).equal(after.get(key)), key + " changed in a failed load");
+        }
+        assertEquals(step, opt.stepCount());
+        assertEquals(lr0, opt.lr(0));
+    }
+
+    private static byte[] read(Path p) {
+        try {
+            return Files.readAllBytes(p);
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    private static Path write(Path good, String name, byte[] bytes) {
+        try {
+            return Files.write(good.resolveSibling(name), bytes);
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        }
+    }
+}
