@@ -1,0 +1,249 @@
+package dev.muon.cuda;
+
+import dev.muon.internal.NativeLifetime;
+import dev.muon.orthogonalize.Coefficients;
+import dev.muon.orthogonalize.NewtonSchulz;
+import dev.muon.orthogonalize.NewtonSchulzConfig;
+import dev.muon.orthogonalize.NsPrecision;
+import dev.muon.orthogonalize.Orthogonalizer;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.DeviceOptional;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.ScalarTypeOptional;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.cuda.CUDAGuard;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Newton–Schulz orthogonalization for CUDA tensors in bfloat16, with the symmetric products on muon-cuda's
+ * kernels: the same iteration as {@link NewtonSchulz}, so results agree to bf16 rounding.
+ *
+ * <p>Algorithm ({@code G} of shape {@code rows × cols}, or a batch of them; {@code m = min}, {@code n = max}):
+ * <ol>
+ *   <li>{@code X = G / max(s·‖G‖_F, eps)} in bfloat16, transposed when {@code rows > cols}: two passes over
+ *       {@code G} (a norm, then scale + cast + transpose), the norm in float32.</li>
+ *   <li>Per step with {@code (a, b, c)}: {@code A = X Xᵀ} computing only the tiles on and above the diagonal;
+ *       {@code B = c·A·A + b·A + a·I} in one symmetric kernel (A is symmetric, so {@code A·A = A·Aᵀ});
+ *       {@code X = B·X} on libtorch's cuBLAS ({@code mm_out}). Folding {@code a·I} into {@code B} is the same
+ *       rewrite {@link NewtonSchulz} uses: {@code a·X + (b·A + c·A²)·X = (a·I + b·A + c·A²)·X}.</li>
+ * </ol>
+ * Each stage runs on a kernel only where {@link DispatchPolicy} says it measured faster than libtorch; the
+ * others, and every input the kernels do not take (float16 or float64 input, a strided view, dimensions that
+ * are not multiples of 8, precisions other than bfloat16, tensors on another device), run on libtorch. A call
+ * that no kernel would speed up is handed to {@link NewtonSchulz} whole.
+ *
+ * <table>
+ *   <caption>Settings it honours ({@link NewtonSchulzConfig})</caption>
+ *   <tr><td>nsCoefficients, nsSteps, eps</td><td>all schedules, including per-step ones and Polar Express's
+ *       normalisation safety</td></tr>
+ *   <tr><td>nsPrecision</td><td>BFLOAT16 on the kernels; FLOAT32 and FLOAT64 go to libtorch whole</td></tr>
+ * </table>
+ *
+ * <pre>{@code
+ * Orthogonalizer ns = new CudaNewtonSchulz(NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.BFLOAT16),
+ *         new Device("cuda:0"));
+ * Tensor o = ns.orthogonalize(momentum);   // a view of a workspace, valid until the next call
+ * }</pre>
+ *
+ * <p>Muon picks it up by itself for CUDA parameters ({@link CudaOrthogonalizerProvider}). Not thread-safe.
+ */
+// PointerScope and CUDAGuard work by existing: their try blocks never name them.
+@SuppressWarnings("try")
+public final class CudaNewtonSchulz implements Orthogonalizer {
+    private final NewtonSchulzConfig config;
+    private final int deviceIndex;
+    private final NewtonSchulz libtorch;
+    private final CudaKernels kernels;
+    private final DispatchPolicy policy;
+    private final Scalar[] linear;
+    private final Scalar[] cubic;
+    private final Scalar[] quintic;
+    private final Scalar two;
+    private final Scalar eps;
+    private final Scalar normSafety;
+    private final Map<Key, Workspace> workspaces = new HashMap<>();
+
+    /**
+     * Creates the orthogonalizer and loads the kernels on {@code device}.
+     *
+     * @param config the Newton–Schulz settings
+     * @param device a CUDA device
+     * @throws IllegalArgumentException      if {@code device} is not a CUDA device
+     * @throws UnsupportedOperationException if {@link CudaSupport#isAvailable()} is false
+     */
+    public CudaNewtonSchulz(NewtonSchulzConfig config, Device device) {
+        this.config = Objects.requireNonNull(config, "config");
+        Objects.requireNonNull(device, "device");
+        if (!device.is_cuda()) {
+            throw new IllegalArgumentException("device must be a CUDA device, got " + device.str().getString());
+        }
+        CudaSupport.ensureAvailable();
+        this.deviceIndex = device.has_index() ? device.index() : 0;
+        this.libtorch = new NewtonSchulz(config);
+        this.kernels = new CudaKernels(deviceIndex);
+        this.policy = Boolean.getBoolean(CudaSupport.FORCE_PROPERTY)
+                ? DispatchPolicy.forced(kernels.hasHopperKernel())
+                : DispatchPolicy.measured(kernels.computeCapability() / 10, kernels.computeCapability() % 10);
+        if (!policy.anyKernel()) {
+            CudaSupport.logFallbackOnce(policy.basis() + "; set -D" + CudaSupport.FORCE_PROPERTY
+                    + "=true to use the kernels anyway");
+        }
+        int steps = config.nsSteps();
+        linear = new Scalar[steps];
+        cubic = new Scalar[steps];
+        quintic = new Scalar[steps];
+        for (int k = 0; k < steps; k++) {
+            Coefficients c = config.nsCoefficients().at(k);
+            linear[k] = scalar(c.a());
+            cubic[k] = scalar(c.b());
+            quintic[k] = scalar(c.c());
+        }
+        two = scalar(2.0);
+        eps = scalar(config.eps());
+        normSafety = scalar(config.nsCoefficients().normalizationSafety());
+    }
+
+    /**
+     * The settings this orthogonalizer runs with.
+     *
+     * @return the configuration
+     */
+    public NewtonSchulzConfig config() {
+        return config;
+    }
+
+    @Override
+    public Tensor orthogonalize(Tensor update) {
+        if (!servable(update)) {
+            // libtorch's path also owns the input contract: it throws the documented exceptions.
+            return libtorch.orthogonalize(update);
+        }
+        boolean batched = update.dim() == 3;
+        long rows = update.size(-2);
+        long cols = update.size(-1);
+        long m = Math.min(rows, cols);
+        long n = Math.max(rows, cols);
+        DispatchPolicy.NsPlan plan = policy.plan(batched ? update.size(0) : 1, m, n, update.scalar_type().value,
+                update.is_contiguous());
+        if (!plan.anyKernel()) {
+            return libtorch.orthogonalize(update);
+        }
+        boolean tall = rows > cols;
+        Workspace ws = workspace(batched ? update.size(0) : 0, m, n);
+        try (PointerScope scope = new PointerScope(); CUDAGuard guard = new CUDAGuard((byte) deviceIndex)) {
+            if (plan.normalize()) {
+                kernels.normalize(update, ws.x, ws.partials, config.nsCoefficients().normalizationSafety(),
+                        config.eps());
+            } else {
+                normalizeWithLibtorch(ws.x, tall ? update.mT() : update);
+            }
+            Tensor x = ws.x;
+            Tensor next = ws.y;
+            for (int k = 0; k < config.nsSteps(); k++) {
+                Coefficients c = config.nsCoefficients().at(k);
+                if (plan.xxt()) {
+                    kernels.symmetric(x, null, ws.a, 1.0, 0.0, 0.0, policy.hopperKernel());
+                } else if (batched) {
+                    torch.bmm_out(ws.a, x, x.mT());
+                } else {
+                    torch.mm_out(ws.a, x, x.t());
+                }
+                if (plan.fusedB()) {
+                    // The kernel forms A·Aᵀ from rows of A. An A from cuBLAS can differ from its transpose by
+                    // bf16 rounding, so this is A·A to that rounding (checked on the GPU: docs/cuda.md).
+                    kernels.symmetric(ws.a, ws.a, ws.b, c.c(), c.b(), c.a(), policy.hopperKernel());
+                } else {
+                    // B = a·I + A·(c·A + b·I), as NewtonSchulz evaluates it.
+                    torch.mul_out(ws.t, ws.a, quintic[k]);
+                    ws.diagonalOfT.add_(cubic[k]);
+                    if (batched) {
+                        torch.bmm_out(ws.b, ws.a, ws.t);
+                    } else {
+                        torch.mm_out(ws.b, ws.a, ws.t);
+                    }
+                    ws.diagonalOfB.add_(linear[k]);
+                }
+                if (batched) {
+                    torch.bmm_out(next, ws.b, x);
+                } else {
+                    torch.mm_out(next, ws.b, x);
+                }
+                Tensor done = x;
+                x = next;
+                next = done;
+            }
+            // x is a workspace tensor made outside this scope; only the transposed view is new here.
+            return tall ? NativeLifetime.outliveScope(x.mT()) : x;
+        }
+    }
+
+    /** Whether this call can leave libtorch's path at all: right device, dtype family, rank and precision. */
+    private boolean servable(Tensor update) {
+        return config.nsPrecision() == NsPrecision.BFLOAT16
+                && update != null && update.defined() && !update.is_sparse() && update.is_floating_point()
+                && (update.dim() == 2 || update.dim() == 3)
+                && update.is_cuda() && update.device().index() == deviceIndex
+                && update.numel() > 0;
+    }
+
+    private void normalizeWithLibtorch(Tensor out, Tensor g) {
+        boolean wide64 = g.scalar_type().value == ScalarType.Double.value;
+        Tensor norm = torch.linalg_vector_norm(g, two, new long[]{-2, -1}, true,
+                new ScalarTypeOptional(wide64 ? ScalarType.Double : ScalarType.Float));
+        if (config.nsCoefficients().normalizationSafety() != 1.0) {
+            norm.mul_(normSafety);
+        }
+        norm.clamp_min_(eps);
+        torch.div_out(out, g, norm);
+    }
+
+    private Workspace workspace(long batch, long m, long n) {
+        return workspaces.computeIfAbsent(new Key(batch, m, n), k -> new Workspace(k, deviceIndex));
+    }
+
+    private static Scalar scalar(double value) {
+        return NativeLifetime.outliveScope(new Scalar(value));
+    }
+
+    /** A workspace's shape: batch (0 for a plain matrix), Gram order m, width n. */
+    private record Key(long batch, long m, long n) {
+    }
+
+    /** The buffers of one shape, made at its first call and reused; libtorch's allocator owns the memory. */
+    private static final class Workspace {
+        final Tensor x;
+        final Tensor y;
+        final Tensor a;
+        final Tensor t;
+        final Tensor b;
+        final Tensor partials;
+        final Tensor diagonalOfT;
+        final Tensor diagonalOfB;
+
+        Workspace(Key key, int device) {
+            try (PointerScope scope = new PointerScope()) {
+                Device dev = new Device(torch.DeviceType.CUDA, (byte) device);
+                TensorOptions bf16 = new TensorOptions(ScalarType.BFloat16).device(new DeviceOptional(dev));
+                TensorOptions f32 = new TensorOptions(ScalarType.Float).device(new DeviceOptional(dev));
+                long[] wide = key.batch() > 0 ? new long[]{key.batch(), key.m(), key.n()} : new long[]{key.m(), key.n()};
+                long[] gram = key.batch() > 0 ? new long[]{key.batch(), key.m(), key.m()} : new long[]{key.m(), key.m()};
+                x = NativeLifetime.outliveScope(torch.empty(wide, bf16, null));
+                y = NativeLifetime.outliveScope(torch.empty(wide, bf16, null));
+                a = NativeLifetime.outliveScope(torch.empty(gram, bf16, null));
+                t = NativeLifetime.outliveScope(torch.empty(gram, bf16, null));
+                b = NativeLifetime.outliveScope(torch.empty(gram, bf16, null));
+                partials = NativeLifetime.outliveScope(torch.empty(
+                        new long[]{Math.max(1, key.batch()) * CudaKernels.MAX_NORM_PARTS}, f32, null));
+                diagonalOfT = NativeLifetime.outliveScope(t.diagonal(0, -2, -1));
+                diagonalOfB = NativeLifetime.outliveScope(b.diagonal(0, -2, -1));
+            }
+        }
+    }
+}
