@@ -1,14 +1,12 @@
 package dev.muon.examples;
 
-import dev.muon.Muon;
-import dev.muon.MuonConfig;
+import dev.muon.MuonAdamW;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
 import org.bytedeco.pytorch.LinearImpl;
 import org.bytedeco.pytorch.Module;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 
 import java.util.List;
@@ -16,8 +14,9 @@ import java.util.Locale;
 
 /**
  * The README's main job: trains a small MLP on a generated classification task twice, once with libtorch's
- * {@code AdamW} for every parameter and once with Muon for the hidden matrices (AdamW keeps the biases and the
- * output head), and prints both runs side by side.
+ * {@code AdamW} and once with {@link MuonAdamW} built by {@link MuonAdamW#dropIn} from the same AdamW options (Muon
+ * for the hidden matrices, AdamW for the biases and the output head), and prints both runs side by side. The two
+ * optimizer set-ups differ by one line.
  *
  * <p>The data is embedded (generated from a fixed seed): 8,192 points in 32 dimensions, labelled by a random
  * two-layer "teacher" network into 10 classes. Run with
@@ -83,19 +82,11 @@ public final class QuickStart {
                 AdamW opt = new AdamW(model.parameters(), adamwOptions(3e-3));
                 return stepper(opt::zero_grad, opt::step);
             });
-            Result muon = train("Muon + AdamW", epochs, trainX, trainY, testX, testY, model -> {
-                // Hidden matrices to Muon; biases and the output head stay on AdamW.
-                Muon hidden = Muon.of(List.of(model.fc1.weight(), model.fc2.weight()),
-                        MuonConfig.defaults().withLr(0.02).withWeightDecay(0.01));
-                AdamW rest = new AdamW(new TensorVector(model.fc1.bias(), model.fc2.bias(), model.head.weight(),
-                        model.head.bias()), adamwOptions(3e-3));
-                return stepper(() -> {
-                    hidden.zeroGrad();
-                    rest.zero_grad();
-                }, () -> {
-                    hidden.step();
-                    rest.step();
-                });
+            Result muon = train("MuonAdamW", epochs, trainX, trainY, testX, testY, model -> {
+                // The one changed line: the same options, Muon for fc1/fc2, AdamW for biases and the head.
+                MuonAdamW opt = MuonAdamW.dropIn(model.named_parameters(), adamwOptions(3e-3));
+                System.out.println(opt.assignment());
+                return stepper(opt::zero_grad, opt::step);
             });
             System.out.println();
             System.out.println(String.format(Locale.ROOT, "%-14s %12s %14s %10s", "optimizer", "final loss",
