@@ -2,6 +2,7 @@ package dev.muon;
 
 import dev.muon.orthogonalize.CoefficientSchedule;
 import dev.muon.orthogonalize.Coefficients;
+import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -36,6 +37,7 @@ class MuonConfigTest {
         assertEquals(ConvWeights.REJECT, c.convWeights());
         assertEquals(StackedWeights.REJECT, c.stackedWeights());
         assertEquals(Orthogonalization.NEWTON_SCHULZ, c.orthogonalization());
+        assertEquals(NsAlgorithm.AUTO, c.nsAlgorithm());
     }
 
     @Test
