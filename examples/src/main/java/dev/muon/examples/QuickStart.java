@@ -84,8 +84,8 @@ public final class QuickStart {
             });
             Result muon = train("MuonAdamW", epochs, trainX, trainY, testX, testY, model -> {
                 // The one changed line: the same options, Muon for fc1/fc2, AdamW for biases and the head.
+                // Building it logs the assignment table (which parameter went where, and why).
                 MuonAdamW opt = MuonAdamW.dropIn(model.named_parameters(), adamwOptions(3e-3));
-                System.out.println(opt.assignment());
                 return stepper(opt::zero_grad, opt::step);
             });
             System.out.println();
