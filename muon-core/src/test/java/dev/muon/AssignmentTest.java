@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.golden.NativeScopePerTest;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.DeviceOptional;
@@ -8,9 +9,8 @@ import org.bytedeco.pytorch.Module;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -27,19 +27,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Which parameter goes where: real libtorch models, the default name rules, overrides, tying, state bytes. */
+@ExtendWith(NativeScopePerTest.class)
 class AssignmentTest {
-    private PointerScope scope;
-
-    @BeforeEach
-    void openScope() {
-        scope = new PointerScope();
-    }
-
-    @AfterEach
-    void closeScope() {
-        scope.close();
-    }
-
     static Map<String, OptimizerKind> kinds(Assignment a) {
         Map<String, OptimizerKind> map = new LinkedHashMap<>();
         a.rows().forEach(r -> map.put(r.name(), r.optimizer()));

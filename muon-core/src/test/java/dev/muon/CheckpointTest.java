@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.golden.NativeScopePerTest;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.IValue;
 import org.bytedeco.pytorch.Module;
@@ -7,9 +8,8 @@ import org.bytedeco.pytorch.OutputArchive;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -32,21 +32,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Saving and loading {@link MuonAdamW}: bit-exact resume, and every way a load must refuse a file. */
+@ExtendWith(NativeScopePerTest.class)
 class CheckpointTest {
     @TempDir
     Path dir;
-    private PointerScope scope;
-
-    @BeforeEach
-    void openScope() {
-        scope = new PointerScope();
-    }
-
-    @AfterEach
-    void closeScope() {
-        scope.close();
-    }
-
     /** Runs {@code steps} steps from the optimizer's current step count: schedule, gradients, step. */
     static void train(MuonAdamW opt, LrScheduler lrs, Map<String, Tensor> named, int steps) {
         for (int i = 0; i < steps; i++) {

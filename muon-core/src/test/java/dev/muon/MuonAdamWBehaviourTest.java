@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.golden.NativeScopePerTest;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
@@ -8,9 +9,8 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -21,19 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The drop-in factory, the lr interface shared with Muon, schedules, metrics and zeroGrad. */
+@ExtendWith(NativeScopePerTest.class)
 class MuonAdamWBehaviourTest {
-    private PointerScope scope;
-
-    @BeforeEach
-    void openScope() {
-        scope = new PointerScope();
-    }
-
-    @AfterEach
-    void closeScope() {
-        scope.close();
-    }
-
     @Test
     void dropIn_carriesAdamWHyperparametersOver_withRmsMatchedMuon() {
         Module gpt = TestModels.gptLike(20, 8, 1);

@@ -1,11 +1,11 @@
 package dev.muon;
 
+import dev.muon.golden.NativeScopePerTest;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamWOptions;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -23,19 +23,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Every rejected input of {@link MuonAdamW}'s builder, {@link AdamWConfig}, the schedules and the lr accessors:
  * one row per bad input, each with the message it must give.
  */
+@ExtendWith(NativeScopePerTest.class)
 class MuonAdamWErrorsTest {
-    private PointerScope scope;
-
-    @BeforeEach
-    void openScope() {
-        scope = new PointerScope();
-    }
-
-    @AfterEach
-    void closeScope() {
-        scope.close();
-    }
-
     /** A tiny model: one hidden matrix, one bias, one embedding. */
     static Map<String, Tensor> small() {
         Map<String, Tensor> named = new LinkedHashMap<>();

@@ -1,13 +1,13 @@
 package dev.muon;
 
+import dev.muon.golden.NativeScopePerTest;
 import dev.muon.golden.Tensors;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -22,19 +22,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Every rejected input of {@link Muon}: at build time, at {@code step()}, and in the accessors. */
+@ExtendWith(NativeScopePerTest.class)
 class MuonInputErrorsTest {
-    private PointerScope scope;
-
-    @BeforeEach
-    void openScope() {
-        scope = new PointerScope();
-    }
-
-    @AfterEach
-    void closeScope() {
-        scope.close();
-    }
-
     static Tensor matrix(long rows, long cols) {
         return torch.randn(rows, cols).requires_grad_(true);
     }

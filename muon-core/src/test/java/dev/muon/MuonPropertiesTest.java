@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.golden.NativeScopePerTest;
 import dev.muon.golden.Tensors;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NsPrecision;
@@ -7,9 +8,9 @@ import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -23,18 +24,11 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Behaviour of {@link Muon} beyond the golden trajectories. */
+@ExtendWith(NativeScopePerTest.class)
 class MuonPropertiesTest {
-    private PointerScope scope;
-
     @BeforeEach
-    void seedAndScope() {
-        scope = new PointerScope();
+    void seed() {
         torch.manual_seed(7);
-    }
-
-    @AfterEach
-    void closeScope() {
-        scope.close();
     }
 
     static Tensor param(ScalarType dtype, long... shape) {

@@ -1,11 +1,11 @@
 package dev.muon;
 
+import dev.muon.golden.NativeScopePerTest;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -20,19 +20,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** NaN and Inf gradients under each {@link NonFinitePolicy}, on either group. */
+@ExtendWith(NativeScopePerTest.class)
 class NonFinitePolicyTest {
-    private PointerScope scope;
-
-    @BeforeEach
-    void openScope() {
-        scope = new PointerScope();
-    }
-
-    @AfterEach
-    void closeScope() {
-        scope.close();
-    }
-
     static Stream<Arguments> badGradients() {
         return Stream.of(
                 Arguments.of("fc1.weight", Double.NaN),

@@ -1,13 +1,14 @@
 package dev.muon.orthogonalize;
 
+import dev.muon.golden.NativeScopePerTest;
 import dev.muon.golden.Tensors;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -22,18 +23,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** Properties of {@link NewtonSchulz} that hold for any input, checked on random matrices. */
+@ExtendWith(NativeScopePerTest.class)
 class NewtonSchulzPropertiesTest {
-    private PointerScope scope;
-
     @BeforeEach
-    void seedAndScope() {
-        scope = new PointerScope();
+    void seed() {
         torch.manual_seed(1234);
-    }
-
-    @AfterEach
-    void closeScope() {
-        scope.close();
     }
 
     /** Singular values of a 2-D tensor, in float64, descending. */
