@@ -112,7 +112,7 @@ public final class NewtonSchulz implements Orthogonalizer {
         Workspace ws = workspace(batched ? update.size(0) : 0, Math.min(rows, cols), Math.max(rows, cols),
                 update.device());
 
-        normalizeInto(ws.x, g, update.scalar_type());
+        normalizeInto(ws.x, g);
         boolean float64 = config.nsPrecision() == NsPrecision.FLOAT64;
         NsAlgorithm kernel = kernelFor(update, batched, Math.min(rows, cols), Math.max(rows, cols));
         if (kernel == NsAlgorithm.SYMMETRIC) {
@@ -126,25 +126,13 @@ public final class NewtonSchulz implements Orthogonalizer {
         }
         Tensor x = ws.x;
         Tensor next = ws.y;
-        Tensor diagonalOfT = ws.t.diagonal(0, -2, -1);
-        Tensor diagonalOfB = ws.b.diagonal(0, -2, -1);
         for (int k = 0; k < config.nsSteps(); k++) {
-            // X' = a·X + (b·A + c·A²)·X is evaluated as X' = (a·I + A·(c·A + b·I))·X: the scalar terms go on
-            // diagonals (m elements) instead of a beta-scaled GEMM over the m×n iterate, so every product
-            // is a plain mm_out and the only extra pass is c·A over the small m×m Gram matrix.
             if (batched) {
                 torch.bmm_out(ws.a, x, x.mT());
             } else {
                 torch.mm_out(ws.a, x, x.t());
             }
-            torch.mul_out(ws.t, ws.a, quintic[k]);
-            diagonalOfT.add_(cubic[k]);
-            if (batched) {
-                torch.bmm_out(ws.b, ws.a, ws.t);
-            } else {
-                torch.mm_out(ws.b, ws.a, ws.t);
-            }
-            diagonalOfB.add_(linear[k]);
+            polynomialInto(ws.b, ws.a, ws.t, k);
             if (batched) {
                 torch.bmm_out(next, ws.b, x);
             } else {
@@ -184,10 +172,19 @@ public final class NewtonSchulz implements Orthogonalizer {
         return blas ? NsAlgorithm.SYMMETRIC : NsAlgorithm.GEMM;
     }
 
-    /** Writes {@code g / max(s·‖g‖_F, eps)} into {@code out}, computing the division in the norm's dtype. */
-    private void normalizeInto(Tensor out, Tensor g, ScalarType inputType) {
+    /**
+     * The normalisation stage on libtorch ops: writes {@code g / max(s·‖g‖_F, eps)} into {@code out}, the norm
+     * accumulated in float32 (float64 when {@code g} or the iteration is float64) and the quotient computed in the
+     * norm's dtype before the cast to {@code out}'s. Public so that device-specific orthogonalizers can fall back
+     * to it stage by stage.
+     *
+     * @param out the destination, of {@code g}'s shape (any float dtype)
+     * @param g   the input matrix or batch of matrices (transposed views are fine)
+     */
+    public void normalizeInto(Tensor out, Tensor g) {
         // ScalarType values are not singletons in the bindings: compare their codes.
-        boolean wide64 = inputType.value == ScalarType.Double.value || config.nsPrecision() == NsPrecision.FLOAT64;
+        boolean wide64 = g.scalar_type().value == ScalarType.Double.value
+                || config.nsPrecision() == NsPrecision.FLOAT64;
         ScalarType normType = wide64 ? ScalarType.Double : ScalarType.Float;
         Tensor norm = torch.linalg_vector_norm(g, two, LAST_TWO_DIMS, true, new ScalarTypeOptional(normType));
         if (config.nsCoefficients().normalizationSafety() != 1.0) {
@@ -197,6 +194,27 @@ public final class NewtonSchulz implements Orthogonalizer {
         // The norm is a [.., 1, 1] tensor, not a 0-dim one, so type promotion computes the quotient in its dtype
         // (float32 at least) before the cast to the iteration's dtype.
         torch.div_out(out, g, norm);
+    }
+
+    /**
+     * The polynomial stage of step {@code step} on libtorch ops: {@code b = a·I + A·(c·A + b·I)}, which is the
+     * reference's {@code a·I + b·A + c·A²}, with the scalar terms added on diagonals so that the only product is a
+     * plain GEMM. Public so that device-specific orthogonalizers can fall back to it stage by stage.
+     *
+     * @param out     the destination {@code B}, {@code [batch,] m × m}
+     * @param gram    the Gram matrix {@code A}, same shape, read only
+     * @param scratch a buffer of the same shape, overwritten
+     * @param step    the zero-based step, which selects the coefficients
+     */
+    public void polynomialInto(Tensor out, Tensor gram, Tensor scratch, int step) {
+        torch.mul_out(scratch, gram, quintic[step]);
+        scratch.diagonal(0, -2, -1).add_(cubic[step]);
+        if (gram.dim() == 3) {
+            torch.bmm_out(out, gram, scratch);
+        } else {
+            torch.mm_out(out, gram, scratch);
+        }
+        out.diagonal(0, -2, -1).add_(linear[step]);
     }
 
     private Workspace workspace(long batch, long m, long n, Device device) {

@@ -9,8 +9,6 @@ import dev.muon.orthogonalize.Orthogonalizer;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.DeviceOptional;
-import org.bytedeco.pytorch.Scalar;
-import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.cuda.CUDAGuard;
@@ -62,12 +60,6 @@ public final class CudaNewtonSchulz implements Orthogonalizer {
     private final NewtonSchulz libtorch;
     private final CudaKernels kernels;
     private final DispatchPolicy policy;
-    private final Scalar[] linear;
-    private final Scalar[] cubic;
-    private final Scalar[] quintic;
-    private final Scalar two;
-    private final Scalar eps;
-    private final Scalar normSafety;
     private final Map<Key, Workspace> workspaces = new HashMap<>();
 
     /**
@@ -95,19 +87,6 @@ public final class CudaNewtonSchulz implements Orthogonalizer {
             CudaSupport.logFallbackOnce(policy.basis() + "; set -D" + CudaSupport.FORCE_PROPERTY
                     + "=true to use the kernels anyway");
         }
-        int steps = config.nsSteps();
-        linear = new Scalar[steps];
-        cubic = new Scalar[steps];
-        quintic = new Scalar[steps];
-        for (int k = 0; k < steps; k++) {
-            Coefficients c = config.nsCoefficients().at(k);
-            linear[k] = scalar(c.a());
-            cubic[k] = scalar(c.b());
-            quintic[k] = scalar(c.c());
-        }
-        two = scalar(2.0);
-        eps = scalar(config.eps());
-        normSafety = scalar(config.nsCoefficients().normalizationSafety());
     }
 
     /**
@@ -142,7 +121,7 @@ public final class CudaNewtonSchulz implements Orthogonalizer {
                 kernels.normalize(update, ws.x, ws.partials, config.nsCoefficients().normalizationSafety(),
                         config.eps());
             } else {
-                normalizeWithLibtorch(ws.x, tall ? update.mT() : update);
+                libtorch.normalizeInto(ws.x, tall ? update.mT() : update);
             }
             Tensor x = ws.x;
             Tensor next = ws.y;
@@ -160,15 +139,7 @@ public final class CudaNewtonSchulz implements Orthogonalizer {
                     // bf16 rounding, so this is A·A to that rounding (checked on the GPU: docs/cuda.md).
                     kernels.symmetric(ws.a, ws.a, ws.b, c.c(), c.b(), c.a(), policy.hopperKernel());
                 } else {
-                    // B = a·I + A·(c·A + b·I), as NewtonSchulz evaluates it.
-                    torch.mul_out(ws.t, ws.a, quintic[k]);
-                    ws.diagonalOfT.add_(cubic[k]);
-                    if (batched) {
-                        torch.bmm_out(ws.b, ws.a, ws.t);
-                    } else {
-                        torch.mm_out(ws.b, ws.a, ws.t);
-                    }
-                    ws.diagonalOfB.add_(linear[k]);
+                    libtorch.polynomialInto(ws.b, ws.a, ws.t, k);
                 }
                 if (batched) {
                     torch.bmm_out(next, ws.b, x);
@@ -193,23 +164,8 @@ public final class CudaNewtonSchulz implements Orthogonalizer {
                 && update.numel() > 0;
     }
 
-    private void normalizeWithLibtorch(Tensor out, Tensor g) {
-        boolean wide64 = g.scalar_type().value == ScalarType.Double.value;
-        Tensor norm = torch.linalg_vector_norm(g, two, new long[]{-2, -1}, true,
-                new ScalarTypeOptional(wide64 ? ScalarType.Double : ScalarType.Float));
-        if (config.nsCoefficients().normalizationSafety() != 1.0) {
-            norm.mul_(normSafety);
-        }
-        norm.clamp_min_(eps);
-        torch.div_out(out, g, norm);
-    }
-
     private Workspace workspace(long batch, long m, long n) {
         return workspaces.computeIfAbsent(new Key(batch, m, n), k -> new Workspace(k, deviceIndex));
-    }
-
-    private static Scalar scalar(double value) {
-        return NativeLifetime.outliveScope(new Scalar(value));
     }
 
     /** A workspace's shape: batch (0 for a plain matrix), Gram order m, width n. */
@@ -224,8 +180,6 @@ public final class CudaNewtonSchulz implements Orthogonalizer {
         final Tensor t;
         final Tensor b;
         final Tensor partials;
-        final Tensor diagonalOfT;
-        final Tensor diagonalOfB;
 
         Workspace(Key key, int device) {
             try (PointerScope scope = new PointerScope()) {
@@ -241,8 +195,6 @@ public final class CudaNewtonSchulz implements Orthogonalizer {
                 b = NativeLifetime.outliveScope(torch.empty(gram, bf16, null));
                 partials = NativeLifetime.outliveScope(torch.empty(
                         new long[]{Math.max(1, key.batch()) * CudaKernels.MAX_NORM_PARTS}, f32, null));
-                diagonalOfT = NativeLifetime.outliveScope(t.diagonal(0, -2, -1));
-                diagonalOfB = NativeLifetime.outliveScope(b.diagonal(0, -2, -1));
             }
         }
     }
