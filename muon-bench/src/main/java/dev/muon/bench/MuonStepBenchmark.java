@@ -1,6 +1,7 @@
 package dev.muon.bench;
 
 import dev.muon.Muon;
+import dev.muon.MuonAdamW;
 import dev.muon.MuonConfig;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
@@ -25,7 +26,9 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -34,8 +37,10 @@ import java.util.concurrent.TimeUnit;
  * <p>The parameter set: d = 768, 4 transformer blocks (q, k, v, o of 768×768, MLP 3072×768 and 768×3072, two
  * layer norms, biases), token embedding 8192×768, position embedding 1024×768, untied head 8192×768. Gradients are
  * random and set once. Variants: {@code adamw} is libtorch's {@code AdamW} over every parameter; {@code muon} puts
- * the 24 hidden matrices on {@link Muon} (5 NS steps) and the rest on libtorch's {@code AdamW}, as the hybrid
- * optimizer does. {@code nsPrecision} and {@code nsAlgorithm} apply to the Muon side.
+ * the 24 hidden matrices on {@link Muon} (5 NS steps) and the rest on libtorch's {@code AdamW} by hand;
+ * {@code muon-adamw} is {@link MuonAdamW} over the named parameters (its default rules make the same split, and
+ * its step adds the non-finite check of every gradient). {@code nsPrecision} and {@code nsAlgorithm} apply to the
+ * Muon side.
  *
  * <p>How to run: {@code java -jar muon-bench/target/benchmarks.jar MuonStepBenchmark}.
  */
@@ -52,7 +57,7 @@ public class MuonStepBenchmark {
     private static final int CONTEXT = 1024;
 
     /** Which optimizer steps. */
-    @Param({"adamw", "muon"})
+    @Param({"adamw", "muon", "muon-adamw"})
     public String optimizer;
 
     /** The Muon side's Newton–Schulz precision. */
@@ -73,31 +78,37 @@ public class MuonStepBenchmark {
         torch.manual_seed(0);
         List<Tensor> hidden = new ArrayList<>();
         List<Tensor> rest = new ArrayList<>();
-        rest.add(parameter(VOCAB, D));
-        rest.add(parameter(CONTEXT, D));
+        Map<String, Tensor> named = new LinkedHashMap<>();
+        rest.add(named(named, "wte.weight", parameter(VOCAB, D)));
+        rest.add(named(named, "wpe.weight", parameter(CONTEXT, D)));
         for (int layer = 0; layer < LAYERS; layer++) {
-            for (int i = 0; i < 4; i++) {
-                hidden.add(parameter(D, D));
-                rest.add(parameter(D));
+            String block = "blocks." + layer + ".";
+            for (String proj : new String[]{"q", "k", "v", "o"}) {
+                hidden.add(named(named, block + "attn." + proj + ".weight", parameter(D, D)));
+                rest.add(named(named, block + "attn." + proj + ".bias", parameter(D)));
             }
-            hidden.add(parameter(4 * D, D));
-            rest.add(parameter(4 * D));
-            hidden.add(parameter(D, 4 * D));
-            rest.add(parameter(D));
-            for (int i = 0; i < 4; i++) {
-                rest.add(parameter(D));
+            hidden.add(named(named, block + "mlp.fc.weight", parameter(4 * D, D)));
+            rest.add(named(named, block + "mlp.fc.bias", parameter(4 * D)));
+            hidden.add(named(named, block + "mlp.proj.weight", parameter(D, 4 * D)));
+            rest.add(named(named, block + "mlp.proj.bias", parameter(D)));
+            for (String norm : new String[]{"ln1", "ln2"}) {
+                rest.add(named(named, block + norm + ".weight", parameter(D)));
+                rest.add(named(named, block + norm + ".bias", parameter(D)));
             }
         }
-        rest.add(parameter(VOCAB, D));
-        if (optimizer.equals("adamw")) {
+        rest.add(named(named, "lm_head.weight", parameter(VOCAB, D)));
+        MuonConfig config = MuonConfig.defaults().withLr(0.02)
+                .withNsPrecision(nsPrecision.equals("bfloat16") ? NsPrecision.BFLOAT16 : NsPrecision.FLOAT32)
+                .withNsAlgorithm(NsAlgorithm.valueOf(nsAlgorithm));
+        if (optimizer.equals("muon-adamw")) {
+            MuonAdamW hybrid = MuonAdamW.builder(named).muon(config).build();
+            step = hybrid::step;
+        } else if (optimizer.equals("adamw")) {
             List<Tensor> all = new ArrayList<>(hidden);
             all.addAll(rest);
             AdamW adamw = new AdamW(new TensorVector(all.toArray(new Tensor[0])), new AdamWOptions(1e-3));
             step = adamw::step;
         } else {
-            MuonConfig config = MuonConfig.defaults().withLr(0.02)
-                    .withNsPrecision(nsPrecision.equals("bfloat16") ? NsPrecision.BFLOAT16 : NsPrecision.FLOAT32)
-                    .withNsAlgorithm(NsAlgorithm.valueOf(nsAlgorithm));
             Muon muon = Muon.of(hidden, config);
             AdamW adamw = new AdamW(new TensorVector(rest.toArray(new Tensor[0])), new AdamWOptions(1e-3));
             step = () -> {
@@ -106,6 +117,11 @@ public class MuonStepBenchmark {
             };
         }
         step.run();
+    }
+
+    private static Tensor named(Map<String, Tensor> named, String name, Tensor tensor) {
+        named.put(name, tensor);
+        return tensor;
     }
 
     private static Tensor parameter(long... shape) {
