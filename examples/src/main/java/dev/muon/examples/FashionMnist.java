@@ -34,7 +34,7 @@ import java.util.function.Supplier;
  * final training loss, wall time, optimizer state bytes), and under {@code --out} (default
  * {@code target/fashion-mnist}) {@code losses.csv}, {@code summary.csv} and one {@code loss-<model>.png} per model.
  *
- * <p>Run from the repository root (defaults: 1 epoch on the first 10,000 training images, both models):
+ * <p>Run from the repository root (defaults: 2 epochs on the first 10,000 training images, both models):
  * <pre>
  * mvn -B -q -Ptrain -DskipTests package -pl examples -Dexample.main=dev.muon.examples.FashionMnist
  * mvn -B -q -Ptrain -DskipTests package -pl examples -Dexample.main=dev.muon.examples.FashionMnist \
@@ -75,7 +75,7 @@ public final class FashionMnist {
             }
             Optional<Path> data = Optional.empty();
             Path out = Path.of("target", "fashion-mnist");
-            int epochs = 1;
+            int epochs = 2;
             int trainSize = 10_000;
             int batch = 128;
             double lr = 1e-3;
