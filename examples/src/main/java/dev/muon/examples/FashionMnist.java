@@ -36,8 +36,8 @@ import java.util.function.Supplier;
  *
  * <p>Run from the repository root (defaults: 2 epochs on the first 10,000 training images, both models):
  * <pre>
- * mvn -B -q -Ptrain -DskipTests package -pl examples -Dexample.main=dev.muon.examples.FashionMnist
- * mvn -B -q -Ptrain -DskipTests package -pl examples -Dexample.main=dev.muon.examples.FashionMnist \
+ * mvn -B -q -Ptrain -DskipTests package
+ * mvn -B -q -Ptrain -DskipTests package \
  *     -Dexample.args="--epochs 3 --train-size 0"
  * </pre>
  * Flags: {@code --data DIR}, {@code --out DIR}, {@code --epochs N}, {@code --train-size N} (0 = all 60,000),
