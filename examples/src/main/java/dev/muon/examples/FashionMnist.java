@@ -27,7 +27,7 @@ import java.util.function.Supplier;
  * Fashion-MNIST, AdamW against MuonAdamW: trains an MLP ({@link FashionMlp}) and a small CNN ({@link FashionCnn})
  * once with libtorch's {@code AdamW} and once with {@link MuonAdamW#dropIn} built from the same
  * {@code AdamWOptions}, from the same initial weights and on the same batches. The two training methods,
- * {@link #trainWithAdamW} and {@link #trainWithMuonAdamW}, differ by the one line that creates the optimizer.
+ * {@link #trainWithAdamW} and {@link #trainWithMuonAdamW}, differ only by the line that creates the optimizer.
  *
  * <p>Data: {@code --data DIR}, else Debian's {@code dataset-fashion-mnist} ({@value FashionMnistData#DEBIAN_DIR}),
  * else a generated stand-in, announced as such. Output: a progress bar per epoch, a final table (test accuracy,
@@ -189,8 +189,8 @@ public final class FashionMnist {
         torch.manual_seed(o.seed());
         Module model = newModel.get();
         AdamW optimizer = new AdamW(model.parameters(), adamWOptions(o));
-        return train(name, "AdamW", model, data, o, losses, optimizer::zero_grad, optimizer::step,
-                2 * parameterBytes(model.parameters()));
+        return train(name, optimizer.getClass().getSimpleName(), model, data, o, losses, optimizer::zero_grad,
+                optimizer::step, stateBytes(optimizer, model));
     }
 
     /**
@@ -201,11 +201,20 @@ public final class FashionMnist {
         torch.manual_seed(o.seed());
         Module model = newModel.get();
         MuonAdamW optimizer = MuonAdamW.dropIn(model.named_parameters(), adamWOptions(o));
-        return train(name, "MuonAdamW", model, data, o, losses, optimizer::zero_grad, optimizer::step,
-                optimizer.assignment().stateBytes());
+        return train(name, optimizer.getClass().getSimpleName(), model, data, o, losses, optimizer::zero_grad,
+                optimizer::step, stateBytes(optimizer, model));
     }
 
     /** AdamW keeps two moments per parameter, each of the parameter's size and dtype. */
+    private static long stateBytes(AdamW optimizer, Module model) {
+        return 2 * parameterBytes(model.parameters());
+    }
+
+    /** One momentum buffer per Muon matrix, two moments per AdamW parameter, as the assignment counts them. */
+    private static long stateBytes(MuonAdamW optimizer, Module model) {
+        return optimizer.assignment().stateBytes();
+    }
+
     private static long parameterBytes(TensorVector parameters) {
         long bytes = 0;
         for (long i = 0; i < parameters.size(); i++) {
