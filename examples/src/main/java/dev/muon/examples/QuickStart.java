@@ -20,7 +20,8 @@ import java.util.Locale;
  *
  * <p>The data is embedded (generated from a fixed seed): 8,192 points in 32 dimensions, labelled by a random
  * two-layer "teacher" network into 10 classes. Run with
- * {@code mvn -B -q -Ptrain -DskipTests package}, or {@code java -cp ... dev.muon.examples.QuickStart [epochs]}.
+ * {@code mvn -B -q -Ptrain -DskipTests package -Dexample.main=dev.muon.examples.QuickStart}, or
+ * {@code java -cp ... dev.muon.examples.QuickStart [epochs]}.
  */
 public final class QuickStart {
     private static final int FEATURES = 32;

@@ -1,0 +1,90 @@
+package dev.muon.examples;
+
+import dev.muon.MuonAdamW;
+import dev.muon.OptimizerKind;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class DocSnippetsTest {
+    private static final Path DOCS = Path.of("..", "docs");
+    private static final Path SOURCES = Path.of("src");
+    private static final Pattern BLOCK = Pattern.compile("```(java|diff)\\n(.*?)```", Pattern.DOTALL);
+
+    /** The trimmed, non-blank lines of a text, joined by newlines: indentation differs between page and source. */
+    private static String normalise(String text) {
+        List<String> lines = new ArrayList<>();
+        for (String line : text.split("\n")) {
+            if (!line.isBlank()) {
+                lines.add(line.trim());
+            }
+        }
+        return String.join("\n", lines);
+    }
+
+    private static String read(Path path) throws IOException {
+        return Files.readString(path, StandardCharsets.UTF_8);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"getting-started.md", "hyperparameters.md"})
+    void everyCodeBlock_isCompiledSource(String page) throws IOException {
+        String snippets = normalise(read(SOURCES.resolve("test/java/dev/muon/examples/DocSnippets.java")));
+        String example = normalise(read(SOURCES.resolve("main/java/dev/muon/examples/FashionMnist.java")));
+        Matcher m = BLOCK.matcher(read(DOCS.resolve(page)));
+        int blocks = 0;
+        while (m.find()) {
+            blocks++;
+            if (m.group(1).equals("java")) {
+                String block = normalise(m.group(2));
+                assertTrue(snippets.contains(block), page + ": this java block is not in DocSnippets.java:\n" + block);
+            } else {
+                // A diff shows FashionMnist's two training methods: every line, less its +/-, is in the source.
+                for (String line : m.group(2).split("\n")) {
+                    String code = line.isEmpty() ? "" : line.substring(1).trim();
+                    assertTrue(code.isEmpty() || example.contains(code),
+                            page + ": this diff line is not in FashionMnist.java: " + code);
+                }
+            }
+        }
+        assertTrue(blocks > 0, page + " has no code block to check");
+    }
+
+    @Test
+    void snippets_buildAndTrain() {
+        try (PointerScope scope = new PointerScope()) {
+            torch.manual_seed(1);
+            FashionMlp model = new FashionMlp();
+            Tensor images = torch.randn(32, 1, 28, 28);
+            Tensor labels = torch.randint(10, new long[] {32});
+            MuonAdamW swapped = DocSnippets.oneLineSwap(model, images, labels);
+            assertEquals(10, swapped.stepCount());
+            assertTrue(DocSnippets.readAssignment(swapped) > 0);
+            assertFalse(DocSnippets.overrideAssignment(model).assignment().names(OptimizerKind.MUON)
+                    .contains("fc1.weight"));
+            for (Function<FashionMlp, MuonAdamW> build : List.<Function<FashionMlp, MuonAdamW>>of(
+                    DocSnippets::pytorchDefaults, DocSnippets::kellerJordan, DocSnippets::moonlight,
+                    DocSnippets::tunedAdamW)) {
+                assertEquals(List.of("fc1.weight", "fc2.weight"), build.apply(model).assignment()
+                        .names(OptimizerKind.MUON));
+            }
+        }
+    }
+}
