@@ -22,7 +22,8 @@ import java.util.function.Function;
  * Trains a small character-level transformer ({@link CharTransformer}) twice on the same text, batches and
  * initial weights: once with libtorch's {@code AdamW}, once with {@link MuonAdamW} built by
  * {@link MuonAdamW#dropIn} from the same {@code AdamWOptions}. It prints the validation loss of both at the same
- * number of steps and at the same training time, and writes the curves as CSV and PNG.
+ * number of steps and at the same training time, and writes the curves as CSV and PNG. The two runs are stepped
+ * alternately, so that a machine whose load changes slows both alike; evaluation time is not counted.
  *
  * <p>The attention and MLP matrices go to Muon; the token and position embeddings ({@code tok_emb},
  * {@code pos_emb}), the output head ({@code lm_head}), biases and LayerNorm gains stay on AdamW, as the
@@ -149,7 +150,8 @@ public final class TinyGpt {
     }
 
     /**
-     * Trains with AdamW, then with MuonAdamW, from the same initial weights and on the same batches.
+     * Trains with AdamW and with MuonAdamW, one step of each in turn, from the same initial weights and on the
+     * same batches, after an untimed warm-up of both.
      *
      * @param corpus the text
      * @param s      the settings
