@@ -1,0 +1,175 @@
+package dev.muon.examples;
+
+import org.bytedeco.pytorch.Tensor;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.TreeSet;
+import java.util.stream.Stream;
+
+/**
+ * A character-level text corpus for {@link TinyGpt}: the text, its vocabulary, a 90/10 split into training and
+ * validation characters, and batches of token ids drawn from a seeded generator.
+ *
+ * <p>The text comes from Debian's {@code fortunes} package ({@value #FORTUNES_DIR}, every plain fortune file in
+ * name order, the {@code %} separators turned into blank lines), from a directory or file given on the command
+ * line, or, when neither exists, from a short text embedded here, which is too small to say anything about
+ * optimizers and is only there so that the example and its test run anywhere.
+ */
+final class CharCorpus {
+    /** Where {@code dpkg -L fortunes} puts the data files. */
+    static final String FORTUNES_DIR = "/usr/share/games/fortunes";
+
+    /** Used when no corpus is installed; a few paragraphs, repeated, so that a context window always fits. */
+    static final String EMBEDDED = """
+            Muon keeps a moving average of the gradient, like SGD with momentum, and replaces it with the nearest
+            semi-orthogonal matrix before applying it. The replacement is computed with a few Newton-Schulz
+            iterations, which are nothing but matrix products, so every direction of the update moves at the same
+            speed. Embeddings, the output head, biases and norm gains are not hidden matrices, and stay on AdamW.
+            A fortune a day keeps the debugger away. The best way to predict the future is to train it.
+            Simplicity is prerequisite for reliability. Premature optimization is the root of all evil.
+            """;
+
+    private final String source;
+    private final String text;
+    private final char[] vocabulary;
+    private final int[] index;
+    private final int trainEnd;
+
+    private CharCorpus(String source, String text) {
+        this.source = source;
+        this.text = text;
+        TreeSet<Character> chars = new TreeSet<>();
+        for (int i = 0; i < text.length(); i++) {
+            chars.add(text.charAt(i));
+        }
+        vocabulary = new char[chars.size()];
+        int k = 0;
+        for (char c : chars) {
+            vocabulary[k++] = c;
+        }
+        index = new int[Character.MAX_VALUE + 1];
+        for (int i = 0; i < vocabulary.length; i++) {
+            index[vocabulary[i]] = i;
+        }
+        trainEnd = (int) (text.length() * 0.9);
+    }
+
+    /**
+     * Loads the corpus from {@code path} (a file, or a directory whose regular files are read in name order), or
+     * from the fortunes package when {@code path} is null, or the embedded text when neither is there.
+     *
+     * @param path a file or directory, or null
+     * @return the corpus
+     * @throws IllegalArgumentException if {@code path} is given but does not exist
+     */
+    static CharCorpus load(Path path) {
+        if (path != null) {
+            if (!Files.exists(path)) {
+                throw new IllegalArgumentException("--data must name a file or directory, got " + path);
+            }
+            return new CharCorpus(path.toString(), read(path));
+        }
+        Path fortunes = Path.of(FORTUNES_DIR);
+        if (Files.isDirectory(fortunes)) {
+            String text = read(fortunes);
+            if (!text.isEmpty()) {
+                return new CharCorpus("Debian fortunes (" + FORTUNES_DIR + ")", text);
+            }
+        }
+        return embedded();
+    }
+
+    /**
+     * The embedded text, repeated to 20,000 characters.
+     *
+     * @return the corpus
+     */
+    static CharCorpus embedded() {
+        return new CharCorpus("EMBEDDED TEXT: no corpus found (install Debian's 'fortunes' package, or pass"
+                + " --data PATH); losses on it mean nothing", EMBEDDED.repeat(20_000 / EMBEDDED.length() + 1));
+    }
+
+    private static String read(Path path) {
+        try {
+            List<Path> files = new ArrayList<>();
+            if (Files.isDirectory(path)) {
+                try (Stream<Path> list = Files.list(path)) {
+                    // fortune's index files (*.dat) are binary; the *.u8 names are links to the text files.
+                    list.filter(p -> Files.isRegularFile(p) && !Files.isSymbolicLink(p))
+                            .filter(p -> !p.getFileName().toString().endsWith(".dat"))
+                            .sorted().forEach(files::add);
+                }
+            } else {
+                files.add(path);
+            }
+            StringBuilder text = new StringBuilder();
+            for (Path file : files) {
+                String content = new String(Files.readAllBytes(file), StandardCharsets.UTF_8);
+                text.append(content.replace("\r", "").replaceAll("(?m)^%$", ""));
+            }
+            return text.toString();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read the corpus at " + path, e);
+        }
+    }
+
+    /** Where the text came from, in words. */
+    String source() {
+        return source;
+    }
+
+    /** Whether this is the embedded fallback rather than a real corpus. */
+    boolean isEmbedded() {
+        return source.startsWith("EMBEDDED");
+    }
+
+    int length() {
+        return text.length();
+    }
+
+    int vocabularySize() {
+        return vocabulary.length;
+    }
+
+    int trainLength() {
+        return trainEnd;
+    }
+
+    int validationLength() {
+        return text.length() - trainEnd;
+    }
+
+    /**
+     * Draws {@code batch} windows of {@code context + 1} characters from the training or validation part.
+     *
+     * @param random     the generator that picks the windows
+     * @param validation whether to draw from the validation part
+     * @param batch      windows per batch
+     * @param context    characters per input
+     * @return token ids of shape [batch, context + 1] (int64): inputs are the first {@code context}, targets the
+     *         last {@code context}
+     */
+    Tensor batch(Random random, boolean validation, int batch, int context) {
+        int start = validation ? trainEnd : 0;
+        int span = (validation ? text.length() : trainEnd) - start - context - 1;
+        if (span <= 0) {
+            throw new IllegalArgumentException("context " + context + " is longer than the "
+                    + (validation ? "validation" : "training") + " text");
+        }
+        long[] ids = new long[batch * (context + 1)];
+        for (int b = 0; b < batch; b++) {
+            int offset = start + random.nextInt(span);
+            for (int t = 0; t <= context; t++) {
+                ids[b * (context + 1) + t] = index[text.charAt(offset + t)];
+            }
+        }
+        return Tensor.create(ids).view(batch, context + 1);
+    }
+}

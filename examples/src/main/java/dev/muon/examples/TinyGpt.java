@@ -1,0 +1,357 @@
+package dev.muon.examples;
+
+import dev.muon.MuonAdamW;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.AdamW;
+import org.bytedeco.pytorch.AdamWOptions;
+import org.bytedeco.pytorch.NoGradGuard;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Random;
+import java.util.function.Function;
+
+/**
+ * Trains a small character-level transformer ({@link CharTransformer}) twice on the same text, batches and
+ * initial weights: once with libtorch's {@code AdamW}, once with {@link MuonAdamW} built by
+ * {@link MuonAdamW#dropIn} from the same {@code AdamWOptions}. It prints the validation loss of both at the same
+ * number of steps and at the same training time, and writes the curves as CSV and PNG. The two runs are stepped
+ * alternately, so that a machine whose load changes slows both alike; evaluation time is not counted.
+ *
+ * <p>The attention and MLP matrices go to Muon; the token and position embeddings ({@code tok_emb},
+ * {@code pos_emb}), the output head ({@code lm_head}), biases and LayerNorm gains stay on AdamW, as the
+ * assignment table logged by {@code MuonAdamW} shows.
+ *
+ * <p>The text is Debian's {@code fortunes} data ({@code apt-get install fortunes}), or {@code --data PATH}; without
+ * either, a short embedded text, announced as such. Run with
+ * <pre>{@code
+ * mvn -B -q -Ptrain -DskipTests package -pl examples -Dexample.main=dev.muon.examples.TinyGpt \
+ *     -Dexample.args="--steps 500"
+ * }</pre>
+ * Options (defaults in brackets): {@code --steps} [500], {@code --width} [128], {@code --layers} [2],
+ * {@code --heads} [4], {@code --context} [64], {@code --batch} [32], {@code --lr} [3e-3],
+ * {@code --weight-decay} [0.1], {@code --seed} [1337], {@code --eval-every} [25], {@code --val-batches} [8], {@code --threads} [1],
+ * {@code --out} [target/tinygpt], {@code --data} [the fortunes directory].
+ */
+public final class TinyGpt {
+    private static final int WARM_UP_STEPS = 5;
+
+    private TinyGpt() {
+    }
+
+    /** One evaluation: after {@code step} steps and {@code seconds} of training (evaluations not counted). */
+    record Point(int step, double seconds, double trainLoss, double valLoss) {
+    }
+
+    /** One optimizer's run. */
+    record Run(String name, List<Point> points) {
+        Point last() {
+            return points.get(points.size() - 1);
+        }
+
+        /** The last evaluation at or before {@code step}. */
+        Point atStep(int step) {
+            Point found = points.get(0);
+            for (Point p : points) {
+                if (p.step() <= step) {
+                    found = p;
+                }
+            }
+            return found;
+        }
+
+        /** The last evaluation taken within {@code seconds} of training. */
+        Point atSeconds(double seconds) {
+            Point found = points.get(0);
+            for (Point p : points) {
+                if (p.seconds() <= seconds) {
+                    found = p;
+                }
+            }
+            return found;
+        }
+    }
+
+    /** The command-line settings; see the class comment. */
+    record Settings(int steps, int width, int layers, int heads, int context, int batch, double lr,
+                    double weightDecay, long seed, int evalEvery, int valBatches, int threads, Path out,
+                    Path data) {
+        static Settings parse(String[] args) {
+            // exec-maven-plugin passes -Dexample.args as one argument: split it again.
+            String[] tokens = String.join(" ", args).trim().split("\\s+");
+            Map<String, String> values = new HashMap<>();
+            for (int i = 0; i < tokens.length; i++) {
+                if (tokens[i].isEmpty()) {
+                    continue;
+                }
+                if (!tokens[i].startsWith("--") || i + 1 >= tokens.length) {
+                    throw new IllegalArgumentException("expected --option value pairs, got " + Arrays.toString(args));
+                }
+                values.put(tokens[i].substring(2), tokens[++i]);
+            }
+            Settings s = new Settings(
+                    Integer.parseInt(values.getOrDefault("steps", "500")),
+                    Integer.parseInt(values.getOrDefault("width", "128")),
+                    Integer.parseInt(values.getOrDefault("layers", "2")),
+                    Integer.parseInt(values.getOrDefault("heads", "4")),
+                    Integer.parseInt(values.getOrDefault("context", "64")),
+                    Integer.parseInt(values.getOrDefault("batch", "32")),
+                    Double.parseDouble(values.getOrDefault("lr", "3e-3")),
+                    Double.parseDouble(values.getOrDefault("weight-decay", "0.1")),
+                    Long.parseLong(values.getOrDefault("seed", "1337")),
+                    Integer.parseInt(values.getOrDefault("eval-every", "25")),
+                    Integer.parseInt(values.getOrDefault("val-batches", "8")),
+                    Integer.parseInt(values.getOrDefault("threads", "1")),
+                    Path.of(values.getOrDefault("out", "target/tinygpt")),
+                    values.containsKey("data") ? Path.of(values.get("data")) : null);
+            values.keySet().removeAll(List.of("steps", "width", "layers", "heads", "context", "batch", "lr",
+                    "weight-decay", "seed", "eval-every", "val-batches", "threads", "out", "data"));
+            if (!values.isEmpty()) {
+                throw new IllegalArgumentException("unknown options " + values.keySet());
+            }
+            if (s.steps < 1 || s.evalEvery < 1 || s.valBatches < 1 || s.threads < 1) {
+                throw new IllegalArgumentException("--steps, --eval-every, --val-batches and --threads must be >= 1");
+            }
+            return s;
+        }
+    }
+
+    /**
+     * Runs the comparison.
+     *
+     * @param args {@code --option value} pairs, see the class comment
+     */
+    public static void main(String[] args) {
+        Settings s = Settings.parse(args);
+        // These matrices are small (128 x 512 at most), so a second thread buys little, and on a machine whose
+        // cores are shared, libtorch's spinning worker threads made every step 20x slower in our runs.
+        torch.set_num_threads(s.threads());
+        CharCorpus corpus = CharCorpus.load(s.data());
+        System.out.println("Muon for the JVM: TinyGpt, AdamW against MuonAdamW.dropIn on the same AdamWOptions");
+        System.out.println("corpus: " + corpus.source());
+        System.out.printf(Locale.ROOT, "  %,d characters (%,d train, %,d validation), vocabulary %d%n",
+                corpus.length(), corpus.trainLength(), corpus.validationLength(), corpus.vocabularySize());
+        System.out.printf(Locale.ROOT, "model: %d layers, d = %d, %d heads, context %d; batch %d, %d steps,"
+                        + " lr %g, weight decay %g, seed %d, libtorch threads %d%n", s.layers(), s.width(),
+                s.heads(), s.context(), s.batch(), s.steps(), s.lr(), s.weightDecay(), s.seed(),
+                torch.get_num_threads());
+
+        List<Run> runs = compare(corpus, s);
+        printTables(runs, s);
+        TinyGptCurves.write(runs, s.out());
+        System.out.println("wrote " + s.out() + ".csv and " + s.out() + ".png");
+    }
+
+    /**
+     * Trains with AdamW and with MuonAdamW, one step of each in turn, from the same initial weights and on the
+     * same batches, after an untimed warm-up of both.
+     *
+     * @param corpus the text
+     * @param s      the settings
+     * @return the AdamW run, then the MuonAdamW run
+     */
+    static List<Run> compare(CharCorpus corpus, Settings s) {
+        try (PointerScope scope = new PointerScope()) {
+            // One fixed validation set, drawn once, so both optimizers are scored on the same windows.
+            Random valRandom = new Random(s.seed() + 1);
+            List<Tensor> validation = new ArrayList<>();
+            for (int i = 0; i < s.valBatches(); i++) {
+                validation.add(corpus.batch(valRandom, true, s.batch(), s.context()));
+            }
+            Function<CharTransformer, Stepper> withAdamW = model -> {
+                AdamW opt = new AdamW(model.parameters(), adamwOptions(s));
+                return new Stepper(opt::zero_grad, opt::step);
+            };
+            Function<CharTransformer, Stepper> withMuon = model -> {
+                // The one changed line. Building it logs the assignment table (which parameter went where, why).
+                MuonAdamW opt = MuonAdamW.dropIn(model.named_parameters(), adamwOptions(s));
+                return new Stepper(opt::zero_grad, opt::step);
+            };
+            // The first steps in a JVM pay for the JIT and libtorch's thread pool and allocator; without this
+            // untimed warm-up they would be charged to whichever optimizer runs first.
+            warmUp(corpus, s, withAdamW);
+            warmUp(corpus, s, withMuon);
+            return interleave(List.of(new Trial("AdamW", corpus, s, withAdamW),
+                    new Trial("MuonAdamW", corpus, s, withMuon)), validation, s);
+        }
+    }
+
+    private static AdamWOptions adamwOptions(Settings s) {
+        AdamWOptions options = new AdamWOptions(s.lr());
+        options.weight_decay().put(s.weightDecay());
+        return options;
+    }
+
+    /** How a run clears gradients and steps, whichever optimizer it holds. */
+    record Stepper(Runnable zeroGrad, Runnable step) {
+    }
+
+    private static void warmUp(CharCorpus corpus, Settings s, Function<CharTransformer, Stepper> optimizerFor) {
+        // The assignment table is logged once, by the timed run; the throwaway optimizer keeps quiet.
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger(MuonAdamW.class.getName());
+        java.util.logging.Level level = log.getLevel();
+        try (PointerScope scope = new PointerScope()) {
+            CharTransformer model = new CharTransformer(corpus.vocabularySize(), s.context(), s.width(),
+                    s.layers(), s.heads());
+            log.setLevel(java.util.logging.Level.WARNING);
+            Stepper optimizer;
+            try {
+                optimizer = optimizerFor.apply(model);
+            } finally {
+                log.setLevel(level);
+            }
+            Random batches = new Random(-1);
+            for (int i = 0; i < WARM_UP_STEPS; i++) {
+                step(model, optimizer, corpus.batch(batches, false, s.batch(), s.context()), s.context());
+            }
+        }
+    }
+
+    /** One training step in its own scope; returns the loss. */
+    private static double step(CharTransformer model, Stepper optimizer, Tensor batch, int context) {
+        try (PointerScope stepScope = new PointerScope()) {
+            optimizer.zeroGrad().run();
+            Tensor loss = loss(model, batch, context);
+            loss.backward();
+            optimizer.step().run();
+            return loss.item_double();
+        }
+    }
+
+    /**
+     * One optimizer's training run, advanced one step at a time so that two runs can be interleaved: both then see
+     * the same background load on a shared machine, which keeps the time comparison fair.
+     */
+    private static final class Trial {
+        private final String name;
+        private final CharCorpus corpus;
+        private final Settings s;
+        private final CharTransformer model;
+        private final Stepper optimizer;
+        private final Random batches;
+        private final List<Point> points = new ArrayList<>();
+        private double seconds;
+        private double trainLoss;
+        private int sinceEval;
+
+        Trial(String name, CharCorpus corpus, Settings s, Function<CharTransformer, Stepper> optimizerFor) {
+            this.name = name;
+            this.corpus = corpus;
+            this.s = s;
+            // Same seed for both trials: the same initial weights and the same sequence of batches.
+            torch.manual_seed(s.seed());
+            this.model = new CharTransformer(corpus.vocabularySize(), s.context(), s.width(), s.layers(),
+                    s.heads());
+            this.optimizer = optimizerFor.apply(model);
+            this.batches = new Random(s.seed());
+        }
+
+        void step() {
+            long start = System.nanoTime();
+            try (PointerScope batchScope = new PointerScope()) {
+                trainLoss += TinyGpt.step(model, optimizer, corpus.batch(batches, false, s.batch(), s.context()),
+                        s.context());
+            }
+            seconds += (System.nanoTime() - start) / 1e9;
+            sinceEval++;
+        }
+
+        Point evaluate(int step, List<Tensor> validation) {
+            Point p = new Point(step, seconds, sinceEval == 0 ? Double.NaN : trainLoss / sinceEval,
+                    validationLoss(model, validation, s.context()));
+            points.add(p);
+            trainLoss = 0;
+            sinceEval = 0;
+            return p;
+        }
+
+        Run run() {
+            return new Run(name, List.copyOf(points));
+        }
+    }
+
+    private static List<Run> interleave(List<Trial> trials, List<Tensor> validation, Settings s) {
+        for (Trial trial : trials) {
+            trial.evaluate(0, validation);
+        }
+        for (int step = 1; step <= s.steps(); step++) {
+            for (Trial trial : trials) {
+                trial.step();
+            }
+            if (step % s.evalEvery() == 0 || step == s.steps()) {
+                StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "step %5d/%d", step, s.steps()));
+                for (Trial trial : trials) {
+                    Point p = trial.evaluate(step, validation);
+                    line.append(String.format(Locale.ROOT, "  | %-9s train %.4f val %.4f %6.1f s %4.0f ms/step",
+                            trial.name, p.trainLoss(), p.valLoss(), p.seconds(), 1000 * p.seconds() / step));
+                }
+                System.out.println(line);
+            }
+        }
+        List<Run> runs = new ArrayList<>();
+        for (Trial trial : trials) {
+            runs.add(trial.run());
+        }
+        return runs;
+    }
+
+    /** Mean next-character cross-entropy over a [batch, context + 1] window of ids. */
+    private static Tensor loss(CharTransformer model, Tensor batch, int context) {
+        Tensor inputs = batch.narrow(1, 0, context);
+        Tensor targets = batch.narrow(1, 1, context).reshape(-1);
+        Tensor logits = model.forward(inputs);
+        return torch.cross_entropy_loss(logits.reshape(-1, logits.size(2)), targets);
+    }
+
+    private static double validationLoss(CharTransformer model, List<Tensor> validation, int context) {
+        double sum = 0;
+        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            for (Tensor batch : validation) {
+                sum += loss(model, batch, context).item_double();
+            }
+        }
+        return sum / validation.size();
+    }
+
+    private static void printTables(List<Run> runs, Settings s) {
+        Run adamw = runs.get(0);
+        Run muon = runs.get(1);
+        System.out.println();
+        System.out.println("Validation loss at the same number of steps (nats per character):");
+        System.out.printf(Locale.ROOT, "| %6s | %10s | %10s | %8s |%n", "step", "AdamW", "MuonAdamW", "Muon - AdamW");
+        System.out.println("| ---: | ---: | ---: | ---: |");
+        for (int quarter = 1; quarter <= 4; quarter++) {
+            int step = adamw.atStep(s.steps() * quarter / 4).step();
+            double a = adamw.atStep(step).valLoss();
+            double m = muon.atStep(step).valLoss();
+            System.out.printf(Locale.ROOT, "| %6d | %10.4f | %10.4f | %+8.4f |%n", step, a, m, m - a);
+        }
+        System.out.println();
+        System.out.println("Validation loss at the same training time (evaluation time not counted):");
+        System.out.println("| seconds | AdamW step | AdamW | MuonAdamW step | MuonAdamW | Muon - AdamW |");
+        System.out.println("| ---: | ---: | ---: | ---: | ---: | ---: |");
+        double budget = Math.min(adamw.last().seconds(), muon.last().seconds());
+        for (int quarter = 1; quarter <= 4; quarter++) {
+            double t = budget * quarter / 4;
+            Point a = adamw.atSeconds(t);
+            Point m = muon.atSeconds(t);
+            System.out.printf(Locale.ROOT, "| %7.1f | %10d | %.4f | %14d | %.4f | %+.4f |%n", t, a.step(),
+                    a.valLoss(), m.step(), m.valLoss(), m.valLoss() - a.valLoss());
+        }
+        System.out.println();
+        System.out.printf(Locale.ROOT, "| optimizer | final val loss | steps | training s | ms/step |%n");
+        System.out.println("| --- | ---: | ---: | ---: | ---: |");
+        for (Run run : runs) {
+            Point last = run.last();
+            System.out.printf(Locale.ROOT, "| %s | %.4f | %d | %.1f | %.0f |%n", run.name(), last.valLoss(),
+                    last.step(), last.seconds(), 1000 * last.seconds() / last.step());
+        }
+    }
+}

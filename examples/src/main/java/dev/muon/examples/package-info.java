@@ -1,0 +1,7 @@
+/**
+ * Runnable examples on the public API: {@code FashionMnist} (the README's main job: an MLP and a CNN, AdamW
+ * against {@code MuonAdamW.dropIn}), {@code TinyGpt} (a character-level transformer on Debian's fortunes),
+ * {@code QuickStart} (generated data, no download) and {@code JmhQuickstart} (benchmarking Newton–Schulz on your
+ * own shapes). Measured results: {@code docs/examples.md}.
+ */
+package dev.muon.examples;

@@ -1,0 +1,89 @@
+package dev.muon.examples;
+
+import dev.muon.MuonAdamW;
+import dev.muon.OptimizerKind;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.global.torch;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** TinyGpt on the embedded text, at a size that runs in seconds; needs no corpus installed. */
+class TinyGptTest {
+
+    @Test
+    void assignment_putsEmbeddingsAndHeadOnAdamW_andBlockMatricesOnMuon() {
+        try (PointerScope scope = new PointerScope()) {
+            torch.manual_seed(0);
+            CharTransformer model = new CharTransformer(20, 8, 16, 1, 2);
+            MuonAdamW optimizer = MuonAdamW.dropIn(model.named_parameters(),
+                    new org.bytedeco.pytorch.AdamWOptions(1e-3));
+            List<String> adamw = optimizer.assignment().names(OptimizerKind.ADAMW);
+            List<String> muon = optimizer.assignment().names(OptimizerKind.MUON);
+            assertTrue(adamw.containsAll(List.of("tok_emb.weight", "pos_emb.weight", "lm_head.weight")), adamw::toString);
+            assertEquals(List.of("block0.q.weight", "block0.k.weight", "block0.v.weight", "block0.o.weight",
+                    "block0.fc.weight", "block0.proj.weight"), muon);
+        }
+    }
+
+    @Test
+    void compare_onEmbeddedText_bothOptimizersLowerTheValidationLoss(@TempDir Path dir) {
+        TinyGpt.Settings s = TinyGpt.Settings.parse(new String[] {
+                "--steps 8 --width 32 --layers 1 --heads 2 --context 16 --batch 8 --eval-every 4 --val-batches 1"
+                        + " --out " + dir.resolve("curves")});
+        List<TinyGpt.Run> runs = TinyGpt.compare(CharCorpus.embedded(), s);
+
+        assertEquals(2, runs.size());
+        // Same seed, same initial weights: both start from the same validation loss.
+        assertEquals(runs.get(0).points().get(0).valLoss(), runs.get(1).points().get(0).valLoss(), 1e-6);
+        for (TinyGpt.Run run : runs) {
+            assertEquals(List.of(0, 4, 8), run.points().stream().map(TinyGpt.Point::step).toList());
+            assertTrue(run.last().valLoss() < run.points().get(0).valLoss(), run.name() + ": " + run.points());
+        }
+        TinyGptCurves.write(runs, s.out());
+        assertTrue(Files.isRegularFile(dir.resolve("curves.png")));
+        assertTrue(Files.exists(dir.resolve("curves.csv")));
+    }
+
+    @Test
+    void settings_unknownOption_isRejected() {
+        assertThrows(IllegalArgumentException.class, () -> TinyGpt.Settings.parse(new String[] {"--stepz 3"}));
+    }
+
+    @Test
+    void embeddedCorpus_saysItIsTheFallback() {
+        CharCorpus corpus = CharCorpus.embedded();
+        assertTrue(corpus.isEmbedded());
+        assertTrue(corpus.source().contains("no corpus found"));
+    }
+
+    @Test
+    void jmhQuickstart_printsTheBenchmarkCommandForTheShapes() {
+        String commands = JmhQuickstart.commands(List.of(JmhQuickstart.parseShape("768x3072"),
+                JmhQuickstart.parseShape("64X64")));
+        assertTrue(commands.contains("java -jar muon-bench/target/benchmarks.jar NewtonSchulzBenchmark"
+                + " -p shape=768x3072,64x64"), commands);
+    }
+
+    static Stream<String> badShapes() {
+        return Stream.of("768by3072", "0x3", "3x-1", "3x", "x3", "3x3x3", "");
+    }
+
+    @ParameterizedTest
+    @MethodSource("badShapes")
+    void jmhQuickstart_badShape_isRejected(String shape) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> JmhQuickstart.parseShape(shape));
+        assertTrue(e.getMessage().contains("ROWSxCOLS"), e.getMessage());
+    }
+}
