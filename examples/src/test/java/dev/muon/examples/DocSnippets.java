@@ -2,17 +2,26 @@ package dev.muon.examples;
 
 import dev.muon.AdamWConfig;
 import dev.muon.AdjustLr;
+import dev.muon.LrSchedule;
+import dev.muon.LrScheduler;
+import dev.muon.Muon;
 import dev.muon.MuonAdamW;
 import dev.muon.MuonConfig;
 import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
 /**
- * The Java snippets of {@code docs/getting-started.md} and {@code docs/hyperparameters.md}, compiled here and run
- * by {@link DocSnippetsTest}, which also checks that every {@code java} block of those pages is a piece of this
- * file. Edit a snippet here first, then paste it into the page.
+ * The Java snippets of the README and of {@code docs/getting-started.md}, {@code hyperparameters.md},
+ * {@code api.md} and {@code checkpoints.md}, compiled here and run by {@link DocSnippetsTest}, which also checks
+ * that every {@code java} block of those pages is a piece of this file. Edit a snippet here first, then paste it into the page.
  */
 final class DocSnippets {
     private DocSnippets() {
@@ -82,5 +91,61 @@ final class DocSnippets {
                         .withAdjustLr(AdjustLr.MATCH_RMS_ADAMW))
                 .build();
         return same;
+    }
+
+    // README.md, "Quick start".
+    static void readmeQuickStart(QuickStart.Mlp model, Tensor x, Tensor y, int steps) {
+        // The hidden weight matrices go to Muon; the biases and the output head stay on libtorch's AdamW.
+        Muon muon = Muon.of(List.of(model.fc1.weight(), model.fc2.weight()), MuonConfig.defaults().withLr(0.02));
+        AdamW rest = new AdamW(new TensorVector(model.fc1.bias(), model.fc2.bias(), model.head.weight(),
+                model.head.bias()), new AdamWOptions(3e-3));
+        for (int step = 0; step < steps; step++) {
+            muon.zeroGrad();
+            rest.zero_grad();
+            torch.cross_entropy_loss(model.forward(x), y).backward();
+            muon.step();
+            rest.step();
+        }
+    }
+
+    // docs/api.md, "dev.muon.Muon".
+    static List<Muon> apiMuonGroups(List<Tensor> params, List<Tensor> attention, List<Tensor> mlp) {
+        Muon single = Muon.of(params, MuonConfig.defaults().withLr(0.02));   // one group
+        Muon grouped = Muon.builder()                                        // several groups
+                .addGroup(attention, MuonConfig.defaults().withLr(0.02))
+                .addGroup(mlp, MuonConfig.defaults().withLr(0.01))
+                .build();
+        return List.of(single, grouped);
+    }
+
+    // docs/api.md, "dev.muon.MuonAdamW".
+    static List<MuonAdamW> apiMuonAdamW(FashionMlp model) {
+        MuonAdamW opt = MuonAdamW.builder(model.named_parameters())      // or an ordered Map<String, Tensor>
+                .muon(MuonConfig.defaults().withLr(0.02))
+                .adamW(AdamWConfig.defaults().withLr(3e-3))
+                .build();
+        System.out.println(opt.assignment());                             // what went where, and why
+
+        MuonAdamW swapped = MuonAdamW.dropIn(model.named_parameters(), new AdamWOptions(3e-4)); // was new AdamW(..)
+        return List.of(opt, swapped);
+    }
+
+    // docs/checkpoints.md, "Resuming a run".
+    static MuonAdamW resumableRun(FashionMlp model, Tensor images, Tensor labels, Path ckpt, long totalSteps) {
+        MuonAdamW optimizer = MuonAdamW.builder(model.named_parameters()).build();
+        LrScheduler lrs = LrScheduler.of(optimizer, LrSchedule.warmupCosine(200, 10_000, 0.1)); // before load: base lrs
+        if (Files.exists(ckpt)) {
+            optimizer.load(ckpt);                 // parameters, state, configs, step count
+        }
+        while (optimizer.stepCount() < totalSteps) {
+            lrs.apply(optimizer.stepCount());
+            optimizer.zeroGrad();
+            torch.cross_entropy_loss(model.forward(images), labels).backward();
+            optimizer.step();
+            if (optimizer.stepCount() % 500 == 0) {
+                optimizer.save(ckpt);
+            }
+        }
+        return optimizer;
     }
 }

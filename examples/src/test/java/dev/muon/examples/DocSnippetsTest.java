@@ -6,6 +6,7 @@ import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -44,7 +45,7 @@ class DocSnippetsTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"getting-started.md", "hyperparameters.md"})
+    @ValueSource(strings = {"getting-started.md", "hyperparameters.md", "api.md", "checkpoints.md", "../README.md"})
     void everyCodeBlock_isCompiledSource(String page) throws IOException {
         String snippets = normalise(read(SOURCES.resolve("test/java/dev/muon/examples/DocSnippets.java")));
         String example = normalise(read(SOURCES.resolve("main/java/dev/muon/examples/FashionMnist.java")));
@@ -76,6 +77,11 @@ class DocSnippetsTest {
             Tensor labels = torch.randint(10, new long[] {32});
             MuonAdamW swapped = DocSnippets.oneLineSwap(model, images, labels);
             assertEquals(10, swapped.stepCount());
+            DocSnippets.readmeQuickStart(new QuickStart.Mlp(), torch.randn(16, 32), torch.randint(10, new long[] {16}), 2);
+            List<Tensor> params = List.of(torch.randn(8, 4), torch.randn(4, 8));
+            assertEquals(2, DocSnippets.apiMuonGroups(params, List.of(torch.randn(6, 6)), List.of(torch.randn(5, 7)))
+                    .get(1).groupCount());
+            assertEquals(2, DocSnippets.apiMuonAdamW(model).size());
             assertTrue(DocSnippets.readAssignment(swapped) > 0);
             assertFalse(DocSnippets.overrideAssignment(model).assignment().names(OptimizerKind.MUON)
                     .contains("fc1.weight"));
@@ -85,6 +91,19 @@ class DocSnippetsTest {
                 assertEquals(List.of("fc1.weight", "fc2.weight"), build.apply(model).assignment()
                         .names(OptimizerKind.MUON));
             }
+        }
+    }
+
+    @Test
+    void checkpointSnippet_resumesFromTheSavedStep(@TempDir Path dir) {
+        try (PointerScope scope = new PointerScope()) {
+            torch.manual_seed(2);
+            FashionMlp model = new FashionMlp();
+            Tensor images = torch.randn(16, 1, 28, 28);
+            Tensor labels = torch.randint(10, new long[] {16});
+            Path ckpt = dir.resolve("run.ckpt");
+            DocSnippets.resumableRun(model, images, labels, ckpt, 2).save(ckpt);
+            assertEquals(4, DocSnippets.resumableRun(model, images, labels, ckpt, 4).stepCount());
         }
     }
 }
