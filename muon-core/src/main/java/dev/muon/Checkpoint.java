@@ -20,7 +20,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 
 /**
  * The checkpoint format of {@link MuonAdamW}: one libtorch archive (the zip format of {@code torch::save}) with
@@ -45,6 +44,18 @@ final class Checkpoint {
     }
 
     static void save(MuonAdamW optimizer, Path path) {
+        List<Tensor> momentum = new ArrayList<>();
+        for (Tensor p : optimizer.muonParams()) {
+            momentum.add(optimizer.muon().momentumBuffer(p).orElse(null));
+        }
+        save(optimizer, path, momentum);
+    }
+
+    /**
+     * Saves with the given Muon momentum, aligned with {@code optimizer.muonParams()} (null where a parameter has
+     * none yet): a distributed save passes the buffers it gathered from their owners.
+     */
+    static void save(MuonAdamW optimizer, Path path, List<Tensor> momentum) {
         Path target = path.toAbsolutePath();
         Path dir = target.getParent();
         Path tmp = dir.resolve("." + target.getFileName() + ".tmp-" + ProcessHandle.current().pid() + "-"
@@ -60,9 +71,8 @@ final class Checkpoint {
             List<Tensor> muonParams = optimizer.muonParams();
             for (int i = 0; i < muonParams.size(); i++) {
                 out.write("muon_param_" + i, muonParams.get(i).detach());
-                Optional<Tensor> buffer = optimizer.muon().momentumBuffer(muonParams.get(i));
-                if (buffer.isPresent()) {
-                    out.write("muon_momentum_" + i, buffer.get());
+                if (momentum.get(i) != null) {
+                    out.write("muon_momentum_" + i, momentum.get(i));
                 }
             }
             List<Tensor> adamWParams = optimizer.adamWParams();
@@ -112,6 +122,55 @@ final class Checkpoint {
 
     static void load(MuonAdamW optimizer, Path path) {
         try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            read(optimizer, path).apply();
+        }
+    }
+
+    /**
+     * A checkpoint read and checked against an optimizer, ready to be applied: fresh optimizer state and the
+     * parameter values. Nothing in the optimizer has changed yet. Valid inside the caller's scope only.
+     */
+    static final class Restore {
+        private final MuonAdamW optimizer;
+        private final List<Tensor> muonValues;
+        private final List<Tensor> adamWValues;
+        private final Muon muon;
+        private final MuonConfig muonConfig;
+        private final AdamW adamW;
+        private final AdamWConfig adamWConfig;
+        private final long step;
+
+        private Restore(MuonAdamW optimizer, List<Tensor> muonValues, List<Tensor> adamWValues, Muon muon,
+                        MuonConfig muonConfig, AdamW adamW, AdamWConfig adamWConfig, long step) {
+            this.optimizer = optimizer;
+            this.muonValues = muonValues;
+            this.adamWValues = adamWValues;
+            this.muon = muon;
+            this.muonConfig = muonConfig;
+            this.adamW = adamW;
+            this.adamWConfig = adamWConfig;
+            this.step = step;
+        }
+
+        /** Copies the values into the parameters and swaps in the state; cannot fail. */
+        void apply() {
+            try (NoGradGuard noGrad = new NoGradGuard()) {
+                List<Tensor> muonParams = optimizer.muonParams();
+                for (int i = 0; i < muonParams.size(); i++) {
+                    muonParams.get(i).copy_(muonValues.get(i));
+                }
+                List<Tensor> adamWParams = optimizer.adamWParams();
+                for (int i = 0; i < adamWParams.size(); i++) {
+                    adamWParams.get(i).copy_(adamWValues.get(i));
+                }
+                optimizer.restore(muon, muonConfig, adamW, adamWConfig, step);
+            }
+        }
+    }
+
+    /** Reads and checks everything; the optimizer is untouched. Call inside a PointerScope and NoGradGuard. */
+    static Restore read(MuonAdamW optimizer, Path path) {
+        {
             if (!Files.isRegularFile(path)) {
                 throw new IllegalStateException("checkpoint " + path + " does not exist or is not a file");
             }
@@ -163,7 +222,8 @@ final class Checkpoint {
 
             Muon muon = optimizer.freshMuon(muonConfig);
             for (int i = 0; i < muonParams.size(); i++) {
-                if (momentum.get(i) != null) {
+                // Distributed, each rank keeps the momentum of the parameters it owns under its current plan.
+                if (momentum.get(i) != null && (muon == null || muon.owns(muonParams.get(i)))) {
                     muon.momentumBufferForRestore(muonParams.get(i)).copy_(momentum.get(i));
                 }
             }
@@ -182,14 +242,7 @@ final class Checkpoint {
                 }
             }
 
-            // Everything is read and checked: from here on nothing can fail.
-            for (int i = 0; i < muonParams.size(); i++) {
-                muonParams.get(i).copy_(muonValues.get(i));
-            }
-            for (int i = 0; i < adamWParams.size(); i++) {
-                adamWParams.get(i).copy_(adamWValues.get(i));
-            }
-            optimizer.restore(muon, muonConfig, adamW, adamWConfig, step);
+            return new Restore(optimizer, muonValues, adamWValues, muon, muonConfig, adamW, adamWConfig, step);
         }
     }
 

@@ -1,5 +1,8 @@
 package dev.muon;
 
+import dev.muon.distributed.DistributedGroup;
+import dev.muon.distributed.ShardPlan;
+import dev.muon.distributed.ShardingConfig;
 import dev.muon.internal.NativeLifetime;
 import dev.muon.orthogonalize.Orthogonalizer;
 import org.bytedeco.javacpp.PointerScope;
@@ -47,14 +50,29 @@ import java.util.Set;
  * <p>A step allocates no large tensors after the first one: momentum buffers are created at the first step,
  * Newton–Schulz workspaces once per shape, and all elementwise work is in place. Native temporaries of a step
  * are released when it returns. Not thread-safe.
+ *
+ * <p><b>Distributed.</b> Built with {@link Builder#distributed(DistributedGroup, ShardingConfig)}, each
+ * parameter is owned by one rank of the group ({@link ShardPlan}): only its owner keeps its momentum and runs its
+ * Newton–Schulz iteration, and after the owned updates every parameter is broadcast from its owner, so that all
+ * ranks end each step with the same values. Gradients are averaged over the group first unless the
+ * {@link ShardingConfig} says otherwise. See {@code docs/distributed.md}.
  */
 public final class Muon implements TrainingOptimizer {
     private final List<Group> groups;
     private final Map<Long, ParameterState> byIdentity;
     private final Map<String, Tensor> nesterovScratch = new HashMap<>();
+    /** Every parameter in group order: the order of the shard plan and of the broadcasts. */
+    private final List<ParameterState> states;
+    private final Sharding sharding;
 
-    private Muon(List<Group> groups) {
+    private Muon(List<Group> groups, Sharding sharding) {
         this.groups = groups;
+        this.sharding = sharding;
+        List<ParameterState> all = new ArrayList<>();
+        for (Group group : groups) {
+            all.addAll(group.params);
+        }
+        this.states = List.copyOf(all);
         Map<Long, ParameterState> index = new HashMap<>();
         for (Group group : groups) {
             for (ParameterState state : group.params) {
@@ -100,10 +118,13 @@ public final class Muon implements TrainingOptimizer {
     /**
      * Performs one optimization step on every parameter that has a gradient.
      *
-     * <p>All gradients are checked before any parameter changes, so a rejected step changes nothing.
+     * <p>All gradients are checked before any parameter changes, so a rejected step changes nothing. In a
+     * distributed optimizer this rank updates the parameters it owns, then takes part in the broadcast of all of
+     * them.
      *
      * @throws UnsupportedOperationException if a gradient is sparse or complex
-     * @throws IllegalStateException         if a gradient's shape differs from its parameter's
+     * @throws IllegalStateException         if a gradient's shape differs from its parameter's, or, distributed,
+     *                                       if ranks disagree on which parameters have gradients or a rank fails
      */
     @Override
     public void step() {
@@ -114,15 +135,31 @@ public final class Muon implements TrainingOptimizer {
                     grads.add(checkedGradient(state));
                 }
             }
+            if (sharding != null && sharding.config().averageGradients()) {
+                List<String> labels = new ArrayList<>();
+                List<Tensor> params = new ArrayList<>();
+                for (ParameterState state : states) {
+                    labels.add(state.label);
+                    params.add(state.param);
+                }
+                GradientAveraging.average(sharding.group(), labels, params);
+            }
+            if (sharding != null) {
+                sharding.beforeUpdate(states);
+            }
             int i = 0;
             for (Group group : groups) {
                 GroupScalars scalars = new GroupScalars(group.config);
                 for (ParameterState state : group.params) {
-                    Tensor grad = grads.get(i++);
-                    if (grad != null) {
+                    Tensor grad = grads.get(i);
+                    if (grad != null && (sharding == null || sharding.owns(i))) {
                         update(state, grad, group.config, scalars);
                     }
+                    i++;
                 }
+            }
+            if (sharding != null) {
+                sharding.broadcastUpdated(states);
             }
         }
     }
@@ -266,6 +303,51 @@ public final class Muon implements TrainingOptimizer {
         return Optional.ofNullable(state.momentumBuffer());
     }
 
+    /**
+     * The bytes of momentum this process holds: all of it in a single process, about {@code 1/W} of it on each
+     * of {@code W} ranks.
+     *
+     * @return bytes
+     */
+    public long stateBytes() {
+        long bytes = 0;
+        for (ParameterState state : states) {
+            Tensor buffer = state.momentumBuffer();
+            if (buffer != null) {
+                bytes += buffer.numel() * buffer.element_size();
+            }
+        }
+        return bytes;
+    }
+
+    /**
+     * The shard plan of a distributed optimizer: which rank owns which parameter, in group order.
+     *
+     * @return the plan, empty for a single-process optimizer
+     */
+    public Optional<ShardPlan> shardPlan() {
+        return sharding == null ? Optional.empty() : Optional.of(sharding.plan());
+    }
+
+    /** Whether this process updates {@code param} and keeps its momentum (always, unless distributed). */
+    boolean owns(Tensor param) {
+        if (sharding == null) {
+            return true;
+        }
+        long identity = ParameterState.identityOf(param);
+        for (int i = 0; i < states.size(); i++) {
+            if (states.get(i).identity == identity) {
+                return sharding.owns(i);
+            }
+        }
+        throw new IllegalArgumentException("param is not a parameter of this optimizer");
+    }
+
+    /** The distributed side, or null; for a restore that must build an optimizer sharded the same way. */
+    Sharding sharding() {
+        return sharding;
+    }
+
     /** The momentum buffer of a parameter, created as zeros if it has none yet; for restoring a checkpoint. */
     Tensor momentumBufferForRestore(Tensor param) {
         ParameterState state = byIdentity.get(ParameterState.identityOf(param));
@@ -283,6 +365,20 @@ public final class Muon implements TrainingOptimizer {
             throw new IllegalArgumentException("param is not a parameter of this optimizer");
         }
         return state.orthogonalizer;
+    }
+
+    /** What every rank of a distributed optimizer must agree on: groups, configs, shapes, dtypes, sharding. */
+    private static String fingerprint(Muon muon) {
+        StringBuilder text = new StringBuilder("world=").append(muon.sharding.group().worldSize())
+                .append(' ').append(muon.sharding.config()).append('\n');
+        for (Group group : muon.groups) {
+            text.append(ConfigText.of(group.config)).append('\n');
+            for (ParameterState state : group.params) {
+                text.append(state.label).append(' ').append(Arrays.toString(state.layout.shape())).append(' ')
+                        .append(state.param.scalar_type()).append('\n');
+            }
+        }
+        return text.toString();
     }
 
     private Group group(int index) {
@@ -322,8 +418,37 @@ public final class Muon implements TrainingOptimizer {
     public static final class Builder {
         private final List<List<Tensor>> paramLists = new ArrayList<>();
         private final List<MuonConfig> configs = new ArrayList<>();
+        private DistributedGroup group;
+        private ShardingConfig shardingConfig;
+        private boolean agreeWithPeers = true;
+        private ShardPlan reusedPlan;
 
         private Builder() {
+        }
+
+        /**
+         * Shards the optimizer over {@code group}: each parameter's momentum and Newton–Schulz work live on one
+         * rank, and every rank ends each step with the same parameters. Every rank must build its optimizer from
+         * the same parameters and settings; {@link #build()} checks that with one exchange between the ranks.
+         *
+         * @param distributedGroup the group this process has joined
+         * @param config           how to shard
+         * @return this builder
+         */
+        public Builder distributed(DistributedGroup distributedGroup, ShardingConfig config) {
+            this.group = Objects.requireNonNull(distributedGroup, "group must not be null");
+            this.shardingConfig = Objects.requireNonNull(config, "sharding config must not be null");
+            return this;
+        }
+
+        /**
+         * For a restore or an owner that checked already: build a sharded optimizer with no exchange between the
+         * ranks, reusing {@code plan} when it is given.
+         */
+        Builder withoutAgreement(ShardPlan plan) {
+            this.agreeWithPeers = false;
+            this.reusedPlan = plan;
+            return this;
         }
 
         /**
@@ -360,9 +485,19 @@ public final class Muon implements TrainingOptimizer {
          *
          * @return the optimizer
          * @throws IllegalArgumentException if there are no parameters, a group is empty, a parameter appears
-         *                                  twice, or a parameter has a dtype or shape Muon does not accept
+         *                                  twice, or a parameter has a dtype or shape Muon does not accept, or,
+         *                                  distributed, is not contiguous
+         * @throws IllegalStateException    distributed, if another rank failed to build or built from other
+         *                                  parameters or settings, or the ranks cannot reach each other
          */
         public Muon build() {
+            if (group == null || !agreeWithPeers) {
+                return buildLocal();
+            }
+            return RankAgreement.agree(group, "Muon parameter lists", this::buildLocal, Muon::fingerprint);
+        }
+
+        private Muon buildLocal() {
             if (paramLists.isEmpty()) {
                 throw new IllegalArgumentException("params must not be empty: add at least one group");
             }
@@ -390,11 +525,22 @@ public final class Muon implements TrainingOptimizer {
                                 + " is the same tensor as " + previous);
                     }
                     MatrixLayout layout = MatrixLayout.of(p, config, label);
+                    if (group != null && !p.is_contiguous()) {
+                        throw new IllegalArgumentException(label + " is not contiguous; a distributed optimizer "
+                                + "broadcasts parameters in place and needs contiguous ones");
+                    }
                     states.add(new ParameterState(p, layout, selection.forParameter(config, p.device()), label));
                 }
                 groups.add(new Group(config, states));
             }
-            return new Muon(List.copyOf(groups));
+            Sharding sharding = null;
+            if (group != null) {
+                List<ParameterState> all = new ArrayList<>();
+                groups.forEach(g -> all.addAll(g.params));
+                ShardPlan plan = reusedPlan != null ? reusedPlan : Sharding.planFor(all, group.worldSize());
+                sharding = new Sharding(group, shardingConfig, plan);
+            }
+            return new Muon(List.copyOf(groups), sharding);
         }
     }
 }

@@ -1,5 +1,8 @@
 package dev.muon;
 
+import dev.muon.distributed.DistributedGroup;
+import dev.muon.distributed.ShardPlan;
+import dev.muon.distributed.ShardingConfig;
 import dev.muon.internal.NativeLifetime;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
@@ -57,6 +60,13 @@ import java.util.function.BiPredicate;
  * optimizer.save(Path.of("run.ckpt"));
  * }</pre>
  *
+ * <p><b>Distributed.</b> Built with {@link Builder#distributed(DistributedGroup, ShardingConfig)}, the Muon
+ * group is sharded over the ranks as in {@link Muon}: each rank keeps the momentum of the Muon parameters it owns
+ * and runs their Newton–Schulz iterations, and the updated parameters are broadcast. The AdamW group is
+ * replicated: every rank runs libtorch's AdamW on all AdamW parameters with the same averaged gradients, because
+ * its elementwise update costs about as much as the traffic that sharding it would add. Checkpoints keep the
+ * single-process format and load into any number of ranks. See {@code docs/distributed.md}.
+ *
  * <p>Not thread-safe.
  */
 public final class MuonAdamW implements TrainingOptimizer {
@@ -77,6 +87,8 @@ public final class MuonAdamW implements TrainingOptimizer {
     private final NonFinitePolicy nonFinitePolicy;
     private final boolean metrics;
     private final Set<String> orthogonalityNames;
+    private final DistributedGroup group;
+    private final ShardingConfig sharding;
 
     private Muon muon;
     private AdamW adamW;
@@ -107,6 +119,8 @@ public final class MuonAdamW implements TrainingOptimizer {
         this.nonFinitePolicy = b.nonFinitePolicy;
         this.metrics = b.metrics;
         this.orthogonalityNames = Set.copyOf(b.orthogonalityNames);
+        this.group = b.group;
+        this.sharding = b.sharding;
         this.muonConfig = muonConfig;
         this.adamWConfig = b.adamWConfig;
         this.muon = newMuon(muonConfig);
@@ -179,7 +193,18 @@ public final class MuonAdamW implements TrainingOptimizer {
     }
 
     private Muon newMuon(MuonConfig config) {
-        return muonParams.isEmpty() ? null : Muon.of(muonParams, config);
+        if (muonParams.isEmpty()) {
+            return null;
+        }
+        if (group == null) {
+            return Muon.of(muonParams, config);
+        }
+        // This optimizer averages every gradient itself and has checked its peers once at build: its Muon does
+        // neither, and a restored Muon keeps the plan of the one it replaces.
+        return Muon.builder().addGroup(muonParams, config)
+                .distributed(group, sharding.withAverageGradients(false))
+                .withoutAgreement(muon == null ? null : muon.shardPlan().orElse(null))
+                .build();
     }
 
     private AdamW newAdamW(AdamWConfig config) {
@@ -205,6 +230,13 @@ public final class MuonAdamW implements TrainingOptimizer {
     public void step() {
         try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             checkAdamWGradients();
+            if (group != null && sharding.averageGradients()) {
+                List<String> names = new ArrayList<>(muonNames);
+                names.addAll(adamWNames);
+                List<Tensor> params = new ArrayList<>(muonParams);
+                params.addAll(adamWParams);
+                GradientAveraging.average(group, names, params);
+            }
             if (nonFinitePolicy != NonFinitePolicy.IGNORE) {
                 String bad = firstNonFinite();
                 if (bad != null) {
@@ -428,7 +460,11 @@ public final class MuonAdamW implements TrainingOptimizer {
      */
     public void save(Path path) {
         Objects.requireNonNull(path, "path must not be null");
-        Checkpoint.save(this, path);
+        if (group != null) {
+            DistributedCheckpoint.save(this, group, path);
+        } else {
+            Checkpoint.save(this, path);
+        }
     }
 
     /**
@@ -443,7 +479,31 @@ public final class MuonAdamW implements TrainingOptimizer {
      */
     public void load(Path path) {
         Objects.requireNonNull(path, "path must not be null");
-        Checkpoint.load(this, path);
+        if (group != null) {
+            DistributedCheckpoint.load(this, group, path);
+        } else {
+            Checkpoint.load(this, path);
+        }
+    }
+
+    /**
+     * The shard plan of a distributed optimizer's Muon group: which rank owns which Muon parameter (in the order
+     * of the assignment table), and the load-balance figure.
+     *
+     * @return the plan; empty for a single-process optimizer or an empty Muon group
+     */
+    public Optional<ShardPlan> shardPlan() {
+        return muon == null ? Optional.empty() : muon.shardPlan();
+    }
+
+    /**
+     * The bytes of Muon momentum this process holds: all of it in a single process, this rank's share when
+     * distributed. AdamW's state is not included (see {@link Assignment#stateBytes()} for the whole model).
+     *
+     * @return bytes
+     */
+    public long muonStateBytes() {
+        return muon == null ? 0 : muon.stateBytes();
     }
 
     // ---- package-private access for Checkpoint, StepMeter and tests ----
@@ -535,9 +595,26 @@ public final class MuonAdamW implements TrainingOptimizer {
         private NonFinitePolicy nonFinitePolicy = NonFinitePolicy.SKIP;
         private boolean metrics;
         private final Set<String> orthogonalityNames = new LinkedHashSet<>();
+        private DistributedGroup group;
+        private ShardingConfig sharding;
 
         private Builder(Map<String, Tensor> named) {
             this.named = named;
+        }
+
+        /**
+         * Trains data-parallel over {@code group}: the Muon group is sharded across the ranks, the AdamW group is
+         * replicated, and gradients are averaged unless {@code config} says otherwise. Every rank must build its
+         * optimizer from the same model and settings; {@link #build()} checks that with one exchange.
+         *
+         * @param distributedGroup the group this process has joined
+         * @param config           how to shard
+         * @return this builder
+         */
+        public Builder distributed(DistributedGroup distributedGroup, ShardingConfig config) {
+            this.group = Objects.requireNonNull(distributedGroup, "group must not be null");
+            this.sharding = Objects.requireNonNull(config, "sharding config must not be null");
+            return this;
         }
 
         /**
@@ -652,8 +729,19 @@ public final class MuonAdamW implements TrainingOptimizer {
          *                                  a tied weight is forced to Muon, Muon cannot take a parameter sent to
          *                                  it, there are no trainable parameters, or the Muon group is empty and
          *                                  {@link #allowEmptyMuon(boolean)} was not set
+         * @throws IllegalStateException    distributed, if another rank failed to build or built from another
+         *                                  model or other settings, or the ranks cannot reach each other
          */
         public MuonAdamW build() {
+            if (group == null) {
+                return buildLocal();
+            }
+            return RankAgreement.agree(group, "MuonAdamW parameter lists and settings", this::buildLocal,
+                    o -> "world=" + group.worldSize() + " " + sharding + "\n" + ConfigText.of(o.muonConfig())
+                            + "\n" + ConfigText.of(o.adamWConfig()) + "\n" + Checkpoint.assignmentText(o));
+        }
+
+        private MuonAdamW buildLocal() {
             MuonConfig muon = muonConfig.withConvWeights(ConvWeights.FLATTEN);
             for (String name : forceMuon) {
                 if (forceAdamW.contains(name)) {

@@ -1,0 +1,400 @@
+package dev.muon.distributed;
+
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.javacpp.SizeTPointer;
+import org.bytedeco.javacpp.chrono.Milliseconds;
+import org.bytedeco.pytorch.AllreduceOptions;
+import org.bytedeco.pytorch.Backend;
+import org.bytedeco.pytorch.BarrierOptions;
+import org.bytedeco.pytorch.BroadcastOptions;
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.GlooDeviceVector;
+import org.bytedeco.pytorch.ProcessGroupGloo;
+import org.bytedeco.pytorch.ReduceOp;
+import org.bytedeco.pytorch.TCPStore;
+import org.bytedeco.pytorch.TCPStoreOptions;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.TensorVector;
+import org.bytedeco.pytorch.Work;
+import org.bytedeco.pytorch.global.torch;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.function.Function;
+
+/**
+ * One process's membership of a c10d process group: the rendezvous store ({@code TCPStore}, hosted by rank 0) and
+ * the backend ({@code ProcessGroupGloo} on CPU, {@code ProcessGroupNCCL} on CUDA), with the few collectives the
+ * sharded optimizers use.
+ *
+ * <p>Every collective waits at most the group's timeout. When a peer dies, stalls or leaves, the call throws an
+ * {@link IllegalStateException} that names the operation, this rank, the time waited and the timeout, within that
+ * timeout (a dead peer's closed connection is usually seen at once). The group is unusable after such a failure:
+ * later calls throw at once, and the usual recovery is to restart every process and resume from a checkpoint.
+ *
+ * <pre>{@code
+ * try (DistributedGroup group = DistributedGroup.join(GroupConfig.fromEnvironment())) {
+ *     MuonAdamW optimizer = MuonAdamW.builder(model.named_parameters())
+ *             .distributed(group, ShardingConfig.defaults()).build();
+ *     ...
+ * }
+ * }</pre>
+ *
+ * <p>Not thread-safe: collectives must be issued in the same order on every rank.
+ */
+public final class DistributedGroup implements AutoCloseable {
+    private final GroupConfig config;
+    private final TCPStore store;
+    private final Backend backend;
+    private final Device device;
+    private long payloadBytes;
+    private String failure;
+    private boolean closed;
+
+    private DistributedGroup(GroupConfig config, TCPStore store, Backend backend, Device device) {
+        this.config = config;
+        this.store = store;
+        this.backend = backend;
+        this.device = device;
+    }
+
+    /**
+     * Joins the group described by {@code config}: rank 0 starts the store, every rank connects to it, and the
+     * backend connects every pair of ranks. Returns once all {@code worldSize} ranks have joined.
+     *
+     * @param config where to meet and who this process is
+     * @return this process's membership
+     * @throws IllegalStateException         if the group does not form within the timeout (a rank is missing, the
+     *                                       port is taken, the address is wrong); the message says which step
+     * @throws UnsupportedOperationException if NCCL is asked for without CUDA or the {@code -gpu} natives
+     */
+    public static DistributedGroup join(GroupConfig config) {
+        Objects.requireNonNull(config, "config must not be null");
+        if (config.backend() == CollectiveBackend.NCCL) {
+            String missing = NcclAvailability.unavailabilityCause();
+            if (missing != null) {
+                throw new UnsupportedOperationException("the NCCL backend is not available in this process: "
+                        + missing + ". Use CollectiveBackend.GLOO for CPU tensors.");
+            }
+        }
+        long start = System.nanoTime();
+        TCPStore store;
+        try (PointerScope scope = new PointerScope()) {
+            TCPStoreOptions options = new TCPStoreOptions();
+            options.port((short) config.masterPort()).isServer(config.rank() == 0).waitWorkers(false)
+                    .timeout(new Milliseconds(config.timeout().toMillis()));
+            options.numWorkers(new SizeTPointer(1).put(config.worldSize()));
+            store = new TCPStore(config.masterAddr(), options);
+            store.retainReference();
+        } catch (RuntimeException e) {
+            throw new IllegalStateException(describe(config, config.rank() == 0
+                    ? "starting the rendezvous store on port " + config.masterPort()
+                    : "connecting to rank 0's rendezvous store at " + config.masterAddr() + ":"
+                    + config.masterPort(), start) + firstLine(e), e);
+        }
+        try (PointerScope scope = new PointerScope()) {
+            Backend backend;
+            Device device;
+            if (config.backend() == CollectiveBackend.GLOO) {
+                ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(
+                        new Milliseconds(config.timeout().toMillis()));
+                // Bind to the rendezvous address's interface: the default (the host name's address) may not
+                // route between processes on 127.0.0.1, and never is the one the user named.
+                options.devices(new GlooDeviceVector(ProcessGroupGloo.createDeviceForHostname(
+                        config.masterAddr().equals("localhost") ? "127.0.0.1" : localAddressFor(config))));
+                backend = new ProcessGroupGloo(store, config.rank(), config.worldSize(), options);
+                device = new Device(torch.DeviceType.CPU);
+            } else {
+                backend = NcclAvailability.newProcessGroup(store, config);
+                // One GPU per process, as torchrun lays them out (LOCAL_RANK = rank on a single machine).
+                device = new Device(torch.DeviceType.CUDA, (byte) (config.rank() % torch.cuda_device_count()));
+            }
+            backend.retainReference();
+            device.retainReference();
+            return new DistributedGroup(config, store, backend, device);
+        } catch (RuntimeException e) {
+            store.releaseReference();
+            if (e instanceof UnsupportedOperationException) {
+                throw e;
+            }
+            throw new IllegalStateException(describe(config, "forming the " + config.backend()
+                    + " process group (every rank connects to every other)", start) + firstLine(e), e);
+        }
+    }
+
+    /**
+     * The address this rank's backend listens on. On one machine that is the rendezvous address; across machines
+     * each rank must listen on an address the others can reach, which {@code GLOO_SOCKET_IFNAME}-style variables
+     * choose in PyTorch: here {@code MUON_GLOO_HOST} does, and otherwise the host name's address is used.
+     */
+    private static String localAddressFor(GroupConfig config) {
+        String host = System.getenv("MUON_GLOO_HOST");
+        if (host != null && !host.isBlank()) {
+            return host.trim();
+        }
+        String addr = config.masterAddr();
+        return addr.startsWith("127.") ? addr : hostName();
+    }
+
+    private static String hostName() {
+        try {
+            return java.net.InetAddress.getLocalHost().getHostName();
+        } catch (java.net.UnknownHostException e) {
+            return "127.0.0.1";
+        }
+    }
+
+    /**
+     * This process's rank.
+     *
+     * @return the rank, {@code 0 <= rank < worldSize}
+     */
+    public int rank() {
+        return config.rank();
+    }
+
+    /**
+     * The number of processes in the group.
+     *
+     * @return the world size
+     */
+    public int worldSize() {
+        return config.worldSize();
+    }
+
+    /**
+     * The settings the group was joined with.
+     *
+     * @return the config
+     */
+    public GroupConfig config() {
+        return config;
+    }
+
+    /**
+     * The device the group's tensors must live on: CPU for Gloo, the current CUDA device for NCCL.
+     *
+     * @return the device
+     */
+    public Device device() {
+        return device;
+    }
+
+    /**
+     * The payload this rank has handed to or received from collectives since it joined, in bytes: the size of
+     * every tensor sent, received, broadcast or all-reduced. The wire carries more for an all-reduce (a ring sends
+     * about {@code 2(W−1)/W} times the payload); see {@code docs/distributed.md}.
+     *
+     * @return bytes
+     */
+    public long payloadBytes() {
+        return payloadBytes;
+    }
+
+    /**
+     * Sums {@code tensor} elementwise over all ranks, in place.
+     *
+     * @param tensor a dense contiguous tensor on {@link #device()}, of the same shape and dtype on every rank
+     * @param what   what is being reduced, for the error message
+     * @throws IllegalStateException if a peer fails or the timeout passes
+     */
+    public void allReduceSum(Tensor tensor, String what) {
+        run("all-reduce of " + what, tensor, vector -> {
+            AllreduceOptions options = new AllreduceOptions();
+            options.reduceOp(new ReduceOp(ReduceOp.RedOpType.SUM));
+            options.timeout(timeoutMillis());
+            return backend.allreduce(vector, options);
+        });
+    }
+
+    /**
+     * Sums each of {@code tensors} elementwise over all ranks, in place, in one coalesced call.
+     *
+     * @param tensors dense contiguous tensors of one dtype on {@link #device()}, the same list of shapes on every
+     *                rank
+     * @param what    what is being reduced, for the error message
+     * @throws IllegalArgumentException if the tensors are not all of one dtype
+     * @throws IllegalStateException    if a peer fails or the timeout passes
+     */
+    public void allReduceSum(List<Tensor> tensors, String what) {
+        if (tensors.isEmpty()) {
+            return;
+        }
+        byte dtype = tensors.get(0).scalar_type().value;
+        long bytes = 0;
+        for (Tensor t : tensors) {
+            if (t.scalar_type().value != dtype) {
+                throw new IllegalArgumentException("tensors must share one dtype for a coalesced all-reduce of "
+                        + what + ", got " + tensors.get(0).scalar_type() + " and " + t.scalar_type());
+            }
+            bytes += t.numel() * t.element_size();
+        }
+        try (PointerScope scope = new PointerScope()) {
+            // The bindings cannot construct AllreduceCoalescedOptions; the default is SUM, and the group's own
+            // timeout (set when it was created) bounds the call.
+            runAll("all-reduce of " + what, new TensorVector(tensors.toArray(new Tensor[0])), bytes,
+                    backend::allreduce_coalesced);
+        }
+    }
+
+    /**
+     * Copies {@code tensor} from rank {@code root} to every other rank, in place.
+     *
+     * @param tensor a dense contiguous tensor on {@link #device()}, of the same shape and dtype on every rank
+     * @param root   the rank whose values are sent
+     * @param what   what is being sent, for the error message
+     * @throws IllegalArgumentException if {@code root} is not a rank of the group
+     * @throws IllegalStateException    if a peer fails or the timeout passes
+     */
+    public void broadcast(Tensor tensor, int root, String what) {
+        checkRank("root", root);
+        run("broadcast of " + what + " from rank " + root, tensor, vector -> {
+            BroadcastOptions options = new BroadcastOptions();
+            options.rootRank(root);
+            options.timeout(timeoutMillis());
+            return backend.broadcast(vector, options);
+        });
+    }
+
+    /**
+     * Sends {@code tensor} to one rank, which must {@link #receive} it with the same tag.
+     *
+     * @param tensor a dense contiguous tensor on {@link #device()}
+     * @param to     the receiving rank
+     * @param tag    matches this send to its receive
+     * @param what   what is being sent, for the error message
+     * @throws IllegalArgumentException if {@code to} is not another rank of the group
+     * @throws IllegalStateException    if the peer fails or the timeout passes
+     */
+    public void send(Tensor tensor, int to, int tag, String what) {
+        checkPeer("to", to);
+        run("send of " + what + " to rank " + to, tensor, vector -> backend.send(vector, to, tag));
+    }
+
+    /**
+     * Receives into {@code tensor} what rank {@code from} {@link #send sends} with the same tag.
+     *
+     * @param tensor a dense contiguous tensor on {@link #device()} of the sent shape and dtype
+     * @param from   the sending rank
+     * @param tag    matches this receive to its send
+     * @param what   what is being received, for the error message
+     * @throws IllegalArgumentException if {@code from} is not another rank of the group
+     * @throws IllegalStateException    if the peer fails or the timeout passes
+     */
+    public void receive(Tensor tensor, int from, int tag, String what) {
+        checkPeer("from", from);
+        run("receive of " + what + " from rank " + from, tensor, vector -> backend.recv(vector, from, tag));
+    }
+
+    /**
+     * Every rank's {@code value}, in rank order: one all-reduce of a one-hot vector.
+     *
+     * @param value this rank's value
+     * @param what  what is being exchanged, for the error message
+     * @return the values, index = rank
+     * @throws IllegalStateException if a peer fails or the timeout passes
+     */
+    public long[] allGather(long value, String what) {
+        try (PointerScope scope = new PointerScope()) {
+            Tensor slots = torch.zeros(new long[]{worldSize()}, new TensorOptions(torch.ScalarType.Long)
+                    .device(new org.bytedeco.pytorch.DeviceOptional(device)));
+            slots.select(0, rank()).fill_(new org.bytedeco.pytorch.Scalar(value));
+            allReduceSum(slots, what);
+            Tensor cpu = slots.cpu().contiguous();
+            long[] values = new long[worldSize()];
+            cpu.data_ptr_long().get(values);
+            return values;
+        }
+    }
+
+    /**
+     * Waits until every rank has reached this call.
+     *
+     * @param what the point being synchronized, for the error message
+     * @throws IllegalStateException if a peer fails or the timeout passes
+     */
+    public void barrier(String what) {
+        run("barrier at " + what, null, vector -> {
+            BarrierOptions options = new BarrierOptions();
+            options.timeout(timeoutMillis());
+            return backend.barrier(options);
+        });
+    }
+
+    private void run(String operation, Tensor tensor, Function<TensorVector, Work> start) {
+        long bytes = tensor == null ? 0 : tensor.numel() * tensor.element_size();
+        try (PointerScope scope = new PointerScope()) {
+            runAll(operation, tensor == null ? new TensorVector() : new TensorVector(tensor), bytes, start);
+        }
+    }
+
+    private void runAll(String operation, TensorVector vector, long bytes, Function<TensorVector, Work> start) {
+        if (closed) {
+            throw new IllegalStateException(operation + " on a closed DistributedGroup");
+        }
+        if (failure != null) {
+            throw new IllegalStateException(operation + " refused on rank " + rank() + ": this group failed "
+                    + "earlier (" + failure + "); restart every rank and resume from a checkpoint");
+        }
+        long begin = System.nanoTime();
+        try (PointerScope scope = new PointerScope()) {
+            Work work = start.apply(vector);
+            work._wait(timeoutMillis());
+        } catch (RuntimeException e) {
+            failure = operation;
+            throw new IllegalStateException(describe(config, operation, begin) + firstLine(e), e);
+        }
+        payloadBytes += bytes;
+    }
+
+    private Milliseconds timeoutMillis() {
+        return new Milliseconds(config.timeout().toMillis());
+    }
+
+    private static String describe(GroupConfig config, String operation, long begin) {
+        long waited = (System.nanoTime() - begin) / 1_000_000;
+        return operation + " failed on rank " + config.rank() + " of " + config.worldSize() + " after " + waited
+                + " ms (timeout " + config.timeout().toMillis() + " ms): a rank died, stalled or is unreachable. "
+                + "c10d said: ";
+    }
+
+    private void checkRank(String name, int value) {
+        if (value < 0 || value >= worldSize()) {
+            throw new IllegalArgumentException(name + " must be a rank in [0, " + worldSize() + "), got " + value);
+        }
+    }
+
+    private void checkPeer(String name, int value) {
+        checkRank(name, value);
+        if (value == rank()) {
+            throw new IllegalArgumentException(name + " must be another rank than this one (" + rank()
+                    + "), got " + value);
+        }
+    }
+
+    private static String firstLine(RuntimeException e) {
+        String message = String.valueOf(e.getMessage());
+        int nl = message.indexOf('\n');
+        return nl < 0 ? message : message.substring(0, nl);
+    }
+
+    /**
+     * Leaves the group and frees its native resources. Collectives after this throw. Idempotent.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            backend.shutdown();
+        } catch (RuntimeException ignored) {
+            // a failed group may not shut down cleanly; its resources are released below either way
+        }
+        backend.releaseReference();
+        store.releaseReference();
+        device.releaseReference();
+    }
+}

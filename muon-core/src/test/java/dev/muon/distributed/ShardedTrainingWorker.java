@@ -1,0 +1,185 @@
+package dev.muon.distributed;
+
+import dev.muon.MuonAdamW;
+import dev.muon.MuonConfig;
+import dev.muon.AdamWConfig;
+import org.bytedeco.pytorch.global.torch;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * One rank of the distributed tests, started as its own JVM by {@link DistributedMuonAdamWTest}. It trains
+ * {@link TinyClassifier} and writes its parameters and figures under the output folder, where the test compares
+ * them with the single-process run that rank 0 writes as {@code reference.pt}.
+ *
+ * <p>Arguments: {@code scenario rank world port dir timeoutMillis [resumeFrom]}. Scenarios: {@code train} (the
+ * exact, averaged and bfloat16 runs, a step-5 checkpoint, and a resume when {@code resumeFrom} is given),
+ * {@code die} and {@code stall} (rank 1 halts or hangs at step 3), {@code mismatch} (rank 1 has one more
+ * parameter).
+ */
+public final class ShardedTrainingWorker {
+    static final int STEPS = 10;
+    static final int SAVE_AT = 5;
+    static final int FAULT_AT = 3;
+
+    private ShardedTrainingWorker() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        String scenario = args[0];
+        int rank = Integer.parseInt(args[1]);
+        int world = Integer.parseInt(args[2]);
+        int port = Integer.parseInt(args[3]);
+        Path dir = Path.of(args[4]);
+        long timeoutMillis = Long.parseLong(args[5]);
+        // One thread in every process, the reference's included: the same GEMM blocking gives the same bits.
+        torch.set_num_threads(1);
+        GroupConfig config = GroupConfig.of("127.0.0.1", port, rank, world)
+                .withTimeout(Duration.ofMillis(timeoutMillis));
+        try (DistributedGroup group = DistributedGroup.join(config)) {
+            switch (scenario) {
+                case "train" -> train(group, dir, args.length > 6 ? Path.of(args[6]) : null);
+                case "die", "stall" -> fault(group, dir, scenario);
+                case "mismatch" -> mismatch(group, dir);
+                default -> throw new IllegalArgumentException("unknown scenario " + scenario);
+            }
+        }
+        System.out.println("rank " + rank + " done");
+        System.exit(0);
+    }
+
+    static MuonAdamW.Builder builder(TinyClassifier model) {
+        return MuonAdamW.builder(model.named())
+                .muon(MuonConfig.defaults().withLr(0.02))
+                .adamW(AdamWConfig.defaults().withLr(3e-3));
+    }
+
+    /** Trains from {@code first} to {@link #STEPS} on the whole batch or this rank's shard of it. */
+    static void run(TinyClassifier model, MuonAdamW optimizer, int first, int shard, int shards,
+                    Path saveAtStep5) {
+        for (int step = first; step <= STEPS; step++) {
+            optimizer.zeroGrad();
+            model.lossAndBackward(step, shard, shards);
+            optimizer.step();
+            if (step == SAVE_AT && saveAtStep5 != null) {
+                optimizer.save(saveAtStep5);
+            }
+        }
+    }
+
+    private static void train(DistributedGroup group, Path dir, Path resumeFrom) throws IOException {
+        int rank = group.rank();
+        int world = group.worldSize();
+        if (rank == 0) {
+            TinyClassifier model = new TinyClassifier(7, false);
+            run(model, builder(model).build(), 1, 0, 1, null);
+            TensorFiles.write(model.named(), dir.resolve("reference.pt"));
+        }
+        Map<String, String> stats = new HashMap<>();
+
+        // Exact: every rank computes the whole batch's gradients, as under an outside DDP.
+        TinyClassifier exact = new TinyClassifier(7, false);
+        MuonAdamW sharded = builder(exact)
+                .distributed(group, ShardingConfig.defaults().withAverageGradients(false)).build();
+        run(exact, sharded, 1, 0, 1, dir.resolve("ckpt-w" + world + ".pt"));
+        TensorFiles.write(exact.named(), dir.resolve("exact-rank" + rank + ".pt"));
+        ShardPlan plan = sharded.shardPlan().orElseThrow();
+        stats.put("muonStateBytes", String.valueOf(sharded.muonStateBytes()));
+        stats.put("totalMuonStateBytes", String.valueOf(totalMuonBytes(sharded)));
+        stats.put("stateImbalance", String.valueOf(plan.stateImbalance()));
+        stats.put("imbalance", String.valueOf(plan.imbalance()));
+        stats.put("owned", plan.ownedBy(rank).toString());
+
+        // Averaged: each rank its shard of the batch, gradients averaged by the optimizer.
+        TinyClassifier averaged = new TinyClassifier(7, false);
+        run(averaged, builder(averaged).distributed(group, ShardingConfig.defaults()).build(), 1, rank, world,
+                null);
+        TensorFiles.write(averaged.named(), dir.resolve("averaged-rank" + rank + ".pt"));
+
+        // bfloat16 sync of the updates.
+        TinyClassifier bf16 = new TinyClassifier(7, false);
+        run(bf16, builder(bf16).distributed(group, ShardingConfig.defaults().withAverageGradients(false)
+                .withSyncPrecision(SyncPrecision.BFLOAT16)).build(), 1, 0, 1, null);
+        TensorFiles.write(bf16.named(), dir.resolve("bf16-rank" + rank + ".pt"));
+
+        if (resumeFrom != null) {
+            TinyClassifier resumed = new TinyClassifier(99, false);
+            MuonAdamW optimizer = builder(resumed)
+                    .distributed(group, ShardingConfig.defaults().withAverageGradients(false)).build();
+            optimizer.load(resumeFrom);
+            stats.put("resumedStep", String.valueOf(optimizer.stepCount()));
+            run(resumed, optimizer, SAVE_AT + 1, 0, 1, null);
+            TensorFiles.write(resumed.named(), dir.resolve("resumed-rank" + rank + ".pt"));
+            if (rank == 0) {
+                // W' = 1: the same file into a plain single-process optimizer.
+                TinyClassifier plain = new TinyClassifier(99, false);
+                MuonAdamW single = builder(plain).build();
+                single.load(resumeFrom);
+                run(plain, single, SAVE_AT + 1, 0, 1, null);
+                TensorFiles.write(plain.named(), dir.resolve("resumed-single.pt"));
+            }
+        }
+        writeStats(dir.resolve("stats-rank" + rank + ".txt"), stats);
+    }
+
+    /** The momentum bytes of an unsharded optimizer over the same parameters, after one step. */
+    private static long totalMuonBytes(MuonAdamW sharded) {
+        long total = 0;
+        for (var row : sharded.assignment().rows()) {
+            if (row.optimizer() == dev.muon.OptimizerKind.MUON) {
+                total += row.stateBytes();
+            }
+        }
+        return total;
+    }
+
+    private static void fault(DistributedGroup group, Path dir, String scenario) throws Exception {
+        TinyClassifier model = new TinyClassifier(7, false);
+        MuonAdamW optimizer = builder(model).distributed(group, ShardingConfig.defaults()).build();
+        for (int step = 1; step <= STEPS; step++) {
+            if (step == FAULT_AT && group.rank() == 1) {
+                if (scenario.equals("die")) {
+                    Runtime.getRuntime().halt(3);
+                }
+                Thread.sleep(120_000);
+            }
+            optimizer.zeroGrad();
+            model.lossAndBackward(step, group.rank(), group.worldSize());
+            long start = System.nanoTime();
+            try {
+                optimizer.step();
+            } catch (IllegalStateException e) {
+                long waited = (System.nanoTime() - start) / 1_000_000;
+                writeStats(dir.resolve("fault-rank" + group.rank() + ".txt"),
+                        Map.of("message", e.getMessage().replace('\n', ' '), "waitedMillis", String.valueOf(waited),
+                                "step", String.valueOf(step)));
+                return;
+            }
+        }
+    }
+
+    private static void mismatch(DistributedGroup group, Path dir) throws IOException {
+        TinyClassifier model = new TinyClassifier(7, group.rank() == 1);
+        try {
+            builder(model).distributed(group, ShardingConfig.defaults()).build();
+            writeStats(dir.resolve("mismatch-rank" + group.rank() + ".txt"), Map.of("message", "built"));
+        } catch (IllegalStateException e) {
+            writeStats(dir.resolve("mismatch-rank" + group.rank() + ".txt"),
+                    Map.of("message", e.getMessage().replace('\n', ' ')));
+        }
+    }
+
+    static void writeStats(Path path, Map<String, String> stats) throws IOException {
+        StringBuilder text = new StringBuilder();
+        stats.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
+        Path tmp = path.resolveSibling(path.getFileName() + ".tmp");
+        Files.writeString(tmp, text, StandardCharsets.UTF_8);
+        Files.move(tmp, path);
+    }
+}
