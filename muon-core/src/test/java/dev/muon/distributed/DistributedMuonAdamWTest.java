@@ -145,6 +145,23 @@ class DistributedMuonAdamWTest {
         }
     }
 
+    /** {@code Muon} alone, distributed: exact gradients give the single-process bits; averaged ones agree closely. */
+    @ParameterizedTest
+    @ValueSource(ints = {2, 3})
+    void muonAlone_distributed_matchesSingleProcess(int world) {
+        Map<String, Tensor> reference = params(world, "muon-only-reference.pt");
+        Map<String, Tensor> averaged0 = params(world, "muon-only-averaged-rank0.pt");
+        for (int rank = 0; rank < world; rank++) {
+            assertBitwiseEqual(reference, params(world, "muon-only-exact-rank" + rank + ".pt"), "W=" + world
+                    + " Muon rank " + rank);
+            assertBitwiseEqual(averaged0, params(world, "muon-only-averaged-rank" + rank + ".pt"), "W=" + world
+                    + " averaged Muon rank " + rank + " against rank 0");
+        }
+        // Same argument and bound as for MuonAdamW's averaged run.
+        double diff = maxAbsDiff(reference, averaged0);
+        assertTrue(diff <= 1e-5, "W=" + world + ": averaged Muon differs by " + diff);
+    }
+
     /** Each rank holds the momentum of what it owns only: the shares add up to the whole, each within the plan. */
     @ParameterizedTest
     @ValueSource(ints = {2, 3})

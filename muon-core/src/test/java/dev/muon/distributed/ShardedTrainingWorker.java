@@ -1,8 +1,10 @@
 package dev.muon.distributed;
 
+import dev.muon.Muon;
 import dev.muon.MuonAdamW;
 import dev.muon.MuonConfig;
 import dev.muon.AdamWConfig;
+import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 
 import java.io.IOException;
@@ -10,7 +12,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -20,8 +24,8 @@ import java.util.Map;
  *
  * <p>Arguments: {@code scenario rank world port dir timeoutMillis [resumeFrom]}. Scenarios: {@code train} (the
  * exact, averaged and bfloat16 runs, a step-5 checkpoint, and a resume when {@code resumeFrom} is given),
- * {@code die} and {@code stall} (rank 1 halts or hangs at step 3), {@code mismatch} (rank 1 has one more
- * parameter).
+ * {@code die} and {@code stall} (rank 1 halts or hangs at step 3), {@code errors} (rank 1 has one more
+ * parameter; then a checkpoint that does not exist, and one that cannot be written).
  */
 public final class ShardedTrainingWorker {
     static final int STEPS = 10;
@@ -46,7 +50,7 @@ public final class ShardedTrainingWorker {
             switch (scenario) {
                 case "train" -> train(group, dir, args.length > 6 ? Path.of(args[6]) : null);
                 case "die", "stall" -> fault(group, dir, scenario);
-                case "mismatch" -> mismatch(group, dir);
+                case "errors" -> errors(group, dir);
                 default -> throw new IllegalArgumentException("unknown scenario " + scenario);
             }
         }
@@ -108,6 +112,21 @@ public final class ShardedTrainingWorker {
                 .withSyncPrecision(SyncPrecision.BFLOAT16)).build(), 1, 0, 1, null);
         TensorFiles.write(bf16.named(), dir.resolve("bf16-rank" + rank + ".pt"));
 
+        // Plain Muon on the hidden matrices, distributed on its own (no MuonAdamW around it).
+        if (rank == 0) {
+            TinyClassifier model = new TinyClassifier(7, false);
+            runMuonOnly(model, Muon.of(hiddenWeights(model), MuonConfig.defaults().withLr(0.02)), 0, 1);
+            TensorFiles.write(model.named(), dir.resolve("muon-only-reference.pt"));
+        }
+        for (boolean average : new boolean[]{false, true}) {
+            TinyClassifier model = new TinyClassifier(7, false);
+            Muon muon = Muon.builder().addGroup(hiddenWeights(model), MuonConfig.defaults().withLr(0.02))
+                    .distributed(group, ShardingConfig.defaults().withAverageGradients(average)).build();
+            runMuonOnly(model, muon, average ? rank : 0, average ? world : 1);
+            TensorFiles.write(model.named(), dir.resolve("muon-only-" + (average ? "averaged" : "exact")
+                    + "-rank" + rank + ".pt"));
+        }
+
         if (resumeFrom != null) {
             TinyClassifier resumed = new TinyClassifier(99, false);
             MuonAdamW optimizer = builder(resumed)
@@ -126,6 +145,24 @@ public final class ShardedTrainingWorker {
             }
         }
         writeStats(dir.resolve("stats-rank" + rank + ".txt"), stats);
+    }
+
+    private static List<Tensor> hiddenWeights(TinyClassifier model) {
+        List<Tensor> weights = new ArrayList<>();
+        model.named().forEach((name, t) -> {
+            if (name.startsWith("fc") && name.endsWith(".weight")) {
+                weights.add(t);
+            }
+        });
+        return weights;
+    }
+
+    private static void runMuonOnly(TinyClassifier model, Muon muon, int shard, int shards) {
+        for (int step = 1; step <= STEPS; step++) {
+            model.module.zero_grad(true);
+            model.lossAndBackward(step, shard, shards);
+            muon.step();
+        }
     }
 
     /** The momentum bytes of an unsharded optimizer over the same parameters, after one step. */
@@ -164,14 +201,48 @@ public final class ShardedTrainingWorker {
         }
     }
 
-    private static void mismatch(DistributedGroup group, Path dir) throws IOException {
-        TinyClassifier model = new TinyClassifier(7, group.rank() == 1);
+    private static void errors(DistributedGroup group, Path dir) throws IOException {
+        Map<String, String> out = new HashMap<>();
+        TinyClassifier odd = new TinyClassifier(7, group.rank() == 1);
+        out.put("mismatch", message(() -> builder(odd).distributed(group, ShardingConfig.defaults()).build()));
+
+        TinyClassifier model = new TinyClassifier(7, false);
+        MuonAdamW optimizer = builder(model).distributed(group, ShardingConfig.defaults()).build();
+        run(model, optimizer, 1, group.rank(), group.worldSize(), null);
+        Map<String, org.bytedeco.pytorch.Tensor> before = new HashMap<>();
+        model.named().forEach((k, v) -> before.put(k, v.clone()));
+        long stateBefore = optimizer.muonStateBytes();
+
+        // Rank 1 alone is given a file that does not exist: every rank must refuse, and none may change.
+        Path missing = dir.resolve(group.rank() == 1 ? "missing.pt" : "ckpt-good.pt");
+        if (group.rank() == 0) {
+            TinyClassifier other = new TinyClassifier(5, false);
+            MuonAdamW single = builder(other).build();
+            run(other, single, 1, 0, 1, null);
+            single.save(missing);
+        }
+        group.barrier("the test's checkpoint file");
+        out.put("loadMissing", message(() -> optimizer.load(missing)));
+        boolean unchanged = optimizer.stepCount() == STEPS && optimizer.muonStateBytes() == stateBefore;
+        for (var e : model.named().entrySet()) {
+            unchanged &= e.getValue().equal(before.get(e.getKey()));
+        }
+        out.put("unchangedAfterFailedLoad", String.valueOf(unchanged));
+
+        out.put("saveUnwritable", message(() -> optimizer.save(dir.resolve("no-such-dir").resolve("x.pt"))));
+        // The group still works after refused calls: one more checkpoint round trip.
+        optimizer.save(dir.resolve("after-errors.pt"));
+        optimizer.load(dir.resolve("after-errors.pt"));
+        out.put("stepAfterErrors", String.valueOf(optimizer.stepCount()));
+        writeStats(dir.resolve("errors-rank" + group.rank() + ".txt"), out);
+    }
+
+    private static String message(Runnable call) {
         try {
-            builder(model).distributed(group, ShardingConfig.defaults()).build();
-            writeStats(dir.resolve("mismatch-rank" + group.rank() + ".txt"), Map.of("message", "built"));
-        } catch (IllegalStateException e) {
-            writeStats(dir.resolve("mismatch-rank" + group.rank() + ".txt"),
-                    Map.of("message", e.getMessage().replace('\n', ' ')));
+            call.run();
+            return "no error";
+        } catch (RuntimeException e) {
+            return e.getClass().getSimpleName() + ": " + String.valueOf(e.getMessage()).replace('\n', ' ');
         }
     }
 
