@@ -135,7 +135,9 @@ public final class Muon implements TrainingOptimizer {
                     grads.add(checkedGradient(state));
                 }
             }
-            if (sharding != null && sharding.config().averageGradients()) {
+            // A group of one has nothing to average or to send.
+            boolean peers = sharding != null && sharding.group().worldSize() > 1;
+            if (peers && sharding.config().averageGradients()) {
                 List<String> labels = new ArrayList<>();
                 List<Tensor> params = new ArrayList<>();
                 for (ParameterState state : states) {
@@ -144,7 +146,7 @@ public final class Muon implements TrainingOptimizer {
                 }
                 GradientAveraging.average(sharding.group(), labels, params);
             }
-            if (sharding != null) {
+            if (peers) {
                 sharding.beforeUpdate(states);
             }
             int i = 0;
@@ -158,7 +160,7 @@ public final class Muon implements TrainingOptimizer {
                     i++;
                 }
             }
-            if (sharding != null) {
+            if (peers) {
                 sharding.broadcastUpdated(states);
             }
         }

@@ -230,7 +230,7 @@ public final class MuonAdamW implements TrainingOptimizer {
     public void step() {
         try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             checkAdamWGradients();
-            if (group != null && sharding.averageGradients()) {
+            if (group != null && group.worldSize() > 1 && sharding.averageGradients()) {
                 List<String> names = new ArrayList<>(muonNames);
                 names.addAll(adamWNames);
                 List<Tensor> params = new ArrayList<>(muonParams);

@@ -7,6 +7,9 @@ import dev.muon.LrScheduler;
 import dev.muon.Muon;
 import dev.muon.MuonAdamW;
 import dev.muon.MuonConfig;
+import dev.muon.distributed.DistributedGroup;
+import dev.muon.distributed.GroupConfig;
+import dev.muon.distributed.ShardingConfig;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
@@ -20,7 +23,7 @@ import java.util.List;
 
 /**
  * The Java snippets of the README and of {@code docs/getting-started.md}, {@code hyperparameters.md},
- * {@code api.md} and {@code checkpoints.md}, compiled here and run by {@link DocSnippetsTest}, which also checks
+ * {@code api.md}, {@code checkpoints.md} and {@code distributed.md}, compiled here and run by {@link DocSnippetsTest}, which also checks
  * that every {@code java} block of those pages is a piece of this file. Edit a snippet here first, then paste it into the page.
  */
 final class DocSnippets {
@@ -147,5 +150,27 @@ final class DocSnippets {
             }
         }
         return optimizer;
+    }
+
+    // docs/distributed.md, "Use".
+    static MuonAdamW distributedRun(GroupConfig config, FashionMlp model, Tensor images, Tensor labels,
+                                    Path checkpoint, int steps) {
+        try (DistributedGroup group = DistributedGroup.join(config)) {
+            MuonAdamW optimizer = MuonAdamW.builder(model.named_parameters())
+                    .adamW(AdamWConfig.defaults().withLr(1e-3))
+                    .muon(MuonConfig.defaults().withLr(1e-3).withAdjustLr(AdjustLr.MATCH_RMS_ADAMW))
+                    .distributed(group, ShardingConfig.defaults())
+                    .build();
+            for (int step = 0; step < steps; step++) {
+                try (PointerScope scope = new PointerScope()) {
+                    optimizer.zero_grad();
+                    // This rank's shard of the batch; the optimizer averages the gradients over the ranks.
+                    torch.cross_entropy_loss(model.forward(images), labels).backward();
+                    optimizer.step();
+                }
+            }
+            optimizer.save(checkpoint);
+            return optimizer;
+        }
     }
 }

@@ -2,6 +2,7 @@ package dev.muon.examples;
 
 import dev.muon.MuonAdamW;
 import dev.muon.OptimizerKind;
+import dev.muon.distributed.GroupConfig;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
@@ -45,7 +46,8 @@ class DocSnippetsTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"getting-started.md", "hyperparameters.md", "api.md", "checkpoints.md", "../README.md"})
+    @ValueSource(strings = {"getting-started.md", "hyperparameters.md", "api.md", "checkpoints.md", "distributed.md",
+            "../README.md"})
     void everyCodeBlock_isCompiledSource(String page) throws IOException {
         String snippets = normalise(read(SOURCES.resolve("test/java/dev/muon/examples/DocSnippets.java")));
         String example = normalise(read(SOURCES.resolve("main/java/dev/muon/examples/FashionMnist.java")));
@@ -104,6 +106,28 @@ class DocSnippetsTest {
             Path ckpt = dir.resolve("run.ckpt");
             DocSnippets.resumableRun(model, images, labels, ckpt, 2).save(ckpt);
             assertEquals(4, DocSnippets.resumableRun(model, images, labels, ckpt, 4).stepCount());
+        }
+    }
+
+    /** The distributed snippet with a group of one: it trains, saves, and the file loads into a plain optimizer. */
+    @Test
+    void distributedSnippet_trainsAndSaves(@TempDir Path dir) throws Exception {
+        try (PointerScope scope = new PointerScope()) {
+            torch.manual_seed(3);
+            FashionMlp model = new FashionMlp();
+            Tensor images = torch.randn(16, 1, 28, 28);
+            Tensor labels = torch.randint(10, new long[] {16});
+            Path ckpt = dir.resolve("dist.ckpt");
+            int port;
+            try (java.net.ServerSocket socket = new java.net.ServerSocket(0)) {
+                port = socket.getLocalPort();
+            }
+            MuonAdamW trained = DocSnippets.distributedRun(GroupConfig.of("127.0.0.1", port, 0, 1), model, images,
+                    labels, ckpt, 3);
+            assertEquals(3, trained.stepCount());
+            MuonAdamW plain = MuonAdamW.builder(model.named_parameters()).build();
+            plain.load(ckpt);
+            assertEquals(3, plain.stepCount());
         }
     }
 }

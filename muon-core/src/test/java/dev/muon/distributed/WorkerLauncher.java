@@ -46,6 +46,7 @@ final class WorkerLauncher {
                 // Two cores for all ranks: OpenMP threads that spin would starve the other processes.
                 builder.environment().put("OMP_WAIT_POLICY", "PASSIVE");
                 builder.environment().put("OMP_NUM_THREADS", "1");
+                builder.environment().put("OPENBLAS_NUM_THREADS", "1");
                 processes.add(builder.start());
             }
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(limitSeconds);

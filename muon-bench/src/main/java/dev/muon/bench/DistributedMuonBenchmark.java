@@ -1,0 +1,210 @@
+package dev.muon.bench;
+
+import dev.muon.Muon;
+import dev.muon.MuonConfig;
+import dev.muon.distributed.DistributedGroup;
+import dev.muon.distributed.GroupConfig;
+import dev.muon.distributed.ShardPlan;
+import dev.muon.distributed.ShardingConfig;
+import dev.muon.orthogonalize.NewtonSchulz;
+import dev.muon.orthogonalize.NewtonSchulzConfig;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.NoGradGuard;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What does sharding buy per rank: the Newton–Schulz time each rank spends, the whole distributed Muon step, and
+ * the bytes each rank moves per step, at W = 1, 2, 4 processes on this machine over Gloo on 127.0.0.1.
+ *
+ * <p>The parameter set is {@link MuonStepBenchmark}'s 24 hidden matrices of a GPT-2-small-width model (d = 768, 4
+ * blocks: q, k, v, o of 768×768, MLP 3072×768 and 768×3072), float32, random gradients. Each rank runs with
+ * {@code --threads} intra-op threads (default 1, so that W processes do not oversubscribe the cores). Per rank it
+ * reports the median over the measured steps of: {@code nsMs}, the Newton–Schulz time of the matrices it owns;
+ * {@code stepMs}, the whole {@code Muon.step()} with gradient averaging and the parameter broadcasts; and
+ * {@code bytesPerStep}, the collective payload ({@link DistributedGroup#payloadBytes()}). This is a launcher, not a
+ * JMH benchmark: JMH measures one JVM, and a distributed step needs W of them.
+ *
+ * <p>How to run: {@code java -cp muon-bench/target/benchmarks.jar dev.muon.bench.DistributedMuonBenchmark
+ * --worlds 1,2,4 --steps 7 --out docs/data/distributed.json}.
+ */
+public final class DistributedMuonBenchmark {
+    private static final int D = 768;
+    private static final int LAYERS = 4;
+
+    private DistributedMuonBenchmark() {
+    }
+
+    /**
+     * Launches the worlds, or runs one rank when started with {@code --rank}.
+     *
+     * @param args {@code --worlds 1,2,4 --steps N --threads T --out FILE}, or the rank's own arguments
+     * @throws Exception if a rank fails
+     */
+    public static void main(String[] args) throws Exception {
+        List<String> list = Arrays.asList(args);
+        int steps = Integer.parseInt(option(list, "--steps", "7"));
+        int threads = Integer.parseInt(option(list, "--threads", "1"));
+        if (list.contains("--rank")) {
+            rank(Integer.parseInt(option(list, "--rank", "0")), Integer.parseInt(option(list, "--world", "1")),
+                    Integer.parseInt(option(list, "--port", "29500")), steps, threads,
+                    Path.of(option(list, "--result", "rank.json")));
+            return;
+        }
+        Path out = Path.of(option(list, "--out", "distributed.json"));
+        List<String> worlds = new ArrayList<>();
+        for (String w : option(list, "--worlds", "1,2,4").split(",")) {
+            worlds.add(launch(Integer.parseInt(w.trim()), steps, threads));
+        }
+        String json = "[\n" + String.join(",\n", worlds) + "\n]\n";
+        Files.writeString(out, json, StandardCharsets.UTF_8);
+        System.out.print(json);
+    }
+
+    private static String option(List<String> args, String name, String fallback) {
+        int i = args.indexOf(name);
+        return i >= 0 && i + 1 < args.size() ? args.get(i + 1) : fallback;
+    }
+
+    private static String launch(int world, int steps, int threads) throws Exception {
+        int port;
+        try (ServerSocket socket = new ServerSocket(0)) {
+            port = socket.getLocalPort();
+        }
+        Path dir = Files.createTempDirectory("muon-dist-bench");
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        List<Process> processes = new ArrayList<>();
+        for (int r = 0; r < world; r++) {
+            ProcessBuilder builder = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
+                    DistributedMuonBenchmark.class.getName(), "--rank", String.valueOf(r), "--world",
+                    String.valueOf(world), "--port", String.valueOf(port), "--steps", String.valueOf(steps),
+                    "--threads", String.valueOf(threads), "--result", dir.resolve("rank" + r + ".json").toString());
+            builder.environment().put("OMP_WAIT_POLICY", "PASSIVE");
+            // Both of libtorch's pools: OpenMP for elementwise work, OpenBLAS's own threads for the GEMMs.
+            builder.environment().put("OMP_NUM_THREADS", String.valueOf(threads));
+            builder.environment().put("OPENBLAS_NUM_THREADS", String.valueOf(threads));
+            builder.redirectErrorStream(true);
+            builder.redirectOutput(dir.resolve("rank" + r + ".log").toFile());
+            processes.add(builder.start());
+        }
+        List<String> ranks = new ArrayList<>();
+        for (int r = 0; r < world; r++) {
+            Process p = processes.get(r);
+            if (!p.waitFor(15, TimeUnit.MINUTES) || p.exitValue() != 0) {
+                processes.forEach(Process::destroyForcibly);
+                throw new IllegalStateException("rank " + r + " of W=" + world + " failed; see "
+                        + dir.resolve("rank" + r + ".log"));
+            }
+            ranks.add(Files.readString(dir.resolve("rank" + r + ".json"), StandardCharsets.UTF_8).trim());
+        }
+        return "  {\"world\": " + world + ", \"threadsPerRank\": " + threads + ", \"ranks\": [\n    "
+                + String.join(",\n    ", ranks) + "]}";
+    }
+
+    /** The 24 hidden matrices, as [out, in] weights. */
+    static List<long[]> shapes() {
+        List<long[]> shapes = new ArrayList<>();
+        for (int layer = 0; layer < LAYERS; layer++) {
+            for (int i = 0; i < 4; i++) {
+                shapes.add(new long[]{D, D});
+            }
+            shapes.add(new long[]{4 * D, D});
+            shapes.add(new long[]{D, 4 * D});
+        }
+        return shapes;
+    }
+
+    private static void rank(int rank, int world, int port, int steps, int threads, Path result)
+            throws IOException {
+        torch.set_num_threads(threads);
+        torch.manual_seed(rank);
+        try (DistributedGroup group = DistributedGroup.join(GroupConfig.of("127.0.0.1", port, rank, world)
+                .withTimeout(Duration.ofMinutes(5)));
+             PointerScope scope = new PointerScope()) {
+            List<Tensor> params = new ArrayList<>();
+            for (long[] s : shapes()) {
+                params.add(torch.randn(s).mul_(new org.bytedeco.pytorch.Scalar(0.02)).requires_grad_(true));
+            }
+            Muon muon = Muon.builder().addGroup(params, MuonConfig.defaults().withLr(0.02))
+                    .distributed(group, ShardingConfig.defaults()).build();
+            ShardPlan plan = muon.shardPlan().orElseThrow();
+            NewtonSchulz ns = new NewtonSchulz(NewtonSchulzConfig.defaults());
+            List<Tensor> owned = new ArrayList<>();
+            for (int i : plan.ownedBy(rank)) {
+                owned.add(torch.randn(params.get(i).shape()));
+            }
+            double[] nsMs = new double[steps];
+            double[] stepMs = new double[steps];
+            long[] bytes = new long[steps];
+            int warmup = 2;
+            for (int s = -warmup; s < steps; s++) {
+                try (PointerScope stepScope = new PointerScope()) {
+                    for (Tensor p : params) {
+                        p.mutable_grad().put(torch.randn(p.shape()));
+                    }
+                    group.barrier("the start of a measured step");
+                    long before = group.payloadBytes();
+                    long t0 = System.nanoTime();
+                    muon.step();
+                    long t1 = System.nanoTime();
+                    long after = group.payloadBytes();
+                    long t2 = System.nanoTime();
+                    try (NoGradGuard noGrad = new NoGradGuard()) {
+                        for (Tensor m : owned) {
+                            ns.orthogonalize(m);
+                        }
+                    }
+                    long t3 = System.nanoTime();
+                    if (s >= 0) {
+                        stepMs[s] = (t1 - t0) / 1e6;
+                        nsMs[s] = (t3 - t2) / 1e6;
+                        bytes[s] = after - before;
+                    }
+                }
+            }
+            String json = String.format(Locale.ROOT, "{\"rank\": %d, \"owned\": %d, \"nsFlopsShare\": %.4f, "
+                            + "\"imbalance\": %.4f, \"nsMs\": %.1f, \"nsMsMin\": %.1f, \"nsMsMax\": %.1f, "
+                            + "\"stepMs\": %.1f, \"stepMsMin\": %.1f, \"stepMsMax\": %.1f, \"bytesPerStep\": %d, "
+                            + "\"muonStateBytes\": %d}",
+                    rank, plan.ownedBy(rank).size(), plan.flops(rank) / (double) total(plan), plan.imbalance(),
+                    median(nsMs), min(nsMs), max(nsMs), median(stepMs), min(stepMs), max(stepMs), bytes[0],
+                    muon.stateBytes());
+            Files.writeString(result, json, StandardCharsets.UTF_8);
+        }
+        System.exit(0);
+    }
+
+    private static long total(ShardPlan plan) {
+        long sum = 0;
+        for (int r = 0; r < plan.worldSize(); r++) {
+            sum += plan.flops(r);
+        }
+        return sum;
+    }
+
+    private static double median(double[] v) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    }
+
+    private static double min(double[] v) {
+        return Arrays.stream(v).min().orElse(Double.NaN);
+    }
+
+    private static double max(double[] v) {
+        return Arrays.stream(v).max().orElse(Double.NaN);
+    }
+}
