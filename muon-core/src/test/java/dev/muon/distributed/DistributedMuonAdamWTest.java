@@ -81,6 +81,23 @@ class DistributedMuonAdamWTest {
         }
     }
 
+    /**
+     * Rank 0's parameters of run {@code run}, after checking that every other rank ended with the same bits and
+     * that they lie within {@code tolerance} of the single-process run.
+     */
+    private Map<String, Tensor> assertRanksAgreeAndWithin(int world, String run, String referenceFile,
+                                                         double tolerance) {
+        Map<String, Tensor> rank0 = params(world, run + "-rank0.pt");
+        for (int rank = 1; rank < world; rank++) {
+            assertBitwiseEqual(rank0, params(world, run + "-rank" + rank + ".pt"), "W=" + world + " " + run
+                    + " rank " + rank + " against rank 0");
+        }
+        double diff = maxAbsDiff(params(world, referenceFile), rank0);
+        assertTrue(diff <= tolerance, "W=" + world + ": run '" + run + "' differs from the single-process run by "
+                + diff);
+        return rank0;
+    }
+
     /** The runs train at all: otherwise equal parameters would prove nothing. */
     @Test
     void reference_movesEveryParameter() {
@@ -117,14 +134,7 @@ class DistributedMuonAdamWTest {
     @ParameterizedTest
     @ValueSource(ints = {2, 3})
     void averagedGradients_matchSingleProcessWithinRounding(int world) {
-        Map<String, Tensor> reference = params(world, "reference.pt");
-        Map<String, Tensor> rank0 = params(world, "averaged-rank0.pt");
-        double diff = maxAbsDiff(reference, rank0);
-        assertTrue(diff <= 1e-5, "W=" + world + ": averaged run differs from the single-process run by " + diff);
-        for (int rank = 1; rank < world; rank++) {
-            assertBitwiseEqual(rank0, params(world, "averaged-rank" + rank + ".pt"), "W=" + world + " rank "
-                    + rank + " against rank 0");
-        }
+        assertRanksAgreeAndWithin(world, "averaged", "reference.pt", 1e-5);
     }
 
     /**
@@ -135,14 +145,9 @@ class DistributedMuonAdamWTest {
     @ParameterizedTest
     @ValueSource(ints = {2, 3})
     void bf16Sync_ranksIdentical_andCloseToSingleProcess(int world) {
-        Map<String, Tensor> reference = params(world, "reference.pt");
-        Map<String, Tensor> rank0 = params(world, "bf16-rank0.pt");
-        double diff = maxAbsDiff(reference, rank0);
-        assertTrue(diff <= 4e-4, "W=" + world + ": bf16-synced run differs by " + diff);
-        assertTrue(diff > 0, "W=" + world + ": bf16 sync changed nothing, so the bf16 path did not run");
-        for (int rank = 1; rank < world; rank++) {
-            assertBitwiseEqual(rank0, params(world, "bf16-rank" + rank + ".pt"), "W=" + world + " rank " + rank);
-        }
+        Map<String, Tensor> rank0 = assertRanksAgreeAndWithin(world, "bf16", "reference.pt", 4e-4);
+        assertTrue(maxAbsDiff(params(world, "reference.pt"), rank0) > 0,
+                "W=" + world + ": bf16 sync changed nothing, so the bf16 path did not run");
     }
 
     /** {@code Muon} alone, distributed: exact gradients give the single-process bits; averaged ones agree closely. */
@@ -150,16 +155,12 @@ class DistributedMuonAdamWTest {
     @ValueSource(ints = {2, 3})
     void muonAlone_distributed_matchesSingleProcess(int world) {
         Map<String, Tensor> reference = params(world, "muon-only-reference.pt");
-        Map<String, Tensor> averaged0 = params(world, "muon-only-averaged-rank0.pt");
         for (int rank = 0; rank < world; rank++) {
             assertBitwiseEqual(reference, params(world, "muon-only-exact-rank" + rank + ".pt"), "W=" + world
                     + " Muon rank " + rank);
-            assertBitwiseEqual(averaged0, params(world, "muon-only-averaged-rank" + rank + ".pt"), "W=" + world
-                    + " averaged Muon rank " + rank + " against rank 0");
         }
         // Same argument and bound as for MuonAdamW's averaged run.
-        double diff = maxAbsDiff(reference, averaged0);
-        assertTrue(diff <= 1e-5, "W=" + world + ": averaged Muon differs by " + diff);
+        assertRanksAgreeAndWithin(world, "muon-only-averaged", "muon-only-reference.pt", 1e-5);
     }
 
     /** Each rank holds the momentum of what it owns only: the shares add up to the whole, each within the plan. */
