@@ -1,5 +1,8 @@
 package dev.muon.distributed;
 
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.global.torch;
+
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
@@ -124,6 +127,18 @@ public record GroupConfig(String masterAddr, int masterPort, int rank, int world
      */
     public GroupConfig withTimeout(Duration newTimeout) {
         return new GroupConfig(masterAddr, masterPort, rank, worldSize, newTimeout, backend);
+    }
+
+    /**
+     * A copy with the backend for tensors on {@code device}: NCCL for CUDA, Gloo for everything else.
+     *
+     * @param device where the parameters live
+     * @return the copy
+     */
+    public GroupConfig withBackendFor(Device device) {
+        Objects.requireNonNull(device, "device must not be null");
+        boolean cuda = device.type().value == torch.DeviceType.CUDA.value;
+        return withBackend(cuda ? CollectiveBackend.NCCL : CollectiveBackend.GLOO);
     }
 
     /**

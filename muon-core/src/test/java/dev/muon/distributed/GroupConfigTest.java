@@ -79,4 +79,13 @@ class GroupConfigTest {
         assertEquals(CollectiveBackend.NCCL, config.withBackend(CollectiveBackend.NCCL).backend());
         assertEquals(Duration.ofSeconds(9), config.withTimeout(Duration.ofSeconds(9)).timeout());
     }
+
+    @Test
+    void withBackendFor_picksNcclForCudaAndGlooOtherwise() {
+        GroupConfig config = GroupConfig.of("127.0.0.1", 29500, 0, 1);
+        assertEquals(CollectiveBackend.NCCL, config.withBackendFor(
+                new org.bytedeco.pytorch.Device(org.bytedeco.pytorch.global.torch.DeviceType.CUDA)).backend());
+        assertEquals(CollectiveBackend.GLOO, config.withBackend(CollectiveBackend.NCCL).withBackendFor(
+                new org.bytedeco.pytorch.Device(org.bytedeco.pytorch.global.torch.DeviceType.CPU)).backend());
+    }
 }
