@@ -22,7 +22,10 @@ import java.util.Objects;
  */
 public record GroupConfig(String masterAddr, int masterPort, int rank, int worldSize, Duration timeout,
                           CollectiveBackend backend) {
-    /** torchrun's default when a timeout is not given: c10d's own default is 30 minutes, too long to notice. */
+    /**
+     * The timeout when none is given: c10d's own default of 30 minutes leaves a hung job unnoticed for long, and 5
+     * minutes still covers a slow step or a checkpoint of a large model. Raise it for steps slower than that.
+     */
     public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
 
     /**
