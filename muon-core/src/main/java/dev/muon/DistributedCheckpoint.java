@@ -4,9 +4,7 @@ import dev.muon.distributed.DistributedGroup;
 import dev.muon.distributed.ShardPlan;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.NoGradGuard;
-import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 
 import java.io.IOException;
@@ -37,16 +35,13 @@ final class DistributedCheckpoint {
             ShardPlan plan = muon == null ? null : muon.shardPlan().orElseThrow();
             int n = params.size();
             // Which buffers exist: each owner marks its own, the sum tells every rank.
-            Tensor present = torch.zeros(new long[]{Math.max(n, 1)}, new TensorOptions(torch.ScalarType.Long)
-                    .device(new org.bytedeco.pytorch.DeviceOptional(group.device())));
+            long[] mine = new long[n];
             for (int i = 0; i < n; i++) {
                 if (plan.owner(i) == group.rank() && muon.momentumBuffer(params.get(i)).isPresent()) {
-                    present.select(0, i).fill_(new Scalar(1L));
+                    mine[i] = 1;
                 }
             }
-            group.allReduceSum(present, "the momentum-presence mask for a checkpoint");
-            long[] has = new long[Math.max(n, 1)];
-            present.cpu().contiguous().data_ptr_long().get(has);
+            long[] has = group.allReduceSum(mine, "the momentum-presence mask for a checkpoint");
 
             List<Tensor> momentum = new ArrayList<>();
             for (int i = 0; i < n; i++) {
@@ -76,14 +71,12 @@ final class DistributedCheckpoint {
                     failure = e;
                 }
             }
-            Tensor flag = torch.zeros(new long[]{1}, new TensorOptions(torch.ScalarType.Long)
-                    .device(new org.bytedeco.pytorch.DeviceOptional(group.device())));
-            flag.fill_(new Scalar(failure == null ? 0L : 1L));
-            group.broadcast(flag, 0, "the checkpoint's save status");
+            // Only rank 0 writes, so the sum is rank 0's status.
+            long[] failed = group.allReduceSum(new long[]{failure == null ? 0 : 1}, "the checkpoint's save status");
             if (failure != null) {
                 throw failure;
             }
-            if (flag.cpu().item_long() != 0) {
+            if (failed[0] != 0) {
                 throw new UncheckedIOException(new IOException("rank 0 could not write checkpoint " + path
                         + " (see rank 0's error); the previous file, if any, is intact"));
             }

@@ -3,8 +3,6 @@ package dev.muon;
 import dev.muon.distributed.DistributedGroup;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.TensorOptions;
-import org.bytedeco.pytorch.global.torch;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -29,19 +27,16 @@ final class GradientAveraging {
      */
     static void average(DistributedGroup group, List<String> names, List<Tensor> params) {
         int n = params.size();
-        Tensor present = torch.zeros(new long[]{Math.max(n, 1)}, new TensorOptions(torch.ScalarType.Long)
-                .device(new org.bytedeco.pytorch.DeviceOptional(group.device())));
+        long[] present = new long[n];
         Map<Byte, List<Tensor>> byDtype = new LinkedHashMap<>();
         for (int i = 0; i < n; i++) {
             Tensor grad = params.get(i).grad();
             if (grad.defined()) {
-                present.select(0, i).fill_(new Scalar(1L));
+                present[i] = 1;
                 byDtype.computeIfAbsent(grad.scalar_type().value, k -> new ArrayList<>()).add(grad);
             }
         }
-        group.allReduceSum(present, "the gradient-presence mask");
-        long[] counts = new long[Math.max(n, 1)];
-        present.cpu().contiguous().data_ptr_long().get(counts);
+        long[] counts = group.allReduceSum(present, "the gradient-presence mask");
         int world = group.worldSize();
         for (int i = 0; i < n; i++) {
             if (counts[i] != 0 && counts[i] != world) {

@@ -14,7 +14,6 @@ import org.bytedeco.pytorch.ReduceOp;
 import org.bytedeco.pytorch.TCPStore;
 import org.bytedeco.pytorch.TCPStoreOptions;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.Work;
 import org.bytedeco.pytorch.global.torch;
@@ -288,6 +287,28 @@ public final class DistributedGroup implements AutoCloseable {
     }
 
     /**
+     * Sums {@code values} elementwise over all ranks: the small integer exchanges (masks, flags, fingerprints) that
+     * keep the ranks in step.
+     *
+     * @param values this rank's values, the same length on every rank
+     * @param what   what is being summed, for the error message
+     * @return the sums, a new array
+     * @throws IllegalStateException if a peer fails or the timeout passes
+     */
+    public long[] allReduceSum(long[] values, String what) {
+        if (values.length == 0) {
+            return new long[0];
+        }
+        try (PointerScope scope = new PointerScope()) {
+            Tensor sums = Tensor.create(values).to(device, torch.ScalarType.Long);
+            allReduceSum(sums, what);
+            long[] out = new long[values.length];
+            sums.cpu().contiguous().data_ptr_long().get(out);
+            return out;
+        }
+    }
+
+    /**
      * Every rank's {@code value}, in rank order: one all-reduce of a one-hot vector.
      *
      * @param value this rank's value
@@ -296,16 +317,9 @@ public final class DistributedGroup implements AutoCloseable {
      * @throws IllegalStateException if a peer fails or the timeout passes
      */
     public long[] allGather(long value, String what) {
-        try (PointerScope scope = new PointerScope()) {
-            Tensor slots = torch.zeros(new long[]{worldSize()}, new TensorOptions(torch.ScalarType.Long)
-                    .device(new org.bytedeco.pytorch.DeviceOptional(device)));
-            slots.select(0, rank()).fill_(new org.bytedeco.pytorch.Scalar(value));
-            allReduceSum(slots, what);
-            Tensor cpu = slots.cpu().contiguous();
-            long[] values = new long[worldSize()];
-            cpu.data_ptr_long().get(values);
-            return values;
-        }
+        long[] slots = new long[worldSize()];
+        slots[rank()] = value;
+        return allReduceSum(slots, what);
     }
 
     /**
