@@ -152,98 +152,94 @@ final class Checkpoint {
             this.step = step;
         }
 
-        /** Copies the values into the parameters and swaps in the state; cannot fail. */
+        /** Copies the values into the parameters and swaps in the state; cannot fail. Call inside a NoGradGuard. */
         void apply() {
-            try (NoGradGuard noGrad = new NoGradGuard()) {
-                List<Tensor> muonParams = optimizer.muonParams();
-                for (int i = 0; i < muonParams.size(); i++) {
-                    muonParams.get(i).copy_(muonValues.get(i));
-                }
-                List<Tensor> adamWParams = optimizer.adamWParams();
-                for (int i = 0; i < adamWParams.size(); i++) {
-                    adamWParams.get(i).copy_(adamWValues.get(i));
-                }
-                optimizer.restore(muon, muonConfig, adamW, adamWConfig, step);
+            List<Tensor> muonParams = optimizer.muonParams();
+            for (int i = 0; i < muonParams.size(); i++) {
+                muonParams.get(i).copy_(muonValues.get(i));
             }
+            List<Tensor> adamWParams = optimizer.adamWParams();
+            for (int i = 0; i < adamWParams.size(); i++) {
+                adamWParams.get(i).copy_(adamWValues.get(i));
+            }
+            optimizer.restore(muon, muonConfig, adamW, adamWConfig, step);
         }
     }
 
     /** Reads and checks everything; the optimizer is untouched. Call inside a PointerScope and NoGradGuard. */
     static Restore read(MuonAdamW optimizer, Path path) {
-        {
-            if (!Files.isRegularFile(path)) {
-                throw new IllegalStateException("checkpoint " + path + " does not exist or is not a file");
-            }
-            InputArchive in = new InputArchive();
-            try {
-                in.load_from(path.toString());
-            } catch (RuntimeException e) {
-                throw new IllegalStateException("checkpoint " + path + " cannot be read: it is truncated, "
-                        + "corrupt or not a libtorch archive (" + firstLine(e) + ")", e);
-            }
-            String format = readString(in, "format", path);
-            if (!FORMAT.equals(format)) {
-                throw new IllegalStateException(path + " is not a Muon checkpoint: format is '" + format
-                        + "', expected '" + FORMAT + "'");
-            }
-            long version = readLong(in, "format_version", path);
-            if (version != FORMAT_VERSION) {
-                throw new IllegalStateException("checkpoint " + path + " has format_version " + version
-                        + "; this library reads version " + FORMAT_VERSION + " only");
-            }
-            checkAssignment(readString(in, "assignment", path), assignmentText(optimizer), path);
-            long step = readLong(in, "step", path);
-            MuonConfig muonConfig;
-            AdamWConfig adamWConfig;
-            try {
-                muonConfig = ConfigText.muonConfig(readString(in, "muon_config", path));
-                adamWConfig = ConfigText.adamWConfig(readString(in, "adamw_config", path));
-            } catch (IllegalArgumentException e) {
-                throw new IllegalStateException("checkpoint " + path + " holds an invalid config: "
-                        + e.getMessage(), e);
-            }
-
-            List<Tensor> muonParams = optimizer.muonParams();
-            List<Tensor> muonValues = new ArrayList<>();
-            List<Tensor> momentum = new ArrayList<>();
-            for (int i = 0; i < muonParams.size(); i++) {
-                String name = optimizer.muonNames().get(i);
-                muonValues.add(readTensor(in, "muon_param_" + i, muonParams.get(i), name, path));
-                Tensor buffer = new Tensor();
-                momentum.add(in.try_read("muon_momentum_" + i, buffer)
-                        ? checked(buffer, muonParams.get(i), name + " (momentum buffer)", path) : null);
-            }
-            List<Tensor> adamWParams = optimizer.adamWParams();
-            List<Tensor> adamWValues = new ArrayList<>();
-            for (int i = 0; i < adamWParams.size(); i++) {
-                adamWValues.add(readTensor(in, "adamw_param_" + i, adamWParams.get(i),
-                        optimizer.adamWNames().get(i), path));
-            }
-
-            Muon muon = optimizer.freshMuon(muonConfig);
-            for (int i = 0; i < muonParams.size(); i++) {
-                // Distributed, each rank keeps the momentum of the parameters it owns under its current plan.
-                if (momentum.get(i) != null && (muon == null || muon.owns(muonParams.get(i)))) {
-                    muon.momentumBufferForRestore(muonParams.get(i)).copy_(momentum.get(i));
-                }
-            }
-            AdamW adamW = optimizer.freshAdamW(adamWConfig);
-            if (adamW != null) {
-                InputArchive adamWArchive = new InputArchive();
-                if (!in.try_read("adamw", adamWArchive)) {
-                    throw new IllegalStateException("checkpoint " + path + " has no 'adamw' state");
-                }
-                checkAdamWState(adamWArchive, optimizer, path);
-                try {
-                    adamW.load(adamWArchive);
-                } catch (RuntimeException e) {
-                    throw new IllegalStateException("checkpoint " + path + " holds AdamW state that libtorch "
-                            + "cannot load: " + firstLine(e), e);
-                }
-            }
-
-            return new Restore(optimizer, muonValues, adamWValues, muon, muonConfig, adamW, adamWConfig, step);
+        if (!Files.isRegularFile(path)) {
+            throw new IllegalStateException("checkpoint " + path + " does not exist or is not a file");
         }
+        InputArchive in = new InputArchive();
+        try {
+            in.load_from(path.toString());
+        } catch (RuntimeException e) {
+            throw new IllegalStateException("checkpoint " + path + " cannot be read: it is truncated, "
+                    + "corrupt or not a libtorch archive (" + firstLine(e) + ")", e);
+        }
+        String format = readString(in, "format", path);
+        if (!FORMAT.equals(format)) {
+            throw new IllegalStateException(path + " is not a Muon checkpoint: format is '" + format
+                    + "', expected '" + FORMAT + "'");
+        }
+        long version = readLong(in, "format_version", path);
+        if (version != FORMAT_VERSION) {
+            throw new IllegalStateException("checkpoint " + path + " has format_version " + version
+                    + "; this library reads version " + FORMAT_VERSION + " only");
+        }
+        checkAssignment(readString(in, "assignment", path), assignmentText(optimizer), path);
+        long step = readLong(in, "step", path);
+        MuonConfig muonConfig;
+        AdamWConfig adamWConfig;
+        try {
+            muonConfig = ConfigText.muonConfig(readString(in, "muon_config", path));
+            adamWConfig = ConfigText.adamWConfig(readString(in, "adamw_config", path));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalStateException("checkpoint " + path + " holds an invalid config: "
+                    + e.getMessage(), e);
+        }
+
+        List<Tensor> muonParams = optimizer.muonParams();
+        List<Tensor> muonValues = new ArrayList<>();
+        List<Tensor> momentum = new ArrayList<>();
+        for (int i = 0; i < muonParams.size(); i++) {
+            String name = optimizer.muonNames().get(i);
+            muonValues.add(readTensor(in, "muon_param_" + i, muonParams.get(i), name, path));
+            Tensor buffer = new Tensor();
+            momentum.add(in.try_read("muon_momentum_" + i, buffer)
+                    ? checked(buffer, muonParams.get(i), name + " (momentum buffer)", path) : null);
+        }
+        List<Tensor> adamWParams = optimizer.adamWParams();
+        List<Tensor> adamWValues = new ArrayList<>();
+        for (int i = 0; i < adamWParams.size(); i++) {
+            adamWValues.add(readTensor(in, "adamw_param_" + i, adamWParams.get(i),
+                    optimizer.adamWNames().get(i), path));
+        }
+
+        Muon muon = optimizer.freshMuon(muonConfig);
+        for (int i = 0; i < muonParams.size(); i++) {
+            // Distributed, each rank keeps the momentum of the parameters it owns under its current plan.
+            if (momentum.get(i) != null && (muon == null || muon.owns(muonParams.get(i)))) {
+                muon.momentumBufferForRestore(muonParams.get(i)).copy_(momentum.get(i));
+            }
+        }
+        AdamW adamW = optimizer.freshAdamW(adamWConfig);
+        if (adamW != null) {
+            InputArchive adamWArchive = new InputArchive();
+            if (!in.try_read("adamw", adamWArchive)) {
+                throw new IllegalStateException("checkpoint " + path + " has no 'adamw' state");
+            }
+            checkAdamWState(adamWArchive, optimizer, path);
+            try {
+                adamW.load(adamWArchive);
+            } catch (RuntimeException e) {
+                throw new IllegalStateException("checkpoint " + path + " holds AdamW state that libtorch "
+                        + "cannot load: " + firstLine(e), e);
+            }
+        }
+
+        return new Restore(optimizer, muonValues, adamWValues, muon, muonConfig, adamW, adamWConfig, step);
     }
 
     /** Checks the shapes and dtypes of AdamW's saved moments against the parameters they will belong to. */

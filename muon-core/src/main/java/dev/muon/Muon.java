@@ -63,6 +63,9 @@ public final class Muon implements TrainingOptimizer {
     private final Map<String, Tensor> nesterovScratch = new HashMap<>();
     /** Every parameter in group order: the order of the shard plan and of the broadcasts. */
     private final List<ParameterState> states;
+    /** The labels and handles of {@link #states}, for gradient averaging. */
+    private final List<String> labels;
+    private final List<Tensor> params;
     private final Sharding sharding;
 
     private Muon(List<Group> groups, Sharding sharding) {
@@ -73,6 +76,14 @@ public final class Muon implements TrainingOptimizer {
             all.addAll(group.params);
         }
         this.states = List.copyOf(all);
+        List<String> labelList = new ArrayList<>();
+        List<Tensor> paramList = new ArrayList<>();
+        for (ParameterState state : states) {
+            labelList.add(state.label);
+            paramList.add(state.param);
+        }
+        this.labels = List.copyOf(labelList);
+        this.params = List.copyOf(paramList);
         Map<Long, ParameterState> index = new HashMap<>();
         for (Group group : groups) {
             for (ParameterState state : group.params) {
@@ -138,12 +149,6 @@ public final class Muon implements TrainingOptimizer {
             // A group of one has nothing to average or to send.
             boolean peers = sharding != null && sharding.group().worldSize() > 1;
             if (peers && sharding.config().averageGradients()) {
-                List<String> labels = new ArrayList<>();
-                List<Tensor> params = new ArrayList<>();
-                for (ParameterState state : states) {
-                    labels.add(state.label);
-                    params.add(state.param);
-                }
                 GradientAveraging.average(sharding.group(), labels, params);
             }
             if (peers) {
@@ -336,18 +341,11 @@ public final class Muon implements TrainingOptimizer {
         if (sharding == null) {
             return true;
         }
-        long identity = ParameterState.identityOf(param);
-        for (int i = 0; i < states.size(); i++) {
-            if (states.get(i).identity == identity) {
-                return sharding.owns(i);
-            }
+        ParameterState state = byIdentity.get(ParameterState.identityOf(param));
+        if (state == null) {
+            throw new IllegalArgumentException("param is not a parameter of this optimizer");
         }
-        throw new IllegalArgumentException("param is not a parameter of this optimizer");
-    }
-
-    /** The distributed side, or null; for a restore that must build an optimizer sharded the same way. */
-    Sharding sharding() {
-        return sharding;
+        return sharding.owns(states.indexOf(state));
     }
 
     /** The momentum buffer of a parameter, created as zeros if it has none yet; for restoring a checkpoint. */

@@ -89,6 +89,9 @@ public final class MuonAdamW implements TrainingOptimizer {
     private final Set<String> orthogonalityNames;
     private final DistributedGroup group;
     private final ShardingConfig sharding;
+    /** Both groups' names and handles, Muon's first: what a distributed step averages. */
+    private final List<String> averagedNames;
+    private final List<Tensor> averagedParams;
 
     private Muon muon;
     private AdamW adamW;
@@ -121,6 +124,12 @@ public final class MuonAdamW implements TrainingOptimizer {
         this.orthogonalityNames = Set.copyOf(b.orthogonalityNames);
         this.group = b.group;
         this.sharding = b.sharding;
+        List<String> names = new ArrayList<>(muonNames);
+        names.addAll(adamWNames);
+        List<Tensor> params = new ArrayList<>(muonParams);
+        params.addAll(adamWParams);
+        this.averagedNames = List.copyOf(names);
+        this.averagedParams = List.copyOf(params);
         this.muonConfig = muonConfig;
         this.adamWConfig = b.adamWConfig;
         this.muon = newMuon(muonConfig);
@@ -231,11 +240,7 @@ public final class MuonAdamW implements TrainingOptimizer {
         try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             checkAdamWGradients();
             if (group != null && group.worldSize() > 1 && sharding.averageGradients()) {
-                List<String> names = new ArrayList<>(muonNames);
-                names.addAll(adamWNames);
-                List<Tensor> params = new ArrayList<>(muonParams);
-                params.addAll(adamWParams);
-                GradientAveraging.average(group, names, params);
+                GradientAveraging.average(group, averagedNames, averagedParams);
             }
             if (nonFinitePolicy != NonFinitePolicy.IGNORE) {
                 String bad = firstNonFinite();

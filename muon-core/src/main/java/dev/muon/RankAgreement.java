@@ -8,6 +8,7 @@ import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -34,7 +35,7 @@ final class RankAgreement {
      * @throws IllegalStateException if another rank failed or the fingerprints differ
      */
     static <T> T agree(DistributedGroup group, String what, Supplier<T> build,
-                       java.util.function.Function<T, String> fingerprint) {
+                       Function<T, String> fingerprint) {
         T built = null;
         RuntimeException failure = null;
         long mine;
