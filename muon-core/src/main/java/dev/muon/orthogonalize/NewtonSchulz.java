@@ -54,10 +54,12 @@ public final class NewtonSchulz implements Orthogonalizer {
 
     /**
      * The smallest long-side / short-side ratio for which {@link NsAlgorithm#AUTO} picks the Gram kernel. Counting
-     * multiply-adds for 5 steps with the restart, the Gram kernel needs about {@code 23m³} at {@code n = 3m}
-     * against {@code 25m³} for the symmetric one, and {@code 20m³} against {@code 17.5m³} at {@code n = 2m}.
+     * multiply-adds for 5 steps with the restart, at {@code n = a·m} the Gram kernel needs about
+     * {@code (3a + 10)·m³} in float32 with OpenBLAS, against {@code (7.5a + 2.5)·m³} for the symmetric kernel and
+     * {@code (10a + 5)·m³} for plain GEMMs: 16 against 17.5 at {@code a = 2}, 22 against 32.5 and 45 at
+     * {@code a = 4}.
      */
-    public static final int GRAM_MIN_ASPECT = 3;
+    public static final int GRAM_MIN_ASPECT = 2;
 
     private static final long[] LAST_TWO_DIMS = {-2, -1};
 
@@ -120,8 +122,9 @@ public final class NewtonSchulz implements Orthogonalizer {
             return tall ? x.mT() : x;
         }
         if (kernel == NsAlgorithm.GRAM) {
-            boolean blas = update.device().is_cpu() && SymmetricBlas.isAvailable();
-            Tensor x = ws.gram().iterate(config, linear, cubic, quintic, blas, float64);
+            boolean blas = update.device().is_cpu() && SymmetricBlas.isAvailable()
+                    && config.nsPrecision() != NsPrecision.BFLOAT16;
+            Tensor x = ws.gram(blas, float64).iterate(config.nsSteps(), linear, cubic, quintic);
             return tall ? x.mT() : x;
         }
         Tensor x = ws.x;
@@ -152,9 +155,8 @@ public final class NewtonSchulz implements Orthogonalizer {
     NsAlgorithm kernelFor(Tensor update, boolean batched, long m, long n) {
         NsAlgorithm requested = config.nsAlgorithm();
         boolean cpu = update.device().is_cpu();
-        boolean wideDtype = config.nsPrecision() != NsPrecision.BFLOAT16;
-        boolean blas = cpu && wideDtype && SymmetricBlas.isAvailable();
-        if (requested == NsAlgorithm.GEMM || batched || !wideDtype) {
+        boolean blas = cpu && config.nsPrecision() != NsPrecision.BFLOAT16 && SymmetricBlas.isAvailable();
+        if (requested == NsAlgorithm.GEMM || batched) {
             return NsAlgorithm.GEMM;
         }
         if (requested == NsAlgorithm.GRAM) {

@@ -6,10 +6,11 @@ package dev.muon.orthogonalize;
  */
 public enum NsAlgorithm {
     /**
-     * The default. For a single matrix on the CPU in float32 or float64 with at least
-     * {@value NewtonSchulz#SYMMETRIC_MIN_ROWS} rows after the tall transpose: {@link #GRAM} when the long side is
-     * at least {@value NewtonSchulz#GRAM_MIN_ASPECT} times the short one, else {@link #SYMMETRIC} (if OpenBLAS
-     * loads). Everything else (bfloat16, batches, GPUs, small matrices): {@link #GEMM}.
+     * The default. For a single matrix on the CPU with at least {@value NewtonSchulz#SYMMETRIC_MIN_ROWS} rows
+     * after the tall transpose: {@link #GRAM} when the long side is at least
+     * {@value NewtonSchulz#GRAM_MIN_ASPECT} times the short one (any dtype), else {@link #SYMMETRIC} in float32
+     * and float64 (if OpenBLAS loads). Everything else (batches, GPUs, small matrices, bfloat16 below the aspect
+     * ratio): {@link #GEMM}.
      */
     AUTO,
     /** Three plain libtorch GEMMs per step: any device, any dtype, batches. Forces the fast paths off. */
@@ -22,9 +23,10 @@ public enum NsAlgorithm {
     SYMMETRIC,
     /**
      * Gram Newton–Schulz: iterates on the {@code m × m} Gram matrix and touches the long side only at the start,
-     * at one restart and at the end; fewer multiply-adds the more rectangular the input. CPU or any device,
-     * float32/float64, single matrices; bfloat16 would square the condition number in 8-bit mantissas, so it
-     * runs {@code GEMM} there.
+     * at one restart and at the end; fewer multiply-adds the more rectangular the input. Products of a symmetric
+     * matrix with itself are formed as one triangle (OpenBLAS {@code ?syrk} in float32/float64 on the CPU, row
+     * blocks of GEMMs otherwise). Any device and dtype, single matrices; batches run {@code GEMM}. In bfloat16
+     * the restart every 3 steps keeps its error at or below the plain kernel's (see {@code GramIteration}).
      */
     GRAM
 }

@@ -35,10 +35,16 @@ final class Workspace {
 
     private GramIteration gram;
 
-    /** The Gram-iteration buffers for this shape, created on first use. */
-    GramIteration gram() {
+    /**
+     * The Gram-iteration buffers for this shape, created on first use.
+     *
+     * @param blas    whether the Gram products may use OpenBLAS {@code ?syrk} (fixed for a workspace: its dtype
+     *                and device are part of its key)
+     * @param float64 whether the iteration runs in float64
+     */
+    GramIteration gram(boolean blas, boolean float64) {
         if (gram == null) {
-            gram = new GramIteration(this);
+            gram = new GramIteration(this, blas, float64);
         }
         return gram;
     }

@@ -31,7 +31,8 @@ class NewtonSchulzGoldenTest {
                 Arguments.of(c, NsPrecision.FLOAT32, NsAlgorithm.SYMMETRIC, ScalarType.Float, 1e-5),
                 Arguments.of(c, NsPrecision.FLOAT64, NsAlgorithm.GRAM, ScalarType.Double, 1e-12),
                 Arguments.of(c, NsPrecision.FLOAT32, NsAlgorithm.GRAM, ScalarType.Float, 1e-5),
-                Arguments.of(c, NsPrecision.BFLOAT16, NsAlgorithm.AUTO, ScalarType.Float, 0.25)));
+                Arguments.of(c, NsPrecision.BFLOAT16, NsAlgorithm.AUTO, ScalarType.Float, 0.25),
+                Arguments.of(c, NsPrecision.BFLOAT16, NsAlgorithm.GRAM, ScalarType.Float, 0.25)));
     }
 
     @ParameterizedTest(name = "{0} {1} {2}")
