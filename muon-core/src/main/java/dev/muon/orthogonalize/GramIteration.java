@@ -17,8 +17,9 @@ import org.bytedeco.pytorch.global.torch;
  * <p>Every product of a symmetric matrix with itself ({@code X_r X_rᵀ}, {@code R_k²}, {@code Z_k²}) is formed by
  * {@link GramProduct} at about half the multiply-adds of a GEMM and comes out exactly symmetric; the two
  * products of commuting matrices ({@code R_k·Z_k²}, {@code Z_k·Q_k}) are plain GEMMs. For 5 steps at
- * {@code n = 4m} that is about {@code 22m³} multiply-adds (float32 with OpenBLAS {@code ?syrk}) against
- * {@code 45m³} for the plain iteration.
+ * {@code n = 4m} that is about {@code 22m³} multiply-adds with true half products (OpenBLAS {@code ?syrk},
+ * {@link BlasKernels#gram}, which runs instead of this class on the CPU in float32 and float64) against
+ * {@code 45m³} for the plain iteration. This class is the libtorch form: bfloat16, and any device.
  *
  * <p>A restart every {@value #RESTART_EVERY} steps ({@code X_r = Q_k·X_r}, then a fresh Gram matrix) bounds the
  * drift between {@code R_k} and the true {@code X_k X_kᵀ} that rounding accumulates, as Dao-AILab's
@@ -43,19 +44,18 @@ final class GramIteration {
     private final Tensor qNext;
     private final GramProduct gram;
 
-    GramIteration(Workspace ws, boolean blas, boolean float64) {
+    GramIteration(Workspace ws) {
         x0 = ws.x;
         x1 = ws.y;
         long m = ws.x.size(0);
         TensorOptions options = GramProduct.optionsOf(ws.x);
         z = ws.t;
         q = ws.b;
-        // Not ws.a: the symmetric kernel relies on A's lower triangle staying zero.
-        r = square(m, options);
+        r = ws.a;
         rNext = square(m, options);
         squared = square(m, options);
         qNext = square(m, options);
-        gram = new GramProduct(m, blas, float64, options);
+        gram = new GramProduct(m, options);
     }
 
     private static Tensor square(long m, TensorOptions options) {

@@ -8,21 +8,18 @@ import org.bytedeco.pytorch.global.torch;
 
 /**
  * {@code out = x·xᵀ} for a row-major {@code m × k} matrix {@code x}, with both triangles of {@code out} written,
- * in about half the multiply-adds of a GEMM. Every product of the form {@code S·S} with {@code S} symmetric is one
- * of these, since {@code S·S = S·Sᵀ}.
+ * in about {@code (b + 1)/(2b)} of a GEMM's multiply-adds for {@code b} row blocks (0.625 at {@code m = 1024}), on
+ * libtorch ops for any dtype and device. Every product of the form {@code S·S} with {@code S} symmetric is one of
+ * these, since {@code S·S = S·Sᵀ}.
  *
- * <p>Two ways, chosen once per shape:
- * <ul>
- *   <li>float32 and float64 on the CPU with OpenBLAS: {@code ?syrk} writes the upper triangle ({@code m²k}
- *       multiply-adds instead of {@code 2·m²k}), then the lower triangle is mirrored from it tile by tile;</li>
- *   <li>anything else (bfloat16, other devices): row blocks of {@value #BLOCK_ROWS} rows, each one GEMM
- *       {@code out[i, i:] = x[i]·x[i:]ᵀ} straight into a view of {@code out} (no copy: libtorch writes a GEMM into
- *       a strided row slice), then the blocks left of the diagonal are copied from the transposed blocks above it.
- *       With {@code b} blocks that is {@code (b + 1)/(2b)} of the GEMM's work: 0.625 at {@code m = 1024}.</li>
- * </ul>
+ * <p>Row blocks of {@value #BLOCK_ROWS} rows, each one GEMM {@code out[i, i:] = x[i]·x[i:]ᵀ} straight into a view
+ * of {@code out} (libtorch writes a GEMM into a strided row slice without a copy); then the blocks left of the
+ * diagonal are copied from the transposed blocks above it, and each diagonal tile from its own upper triangle.
+ * The result is exactly symmetric (tested bit for bit), so the Gram iteration's rounding stays symmetric too.
+ * (On the CPU in float32 and float64, OpenBLAS {@code ?syrk} does this with exactly half the work; see
+ * {@link BlasKernels}.)
  *
- * <p>The result is exactly symmetric (tested bit for bit), so the Gram iteration's rounding stays symmetric too.
- * Buffers are made at construction for one shape; calls allocate no large tensors.
+ * <p>Buffers are made at construction for one shape; calls allocate no large tensors.
  */
 final class GramProduct {
     /**
@@ -33,8 +30,6 @@ final class GramProduct {
     static final int BLOCK_ROWS = 256;
 
     private final int rows;
-    private final boolean blas;
-    private final boolean float64;
     /** Scratch for mirroring the diagonal tiles. */
     private final Tensor tile;
 
@@ -42,14 +37,10 @@ final class GramProduct {
      * Prepares products with {@code rows × rows} results.
      *
      * @param rows    {@code m}
-     * @param blas    whether OpenBLAS {@code ?syrk} may be used (CPU, float32 or float64, OpenBLAS loaded)
-     * @param float64 whether the tensors are float64 (with {@code blas})
      * @param options the dtype and device of the tensors
      */
-    GramProduct(long rows, boolean blas, boolean float64, TensorOptions options) {
+    GramProduct(long rows, TensorOptions options) {
         this.rows = Math.toIntExact(rows);
-        this.blas = blas;
-        this.float64 = float64;
         long side = Math.min(BLOCK_ROWS, rows);
         this.tile = NativeLifetime.outliveScope(torch.empty(new long[]{side, side}, options, null));
     }
@@ -65,26 +56,12 @@ final class GramProduct {
      * @param x   a contiguous {@code m × k} tensor
      */
     void into(Tensor out, Tensor x) {
-        if (blas) {
-            SymmetricBlas.syrkUpper(float64, x, out);
-            mirrorUpper(out);
-            return;
-        }
         Tensor xt = x.t();
         for (int r0 = 0; r0 < rows; r0 += BLOCK_ROWS) {
             int height = Math.min(BLOCK_ROWS, rows - r0);
             torch.mm_out(out.narrow(0, r0, height).narrow(1, r0, rows - r0), x.narrow(0, r0, height),
                     xt.narrow(1, r0, rows - r0));
         }
-        mirrorUpper(out);
-    }
-
-    /**
-     * Copies the upper triangle of {@code out} over its lower one, tile by tile. The diagonal tiles are mirrored
-     * too: {@code ?syrk} leaves their lower halves unwritten, and a GEMM's {@code x_i·x_iᵀ} is not bitwise
-     * symmetric (measured in float64).
-     */
-    private void mirrorUpper(Tensor out) {
         for (int r0 = 0; r0 < rows; r0 += BLOCK_ROWS) {
             int height = Math.min(BLOCK_ROWS, rows - r0);
             int below = rows - r0 - height;
@@ -92,6 +69,7 @@ final class GramProduct {
                 out.narrow(0, r0 + height, below).narrow(1, r0, height)
                         .copy_(out.narrow(0, r0, height).narrow(1, r0 + height, below).t());
             }
+            // A GEMM's x_i·x_iᵀ is not bitwise symmetric (measured in float64): mirror the diagonal tile too.
             Tensor diagonal = out.narrow(0, r0, height).narrow(1, r0, height);
             Tensor strictUpper = tile.narrow(0, 0, height).narrow(1, 0, height);
             torch.triu_out(strictUpper, diagonal, 1);

@@ -114,19 +114,30 @@ public final class NewtonSchulz implements Orthogonalizer {
         Workspace ws = workspace(batched ? update.size(0) : 0, Math.min(rows, cols), Math.max(rows, cols),
                 update.device());
 
-        normalizeInto(ws.x, g);
         boolean float64 = config.nsPrecision() == NsPrecision.FLOAT64;
         NsAlgorithm kernel = kernelFor(update, batched, Math.min(rows, cols), Math.max(rows, cols));
-        if (kernel == NsAlgorithm.SYMMETRIC) {
-            Tensor x = SymmetricBlas.iterate(ws, config, cubic, linear, float64);
-            return tall ? x.mT() : x;
+        Tensor x;
+        if (!batched && usesOpenBlas(update)) {
+            BlasKernels blas = ws.blas(float64);
+            if (!blas.normalize(update, tall, config)) {
+                normalizeInto(ws.x, g);
+            }
+            x = switch (kernel) {
+                case SYMMETRIC -> blas.symmetric(config);
+                case GRAM -> blas.gram(config);
+                default -> blas.plain(config);
+            };
+        } else if (kernel == NsAlgorithm.GRAM) {
+            normalizeInto(ws.x, g);
+            x = ws.gram().iterate(config.nsSteps(), linear, cubic, quintic);
+        } else {
+            normalizeInto(ws.x, g);
+            x = plainOnLibtorch(ws, batched);
         }
-        if (kernel == NsAlgorithm.GRAM) {
-            boolean blas = update.device().is_cpu() && SymmetricBlas.isAvailable()
-                    && config.nsPrecision() != NsPrecision.BFLOAT16;
-            Tensor x = ws.gram(blas, float64).iterate(config.nsSteps(), linear, cubic, quintic);
-            return tall ? x.mT() : x;
-        }
+        return tall ? x.mT() : x;
+    }
+
+    private Tensor plainOnLibtorch(Workspace ws, boolean batched) {
         Tensor x = ws.x;
         Tensor next = ws.y;
         for (int k = 0; k < config.nsSteps(); k++) {
@@ -145,7 +156,12 @@ public final class NewtonSchulz implements Orthogonalizer {
             x = next;
             next = done;
         }
-        return tall ? x.mT() : x;
+        return x;
+    }
+
+    /** Whether this input's iteration runs on OpenBLAS ({@link BlasKernels}): CPU, float32 or float64. */
+    private boolean usesOpenBlas(Tensor update) {
+        return update.device().is_cpu() && config.nsPrecision() != NsPrecision.BFLOAT16 && OpenBlas.isAvailable();
     }
 
     /**
@@ -155,7 +171,7 @@ public final class NewtonSchulz implements Orthogonalizer {
     NsAlgorithm kernelFor(Tensor update, boolean batched, long m, long n) {
         NsAlgorithm requested = config.nsAlgorithm();
         boolean cpu = update.device().is_cpu();
-        boolean blas = cpu && config.nsPrecision() != NsPrecision.BFLOAT16 && SymmetricBlas.isAvailable();
+        boolean blas = usesOpenBlas(update);
         if (requested == NsAlgorithm.GEMM || batched) {
             return NsAlgorithm.GEMM;
         }

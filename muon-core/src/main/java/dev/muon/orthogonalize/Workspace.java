@@ -27,24 +27,33 @@ final class Workspace {
         long[] gram = batch > 0 ? new long[]{batch, m, m} : new long[]{m, m};
         x = NativeLifetime.outliveScope(torch.empty(wide, options, null));
         y = NativeLifetime.outliveScope(torch.empty(wide, options, null));
-        // Zeroed, not empty: the symmetric kernel only ever writes A's upper triangle and relies on a zero lower.
-        a = NativeLifetime.outliveScope(torch.zeros(gram, options));
+        a = NativeLifetime.outliveScope(torch.empty(gram, options, null));
         t = NativeLifetime.outliveScope(torch.empty(gram, options, null));
         b = NativeLifetime.outliveScope(torch.empty(gram, options, null));
     }
 
     private GramIteration gram;
+    private BlasKernels blas;
+
+    /**
+     * The OpenBLAS kernels for this workspace, created on first use (CPU, float32 or float64 only).
+     *
+     * @param float64 whether the workspace is float64
+     */
+    BlasKernels blas(boolean float64) {
+        if (blas == null) {
+            blas = new BlasKernels(this, float64);
+        }
+        return blas;
+    }
 
     /**
      * The Gram-iteration buffers for this shape, created on first use.
      *
-     * @param blas    whether the Gram products may use OpenBLAS {@code ?syrk} (fixed for a workspace: its dtype
-     *                and device are part of its key)
-     * @param float64 whether the iteration runs in float64
      */
-    GramIteration gram(boolean blas, boolean float64) {
+    GramIteration gram() {
         if (gram == null) {
-            gram = new GramIteration(this, blas, float64);
+            gram = new GramIteration(this);
         }
         return gram;
     }

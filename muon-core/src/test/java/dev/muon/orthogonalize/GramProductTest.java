@@ -15,9 +15,8 @@ import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-/** {@link GramProduct} against a plain {@code x·xᵀ}, in both of its forms, for shapes around its block size. */
+/** {@link GramProduct} against a plain {@code x·xᵀ}, for shapes around its block size. */
 @ExtendWith(NativeScopePerTest.class)
 class GramProductTest {
     @BeforeEach
@@ -29,26 +28,22 @@ class GramProductTest {
         Stream.Builder<Arguments> cases = Stream.builder();
         int[][] shapes = {{1, 5}, {3, 2}, {128, 40}, {129, 300}, {300, 1000}, {257, 64}, {600, 700}};
         for (int[] shape : shapes) {
-            cases.add(Arguments.of(shape[0], shape[1], ScalarType.Double, true, 1e-13));
-            cases.add(Arguments.of(shape[0], shape[1], ScalarType.Double, false, 1e-13));
-            cases.add(Arguments.of(shape[0], shape[1], ScalarType.Float, true, 1e-6));
-            cases.add(Arguments.of(shape[0], shape[1], ScalarType.Float, false, 1e-6));
+            cases.add(Arguments.of(shape[0], shape[1], ScalarType.Double, 1e-13));
+            cases.add(Arguments.of(shape[0], shape[1], ScalarType.Float, 1e-6));
             // bfloat16 products round each entry to 8 bits: 2^-8 relative, against a float64 product of the
             // same bfloat16 inputs.
-            cases.add(Arguments.of(shape[0], shape[1], ScalarType.BFloat16, false, 4e-3));
+            cases.add(Arguments.of(shape[0], shape[1], ScalarType.BFloat16, 4e-3));
         }
         return cases.build();
     }
 
-    @ParameterizedTest(name = "{0}x{1} {2} blas={3}")
+    @ParameterizedTest(name = "{0}x{1} {2}")
     @MethodSource("cases")
-    void into_writesTheFullSymmetricGramMatrix(int rows, int cols, ScalarType dtype, boolean blas, double tolerance) {
-        assumeTrue(!blas || SymmetricBlas.isAvailable(),
-                () -> "OpenBLAS unavailable: " + SymmetricBlas.unavailabilityCause());
+    void into_writesTheFullSymmetricGramMatrix(int rows, int cols, ScalarType dtype, double tolerance) {
         Tensor x = torch.randn(rows, cols).to(dtype);
         // Garbage in the output, as a reused workspace holds: every entry must be overwritten.
         Tensor out = torch.full(new long[]{rows, rows}, new org.bytedeco.pytorch.Scalar(1e3)).to(dtype);
-        new GramProduct(rows, blas, dtype.value == ScalarType.Double.value, GramProduct.optionsOf(x)).into(out, x);
+        new GramProduct(rows, GramProduct.optionsOf(x)).into(out, x);
 
         Tensor x64 = x.to(ScalarType.Double);
         double[] expected = Tensors.values(x64.matmul(x64.t()));

@@ -200,7 +200,7 @@ class NewtonSchulzPropertiesTest {
     @ParameterizedTest(name = "{0}x{1}")
     @MethodSource("symmetricShapes")
     void symmetricKernel_equalsGemmKernel(int rows, int cols) {
-        assumeTrue(SymmetricBlas.isAvailable(), () -> "OpenBLAS unavailable: " + SymmetricBlas.unavailabilityCause());
+        assumeTrue(OpenBlas.isAvailable(), () -> "OpenBLAS unavailable: " + OpenBlas.unavailabilityCause());
         Tensor g = torch.randn(rows, cols).to(ScalarType.Double);
         NewtonSchulzConfig f64 = NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.FLOAT64);
         double[] gemm = Tensors.values(new NewtonSchulz(f64.withNsAlgorithm(NsAlgorithm.GEMM)).orthogonalize(g));
@@ -249,6 +249,28 @@ class NewtonSchulzPropertiesTest {
         assertTrue(Tensors.relativeError(gram, gemm) <= 1e-12, steps + " steps: Gram and GEMM kernels differ");
     }
 
+    @ParameterizedTest(name = "{0} steps")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {1, 3, 4, 5, 7})
+    void libtorchGramIteration_equalsGemmKernel(int steps) {
+        // On the CPU with OpenBLAS, float64 runs BlasKernels; this drives the libtorch form (bfloat16's, and every
+        // other device's) directly, in float64, where it must agree with the plain iteration to rounding.
+        Tensor g = withCondition(300, 700, 50).to(ScalarType.Double);
+        NewtonSchulzConfig f64 = NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.FLOAT64).withNsSteps(steps);
+        NewtonSchulz ns = new NewtonSchulz(f64.withNsAlgorithm(NsAlgorithm.GEMM));
+        double[] gemm = Tensors.values(ns.orthogonalize(g));
+        Workspace ws = new Workspace(0, 300, 700, ScalarType.Double, g.device());
+        ns.normalizeInto(ws.x, g);
+        org.bytedeco.pytorch.Scalar[][] abc = new org.bytedeco.pytorch.Scalar[3][steps];
+        for (int k = 0; k < steps; k++) {
+            Coefficients c = f64.nsCoefficients().at(k);
+            abc[0][k] = new org.bytedeco.pytorch.Scalar(c.a());
+            abc[1][k] = new org.bytedeco.pytorch.Scalar(c.b());
+            abc[2][k] = new org.bytedeco.pytorch.Scalar(c.c());
+        }
+        double[] gram = Tensors.values(ws.gram().iterate(steps, abc[0], abc[1], abc[2]));
+        assertTrue(Tensors.relativeError(gram, gemm) <= 1e-12, steps + " steps: libtorch Gram form differs from GEMM");
+    }
+
     static Stream<Arguments> gramShapes() {
         return Stream.of(Arguments.of(128, 512), Arguments.of(512, 128), Arguments.of(96, 1000));
     }
@@ -257,7 +279,7 @@ class NewtonSchulzPropertiesTest {
     void autoRule_picksTheDocumentedKernel() {
         NewtonSchulz auto = new NewtonSchulz(NewtonSchulzConfig.defaults());
         Tensor cpu = torch.zeros(1, 1);
-        boolean blas = SymmetricBlas.isAvailable();
+        boolean blas = OpenBlas.isAvailable();
         assertEquals(NsAlgorithm.GEMM, auto.kernelFor(cpu, false, 255, 4 * 255), "below the size threshold");
         assertEquals(NsAlgorithm.GRAM, auto.kernelFor(cpu, false, 256, 512), "aspect 2");
         assertEquals(blas ? NsAlgorithm.SYMMETRIC : NsAlgorithm.GEMM, auto.kernelFor(cpu, false, 256, 511));

@@ -1,0 +1,165 @@
+package dev.muon.orthogonalize;
+
+import dev.muon.internal.NativeLifetime;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+
+/**
+ * The three Newton–Schulz kernels on OpenBLAS, for one CPU workspace in float32 or float64: every pass of the
+ * iteration, elementwise ones included, is an OpenBLAS call (see {@link OpenBlas} for why). Each returns the
+ * buffer holding the result; the workspace's {@code x} holds the normalised wide input on entry.
+ *
+ * <p>Per step, for {@code X} of shape {@code m × n}, with the step's coefficients {@code (a, b, c)}:
+ * <pre>
+ *   plain      A = X·Xᵀ (gemm);  B = c·A·A + b·A (gemm, beta = b);  B += a·I;  X' = B·X (gemm)
+ *   symmetric  A = X·Xᵀ (syrk, upper, then mirrored);  B_up = c·A·Aᵀ + b·A (syrk, beta = b);  B += a·I;
+ *              X' = B·X (symm, reading B's upper triangle)
+ * </pre>
+ * for {@code m²(4n + 2m)} and {@code m²(3n + m)} multiply-adds. The Gram kernel is described at
+ * {@link #gram}.
+ */
+final class BlasKernels {
+    private final OpenBlas blas;
+    private final Workspace ws;
+    private final Tensor ones;
+    private Tensor[] gramBuffers;
+
+    BlasKernels(Workspace ws, boolean float64) {
+        this.ws = ws;
+        this.blas = new OpenBlas(float64);
+        TensorOptions options = GramProduct.optionsOf(ws.x);
+        this.ones = NativeLifetime.outliveScope(torch.ones(new long[]{ws.x.size(0)}, options));
+    }
+
+    /**
+     * Writes the normalised input into the workspace's {@code x} if OpenBLAS can read {@code update} directly
+     * (contiguous, of the iteration's dtype), and says whether it did; otherwise the caller normalises on libtorch.
+     *
+     * @param update the input as given (tall inputs are read transposed)
+     * @param tall   whether {@code update} has more rows than columns
+     */
+    boolean normalize(Tensor update, boolean tall, NewtonSchulzConfig config) {
+        if (!update.is_contiguous() || update.scalar_type().value != ws.x.scalar_type().value) {
+            return false;
+        }
+        blas.normalizeInto(ws.x, update, tall, config.nsCoefficients().normalizationSafety(), config.eps());
+        return true;
+    }
+
+    /** The plain iteration: three GEMMs a step. */
+    Tensor plain(NewtonSchulzConfig config) {
+        Tensor x = ws.x;
+        Tensor next = ws.y;
+        for (int k = 0; k < config.nsSteps(); k++) {
+            Coefficients c = config.nsCoefficients().at(k);
+            blas.gemm(1.0, x, x, true, 0.0, ws.a);
+            polynomial(ws.b, ws.a, c, false);
+            blas.gemm(1.0, ws.b, x, false, 0.0, next);
+            Tensor done = x;
+            x = next;
+            next = done;
+        }
+        return x;
+    }
+
+    /** The symmetric iteration: half of {@code X·Xᵀ} and of {@code A·A}, then a symmetric product. */
+    Tensor symmetric(NewtonSchulzConfig config) {
+        Tensor x = ws.x;
+        Tensor next = ws.y;
+        for (int k = 0; k < config.nsSteps(); k++) {
+            Coefficients c = config.nsCoefficients().at(k);
+            gramOf(ws.a, x);
+            polynomial(ws.b, ws.a, c, true);
+            blas.symmUpperTimes(ws.b, x, next);
+            Tensor done = x;
+            x = next;
+            next = done;
+        }
+        return x;
+    }
+
+    /**
+     * Gram Newton–Schulz ({@link GramIteration} has the algebra and the restart rule) with every {@code S·Sᵀ}
+     * product on {@code ?syrk}:
+     * <pre>
+     *   R = X_r·X_rᵀ                          syrk, mirrored
+     *   Z_up = c·R·Rᵀ + b·R;  Z += a·I         syrk with beta = b onto a copy of R; Z mirrored
+     *   Q' = Z·Q                              symm (Z's upper triangle)        (Q' = Z after a restart)
+     *   R' = Z²·R                             syrk for Z²'s upper triangle, then symm
+     * </pre>
+     * and the long side only in the Gram matrices and the products {@code Q·X_r} (gemm).
+     */
+    Tensor gram(NewtonSchulzConfig config) {
+        if (gramBuffers == null) {
+            TensorOptions options = GramProduct.optionsOf(ws.x);
+            long m = ws.x.size(0);
+            gramBuffers = new Tensor[3];
+            for (int i = 0; i < gramBuffers.length; i++) {
+                gramBuffers[i] = NativeLifetime.outliveScope(torch.empty(new long[]{m, m}, options, null));
+            }
+        }
+        int steps = config.nsSteps();
+        Tensor source = ws.x;
+        Tensor rk = ws.a;
+        Tensor rSpare = gramBuffers[0];
+        Tensor zk = ws.t;
+        Tensor squared = gramBuffers[1];
+        Tensor qk = ws.b;
+        Tensor qSpare = gramBuffers[2];
+        gramOf(rk, source);
+        boolean qIsIdentity = true;
+        for (int k = 0; k < steps; k++) {
+            if (k > 0 && k % GramIteration.RESTART_EVERY == 0) {
+                Tensor target = source == ws.x ? ws.y : ws.x;
+                blas.gemm(1.0, qk, source, false, 0.0, target);
+                source = target;
+                gramOf(rk, source);
+                qIsIdentity = true;
+            }
+            polynomial(zk, rk, config.nsCoefficients().at(k), true);
+            blas.mirrorUpper(zk);
+            Tensor zCurrent = zk;
+            if (qIsIdentity) {
+                zk = qk;
+                qk = zCurrent;
+                qIsIdentity = false;
+            } else {
+                blas.symmUpperTimes(zCurrent, qk, qSpare);
+                Tensor t = qk;
+                qk = qSpare;
+                qSpare = t;
+            }
+            if (k < steps - 1 && (k + 1) % GramIteration.RESTART_EVERY != 0) {
+                blas.syrkUpper(1.0, zCurrent, 0.0, squared);
+                blas.symmUpperTimes(squared, rk, rSpare);
+                Tensor t = rk;
+                rk = rSpare;
+                rSpare = t;
+            }
+        }
+        Tensor out = source == ws.x ? ws.y : ws.x;
+        blas.gemm(1.0, qk, source, false, 0.0, out);
+        return out;
+    }
+
+    /** {@code out = x·xᵀ}, both triangles. */
+    private void gramOf(Tensor out, Tensor x) {
+        blas.syrkUpper(1.0, x, 0.0, out);
+        blas.mirrorUpper(out);
+    }
+
+    /**
+     * {@code out = c·A² + b·A + a·I} for the symmetric {@code A}: with {@code upperOnly}, only {@code out}'s upper
+     * triangle (syrk); otherwise all of it (gemm).
+     */
+    private void polynomial(Tensor out, Tensor gram, Coefficients c, boolean upperOnly) {
+        blas.copy(gram, out);
+        if (upperOnly) {
+            blas.syrkUpper(c.c(), gram, c.b(), out);
+        } else {
+            blas.gemm(c.c(), gram, gram, false, c.b(), out);
+        }
+        blas.addToDiagonal(out, c.a(), ones);
+    }
+}

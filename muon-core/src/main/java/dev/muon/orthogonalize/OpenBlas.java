@@ -1,0 +1,199 @@
+package dev.muon.orthogonalize;
+
+import org.bytedeco.javacpp.DoublePointer;
+import org.bytedeco.javacpp.FloatPointer;
+import org.bytedeco.javacpp.Loader;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.openblas.global.openblas_nolapack;
+import org.bytedeco.pytorch.Tensor;
+
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasLeft;
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasNoTrans;
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasRowMajor;
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasTrans;
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasUpper;
+
+/**
+ * The OpenBLAS calls of the CPU kernels, on the memory of contiguous row-major float32 or float64 tensors, for one
+ * dtype fixed at construction.
+ *
+ * <p>Why the CPU kernels call OpenBLAS for everything, elementwise passes included: libtorch runs its products on
+ * OpenBLAS's thread pool and its elementwise ops on an OpenMP pool. Each pool's threads spin for a while after
+ * their work, so alternating the two on a machine with as many threads as cores makes each wait for the other
+ * (measured: a {@code ?syrk} plus a libtorch mirror of its result took 40 ms where the syrk alone took 25). With
+ * every pass of an iteration on OpenBLAS, only the normalisation before it uses OpenMP.
+ *
+ * <p>OpenBLAS is probed once; without it (or with {@code -Ddev.muon.blas.disable=true}) callers use libtorch.
+ */
+final class OpenBlas {
+    /** Set to {@code true} to force the libtorch kernels, e.g. to compare the two. */
+    static final String DISABLE_PROPERTY = "dev.muon.blas.disable";
+
+    private static final Throwable UNAVAILABILITY_CAUSE = probe();
+
+    private final boolean float64;
+
+    OpenBlas(boolean float64) {
+        this.float64 = float64;
+    }
+
+    private static Throwable probe() {
+        if (Boolean.getBoolean(DISABLE_PROPERTY)) {
+            return new UnsupportedOperationException("disabled by -D" + DISABLE_PROPERTY + "=true");
+        }
+        try {
+            Loader.load(openblas_nolapack.class);
+            return null;
+        } catch (Throwable t) {
+            return t;
+        }
+    }
+
+    static boolean isAvailable() {
+        return UNAVAILABILITY_CAUSE == null;
+    }
+
+    static Throwable unavailabilityCause() {
+        return UNAVAILABILITY_CAUSE;
+    }
+
+    private static int rows(Tensor t) {
+        return Math.toIntExact(t.size(0));
+    }
+
+    private static int cols(Tensor t) {
+        return Math.toIntExact(t.size(1));
+    }
+
+    private Pointer at(Tensor t) {
+        return float64 ? new DoublePointer(t.data_ptr()) : new FloatPointer(t.data_ptr());
+    }
+
+    /** {@code c = alpha·a·b + beta·c}, or {@code a·bᵀ} with {@code transposeB}. */
+    void gemm(double alpha, Tensor a, Tensor b, boolean transposeB, double beta, Tensor c) {
+        int m = rows(a);
+        int k = cols(a);
+        int n = transposeB ? rows(b) : cols(b);
+        int op = transposeB ? CblasTrans : CblasNoTrans;
+        if (float64) {
+            openblas_nolapack.cblas_dgemm(CblasRowMajor, CblasNoTrans, op, m, n, k, alpha, (DoublePointer) at(a), k,
+                    (DoublePointer) at(b), cols(b), beta, (DoublePointer) at(c), n);
+        } else {
+            openblas_nolapack.cblas_sgemm(CblasRowMajor, CblasNoTrans, op, m, n, k, (float) alpha,
+                    (FloatPointer) at(a), k, (FloatPointer) at(b), cols(b), (float) beta, (FloatPointer) at(c), n);
+        }
+    }
+
+    /**
+     * The upper triangle of {@code c = alpha·a·aᵀ + beta·c} ({@code a} of shape {@code m × k}, {@code c} of
+     * {@code m × m}); the strict lower triangle of {@code c} is left as it was.
+     */
+    void syrkUpper(double alpha, Tensor a, double beta, Tensor c) {
+        int m = rows(a);
+        int k = cols(a);
+        if (float64) {
+            openblas_nolapack.cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, m, k, alpha,
+                    (DoublePointer) at(a), k, beta, (DoublePointer) at(c), m);
+        } else {
+            openblas_nolapack.cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, m, k, (float) alpha,
+                    (FloatPointer) at(a), k, (float) beta, (FloatPointer) at(c), m);
+        }
+    }
+
+    /** {@code c = s·b} for a symmetric {@code s} of which only the upper triangle is read. */
+    void symmUpperTimes(Tensor s, Tensor b, Tensor c) {
+        int m = rows(b);
+        int n = cols(b);
+        if (float64) {
+            openblas_nolapack.cblas_dsymm(CblasRowMajor, CblasLeft, CblasUpper, m, n, 1.0, (DoublePointer) at(s), m,
+                    (DoublePointer) at(b), n, 0.0, (DoublePointer) at(c), n);
+        } else {
+            openblas_nolapack.cblas_ssymm(CblasRowMajor, CblasLeft, CblasUpper, m, n, 1f, (FloatPointer) at(s), m,
+                    (FloatPointer) at(b), n, 0f, (FloatPointer) at(c), n);
+        }
+    }
+
+    /**
+     * {@code out = g / max(safety·‖g‖_F, eps)} for a wide {@code out} of shape {@code m × n}, where {@code g} is
+     * either contiguous of the same shape or, with {@code transposed}, the transpose of a contiguous
+     * {@code n × m} tensor (read one column at a time). The norm is OpenBLAS's {@code ?nrm2} in the iteration's
+     * dtype; the quotient is a multiplication by the reciprocal, within an ulp of the division.
+     */
+    void normalizeInto(Tensor out, Tensor g, boolean transposed, double safety, double eps) {
+        int m = rows(out);
+        int n = cols(out);
+        int count = m * n;
+        if (float64) {
+            DoublePointer from = (DoublePointer) at(g);
+            DoublePointer to = (DoublePointer) at(out);
+            double scale = 1.0 / Math.max(safety * openblas_nolapack.cblas_dnrm2(count, from, 1), eps);
+            if (transposed) {
+                DoublePointer column = new DoublePointer(from);
+                DoublePointer row = new DoublePointer(to);
+                for (int i = 0; i < m; i++) {
+                    openblas_nolapack.cblas_dcopy(n, column.position(i), m, row.position((long) i * n), 1);
+                }
+            } else {
+                openblas_nolapack.cblas_dcopy(count, from, 1, to, 1);
+            }
+            openblas_nolapack.cblas_dscal(count, scale, to, 1);
+        } else {
+            FloatPointer from = (FloatPointer) at(g);
+            FloatPointer to = (FloatPointer) at(out);
+            float scale = (float) (1.0 / Math.max(safety * openblas_nolapack.cblas_snrm2(count, from, 1), eps));
+            if (transposed) {
+                FloatPointer column = new FloatPointer(from);
+                FloatPointer row = new FloatPointer(to);
+                for (int i = 0; i < m; i++) {
+                    openblas_nolapack.cblas_scopy(n, column.position(i), m, row.position((long) i * n), 1);
+                }
+            } else {
+                openblas_nolapack.cblas_scopy(count, from, 1, to, 1);
+            }
+            openblas_nolapack.cblas_sscal(count, scale, to, 1);
+        }
+    }
+
+    /** {@code to = from}, elementwise, for tensors of equal size. */
+    void copy(Tensor from, Tensor to) {
+        int count = Math.toIntExact(from.numel());
+        if (float64) {
+            openblas_nolapack.cblas_dcopy(count, (DoublePointer) at(from), 1, (DoublePointer) at(to), 1);
+        } else {
+            openblas_nolapack.cblas_scopy(count, (FloatPointer) at(from), 1, (FloatPointer) at(to), 1);
+        }
+    }
+
+    /** Adds {@code value} to the diagonal of the square {@code c}; {@code ones} holds {@code m} ones. */
+    void addToDiagonal(Tensor c, double value, Tensor ones) {
+        int m = rows(c);
+        if (float64) {
+            openblas_nolapack.cblas_daxpy(m, value, (DoublePointer) at(ones), 1, (DoublePointer) at(c), m + 1);
+        } else {
+            openblas_nolapack.cblas_saxpy(m, (float) value, (FloatPointer) at(ones), 1, (FloatPointer) at(c), m + 1);
+        }
+    }
+
+    /**
+     * Copies the strict upper triangle of the square {@code c} over its strict lower one, one row at a time
+     * (row {@code i}'s left part is column {@code i}'s upper part), on the calling thread.
+     */
+    void mirrorUpper(Tensor c) {
+        int m = rows(c);
+        if (float64) {
+            DoublePointer base = (DoublePointer) at(c);
+            DoublePointer column = new DoublePointer(base);
+            DoublePointer row = new DoublePointer(base);
+            for (int i = 1; i < m; i++) {
+                openblas_nolapack.cblas_dcopy(i, column.position(i), m, row.position((long) i * m), 1);
+            }
+        } else {
+            FloatPointer base = (FloatPointer) at(c);
+            FloatPointer column = new FloatPointer(base);
+            FloatPointer row = new FloatPointer(base);
+            for (int i = 1; i < m; i++) {
+                openblas_nolapack.cblas_scopy(i, column.position(i), m, row.position((long) i * m), 1);
+            }
+        }
+    }
+}
