@@ -2,6 +2,10 @@
 # Our Newton-Schulz and optimizer step against PyTorch eager on this machine, same shapes, dtypes and threads.
 # Prerequisite (Debian, once): apt-get install -y python3-torch libopenblas0-pthread
 # Usage, from the repository root after `mvn -B -DskipTests package`:  muon-bench/peer/compare.sh
+#
+# Each side runs in the environment where it is fastest, and both environments are measured for PyTorch:
+# ours with OMP_WAIT_POLICY=PASSIVE (what docs/benchmarks.md recommends for CPU training), PyTorch once with
+# libgomp's default and once with PASSIVE; ratios.py compares against PyTorch's faster run of each entry.
 set -euo pipefail
 threads=${THREADS:-2}
 out=${OUT_DIR:-muon-bench/target/peer}
@@ -12,7 +16,12 @@ if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
 fi
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 jar=muon-bench/target/benchmarks.jar
-java -jar "$jar" NewtonSchulzBenchmark -p shape=1024x4096 -p variant=ns-auto -rf json -rff "$out/ns.json"
-java -jar "$jar" MuonStepBenchmark -p optimizer=muon -p nsAlgorithm=AUTO -rf json -rff "$out/step.json"
-/usr/bin/python3 muon-bench/peer/pytorch_peer.py --threads "$threads" --out "$out/peer.json"
-/usr/bin/python3 muon-bench/peer/ratios.py "$out/ns.json" "$out/step.json" "$out/peer.json" | tee "$out/ratios.txt"
+OMP_WAIT_POLICY=PASSIVE java -jar "$jar" NewtonSchulzBenchmark -p shape=1024x4096 -p variant=ns-auto \
+  -rf json -rff "$out/ns.json"
+OMP_WAIT_POLICY=PASSIVE java -jar "$jar" MuonStepBenchmark -p optimizer=muon-adamw -p nsAlgorithm=AUTO \
+  -rf json -rff "$out/step.json"
+/usr/bin/python3 muon-bench/peer/pytorch_peer.py --threads "$threads" --out "$out/peer-default.json"
+OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 muon-bench/peer/pytorch_peer.py --threads "$threads" \
+  --out "$out/peer-passive.json"
+/usr/bin/python3 muon-bench/peer/ratios.py "$out/ns.json" "$out/step.json" "$out/peer-default.json" \
+  "$out/peer-passive.json" | tee "$out/ratios.txt"

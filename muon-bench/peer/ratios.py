@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""Prints our/PyTorch time ratios from the JMH JSON files and pytorch_peer.py's JSON (see compare.sh)."""
+"""Prints PyTorch/ours time ratios from the JMH JSON files and pytorch_peer.py's JSON files (see compare.sh).
+
+Usage: ratios.py NS_JSON STEP_JSON PEER_JSON [PEER_JSON ...]. With several peer files (PyTorch run in different
+environments), each entry is compared against the fastest PyTorch median, whose file is named.
+"""
 import json
 import sys
 
@@ -13,25 +17,34 @@ def jmh_scores(path):
     return out
 
 
-def main(ns_json, step_json, peer_json):
+def fastest_peer(peers, section, key):
+    best = None
+    for path, peer in peers:
+        entry = peer[section].get(key)
+        if entry and (best is None or entry["median_ms"] < best[0]):
+            best = (entry["median_ms"], path)
+    return best
+
+
+def main(ns_json, step_json, *peer_jsons):
     ours = {**jmh_scores(ns_json), **jmh_scores(step_json)}
-    peer = json.load(open(peer_json))
-    print(f"PyTorch {peer['torch']} (BLAS {peer['blas']}), {peer['threads']} threads")
-    print(f"{'what':<44} {'ours ms':>14} {'PyTorch ms':>11} {'PyTorch/ours':>13}")
+    peers = [(path, json.load(open(path))) for path in peer_jsons]
+    first = peers[0][1]
+    print(f"PyTorch {first['torch']} (BLAS {first['blas']}), {first['threads']} threads")
+    print(f"{'what':<52} {'ours ms':>14} {'PyTorch ms':>11} {'PyTorch/ours':>13}  PyTorch run")
     for (bench, params), (score, error) in sorted(ours.items()):
         p = dict(params)
         if bench == "NewtonSchulzBenchmark":
-            key = f"{p['shape']}/{p['dtype']}"
-            theirs = peer["ns"].get(key)
+            key, section = f"{p['shape']}/{p['dtype']}", "ns"
             label = f"NS {key} ({p['variant']})"
         else:
-            key = p["nsPrecision"]
-            theirs = peer["step"].get(key)
+            key, section = p["nsPrecision"], "step"
             label = f"step GPT-2-small width {key} ({p['optimizer']}, {p['nsAlgorithm']})"
+        theirs = fastest_peer(peers, section, key)
         if theirs:
-            ms = theirs["median_ms"]
-            print(f"{label:<44} {score:>8.1f} ±{error:>4.0f} {ms:>11.1f} {ms / score:>12.2f}x")
+            ms, path = theirs
+            print(f"{label:<52} {score:>8.1f} ±{error:>4.0f} {ms:>11.1f} {ms / score:>12.2f}x  {path}")
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:])

@@ -38,9 +38,11 @@ import java.util.concurrent.TimeUnit;
  * {@code ns-gemm / gemm} is the overhead of everything that is not a GEMM; {@code ns-gemm / ns-symmetric} and
  * {@code ns-gemm / ns-gram} are what the faster kernels gain.
  *
- * <p>How to run: {@code java -jar muon-bench/target/benchmarks.jar NewtonSchulzBenchmark -p shape=1024x4096}
- * (your own shapes: {@code -p shape=1536x6144}; the set of issue #4 is the default and takes about an hour)
- * (after {@code mvn -B -DskipTests package}); add {@code -rf json -rff ns.json} to keep the numbers.
+ * <p>How to run: {@code OMP_WAIT_POLICY=PASSIVE java -jar muon-bench/target/benchmarks.jar NewtonSchulzBenchmark
+ * -p shape=1024x4096} (your own shapes: {@code -p shape=1536x6144}; the set of issue #4 is the default and takes
+ * about an hour) (after {@code mvn -B -DskipTests package}); add {@code -rf json -rff ns.json} to keep the
+ * numbers. {@code OMP_WAIT_POLICY=PASSIVE} is what we recommend for CPU training (see docs/benchmarks.md); the
+ * set-up prints the value in force.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -103,7 +105,8 @@ public class NewtonSchulzBenchmark {
         if (variant.startsWith("ns-")) {
             newtonSchulz.orthogonalize(input);
         }
-        System.out.println("# libtorch intra-op threads: " + torch.get_num_threads());
+        System.out.println("# libtorch intra-op threads: " + torch.get_num_threads() + ", OMP_WAIT_POLICY="
+                + System.getenv("OMP_WAIT_POLICY"));
     }
 
     /** Frees the native memory of this trial. */

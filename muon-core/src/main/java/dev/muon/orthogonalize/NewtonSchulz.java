@@ -24,11 +24,13 @@ import java.util.Objects;
  *   <li>For each step {@code k} with coefficients {@code (a, b, c)}: {@code A = X Xᵀ; B = b·A + c·A·A;
  *       X = a·X + B·X}.</li>
  * </ol>
- * Each step is three plain GEMMs ({@code mm_out}) plus one elementwise pass over the small Gram matrix: the
- * step is evaluated as {@code X = (a·I + A·(c·A + b·I))·X}, with the scalar terms added on diagonals, so that no
- * beta-scaled GEMM or elementwise pass touches the large {@code m × n} iterate. Everything is written into
- * workspaces created once per shape and reused for every later call (and every parameter of that shape), so a
- * steady-state call allocates no large tensors.
+ * The plain step is three GEMMs and one pass over the small Gram matrix: {@code B = c·A·A + b·A + a·I}, then
+ * {@code X' = B·X}, so that no beta-scaled GEMM or elementwise pass touches the large {@code m × n} iterate. On
+ * the CPU in float32 and float64 every pass is an OpenBLAS call ({@code BlasKernels}, which also holds the
+ * symmetric and Gram kernels); elsewhere (bfloat16, batches, other devices) libtorch ops run the same steps. Which
+ * kernel runs is {@link NsAlgorithm}'s documented rule. Everything is written into workspaces created once per
+ * shape and reused for every later call (and every parameter of that shape), so a steady-state call allocates no
+ * large tensors.
  *
  * <table>
  *   <caption>Defaults ({@link NewtonSchulzConfig#defaults()})</caption>
