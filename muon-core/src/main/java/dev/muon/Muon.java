@@ -4,6 +4,7 @@ import dev.muon.distributed.DistributedGroup;
 import dev.muon.distributed.ShardPlan;
 import dev.muon.distributed.ShardingConfig;
 import dev.muon.internal.NativeLifetime;
+import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.Orthogonalizer;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.NoGradGuard;
@@ -51,6 +52,14 @@ import java.util.Set;
  * Newton–Schulz workspaces once per shape, and all elementwise work is in place. Native temporaries of a step
  * are released when it returns. Not thread-safe.
  *
+ * <p><b>Same-shape batching.</b> Within a group, parameters that share a matrix shape, dtype, device and
+ * orthogonalizer run their Newton–Schulz iterations as one batch where the rule of {@link #BATCH_MAX_SIDE}
+ * allows it: each one's {@code U} is written into its slice of a stacked buffer {@code [k, rows, cols]}, the
+ * stack is orthogonalized by one call, and weight decay and the update are applied per parameter from its slice.
+ * Momentum, lr adjustment and skipping are per parameter as above; the results differ from the per-parameter path
+ * only by the rounding of batched against single matrix products. {@link MuonConfig#withBatchSameShape} turns it
+ * off.
+ *
  * <p><b>Distributed.</b> Built with {@link Builder#distributed(DistributedGroup, ShardingConfig)}, each
  * parameter is owned by one rank of the group ({@link ShardPlan}): only its owner keeps its momentum and runs its
  * Newton–Schulz iteration, and after the owned updates every parameter is broadcast from its owner, so that all
@@ -58,6 +67,27 @@ import java.util.Set;
  * {@link ShardingConfig} says otherwise. See {@code docs/distributed.md}.
  */
 public final class Muon implements TrainingOptimizer {
+    /**
+     * The largest {@code max(rows, cols)} for which parameters of the same shape are orthogonalized as one batch.
+     * The rule ({@link #batchesSameShape}): within one group, at least {@link #BATCH_MIN_PARAMETERS} parameters
+     * that this process updates in the step share a 2-D matrix shape (after conv flattening; 3-D stacks are
+     * batches already), dtype, device and orthogonalizer; {@code max(rows, cols) <= BATCH_MAX_SIDE};
+     * {@link MuonConfig#batchSameShape()} is on; the orthogonalization is Newton–Schulz (the exact SVD reference
+     * is never batched); and {@link NsAlgorithm} is {@code AUTO} or {@code GEMM}, because a batch runs the GEMM
+     * kernel and an explicitly requested {@code SYMMETRIC} or {@code GRAM} kernel is honoured.
+     *
+     * <p>Why a bound on the size: batching saves the fixed cost of each call (some forty libtorch ops per
+     * Newton–Schulz run, each with its dispatch), which dominates for small matrices and vanishes against the
+     * multiply-adds of large ones; and on CPUs a batch gives up the symmetric kernel, which {@code AUTO} picks for
+     * a single matrix from {@link dev.muon.orthogonalize.NewtonSchulz#SYMMETRIC_MIN_ROWS} on. 512 is the bound the
+     * batching issue proposed; {@code MuonStepBenchmark -p model=small-24x256 -p batching=on,off} measures the
+     * 256×256 case (see {@code docs/benchmarks.md}).
+     */
+    public static final int BATCH_MAX_SIDE = 512;
+
+    /** The fewest parameters of one shape that are orthogonalized as a batch (see {@link #BATCH_MAX_SIDE}). */
+    public static final int BATCH_MIN_PARAMETERS = 2;
+
     private final List<Group> groups;
     private final Map<Long, ParameterState> byIdentity;
     private final Map<String, Tensor> nesterovScratch = new HashMap<>();
@@ -67,6 +97,8 @@ public final class Muon implements TrainingOptimizer {
     private final List<String> labels;
     private final List<Tensor> params;
     private final Sharding sharding;
+    /** How many parameters the last step orthogonalized in same-shape batches; for tests. */
+    private int batchedLastStep;
 
     private Muon(List<Group> groups, Sharding sharding) {
         this.groups = groups;
@@ -91,6 +123,18 @@ public final class Muon implements TrainingOptimizer {
             }
         }
         this.byIdentity = index;
+        int first = 0;
+        for (Group group : groups) {
+            group.batches = SameShapeBatch.plan(group.params, first, group.config,
+                    position -> sharding == null || sharding.owns(position));
+            group.batched = new boolean[group.params.size()];
+            for (SameShapeBatch batch : group.batches) {
+                for (int position : batch.positions) {
+                    group.batched[position - first] = true;
+                }
+            }
+            first += group.params.size();
+        }
     }
 
     /**
@@ -155,16 +199,20 @@ public final class Muon implements TrainingOptimizer {
                 sharding.beforeUpdate(states);
             }
             int i = 0;
+            int batched = 0;
             for (Group group : groups) {
                 GroupScalars scalars = new GroupScalars(group.config);
-                for (ParameterState state : group.params) {
+                for (int j = 0; j < group.params.size(); j++, i++) {
                     Tensor grad = grads.get(i);
-                    if (grad != null && (sharding == null || sharding.owns(i))) {
-                        update(state, grad, group.config, scalars);
+                    if (grad != null && !group.batched[j] && (sharding == null || sharding.owns(i))) {
+                        update(group.params.get(j), grad, group.config, scalars);
                     }
-                    i++;
+                }
+                for (SameShapeBatch batch : group.batches) {
+                    batched += updateBatch(batch, grads, group.config, scalars);
                 }
             }
+            batchedLastStep = batched;
             if (peers) {
                 sharding.broadcastUpdated(states);
             }
@@ -173,19 +221,90 @@ public final class Muon implements TrainingOptimizer {
 
     private void update(ParameterState state, Tensor grad, MuonConfig config, GroupScalars scalars) {
         Tensor g = state.layout.matrixView(grad);
+        Tensor buffer = advanceMomentum(state, g, scalars);
+        Tensor u = config.nesterov() ? blendInto(scratchLike(state.matrix), g, buffer, scalars) : buffer;
+        apply(state, state.orthogonalizer.orthogonalize(u), config, scalars);
+    }
+
+    /**
+     * The batched form of {@link #update} for the members of {@code batch} that have a gradient (all of which this
+     * process updates): their {@code U}s go into slices of the batch's stack and one call orthogonalizes them.
+     * With fewer than {@link #BATCH_MIN_PARAMETERS} gradients this step, they take the per-parameter path.
+     *
+     * @return how many parameters were orthogonalized in a batch
+     */
+    private int updateBatch(SameShapeBatch batch, List<Tensor> grads, MuonConfig config, GroupScalars scalars) {
+        int count = 0;
+        for (int k = 0; k < batch.positions.length; k++) {
+            Tensor grad = grads.get(batch.positions[k]);
+            if (grad != null) {
+                batch.active[count] = batch.members.get(k);
+                batch.activeGrads[count] = grad;
+                count++;
+            }
+        }
+        if (count < BATCH_MIN_PARAMETERS) {
+            for (int k = 0; k < count; k++) {
+                update(batch.active[k], batch.activeGrads[k], config, scalars);
+            }
+            batch.release(count);
+            return 0;
+        }
+        Tensor stack = batch.stack(count);
+        for (int k = 0; k < count; k++) {
+            ParameterState state = batch.active[k];
+            Tensor g = state.layout.matrixView(batch.activeGrads[k]);
+            Tensor buffer = advanceMomentum(state, g, scalars);
+            Tensor slice = stack.select(0, k);
+            if (config.nesterov()) {
+                blendInto(slice, g, buffer, scalars);
+            } else {
+                slice.copy_(buffer);
+            }
+        }
+        // Every member shares the orthogonalizer (the batch's key), so this is the same function, applied to each
+        // slice on its own; the result is a view of its workspace, used up before its next call.
+        Tensor o = batch.members.get(0).orthogonalizer.orthogonalize(stack);
+        for (int k = 0; k < count; k++) {
+            apply(batch.active[k], o.select(0, k), config, scalars);
+        }
+        batch.release(count);
+        return count;
+    }
+
+    /** {@code B = B.lerp(g, 1 − μ)}, creating the buffer at the first update; returns the buffer's matrix. */
+    private static Tensor advanceMomentum(ParameterState state, Tensor g, GroupScalars scalars) {
         Tensor buffer = state.momentumMatrix();
         buffer.lerp_(g, scalars.oneMinusMomentum);
-        Tensor u = buffer;
-        if (config.nesterov()) {
-            u = torch.lerp_out(scratchLike(state.matrix), g, buffer, scalars.momentum);
-        }
-        Tensor o = state.orthogonalizer.orthogonalize(u);
+        return buffer;
+    }
+
+    /** The Nesterov blend {@code g.lerp(B, μ)}, written into {@code out}. */
+    private static Tensor blendInto(Tensor out, Tensor g, Tensor buffer, GroupScalars scalars) {
+        return torch.lerp_out(out, g, buffer, scalars.momentum);
+    }
+
+    /** Decoupled weight decay, then {@code p −= lr·ratio·extraScale·O}. */
+    private static void apply(ParameterState state, Tensor o, MuonConfig config, GroupScalars scalars) {
         if (config.weightDecay() != 0) {
             state.matrix.mul_(scalars.decay);
         }
         // lr·ratio is formed first as one scalar, as the reference does.
         double scaledLr = config.lr() * config.adjustLr().ratio(state.layout.rows(), state.layout.cols());
         state.matrix.add_(o, new Scalar(-(scaledLr * config.extraScale())));
+    }
+
+    /**
+     * The rule of {@link #BATCH_MAX_SIDE}: whether {@code count} parameters of one group that share a
+     * {@code rows × cols} matrix shape, dtype, device and orthogonalizer run as one batch.
+     */
+    static boolean batchesSameShape(MuonConfig config, long rows, long cols, int count) {
+        NsAlgorithm kernel = config.nsAlgorithm();
+        return config.batchSameShape()
+                && config.orthogonalization() == Orthogonalization.NEWTON_SCHULZ
+                && (kernel == NsAlgorithm.AUTO || kernel == NsAlgorithm.GEMM)
+                && count >= BATCH_MIN_PARAMETERS
+                && Math.max(rows, cols) <= BATCH_MAX_SIDE;
     }
 
     /** Returns the gradient to apply, or null to skip; throws before anything has changed if it is unusable. */
@@ -367,6 +486,22 @@ public final class Muon implements TrainingOptimizer {
         return state.orthogonalizer;
     }
 
+    /** The same-shape batches of a group as planned at construction, each as its members' handles; for tests. */
+    List<List<Tensor>> sameShapeBatches(int group) {
+        List<List<Tensor>> batches = new ArrayList<>();
+        for (SameShapeBatch batch : group(group).batches) {
+            List<Tensor> members = new ArrayList<>();
+            batch.members.forEach(state -> members.add(state.param));
+            batches.add(members);
+        }
+        return batches;
+    }
+
+    /** How many parameters the last step orthogonalized in same-shape batches; for tests. */
+    int batchedLastStep() {
+        return batchedLastStep;
+    }
+
     /** What every rank of a distributed optimizer must agree on: groups, configs, shapes, dtypes, sharding. */
     private static String fingerprint(Muon muon) {
         StringBuilder text = new StringBuilder("world=").append(muon.sharding.group().worldSize())
@@ -388,10 +523,15 @@ public final class Muon implements TrainingOptimizer {
         return groups.get(index);
     }
 
-    /** A parameter group: its current configuration (the lr can change) and its parameters. */
+    /**
+     * A parameter group: its current configuration (the lr can change), its parameters, and its same-shape
+     * batches with, per parameter, whether a batch serves it (planned once: ownership and shapes do not change).
+     */
     private static final class Group {
         private MuonConfig config;
         private final List<ParameterState> params;
+        private List<SameShapeBatch> batches;
+        private boolean[] batched;
 
         Group(MuonConfig config, List<ParameterState> params) {
             this.config = config;
