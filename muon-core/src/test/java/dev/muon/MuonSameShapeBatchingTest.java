@@ -2,8 +2,10 @@ package dev.muon;
 
 import dev.muon.golden.NativeScopePerTest;
 import dev.muon.golden.Tensors;
+import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
+import dev.muon.orthogonalize.Orthogonalizer;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
@@ -226,6 +228,25 @@ class MuonSameShapeBatchingTest {
         assertMembers(second, muon.sameShapeBatches(1).get(0));
         assertEquals(1, muon.sameShapeBatches(0).size());
         assertEquals(1, muon.sameShapeBatches(1).size());
+    }
+
+    @Test
+    void plan_distributed_keepsOnlyTheParametersThisRankUpdates() {
+        // A rank batches the parameters it owns: positions are the optimizer's, offset by the group's first.
+        MuonConfig config = MuonConfig.defaults();
+        Orthogonalizer ns = new NewtonSchulz(config.newtonSchulz());
+        List<ParameterState> states = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            Tensor p = param(ScalarType.Float, 12, 8);
+            states.add(new ParameterState(p, MatrixLayout.of(p, config, "p" + i), ns, "p" + i));
+        }
+        int first = 7;
+        List<SameShapeBatch> odd = SameShapeBatch.plan(states, first, config, position -> position % 2 == 1);
+        assertEquals(1, odd.size());
+        assertArrayEquals(new int[]{7, 9, 11}, odd.get(0).positions);
+        assertEquals(List.of(states.get(0), states.get(2), states.get(4)), odd.get(0).members);
+        // One owned parameter of the shape is below the rule's count: no batch.
+        assertTrue(SameShapeBatch.plan(states, first, config, position -> position == 8).isEmpty());
     }
 
     private static void assertMembers(List<Tensor> expected, List<Tensor> got) {
