@@ -4,7 +4,9 @@ import dev.muon.distributed.DistributedGroup;
 import dev.muon.distributed.ShardPlan;
 import dev.muon.distributed.ShardingConfig;
 import dev.muon.internal.NativeLifetime;
+import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NsAlgorithm;
+import dev.muon.orthogonalize.NsPrecision;
 import dev.muon.orthogonalize.Orthogonalizer;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.NoGradGuard;
@@ -69,19 +71,28 @@ import java.util.Set;
 public final class Muon implements TrainingOptimizer {
     /**
      * The largest {@code max(rows, cols)} for which parameters of the same shape are orthogonalized as one batch.
-     * The rule ({@link #batchesSameShape}): within one group, at least {@link #BATCH_MIN_PARAMETERS} parameters
-     * that this process updates in the step share a 2-D matrix shape (after conv flattening; 3-D stacks are
-     * batches already), dtype, device and orthogonalizer; {@code max(rows, cols) <= BATCH_MAX_SIDE};
-     * {@link MuonConfig#batchSameShape()} is on; the orthogonalization is Newton–Schulz (the exact SVD reference
-     * is never batched); and {@link NsAlgorithm} is {@code AUTO} or {@code GEMM}, because a batch runs the GEMM
-     * kernel and an explicitly requested {@code SYMMETRIC} or {@code GRAM} kernel is honoured.
      *
-     * <p>Why a bound on the size: batching saves the fixed cost of each call (some forty libtorch ops per
-     * Newton–Schulz run, each with its dispatch), which dominates for small matrices and vanishes against the
-     * multiply-adds of large ones; and on CPUs a batch gives up the symmetric kernel, which {@code AUTO} picks for
-     * a single matrix from {@link dev.muon.orthogonalize.NewtonSchulz#SYMMETRIC_MIN_ROWS} on. 512 is the bound the
-     * batching issue proposed; {@code MuonStepBenchmark -p model=small-24x256 -p batching=on,off} measures the
-     * 256×256 case (see {@code docs/benchmarks.md}).
+     * <p>The rule ({@link #batchesSameShape}): parameters run their Newton–Schulz iterations as one batch when
+     * <ul>
+     *   <li>at least {@link #BATCH_MIN_PARAMETERS} of them, in one group, are updated by this process in the step
+     *       (distributed: owned by this rank) and share a 2-D matrix shape (conv filters after flattening; a 3-D
+     *       stack is a batch already and joins no other), a dtype, a device and an orthogonalizer;</li>
+     *   <li>{@code max(rows, cols) <= BATCH_MAX_SIDE};</li>
+     *   <li>{@link MuonConfig#batchSameShape()} is on and the orthogonalization is Newton–Schulz (the exact SVD
+     *       reference is never batched);</li>
+     *   <li>{@link NsAlgorithm} is {@code GEMM}, or {@code AUTO} where a single matrix would run the GEMM kernel
+     *       too: not on a CPU with float32 or float64 iterations and
+     *       {@code min(rows, cols) >= }{@link NewtonSchulz#SYMMETRIC_MIN_ROWS}, where {@code AUTO} runs the
+     *       symmetric kernel. A batch always runs the GEMM kernel, so an explicitly requested {@code SYMMETRIC}
+     *       or {@code GRAM} is never batched either.</li>
+     * </ul>
+     *
+     * <p>Why: batching saves the fixed cost of each call (some forty libtorch ops per Newton–Schulz run, each
+     * with its dispatch, and on GPUs a kernel launch each), which dominates for small matrices and vanishes
+     * against the multiply-adds of large ones; and it must not cost a matrix the symmetric kernel, whose saving
+     * in multiply-adds (up to 1.5× for square matrices) outweighs that fixed cost from 256 on. 512 is the bound
+     * the batching issue proposed, not a measured crossover: {@code MuonStepBenchmark -p model=small-24x256
+     * -p batching=on,off} measures the 256×256 case (see {@code docs/benchmarks.md}).
      */
     public static final int BATCH_MAX_SIDE = 512;
 
@@ -297,14 +308,22 @@ public final class Muon implements TrainingOptimizer {
     /**
      * The rule of {@link #BATCH_MAX_SIDE}: whether {@code count} parameters of one group that share a
      * {@code rows × cols} matrix shape, dtype, device and orthogonalizer run as one batch.
+     *
+     * @param cpu whether the parameters live on a CPU
      */
-    static boolean batchesSameShape(MuonConfig config, long rows, long cols, int count) {
+    static boolean batchesSameShape(MuonConfig config, long rows, long cols, int count, boolean cpu) {
+        if (!config.batchSameShape() || config.orthogonalization() != Orthogonalization.NEWTON_SCHULZ
+                || count < BATCH_MIN_PARAMETERS || Math.max(rows, cols) > BATCH_MAX_SIDE) {
+            return false;
+        }
         NsAlgorithm kernel = config.nsAlgorithm();
-        return config.batchSameShape()
-                && config.orthogonalization() == Orthogonalization.NEWTON_SCHULZ
-                && (kernel == NsAlgorithm.AUTO || kernel == NsAlgorithm.GEMM)
-                && count >= BATCH_MIN_PARAMETERS
-                && Math.max(rows, cols) <= BATCH_MAX_SIDE;
+        if (kernel == NsAlgorithm.GEMM) {
+            return true;
+        }
+        // Mirrors the AUTO rule of NewtonSchulz for one matrix: keep the matrices that get the symmetric kernel.
+        boolean symmetricAlone = cpu && config.nsPrecision() != NsPrecision.BFLOAT16
+                && Math.min(rows, cols) >= NewtonSchulz.SYMMETRIC_MIN_ROWS;
+        return kernel == NsAlgorithm.AUTO && !symmetricAlone;
     }
 
     /** Returns the gradient to apply, or null to skip; throws before anything has changed if it is unusable. */

@@ -56,8 +56,9 @@ final class SameShapeBatch {
         }
         List<SameShapeBatch> batches = new ArrayList<>();
         for (List<Integer> indices : byKey.values()) {
-            MatrixLayout layout = states.get(indices.get(0)).layout;
-            if (!Muon.batchesSameShape(config, layout.rows(), layout.cols(), indices.size())) {
+            ParameterState head = states.get(indices.get(0));
+            if (!Muon.batchesSameShape(config, head.layout.rows(), head.layout.cols(), indices.size(),
+                    head.matrix.device().is_cpu())) {
                 continue;
             }
             List<ParameterState> members = new ArrayList<>();

@@ -81,32 +81,55 @@ class MuonSameShapeBatchingTest {
 
     static Stream<Arguments> ruleTable() {
         MuonConfig d = MuonConfig.defaults();
+        MuonConfig bf16 = d.withNsPrecision(NsPrecision.BFLOAT16);
+        MuonConfig gemm = d.withNsAlgorithm(NsAlgorithm.GEMM);
+        int max = Muon.BATCH_MAX_SIDE;
+        int symmetric = NewtonSchulz.SYMMETRIC_MIN_ROWS;
         return Stream.of(
-                rule("smallSquare_many_isBatched", d, 256, 256, 24, true),
-                rule("two_isBatched", d, 64, 32, 2, true),
-                rule("one_isNot", d, 64, 32, 1, false),
-                rule("maxSide_atBound_isBatched", d, Muon.BATCH_MAX_SIDE, Muon.BATCH_MAX_SIDE, 2, true),
-                rule("rows_aboveBound_isNot", d, Muon.BATCH_MAX_SIDE + 1, 8, 4, false),
-                rule("cols_aboveBound_isNot", d, 8, Muon.BATCH_MAX_SIDE + 1, 4, false),
-                rule("gptWidth_isNot", d, 768, 768, 16, false),
-                rule("switchOff_isNot", d.withBatchSameShape(false), 64, 32, 8, false),
-                rule("exactSvd_isNot", d.withOrthogonalization(Orthogonalization.EXACT_SVD), 64, 32, 8, false),
-                rule("gemmKernel_isBatched", d.withNsAlgorithm(NsAlgorithm.GEMM), 64, 32, 8, true),
-                rule("requestedSymmetric_isNot", d.withNsAlgorithm(NsAlgorithm.SYMMETRIC), 64, 32, 8, false),
-                rule("requestedGram_isNot", d.withNsAlgorithm(NsAlgorithm.GRAM), 64, 32, 8, false),
-                rule("bfloat16Ns_isBatched", d.withNsPrecision(NsPrecision.BFLOAT16), 64, 32, 8, true));
+                rule("small_two_isBatched", d, 64, 32, 2, true, true),
+                rule("small_one_isNot", d, 64, 32, 1, true, false),
+                rule("switchOff_isNot", d.withBatchSameShape(false), 64, 32, 8, true, false),
+                rule("exactSvd_isNot", d.withOrthogonalization(Orthogonalization.EXACT_SVD), 64, 32, 8, true,
+                        false),
+                rule("requestedSymmetric_isNot", d.withNsAlgorithm(NsAlgorithm.SYMMETRIC), 64, 32, 8, true, false),
+                rule("requestedGram_isNot", d.withNsAlgorithm(NsAlgorithm.GRAM), 64, 32, 8, true, false),
+                rule("gemm_isBatched", gemm, 64, 32, 8, true, true),
+                // Where AUTO gives one matrix the symmetric kernel (CPU, float32/float64, short side >= 256).
+                rule("cpu_float32_256_keepsTheSymmetricKernel", d, 256, 256, 24, true, false),
+                rule("cpu_float64_tall_keepsTheSymmetricKernel", d.withNsPrecision(NsPrecision.FLOAT64),
+                        max, symmetric, 4, true, false),
+                rule("cpu_shortSideBelowSymmetric_isBatched", d, symmetric - 1, max, 4, true, true),
+                rule("cpu_bfloat16_256_isBatched", bf16, 256, 256, 24, true, true),
+                rule("cpu_gemm_256_isBatched", gemm, 256, 256, 24, true, true),
+                rule("gpu_float32_256_isBatched", d, 256, 256, 24, false, true),
+                rule("gpu_maxSide_atBound_isBatched", d, max, max, 2, false, true),
+                rule("gpu_rows_aboveBound_isNot", d, max + 1, 8, 4, false, false),
+                rule("cpu_cols_aboveBound_isNot", bf16, 8, max + 1, 4, true, false),
+                rule("gemm_gptWidth_isNot", gemm, 768, 768, 16, true, false));
     }
 
-    private static Arguments rule(String name, MuonConfig config, long rows, long cols, int count,
+    private static Arguments rule(String name, MuonConfig config, long rows, long cols, int count, boolean cpu,
                                   boolean expected) {
-        return Arguments.of(name, config, rows, cols, count, expected);
+        return Arguments.of(name, config, rows, cols, count, cpu, expected);
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("ruleTable")
     void rule_batchesOnlyWhereDocumented(String name, MuonConfig config, long rows, long cols, int count,
-                                         boolean expected) {
-        assertEquals(expected, Muon.batchesSameShape(config, rows, cols, count));
+                                         boolean cpu, boolean expected) {
+        assertEquals(expected, Muon.batchesSameShape(config, rows, cols, count, cpu));
+    }
+
+    @Test
+    void plan_onCpu_leavesTheSymmetricKernelsMatricesAlone() {
+        MuonConfig config = MuonConfig.defaults();
+        List<Tensor> params = List.of(param(ScalarType.Float, 256, 256), param(ScalarType.Float, 256, 256),
+                param(ScalarType.Float, 8, 300), param(ScalarType.Float, 8, 300));
+        Muon muon = Muon.of(params, config);
+        assertEquals(1, muon.sameShapeBatches(0).size());
+        assertMembers(params.subList(2, 4), muon.sameShapeBatches(0).get(0));
+        assertEquals(2, Muon.of(clones(params), config.withNsPrecision(NsPrecision.BFLOAT16))
+                .sameShapeBatches(0).size());
     }
 
     @Test
