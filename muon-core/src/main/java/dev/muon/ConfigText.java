@@ -35,7 +35,7 @@ final class ConfigText {
                 + "\nnsSteps=" + c.nsSteps() + "\nadjustLr=" + c.adjustLr() + "\nextraScale=" + c.extraScale()
                 + "\nnsPrecision=" + c.nsPrecision() + "\nconvWeights=" + c.convWeights()
                 + "\nstackedWeights=" + c.stackedWeights() + "\northogonalization=" + c.orthogonalization()
-                + "\nnsAlgorithm=" + c.nsAlgorithm() + "\n";
+                + "\nnsAlgorithm=" + c.nsAlgorithm() + "\nbatchSameShape=" + c.batchSameShape() + "\n";
     }
 
     static String of(AdamWConfig c) {
@@ -63,7 +63,11 @@ final class ConfigText {
                 Integer.parseInt(get(m, "nsSteps")), AdjustLr.valueOf(get(m, "adjustLr")),
                 number(m, "extraScale"), NsPrecision.valueOf(get(m, "nsPrecision")),
                 ConvWeights.valueOf(get(m, "convWeights")), StackedWeights.valueOf(get(m, "stackedWeights")),
-                Orthogonalization.valueOf(get(m, "orthogonalization")), NsAlgorithm.valueOf(get(m, "nsAlgorithm")));
+                Orthogonalization.valueOf(get(m, "orthogonalization")), NsAlgorithm.valueOf(get(m, "nsAlgorithm")),
+                // Stored because a load restores the whole saved config: without the key a load would turn
+                // batching back on in a run that had turned it off. Checkpoints from before the switch lack it and
+                // get the default, which changes their continuation only by the rounding of batched products.
+                Boolean.parseBoolean(m.getOrDefault("batchSameShape", "true")));
     }
 
     /** @throws IllegalArgumentException if a key is missing or a value does not parse or validate */

@@ -4,6 +4,9 @@ import dev.muon.distributed.DistributedGroup;
 import dev.muon.distributed.ShardPlan;
 import dev.muon.distributed.ShardingConfig;
 import dev.muon.internal.NativeLifetime;
+import dev.muon.orthogonalize.NewtonSchulz;
+import dev.muon.orthogonalize.NsAlgorithm;
+import dev.muon.orthogonalize.NsPrecision;
 import dev.muon.orthogonalize.Orthogonalizer;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.NoGradGuard;
@@ -51,6 +54,14 @@ import java.util.Set;
  * Newton–Schulz workspaces once per shape, and all elementwise work is in place. Native temporaries of a step
  * are released when it returns. Not thread-safe.
  *
+ * <p><b>Same-shape batching.</b> Within a group, parameters that share a matrix shape, dtype, device and
+ * orthogonalizer run their Newton–Schulz iterations as one batch where the rule of {@link #BATCH_MAX_SIDE}
+ * allows it: each one's {@code U} is written into its slice of a stacked buffer {@code [k, rows, cols]}, the
+ * stack is orthogonalized by one call, and weight decay and the update are applied per parameter from its slice.
+ * Momentum, lr adjustment and skipping are per parameter as above; the results differ from the per-parameter path
+ * only by the rounding of batched against single matrix products. {@link MuonConfig#withBatchSameShape} turns it
+ * off.
+ *
  * <p><b>Distributed.</b> Built with {@link Builder#distributed(DistributedGroup, ShardingConfig)}, each
  * parameter is owned by one rank of the group ({@link ShardPlan}): only its owner keeps its momentum and runs its
  * Newton–Schulz iteration, and after the owned updates every parameter is broadcast from its owner, so that all
@@ -58,6 +69,36 @@ import java.util.Set;
  * {@link ShardingConfig} says otherwise. See {@code docs/distributed.md}.
  */
 public final class Muon implements TrainingOptimizer {
+    /**
+     * The largest {@code max(rows, cols)} for which parameters of the same shape are orthogonalized as one batch.
+     *
+     * <p>The rule ({@link #batchesSameShape}): parameters run their Newton–Schulz iterations as one batch when
+     * <ul>
+     *   <li>at least {@link #BATCH_MIN_PARAMETERS} of them, in one group, are updated by this process in the step
+     *       (distributed: owned by this rank) and share a 2-D matrix shape (conv filters after flattening; a 3-D
+     *       stack is a batch already and joins no other), a dtype, a device and an orthogonalizer;</li>
+     *   <li>{@code max(rows, cols) <= BATCH_MAX_SIDE};</li>
+     *   <li>{@link MuonConfig#batchSameShape()} is on and the orthogonalization is Newton–Schulz (the exact SVD
+     *       reference is never batched);</li>
+     *   <li>{@link NsAlgorithm} is {@code GEMM}, or {@code AUTO} where a single matrix would run the GEMM kernel
+     *       too: not on a CPU with float32 or float64 iterations and
+     *       {@code min(rows, cols) >= }{@link NewtonSchulz#SYMMETRIC_MIN_ROWS}, where {@code AUTO} runs the
+     *       symmetric kernel. A batch always runs the GEMM kernel, so an explicitly requested {@code SYMMETRIC}
+     *       or {@code GRAM} is never batched either.</li>
+     * </ul>
+     *
+     * <p>Why: batching saves the fixed cost of each call (some forty libtorch ops per Newton–Schulz run, each
+     * with its dispatch, and on GPUs a kernel launch each), which dominates for small matrices and vanishes
+     * against the multiply-adds of large ones; and it must not cost a matrix the symmetric kernel, whose saving
+     * in multiply-adds (up to 1.5× for square matrices) outweighs that fixed cost from 256 on. 512 is the bound
+     * the batching issue proposed, not a measured crossover: {@code MuonStepBenchmark -p model=small-24x256
+     * -p batching=on,off} measures the 256×256 case (see {@code docs/benchmarks.md}).
+     */
+    public static final int BATCH_MAX_SIDE = 512;
+
+    /** The fewest parameters of one shape that are orthogonalized as a batch (see {@link #BATCH_MAX_SIDE}). */
+    public static final int BATCH_MIN_PARAMETERS = 2;
+
     private final List<Group> groups;
     private final Map<Long, ParameterState> byIdentity;
     private final Map<String, Tensor> nesterovScratch = new HashMap<>();
@@ -67,6 +108,8 @@ public final class Muon implements TrainingOptimizer {
     private final List<String> labels;
     private final List<Tensor> params;
     private final Sharding sharding;
+    /** How many parameters the last step orthogonalized in same-shape batches; for tests. */
+    private int batchedLastStep;
 
     private Muon(List<Group> groups, Sharding sharding) {
         this.groups = groups;
@@ -91,6 +134,18 @@ public final class Muon implements TrainingOptimizer {
             }
         }
         this.byIdentity = index;
+        int first = 0;
+        for (Group group : groups) {
+            group.batches = SameShapeBatch.plan(group.params, first, group.config,
+                    position -> sharding == null || sharding.owns(position));
+            group.batched = new boolean[group.params.size()];
+            for (SameShapeBatch batch : group.batches) {
+                for (int position : batch.positions) {
+                    group.batched[position - first] = true;
+                }
+            }
+            first += group.params.size();
+        }
     }
 
     /**
@@ -155,16 +210,20 @@ public final class Muon implements TrainingOptimizer {
                 sharding.beforeUpdate(states);
             }
             int i = 0;
+            int batched = 0;
             for (Group group : groups) {
                 GroupScalars scalars = new GroupScalars(group.config);
-                for (ParameterState state : group.params) {
+                for (int j = 0; j < group.params.size(); j++, i++) {
                     Tensor grad = grads.get(i);
-                    if (grad != null && (sharding == null || sharding.owns(i))) {
-                        update(state, grad, group.config, scalars);
+                    if (grad != null && !group.batched[j] && (sharding == null || sharding.owns(i))) {
+                        update(group.params.get(j), grad, group.config, scalars);
                     }
-                    i++;
+                }
+                for (SameShapeBatch batch : group.batches) {
+                    batched += updateBatch(batch, grads, group.config, scalars);
                 }
             }
+            batchedLastStep = batched;
             if (peers) {
                 sharding.broadcastUpdated(states);
             }
@@ -173,19 +232,98 @@ public final class Muon implements TrainingOptimizer {
 
     private void update(ParameterState state, Tensor grad, MuonConfig config, GroupScalars scalars) {
         Tensor g = state.layout.matrixView(grad);
+        Tensor buffer = advanceMomentum(state, g, scalars);
+        Tensor u = config.nesterov() ? blendInto(scratchLike(state.matrix), g, buffer, scalars) : buffer;
+        apply(state, state.orthogonalizer.orthogonalize(u), config, scalars);
+    }
+
+    /**
+     * The batched form of {@link #update} for the members of {@code batch} that have a gradient (all of which this
+     * process updates): their {@code U}s go into slices of the batch's stack and one call orthogonalizes them.
+     * With fewer than {@link #BATCH_MIN_PARAMETERS} gradients this step, they take the per-parameter path.
+     *
+     * @return how many parameters were orthogonalized in a batch
+     */
+    private int updateBatch(SameShapeBatch batch, List<Tensor> grads, MuonConfig config, GroupScalars scalars) {
+        int count = 0;
+        for (int k = 0; k < batch.positions.length; k++) {
+            Tensor grad = grads.get(batch.positions[k]);
+            if (grad != null) {
+                batch.active[count] = batch.members.get(k);
+                batch.activeGrads[count] = grad;
+                count++;
+            }
+        }
+        if (count < BATCH_MIN_PARAMETERS) {
+            for (int k = 0; k < count; k++) {
+                update(batch.active[k], batch.activeGrads[k], config, scalars);
+            }
+            batch.release(count);
+            return 0;
+        }
+        Tensor stack = batch.stack(count);
+        for (int k = 0; k < count; k++) {
+            ParameterState state = batch.active[k];
+            Tensor g = state.layout.matrixView(batch.activeGrads[k]);
+            Tensor buffer = advanceMomentum(state, g, scalars);
+            Tensor slice = stack.select(0, k);
+            if (config.nesterov()) {
+                blendInto(slice, g, buffer, scalars);
+            } else {
+                slice.copy_(buffer);
+            }
+        }
+        // Every member shares the orthogonalizer (the batch's key), so this is the same function, applied to each
+        // slice on its own; the result is a view of its workspace, used up before its next call.
+        Tensor o = batch.members.get(0).orthogonalizer.orthogonalize(stack);
+        for (int k = 0; k < count; k++) {
+            apply(batch.active[k], o.select(0, k), config, scalars);
+        }
+        batch.release(count);
+        return count;
+    }
+
+    /** {@code B = B.lerp(g, 1 − μ)}, creating the buffer at the first update; returns the buffer's matrix. */
+    private static Tensor advanceMomentum(ParameterState state, Tensor g, GroupScalars scalars) {
         Tensor buffer = state.momentumMatrix();
         buffer.lerp_(g, scalars.oneMinusMomentum);
-        Tensor u = buffer;
-        if (config.nesterov()) {
-            u = torch.lerp_out(scratchLike(state.matrix), g, buffer, scalars.momentum);
-        }
-        Tensor o = state.orthogonalizer.orthogonalize(u);
+        return buffer;
+    }
+
+    /** The Nesterov blend {@code g.lerp(B, μ)}, written into {@code out}. */
+    private static Tensor blendInto(Tensor out, Tensor g, Tensor buffer, GroupScalars scalars) {
+        return torch.lerp_out(out, g, buffer, scalars.momentum);
+    }
+
+    /** Decoupled weight decay, then {@code p −= lr·ratio·extraScale·O}. */
+    private static void apply(ParameterState state, Tensor o, MuonConfig config, GroupScalars scalars) {
         if (config.weightDecay() != 0) {
             state.matrix.mul_(scalars.decay);
         }
         // lr·ratio is formed first as one scalar, as the reference does.
         double scaledLr = config.lr() * config.adjustLr().ratio(state.layout.rows(), state.layout.cols());
         state.matrix.add_(o, new Scalar(-(scaledLr * config.extraScale())));
+    }
+
+    /**
+     * The rule of {@link #BATCH_MAX_SIDE}: whether {@code count} parameters of one group that share a
+     * {@code rows × cols} matrix shape, dtype, device and orthogonalizer run as one batch.
+     *
+     * @param cpu whether the parameters live on a CPU
+     */
+    static boolean batchesSameShape(MuonConfig config, long rows, long cols, int count, boolean cpu) {
+        if (!config.batchSameShape() || config.orthogonalization() != Orthogonalization.NEWTON_SCHULZ
+                || count < BATCH_MIN_PARAMETERS || Math.max(rows, cols) > BATCH_MAX_SIDE) {
+            return false;
+        }
+        NsAlgorithm kernel = config.nsAlgorithm();
+        if (kernel == NsAlgorithm.GEMM) {
+            return true;
+        }
+        // Mirrors the AUTO rule of NewtonSchulz for one matrix: keep the matrices that get the symmetric kernel.
+        boolean symmetricAlone = cpu && config.nsPrecision() != NsPrecision.BFLOAT16
+                && Math.min(rows, cols) >= NewtonSchulz.SYMMETRIC_MIN_ROWS;
+        return kernel == NsAlgorithm.AUTO && !symmetricAlone;
     }
 
     /** Returns the gradient to apply, or null to skip; throws before anything has changed if it is unusable. */
@@ -367,6 +505,22 @@ public final class Muon implements TrainingOptimizer {
         return state.orthogonalizer;
     }
 
+    /** The same-shape batches of a group as planned at construction, each as its members' handles; for tests. */
+    List<List<Tensor>> sameShapeBatches(int group) {
+        List<List<Tensor>> batches = new ArrayList<>();
+        for (SameShapeBatch batch : group(group).batches) {
+            List<Tensor> members = new ArrayList<>();
+            batch.members.forEach(state -> members.add(state.param));
+            batches.add(members);
+        }
+        return batches;
+    }
+
+    /** How many parameters the last step orthogonalized in same-shape batches; for tests. */
+    int batchedLastStep() {
+        return batchedLastStep;
+    }
+
     /** What every rank of a distributed optimizer must agree on: groups, configs, shapes, dtypes, sharding. */
     private static String fingerprint(Muon muon) {
         StringBuilder text = new StringBuilder("world=").append(muon.sharding.group().worldSize())
@@ -388,10 +542,15 @@ public final class Muon implements TrainingOptimizer {
         return groups.get(index);
     }
 
-    /** A parameter group: its current configuration (the lr can change) and its parameters. */
+    /**
+     * A parameter group: its current configuration (the lr can change), its parameters, and its same-shape
+     * batches with, per parameter, whether a batch serves it (planned once: ownership and shapes do not change).
+     */
     private static final class Group {
         private MuonConfig config;
         private final List<ParameterState> params;
+        private List<SameShapeBatch> batches;
+        private boolean[] batched;
 
         Group(MuonConfig config, List<ParameterState> params) {
             this.config = config;

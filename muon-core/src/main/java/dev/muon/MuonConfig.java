@@ -29,6 +29,8 @@ import java.util.Objects;
  *   <tr><td>stackedWeights</td><td>{@link StackedWeights#REJECT}</td><td></td></tr>
  *   <tr><td>orthogonalization</td><td>{@link Orthogonalization#NEWTON_SCHULZ}</td><td></td></tr>
  *   <tr><td>nsAlgorithm</td><td>{@link NsAlgorithm#AUTO}</td><td>{@code GEMM} forces the fast paths off</td></tr>
+ *   <tr><td>batchSameShape</td><td>true</td><td>{@code false} forces same-shape batching off
+ *       (rule: {@link Muon#BATCH_MAX_SIDE})</td></tr>
  * </table>
  *
  * <pre>{@code
@@ -49,12 +51,15 @@ import java.util.Objects;
  * @param stackedWeights    what to do with 3-D parameters
  * @param orthogonalization Newton–Schulz or the exact SVD reference
  * @param nsAlgorithm       the Newton–Schulz kernel choice
+ * @param batchSameShape    whether parameters of one shape may be orthogonalized as one batch, under the rule of
+ *                          {@link Muon#BATCH_MAX_SIDE}; it changes results only by the rounding of batched against
+ *                          single matrix products
  */
 public record MuonConfig(double lr, double weightDecay, double momentum, boolean nesterov,
                          CoefficientSchedule nsCoefficients, double eps, int nsSteps, AdjustLr adjustLr,
                          double extraScale, NsPrecision nsPrecision, ConvWeights convWeights,
                          StackedWeights stackedWeights, Orthogonalization orthogonalization,
-                         NsAlgorithm nsAlgorithm) {
+                         NsAlgorithm nsAlgorithm, boolean batchSameShape) {
 
     /**
      * Validates every field.
@@ -88,7 +93,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         NewtonSchulzConfig ns = NewtonSchulzConfig.defaults();
         return new MuonConfig(1e-3, 0.1, 0.95, true, ns.nsCoefficients(), ns.eps(), ns.nsSteps(),
                 AdjustLr.ORIGINAL, 1.0, ns.nsPrecision(), ConvWeights.REJECT, StackedWeights.REJECT,
-                Orthogonalization.NEWTON_SCHULZ, ns.nsAlgorithm());
+                Orthogonalization.NEWTON_SCHULZ, ns.nsAlgorithm(), true);
     }
 
     /**
@@ -108,7 +113,8 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withLr(double value) {
         return new MuonConfig(value, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
+                batchSameShape);
     }
 
     /**
@@ -119,7 +125,8 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withWeightDecay(double value) {
         return new MuonConfig(lr, value, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
+                batchSameShape);
     }
 
     /**
@@ -130,7 +137,8 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withMomentum(double value) {
         return new MuonConfig(lr, weightDecay, value, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
+                batchSameShape);
     }
 
     /**
@@ -141,7 +149,8 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withNesterov(boolean value) {
         return new MuonConfig(lr, weightDecay, momentum, value, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
+                batchSameShape);
     }
 
     /**
@@ -154,7 +163,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         Objects.requireNonNull(schedule, "nsCoefficients must not be null");
         return new MuonConfig(lr, weightDecay, momentum, nesterov, schedule, eps,
                 schedule.fixedLength().orElse(nsSteps), adjustLr, extraScale, nsPrecision, convWeights,
-                stackedWeights, orthogonalization, nsAlgorithm);
+                stackedWeights, orthogonalization, nsAlgorithm, batchSameShape);
     }
 
     /**
@@ -165,7 +174,8 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withEps(double value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, value, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
+                batchSameShape);
     }
 
     /**
@@ -176,7 +186,8 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withNsSteps(int value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, value, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
+                batchSameShape);
     }
 
     /**
@@ -187,7 +198,8 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withAdjustLr(AdjustLr value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, value,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
+                batchSameShape);
     }
 
     /**
@@ -198,7 +210,8 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withExtraScale(double value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                value, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
+                value, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
+                batchSameShape);
     }
 
     /**
@@ -209,7 +222,8 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withNsPrecision(NsPrecision value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, value, convWeights, stackedWeights, orthogonalization, nsAlgorithm);
+                extraScale, value, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
+                batchSameShape);
     }
 
     /**
@@ -220,7 +234,8 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withConvWeights(ConvWeights value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, value, stackedWeights, orthogonalization, nsAlgorithm);
+                extraScale, nsPrecision, value, stackedWeights, orthogonalization, nsAlgorithm,
+                batchSameShape);
     }
 
     /**
@@ -231,7 +246,8 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withStackedWeights(StackedWeights value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, value, orthogonalization, nsAlgorithm);
+                extraScale, nsPrecision, convWeights, value, orthogonalization, nsAlgorithm,
+                batchSameShape);
     }
 
     /**
@@ -242,7 +258,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withOrthogonalization(Orthogonalization value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, value, nsAlgorithm);
+                extraScale, nsPrecision, convWeights, stackedWeights, value, nsAlgorithm, batchSameShape);
     }
 
     /**
@@ -253,7 +269,20 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withNsAlgorithm(NsAlgorithm value) {
         return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, value);
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, value, batchSameShape);
+    }
+
+    /**
+     * A copy with same-shape batching allowed or forced off. Batching runs the Newton–Schulz iterations of
+     * parameters that share a small matrix shape as one batch (the rule is at {@link Muon#BATCH_MAX_SIDE}); off,
+     * every parameter runs its own iteration, as the golden reference does.
+     *
+     * @param value whether to batch
+     * @return the copy
+     */
+    public MuonConfig withBatchSameShape(boolean value) {
+        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
+                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm, value);
     }
 
     private static void requireNonNegative(String field, double value) {

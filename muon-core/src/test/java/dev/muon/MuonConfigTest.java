@@ -38,6 +38,36 @@ class MuonConfigTest {
         assertEquals(StackedWeights.REJECT, c.stackedWeights());
         assertEquals(Orthogonalization.NEWTON_SCHULZ, c.orthogonalization());
         assertEquals(NsAlgorithm.AUTO, c.nsAlgorithm());
+        assertTrue(c.batchSameShape());
+    }
+
+    @Test
+    void withBatchSameShape_changesOnlyTheSwitch() {
+        MuonConfig base = MuonConfig.defaults().withLr(0.02).withNsAlgorithm(NsAlgorithm.GEMM);
+        MuonConfig off = base.withBatchSameShape(false);
+        assertFalse(off.batchSameShape());
+        assertEquals(base, off.withBatchSameShape(true));
+        assertFalse(off.equals(base));
+        // Every other copy keeps the switch.
+        assertFalse(off.withLr(0.1).withNsSteps(3).withNsAlgorithm(NsAlgorithm.AUTO).withEps(1e-6)
+                .batchSameShape());
+    }
+
+    @Test
+    void configText_roundTripsTheSwitch() {
+        for (boolean batch : new boolean[]{true, false}) {
+            MuonConfig c = MuonConfig.defaults().withLr(0.02).withBatchSameShape(batch);
+            assertEquals(c, ConfigText.muonConfig(ConfigText.of(c)));
+        }
+    }
+
+    @Test
+    void configText_withoutTheSwitch_readsTheDefault() {
+        // The text of a checkpoint written before the switch existed.
+        MuonConfig c = MuonConfig.defaults().withLr(0.02);
+        String old = ConfigText.of(c).replace("batchSameShape=true\n", "");
+        assertFalse(old.contains("batchSameShape"));
+        assertEquals(c, ConfigText.muonConfig(old));
     }
 
     @Test

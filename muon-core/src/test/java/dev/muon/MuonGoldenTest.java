@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.stream.Stream;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -71,13 +72,35 @@ class MuonGoldenTest {
     @ParameterizedTest(name = "{0} {1}")
     @MethodSource("cases")
     void trajectory_matchesGolden(GoldenCase c, Precision precision) {
+        replay(c, precision, 1);
+    }
+
+    /**
+     * The same trajectories with every golden parameter given three times: each shape then forms a same-shape
+     * batch ({@link Muon#BATCH_MAX_SIDE}), and every copy must still follow the golden values.
+     */
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("cases")
+    void trajectory_sameShapeBatched_matchesGolden(GoldenCase c, Precision precision) {
+        replay(c, precision, 3);
+    }
+
+    private static void replay(GoldenCase c, Precision precision, int copies) {
         try (PointerScope scope = new PointerScope()) {
             MuonConfig config = configOf(c, precision.ns());
             List<Tensor> params = new ArrayList<>();
-            for (GoldenCase.Param p : c.params()) {
-                params.add(Tensors.of(c.tensor("param", p.name(), 0), precision.paramType()).requires_grad_(true));
+            // golden.get(i) is the golden parameter that params.get(i) replays: the copies come set after set.
+            List<GoldenCase.Param> golden = new ArrayList<>();
+            for (int copy = 0; copy < copies; copy++) {
+                for (GoldenCase.Param p : c.params()) {
+                    params.add(Tensors.of(c.tensor("param", p.name(), 0), precision.paramType())
+                            .requires_grad_(true));
+                    golden.add(p);
+                }
             }
             Muon muon = Muon.of(params, config);
+            boolean batched = copies >= Muon.BATCH_MIN_PARAMETERS;
+            assertEquals(batched, !muon.sameShapeBatches(0).isEmpty());
             int steps = c.integer("num_steps");
             double paramTolerance = Double.isNaN(precision.paramAbs())
                     ? 0.2 * config.lr() * steps : precision.paramAbs();
@@ -86,13 +109,15 @@ class MuonGoldenTest {
                 List<double[]> before = new ArrayList<>();
                 for (int i = 0; i < params.size(); i++) {
                     before.add(Tensors.values(params.get(i)));
-                    GoldenCase.Param p = c.params().get(i);
+                    GoldenCase.Param p = golden.get(i);
                     params.get(i).mutable_grad().put(Tensors.of(c.tensor("grad", p.name(), k), precision.paramType()));
                 }
                 muon.step();
+                assertEquals(batched ? params.size() : 0, muon.batchedLastStep());
                 for (int i = 0; i < params.size(); i++) {
-                    GoldenCase.Param p = c.params().get(i);
-                    String where = c.name() + " " + precision + " step " + k + " " + p.name();
+                    GoldenCase.Param p = golden.get(i);
+                    String where = c.name() + " " + precision + " step " + k + " " + p.name() + " copy "
+                            + i / c.params().size();
                     Tensor param = params.get(i);
 
                     double bufferError = Tensors.relativeError(muon.momentumBuffer(param).orElseThrow(),
@@ -111,7 +136,7 @@ class MuonGoldenTest {
                 }
             }
             for (int i = 0; i < params.size(); i++) {
-                GoldenCase.Param p = c.params().get(i);
+                GoldenCase.Param p = golden.get(i);
                 double[] start = c.tensor("param", p.name(), 0).data();
                 double[] expected = c.tensor("param", p.name(), steps).data();
                 double[] got = Tensors.values(params.get(i));

@@ -32,17 +32,24 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * What does one optimizer step cost on a GPT-2-small-width model, Muon against AdamW?
+ * What does one optimizer step cost, Muon against AdamW, and what does same-shape batching save?
  *
- * <p>The parameter set: d = 768, 4 transformer blocks (q, k, v, o of 768×768, MLP 3072×768 and 768×3072, two
- * layer norms, biases), token embedding 8192×768, position embedding 1024×768, untied head 8192×768. Gradients are
- * random and set once. Variants: {@code adamw} is libtorch's {@code AdamW} over every parameter; {@code muon} puts
- * the 24 hidden matrices on {@link Muon} (5 NS steps) and the rest on libtorch's {@code AdamW} by hand;
+ * <p>Two parameter sets ({@code model}). {@code gpt2-small-width}: d = 768, 4 transformer blocks (q, k, v, o of
+ * 768×768, MLP 3072×768 and 768×3072, two layer norms, biases), token embedding 8192×768, position embedding
+ * 1024×768, untied head 8192×768. {@code small-24x256}: 6 blocks of q, k, v, o projections of 256×256 and nothing
+ * else, the 24 small same-shape matrices of the batching question. Gradients are random and set once. Variants:
+ * {@code adamw} is libtorch's {@code AdamW} over every parameter; {@code muon} puts the hidden matrices (24 in
+ * each set) on {@link Muon} (5 NS steps) and the rest, if any, on libtorch's {@code AdamW} by hand;
  * {@code muon-adamw} is {@link MuonAdamW} over the named parameters (its default rules make the same split, and
- * its step adds the non-finite check of every gradient). {@code nsPrecision} and {@code nsAlgorithm} apply to the
- * Muon side.
+ * its step adds the non-finite check of every gradient). {@code nsPrecision}, {@code nsAlgorithm} and
+ * {@code batching} ({@link MuonConfig#withBatchSameShape}) apply to the Muon side. Under the rule of
+ * {@link Muon#BATCH_MAX_SIDE} only {@code small-24x256} has matrices that batch, and on a CPU only with
+ * {@code nsPrecision=bfloat16} or {@code nsAlgorithm=GEMM}: with float32 and {@code AUTO} its 256×256 matrices
+ * keep the symmetric kernel, so {@code on} and {@code off} run the same code there.
  *
- * <p>How to run: {@code java -jar muon-bench/target/benchmarks.jar MuonStepBenchmark}.
+ * <p>How to run: {@code java -jar muon-bench/target/benchmarks.jar MuonStepBenchmark}; the batching question
+ * alone: {@code java -jar muon-bench/target/benchmarks.jar MuonStepBenchmark -p model=small-24x256
+ * -p optimizer=muon -p batching=on,off}.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -55,6 +62,12 @@ public class MuonStepBenchmark {
     private static final int LAYERS = 4;
     private static final int VOCAB = 8192;
     private static final int CONTEXT = 1024;
+    private static final int SMALL_D = 256;
+    private static final int SMALL_LAYERS = 6;
+
+    /** The parameter set (see the class javadoc). */
+    @Param({"gpt2-small-width", "small-24x256"})
+    public String model;
 
     /** Which optimizer steps. */
     @Param({"adamw", "muon", "muon-adamw"})
@@ -68,6 +81,10 @@ public class MuonStepBenchmark {
     @Param({"AUTO", "GEMM"})
     public String nsAlgorithm;
 
+    /** Same-shape batching on the Muon side: {@code on} is the default, {@code off} forces it off. */
+    @Param({"on", "off"})
+    public String batching;
+
     private PointerScope scope;
     private Runnable step;
 
@@ -79,6 +96,42 @@ public class MuonStepBenchmark {
         List<Tensor> hidden = new ArrayList<>();
         List<Tensor> rest = new ArrayList<>();
         Map<String, Tensor> named = new LinkedHashMap<>();
+        switch (model) {
+            case "gpt2-small-width" -> gpt2SmallWidth(hidden, rest, named);
+            case "small-24x256" -> small24x256(hidden, named);
+            default -> throw new IllegalArgumentException("model must be gpt2-small-width or small-24x256, got "
+                    + model);
+        }
+        if (!batching.equals("on") && !batching.equals("off")) {
+            throw new IllegalArgumentException("batching must be on or off, got " + batching);
+        }
+        MuonConfig config = MuonConfig.defaults().withLr(0.02)
+                .withNsPrecision(nsPrecision.equals("bfloat16") ? NsPrecision.BFLOAT16 : NsPrecision.FLOAT32)
+                .withNsAlgorithm(NsAlgorithm.valueOf(nsAlgorithm))
+                .withBatchSameShape(batching.equals("on"));
+        if (optimizer.equals("muon-adamw")) {
+            MuonAdamW hybrid = MuonAdamW.builder(named).muon(config).build();
+            step = hybrid::step;
+        } else if (optimizer.equals("adamw")) {
+            List<Tensor> all = new ArrayList<>(hidden);
+            all.addAll(rest);
+            AdamW adamw = new AdamW(new TensorVector(all.toArray(new Tensor[0])), new AdamWOptions(1e-3));
+            step = adamw::step;
+        } else if (rest.isEmpty()) {
+            step = Muon.of(hidden, config)::step;
+        } else {
+            Muon muon = Muon.of(hidden, config);
+            AdamW adamw = new AdamW(new TensorVector(rest.toArray(new Tensor[0])), new AdamWOptions(1e-3));
+            step = () -> {
+                muon.step();
+                adamw.step();
+            };
+        }
+        step.run();
+    }
+
+    /** The GPT-2-small-width set: 24 hidden matrices on Muon's side, 43 other tensors on AdamW's. */
+    private static void gpt2SmallWidth(List<Tensor> hidden, List<Tensor> rest, Map<String, Tensor> named) {
         rest.add(named(named, "wte.weight", parameter(VOCAB, D)));
         rest.add(named(named, "wpe.weight", parameter(CONTEXT, D)));
         for (int layer = 0; layer < LAYERS; layer++) {
@@ -97,26 +150,16 @@ public class MuonStepBenchmark {
             }
         }
         rest.add(named(named, "lm_head.weight", parameter(VOCAB, D)));
-        MuonConfig config = MuonConfig.defaults().withLr(0.02)
-                .withNsPrecision(nsPrecision.equals("bfloat16") ? NsPrecision.BFLOAT16 : NsPrecision.FLOAT32)
-                .withNsAlgorithm(NsAlgorithm.valueOf(nsAlgorithm));
-        if (optimizer.equals("muon-adamw")) {
-            MuonAdamW hybrid = MuonAdamW.builder(named).muon(config).build();
-            step = hybrid::step;
-        } else if (optimizer.equals("adamw")) {
-            List<Tensor> all = new ArrayList<>(hidden);
-            all.addAll(rest);
-            AdamW adamw = new AdamW(new TensorVector(all.toArray(new Tensor[0])), new AdamWOptions(1e-3));
-            step = adamw::step;
-        } else {
-            Muon muon = Muon.of(hidden, config);
-            AdamW adamw = new AdamW(new TensorVector(rest.toArray(new Tensor[0])), new AdamWOptions(1e-3));
-            step = () -> {
-                muon.step();
-                adamw.step();
-            };
+    }
+
+    /** The batching set: 6 blocks of q, k, v, o of 256×256, all on Muon's side. */
+    private static void small24x256(List<Tensor> hidden, Map<String, Tensor> named) {
+        for (int layer = 0; layer < SMALL_LAYERS; layer++) {
+            for (String proj : new String[]{"q", "k", "v", "o"}) {
+                hidden.add(named(named, "blocks." + layer + ".attn." + proj + ".weight",
+                        parameter(SMALL_D, SMALL_D)));
+            }
         }
-        step.run();
     }
 
     private static Tensor named(Map<String, Tensor> named, String name, Tensor tensor) {

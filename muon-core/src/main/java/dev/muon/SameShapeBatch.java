@@ -1,0 +1,105 @@
+package dev.muon;
+
+import dev.muon.internal.NativeLifetime;
+import dev.muon.orthogonalize.Orthogonalizer;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.IntPredicate;
+
+/**
+ * The parameters of one {@link Muon} group that share a matrix shape, dtype, device and orthogonalizer, and that
+ * {@link Muon#batchesSameShape} lets run their Newton–Schulz iterations as one batch; and the stacked buffer
+ * {@code [members, rows, cols]} their updates are written into, created at the first batched step and reused.
+ */
+final class SameShapeBatch {
+    /** The members in group order. */
+    final List<ParameterState> members;
+    /** Each member's position in the optimizer's parameter order: its gradient and its owner in the shard plan. */
+    final int[] positions;
+    /** Reused every step: the members that have a gradient this step, and those gradients. */
+    final ParameterState[] active;
+    final Tensor[] activeGrads;
+    private Tensor stack;
+
+    private SameShapeBatch(List<ParameterState> members, int[] positions) {
+        this.members = List.copyOf(members);
+        this.positions = positions;
+        this.active = new ParameterState[positions.length];
+        this.activeGrads = new Tensor[positions.length];
+    }
+
+    /**
+     * Partitions a group's parameters into same-shape batches under {@link Muon#batchesSameShape}; parameters left
+     * out take the per-parameter path.
+     *
+     * @param states the group's parameters
+     * @param first  the position of the group's first parameter in the optimizer's order
+     * @param config the group's configuration
+     * @param mine   whether this process updates the parameter at a position (distributed: whether it owns it)
+     * @return the batches, in the order of their first members
+     */
+    static List<SameShapeBatch> plan(List<ParameterState> states, int first, MuonConfig config, IntPredicate mine) {
+        Map<Key, List<Integer>> byKey = new LinkedHashMap<>();
+        for (int j = 0; j < states.size(); j++) {
+            ParameterState state = states.get(j);
+            // A stacked 3-D parameter is a batch already; it is never merged with others.
+            if (state.layout.batch() != 0 || !mine.test(first + j)) {
+                continue;
+            }
+            byKey.computeIfAbsent(Key.of(state), k -> new ArrayList<>()).add(j);
+        }
+        List<SameShapeBatch> batches = new ArrayList<>();
+        for (List<Integer> indices : byKey.values()) {
+            ParameterState head = states.get(indices.get(0));
+            if (!Muon.batchesSameShape(config, head.layout.rows(), head.layout.cols(), indices.size(),
+                    head.matrix.device().is_cpu())) {
+                continue;
+            }
+            List<ParameterState> members = new ArrayList<>();
+            int[] positions = new int[indices.size()];
+            for (int k = 0; k < positions.length; k++) {
+                members.add(states.get(indices.get(k)));
+                positions[k] = first + indices.get(k);
+            }
+            batches.add(new SameShapeBatch(members, positions));
+        }
+        return batches;
+    }
+
+    /**
+     * The first {@code count} slices of the stacked buffer, which is created (in the members' dtype and on their
+     * device) at the first call. A prefix of dim 0, so it stays contiguous.
+     */
+    Tensor stack(int count) {
+        if (stack == null) {
+            ParameterState head = members.get(0);
+            TensorOptions options = head.matrix.options();
+            stack = NativeLifetime.outliveScope(torch.empty(
+                    new long[]{members.size(), head.layout.rows(), head.layout.cols()}, options, null));
+        }
+        return count == members.size() ? stack : stack.narrow(0, 0, count);
+    }
+
+    /** Clears the first {@code count} entries of the per-step arrays, so that they keep no handle past the step. */
+    void release(int count) {
+        for (int k = 0; k < count; k++) {
+            active[k] = null;
+            activeGrads[k] = null;
+        }
+    }
+
+    /** What members of one batch must share: the matrix shape, dtype, device and orthogonalizer instance. */
+    private record Key(long rows, long cols, byte dtype, byte deviceType, byte deviceIndex,
+                       Orthogonalizer orthogonalizer) {
+        static Key of(ParameterState state) {
+            return new Key(state.layout.rows(), state.layout.cols(), state.matrix.scalar_type().value,
+                    state.matrix.device().type().value, state.matrix.device().index(), state.orthogonalizer);
+        }
+    }
+}
