@@ -81,10 +81,9 @@ public final class Muon implements TrainingOptimizer {
      *   <li>{@link MuonConfig#batchSameShape()} is on and the orthogonalization is Newton–Schulz (the exact SVD
      *       reference is never batched);</li>
      *   <li>{@link NsAlgorithm} is {@code GEMM}, or {@code AUTO} where a single matrix would run the GEMM kernel
-     *       too: not on a CPU with float32 or float64 iterations and
-     *       {@code min(rows, cols) >= }{@link NewtonSchulz#SYMMETRIC_MIN_ROWS}, where {@code AUTO} runs the
-     *       symmetric kernel. A batch always runs the GEMM kernel, so an explicitly requested {@code SYMMETRIC}
-     *       or {@code GRAM} is never batched either.</li>
+     *       too ({@link NewtonSchulz#autoKernel}: on a CPU from {@link NewtonSchulz#SYMMETRIC_MIN_ROWS} rows the
+     *       symmetric or Gram kernel runs instead). A batch always runs the GEMM kernel, so an explicitly
+     *       requested {@code SYMMETRIC} or {@code GRAM} is never batched either.</li>
      * </ul>
      *
      * <p>Why: batching saves the fixed cost of each call (some forty libtorch ops per Newton–Schulz run, each
@@ -320,10 +319,9 @@ public final class Muon implements TrainingOptimizer {
         if (kernel == NsAlgorithm.GEMM) {
             return true;
         }
-        // Mirrors the AUTO rule of NewtonSchulz for one matrix: keep the matrices that get the symmetric kernel.
-        boolean symmetricAlone = cpu && config.nsPrecision() != NsPrecision.BFLOAT16
-                && Math.min(rows, cols) >= NewtonSchulz.SYMMETRIC_MIN_ROWS;
-        return kernel == NsAlgorithm.AUTO && !symmetricAlone;
+        // A batch runs the GEMM kernel: keep out the matrices that AUTO would give a faster one alone.
+        return kernel == NsAlgorithm.AUTO
+                && NewtonSchulz.autoKernel(cpu, config.nsPrecision(), rows, cols) == NsAlgorithm.GEMM;
     }
 
     /** Returns the gradient to apply, or null to skip; throws before anything has changed if it is unusable. */

@@ -94,10 +94,12 @@ class MuonSameShapeBatchingTest {
                 rule("requestedSymmetric_isNot", d.withNsAlgorithm(NsAlgorithm.SYMMETRIC), 64, 32, 8, true, false),
                 rule("requestedGram_isNot", d.withNsAlgorithm(NsAlgorithm.GRAM), 64, 32, 8, true, false),
                 rule("gemm_isBatched", gemm, 64, 32, 8, true, true),
-                // Where AUTO gives one matrix the symmetric kernel (CPU, float32/float64, short side >= 256).
+                // Where AUTO gives one matrix the symmetric kernel (CPU, float32/float64, short side >= 256) or the
+                // Gram kernel (CPU, any dtype, short side >= 256, aspect >= 2).
                 rule("cpu_float32_256_keepsTheSymmetricKernel", d, 256, 256, 24, true, false),
-                rule("cpu_float64_tall_keepsTheSymmetricKernel", d.withNsPrecision(NsPrecision.FLOAT64),
+                rule("cpu_float64_tall_keepsTheGramKernel", d.withNsPrecision(NsPrecision.FLOAT64),
                         max, symmetric, 4, true, false),
+                rule("cpu_bfloat16_wide_keepsTheGramKernel", bf16, symmetric, max, 4, true, false),
                 rule("cpu_shortSideBelowSymmetric_isBatched", d, symmetric - 1, max, 4, true, true),
                 rule("cpu_bfloat16_256_isBatched", bf16, 256, 256, 24, true, true),
                 rule("cpu_gemm_256_isBatched", gemm, 256, 256, 24, true, true),

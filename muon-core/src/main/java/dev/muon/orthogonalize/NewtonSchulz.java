@@ -172,8 +172,6 @@ public final class NewtonSchulz implements Orthogonalizer {
      */
     NsAlgorithm kernelFor(Tensor update, boolean batched, long m, long n) {
         NsAlgorithm requested = config.nsAlgorithm();
-        boolean cpu = update.device().is_cpu();
-        boolean blas = usesOpenBlas(update);
         if (requested == NsAlgorithm.GEMM || batched) {
             return NsAlgorithm.GEMM;
         }
@@ -181,15 +179,33 @@ public final class NewtonSchulz implements Orthogonalizer {
             return NsAlgorithm.GRAM;
         }
         if (requested == NsAlgorithm.SYMMETRIC) {
-            return blas ? NsAlgorithm.SYMMETRIC : NsAlgorithm.GEMM;
+            return usesOpenBlas(update) ? NsAlgorithm.SYMMETRIC : NsAlgorithm.GEMM;
         }
+        return autoKernel(update.device().is_cpu(), config.nsPrecision(), m, n);
+    }
+
+    /**
+     * The kernel that {@link NsAlgorithm#AUTO} picks for one matrix (not a batch): on a CPU, for at least
+     * {@value #SYMMETRIC_MIN_ROWS} rows after the tall transpose, {@code GRAM} from an aspect ratio of
+     * {@value #GRAM_MIN_ASPECT}, else {@code SYMMETRIC} in float32/float64 when OpenBLAS loads; {@code GEMM}
+     * everywhere else.
+     *
+     * @param cpu       whether the matrix is on the CPU
+     * @param precision the iteration's dtype
+     * @param rows      the matrix's rows
+     * @param cols      the matrix's columns
+     * @return the kernel
+     */
+    public static NsAlgorithm autoKernel(boolean cpu, NsPrecision precision, long rows, long cols) {
+        long m = Math.min(rows, cols);
+        long n = Math.max(rows, cols);
         if (!cpu || m < SYMMETRIC_MIN_ROWS) {
             return NsAlgorithm.GEMM;
         }
         if (n >= GRAM_MIN_ASPECT * m) {
             return NsAlgorithm.GRAM;
         }
-        return blas ? NsAlgorithm.SYMMETRIC : NsAlgorithm.GEMM;
+        return precision != NsPrecision.BFLOAT16 && OpenBlas.isAvailable() ? NsAlgorithm.SYMMETRIC : NsAlgorithm.GEMM;
     }
 
     /**
