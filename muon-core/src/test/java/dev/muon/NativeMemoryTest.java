@@ -39,24 +39,12 @@ class NativeMemoryTest {
             Tensor w2 = torch.randn(128, 256).mul_(new org.bytedeco.pytorch.Scalar(0.05)).requires_grad_(true);
             Tensor x = torch.randn(64, 128);
             Muon muon = Muon.of(List.of(w1, w2), MuonConfig.defaults().withLr(0.01));
-            long baseline = 0;
-            for (int step = 0; step < 2000; step++) {
-                try (PointerScope inner = new PointerScope()) {
-                    muon.zeroGrad();
-                    Tensor h = x.matmul(w1.t()).relu();
-                    Tensor loss = h.matmul(w2.t()).sub(x).pow(new org.bytedeco.pytorch.Scalar(2)).mean();
-                    loss.backward();
-                }
-                // Outside the loop's inner scope on purpose: whatever step() leaves unscoped piles up in
-                // the outer scope until the end of the test, and shows in the RSS.
-                muon.step();
-                if (step == 200) {
-                    System.gc();
-                    baseline = residentKib();
-                }
-            }
-            System.gc();
-            long growthKib = residentKib() - baseline;
+            long growthKib = residentGrowthKib(muon, step -> {
+                muon.zeroGrad();
+                Tensor h = x.matmul(w1.t()).relu();
+                Tensor loss = h.matmul(w2.t()).sub(x).pow(new org.bytedeco.pytorch.Scalar(2)).mean();
+                loss.backward();
+            });
             System.out.println("NativeMemoryTest: RSS growth over steps 200..2000 = " + growthKib + " KiB");
             assertTrue(growthKib < 48 * 1024, "RSS grew by " + growthKib + " KiB over 1,800 steps");
         }
@@ -78,24 +66,35 @@ class NativeMemoryTest {
             }
             Muon muon = Muon.of(params, MuonConfig.defaults().withLr(0.01));
             assertTrue(muon.sameShapeBatches(0).size() == 1, "the eight matrices form one batch");
-            long baseline = 0;
-            for (int step = 0; step < 2000; step++) {
-                try (PointerScope inner = new PointerScope()) {
-                    for (int i = 0; i < params.size(); i++) {
-                        boolean missing = step % 3 == 0 && i == step % 8;
-                        params.get(i).mutable_grad().put(missing ? new Tensor() : grads.get(i));
-                    }
+            long growthKib = residentGrowthKib(muon, step -> {
+                for (int i = 0; i < params.size(); i++) {
+                    boolean missing = step % 3 == 0 && i == step % 8;
+                    params.get(i).mutable_grad().put(missing ? new Tensor() : grads.get(i));
                 }
-                muon.step();
-                if (step == 200) {
-                    System.gc();
-                    baseline = residentKib();
-                }
-            }
-            System.gc();
-            long growthKib = residentKib() - baseline;
+            });
             System.out.println("NativeMemoryTest: batched RSS growth over steps 200..2000 = " + growthKib + " KiB");
             assertTrue(growthKib < 48 * 1024, "RSS grew by " + growthKib + " KiB over 1,800 steps");
         }
+    }
+
+    /**
+     * Runs 2,000 steps, each after {@code prepare} (in a scope of its own), and returns the growth of the resident
+     * memory between step 200 and the end, in KiB. {@code step()} runs outside that scope on purpose: whatever it
+     * leaves unscoped piles up in the caller's scope until the end of the test, and shows in the RSS.
+     */
+    private static long residentGrowthKib(Muon muon, java.util.function.IntConsumer prepare) throws IOException {
+        long baseline = 0;
+        for (int step = 0; step < 2000; step++) {
+            try (PointerScope inner = new PointerScope()) {
+                prepare.accept(step);
+            }
+            muon.step();
+            if (step == 200) {
+                System.gc();
+                baseline = residentKib();
+            }
+        }
+        System.gc();
+        return residentKib() - baseline;
     }
 }

@@ -73,14 +73,13 @@ public final class BenchmarkPlot {
                     .xAxisTitle("shape").yAxisTitle("time relative to the 3 GEMMs per step alone").build();
             chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideE);
             for (Map.Entry<String, Map<String, Double>> variant : dtype.getValue().entrySet()) {
-                List<String> shapes = new ArrayList<>();
+                // Every series over the floor's shapes, a gap where a variant was not run: XChart places a
+                // category series' values by position, so a shorter list would draw bars over the wrong shapes.
+                List<String> shapes = new ArrayList<>(floor.keySet());
                 List<Double> ratios = new ArrayList<>();
-                for (Map.Entry<String, Double> shape : variant.getValue().entrySet()) {
-                    Double base = floor.get(shape.getKey());
-                    if (base != null) {
-                        shapes.add(shape.getKey());
-                        ratios.add(shape.getValue() / base);
-                    }
+                for (String shape : shapes) {
+                    Double score = variant.getValue().get(shape);
+                    ratios.add(score == null ? null : score / floor.get(shape));
                 }
                 chart.addSeries(variant.getKey(), shapes, ratios);
             }

@@ -6,18 +6,20 @@ import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 
 /**
- * The three Newton–Schulz kernels on OpenBLAS, for one CPU workspace in float32 or float64: every pass of the
- * iteration, elementwise ones included, is an OpenBLAS call (see {@link OpenBlas} for why). Each returns the
- * buffer holding the result; the workspace's {@code x} holds the normalised wide input on entry.
+ * The symmetric and Gram Newton–Schulz kernels on OpenBLAS, for one CPU workspace in float32 or float64: every
+ * pass of the iteration, elementwise ones included, is an OpenBLAS call (see {@link OpenBlas} for why). Each
+ * returns the buffer holding the result; the workspace's {@code x} holds the normalised wide input on entry.
  *
- * <p>Per step, for {@code X} of shape {@code m × n}, with the step's coefficients {@code (a, b, c)}:
+ * <p>The symmetric step, for {@code X} of shape {@code m × n} and the step's coefficients {@code (a, b, c)}:
  * <pre>
- *   plain      A = X·Xᵀ (gemm);  B = c·A·A + b·A (gemm, beta = b);  B += a·I;  X' = B·X (gemm)
- *   symmetric  A = X·Xᵀ (syrk, upper, then mirrored);  B_up = c·A·Aᵀ + b·A (syrk, beta = b);  B += a·I;
- *              X' = B·X (symm, reading B's upper triangle)
+ *   A = X·Xᵀ (syrk, upper, then mirrored);  B_up = c·A·Aᵀ + b·A (syrk, beta = b);  B += a·I;
+ *   X' = B·X (symm, reading B's upper triangle)
  * </pre>
- * for {@code m²(4n + 2m)} and {@code m²(3n + m)} multiply-adds. The Gram kernel is described at
- * {@link #gram}.
+ * for {@code m²(3n + m)} multiply-adds against {@code m²(4n + 2m)} for the plain step. The Gram kernel is
+ * described at {@link #gram}.
+ *
+ * <p>The plain kernel is not here: it stays on libtorch so that a matrix gives the same bits alone and inside a
+ * same-shape batch ({@code bmm}).
  */
 final class BlasKernels {
     private final OpenBlas blas;
@@ -47,22 +49,6 @@ final class BlasKernels {
         return true;
     }
 
-    /** The plain iteration: three GEMMs a step. */
-    Tensor plain(NewtonSchulzConfig config) {
-        Tensor x = ws.x;
-        Tensor next = ws.y;
-        for (int k = 0; k < config.nsSteps(); k++) {
-            Coefficients c = config.nsCoefficients().at(k);
-            blas.gemm(1.0, x, x, true, 0.0, ws.a);
-            polynomial(ws.b, ws.a, c, false);
-            blas.gemm(1.0, ws.b, x, false, 0.0, next);
-            Tensor done = x;
-            x = next;
-            next = done;
-        }
-        return x;
-    }
-
     /** The symmetric iteration: half of {@code X·Xᵀ} and of {@code A·A}, then a symmetric product. */
     Tensor symmetric(NewtonSchulzConfig config) {
         Tensor x = ws.x;
@@ -70,7 +56,7 @@ final class BlasKernels {
         for (int k = 0; k < config.nsSteps(); k++) {
             Coefficients c = config.nsCoefficients().at(k);
             gramOf(ws.a, x);
-            polynomial(ws.b, ws.a, c, true);
+            polynomialUpper(ws.b, ws.a, c);
             blas.symmUpperTimes(ws.b, x, next);
             Tensor done = x;
             x = next;
@@ -112,12 +98,12 @@ final class BlasKernels {
         for (int k = 0; k < steps; k++) {
             if (k > 0 && k % GramIteration.RESTART_EVERY == 0) {
                 Tensor target = source == ws.x ? ws.y : ws.x;
-                blas.gemm(1.0, qk, source, false, 0.0, target);
+                blas.gemm(qk, source, target);
                 source = target;
                 gramOf(rk, source);
                 qIsIdentity = true;
             }
-            polynomial(zk, rk, config.nsCoefficients().at(k), true);
+            polynomialUpper(zk, rk, config.nsCoefficients().at(k));
             blas.mirrorUpper(zk);
             Tensor zCurrent = zk;
             if (qIsIdentity) {
@@ -139,7 +125,7 @@ final class BlasKernels {
             }
         }
         Tensor out = source == ws.x ? ws.y : ws.x;
-        blas.gemm(1.0, qk, source, false, 0.0, out);
+        blas.gemm(qk, source, out);
         return out;
     }
 
@@ -149,17 +135,10 @@ final class BlasKernels {
         blas.mirrorUpper(out);
     }
 
-    /**
-     * {@code out = c·A² + b·A + a·I} for the symmetric {@code A}: with {@code upperOnly}, only {@code out}'s upper
-     * triangle (syrk); otherwise all of it (gemm).
-     */
-    private void polynomial(Tensor out, Tensor gram, Coefficients c, boolean upperOnly) {
+    /** The upper triangle of {@code out = c·A² + b·A + a·I} for the symmetric {@code A} (one syrk). */
+    private void polynomialUpper(Tensor out, Tensor gram, Coefficients c) {
         blas.copy(gram, out);
-        if (upperOnly) {
-            blas.syrkUpper(c.c(), gram, c.b(), out);
-        } else {
-            blas.gemm(c.c(), gram, gram, false, c.b(), out);
-        }
+        blas.syrkUpper(c.c(), gram, c.b(), out);
         blas.addToDiagonal(out, c.a(), ones);
     }
 }

@@ -24,13 +24,14 @@ import java.util.Objects;
  *   <li>For each step {@code k} with coefficients {@code (a, b, c)}: {@code A = X Xᵀ; B = b·A + c·A·A;
  *       X = a·X + B·X}.</li>
  * </ol>
- * The plain step is three GEMMs and one pass over the small Gram matrix: {@code B = c·A·A + b·A + a·I}, then
- * {@code X' = B·X}, so that no beta-scaled GEMM or elementwise pass touches the large {@code m × n} iterate. On
- * the CPU in float32 and float64 every pass is an OpenBLAS call ({@code BlasKernels}, which also holds the
- * symmetric and Gram kernels); elsewhere (bfloat16, batches, other devices) libtorch ops run the same steps. Which
- * kernel runs is {@link NsAlgorithm}'s documented rule. Everything is written into workspaces created once per
- * shape and reused for every later call (and every parameter of that shape), so a steady-state call allocates no
- * large tensors.
+ * The plain step is three GEMMs and one pass over the small Gram matrix, {@code B = a·I + A·(c·A + b·I)}, then
+ * {@code X' = B·X}, so that no beta-scaled GEMM or elementwise pass touches the large {@code m × n} iterate; it
+ * runs on libtorch ops, on any device, for single matrices and batches alike (a matrix gives the same bits alone
+ * and in a batch, which keeps same-shape batching and sharded training bit-identical to a plain run). The
+ * symmetric and Gram kernels run on OpenBLAS on the CPU in float32 and float64 ({@code BlasKernels}), every pass
+ * of them included; the Gram kernel runs on libtorch elsewhere. Which kernel runs is {@link NsAlgorithm}'s
+ * documented rule. Everything is written into workspaces created once per shape and reused for every later call
+ * (and every parameter of that shape), so a steady-state call allocates no large tensors.
  *
  * <table>
  *   <caption>Defaults ({@link NewtonSchulzConfig#defaults()})</caption>
@@ -119,16 +120,12 @@ public final class NewtonSchulz implements Orthogonalizer {
         boolean float64 = config.nsPrecision() == NsPrecision.FLOAT64;
         NsAlgorithm kernel = kernelFor(update, batched, Math.min(rows, cols), Math.max(rows, cols));
         Tensor x;
-        if (!batched && usesOpenBlas(update)) {
+        if (kernel != NsAlgorithm.GEMM && usesOpenBlas(update)) {
             BlasKernels blas = ws.blas(float64);
             if (!blas.normalize(update, tall, config)) {
                 normalizeInto(ws.x, g);
             }
-            x = switch (kernel) {
-                case SYMMETRIC -> blas.symmetric(config);
-                case GRAM -> blas.gram(config);
-                default -> blas.plain(config);
-            };
+            x = kernel == NsAlgorithm.SYMMETRIC ? blas.symmetric(config) : blas.gram(config);
         } else if (kernel == NsAlgorithm.GRAM) {
             normalizeInto(ws.x, g);
             x = ws.gram().iterate(config.nsSteps(), linear, cubic, quintic);
@@ -161,7 +158,7 @@ public final class NewtonSchulz implements Orthogonalizer {
         return x;
     }
 
-    /** Whether this input's iteration runs on OpenBLAS ({@link BlasKernels}): CPU, float32 or float64. */
+    /** Whether this input's symmetric and Gram kernels run on OpenBLAS ({@link BlasKernels}): CPU, float32/64. */
     private boolean usesOpenBlas(Tensor update) {
         return update.device().is_cpu() && config.nsPrecision() != NsPrecision.BFLOAT16 && OpenBlas.isAvailable();
     }

@@ -10,7 +10,6 @@ import org.bytedeco.pytorch.Tensor;
 import static org.bytedeco.openblas.global.openblas_nolapack.CblasLeft;
 import static org.bytedeco.openblas.global.openblas_nolapack.CblasNoTrans;
 import static org.bytedeco.openblas.global.openblas_nolapack.CblasRowMajor;
-import static org.bytedeco.openblas.global.openblas_nolapack.CblasTrans;
 import static org.bytedeco.openblas.global.openblas_nolapack.CblasUpper;
 
 /**
@@ -69,18 +68,17 @@ final class OpenBlas {
         return float64 ? new DoublePointer(t.data_ptr()) : new FloatPointer(t.data_ptr());
     }
 
-    /** {@code c = alpha·a·b + beta·c}, or {@code a·bᵀ} with {@code transposeB}. */
-    void gemm(double alpha, Tensor a, Tensor b, boolean transposeB, double beta, Tensor c) {
+    /** {@code c = a·b}. */
+    void gemm(Tensor a, Tensor b, Tensor c) {
         int m = rows(a);
         int k = cols(a);
-        int n = transposeB ? rows(b) : cols(b);
-        int op = transposeB ? CblasTrans : CblasNoTrans;
+        int n = cols(b);
         if (float64) {
-            openblas_nolapack.cblas_dgemm(CblasRowMajor, CblasNoTrans, op, m, n, k, alpha, (DoublePointer) at(a), k,
-                    (DoublePointer) at(b), cols(b), beta, (DoublePointer) at(c), n);
+            openblas_nolapack.cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0,
+                    (DoublePointer) at(a), k, (DoublePointer) at(b), n, 0.0, (DoublePointer) at(c), n);
         } else {
-            openblas_nolapack.cblas_sgemm(CblasRowMajor, CblasNoTrans, op, m, n, k, (float) alpha,
-                    (FloatPointer) at(a), k, (FloatPointer) at(b), cols(b), (float) beta, (FloatPointer) at(c), n);
+            openblas_nolapack.cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1f,
+                    (FloatPointer) at(a), k, (FloatPointer) at(b), n, 0f, (FloatPointer) at(c), n);
         }
     }
 
@@ -123,45 +121,39 @@ final class OpenBlas {
         int m = rows(out);
         int n = cols(out);
         int count = m * n;
-        if (float64) {
-            DoublePointer from = (DoublePointer) at(g);
-            DoublePointer to = (DoublePointer) at(out);
-            double scale = 1.0 / Math.max(safety * openblas_nolapack.cblas_dnrm2(count, from, 1), eps);
-            if (transposed) {
-                DoublePointer column = new DoublePointer(from);
-                DoublePointer row = new DoublePointer(to);
-                for (int i = 0; i < m; i++) {
-                    openblas_nolapack.cblas_dcopy(n, column.position(i), m, row.position((long) i * n), 1);
-                }
-            } else {
-                openblas_nolapack.cblas_dcopy(count, from, 1, to, 1);
+        Pointer from = at(g);
+        Pointer to = at(out);
+        double norm = float64 ? openblas_nolapack.cblas_dnrm2(count, (DoublePointer) from, 1)
+                : openblas_nolapack.cblas_snrm2(count, (FloatPointer) from, 1);
+        double scale = 1.0 / Math.max(safety * norm, eps);
+        if (transposed) {
+            for (int i = 0; i < m; i++) {
+                copy(n, from, i, m, to, (long) i * n);
             }
-            openblas_nolapack.cblas_dscal(count, scale, to, 1);
         } else {
-            FloatPointer from = (FloatPointer) at(g);
-            FloatPointer to = (FloatPointer) at(out);
-            float scale = (float) (1.0 / Math.max(safety * openblas_nolapack.cblas_snrm2(count, from, 1), eps));
-            if (transposed) {
-                FloatPointer column = new FloatPointer(from);
-                FloatPointer row = new FloatPointer(to);
-                for (int i = 0; i < m; i++) {
-                    openblas_nolapack.cblas_scopy(n, column.position(i), m, row.position((long) i * n), 1);
-                }
-            } else {
-                openblas_nolapack.cblas_scopy(count, from, 1, to, 1);
-            }
-            openblas_nolapack.cblas_sscal(count, scale, to, 1);
+            copy(count, from, 0, 1, to, 0);
+        }
+        if (float64) {
+            openblas_nolapack.cblas_dscal(count, scale, (DoublePointer) to, 1);
+        } else {
+            openblas_nolapack.cblas_sscal(count, (float) scale, (FloatPointer) to, 1);
+        }
+    }
+
+    /** Copies {@code count} elements, {@code stride} apart from {@code from + offset}, to {@code to + toOffset}. */
+    private void copy(int count, Pointer from, long offset, int stride, Pointer to, long toOffset) {
+        if (float64) {
+            openblas_nolapack.cblas_dcopy(count, new DoublePointer(from).position(offset), stride,
+                    new DoublePointer(to).position(toOffset), 1);
+        } else {
+            openblas_nolapack.cblas_scopy(count, new FloatPointer(from).position(offset), stride,
+                    new FloatPointer(to).position(toOffset), 1);
         }
     }
 
     /** {@code to = from}, elementwise, for tensors of equal size. */
     void copy(Tensor from, Tensor to) {
-        int count = Math.toIntExact(from.numel());
-        if (float64) {
-            openblas_nolapack.cblas_dcopy(count, (DoublePointer) at(from), 1, (DoublePointer) at(to), 1);
-        } else {
-            openblas_nolapack.cblas_scopy(count, (FloatPointer) at(from), 1, (FloatPointer) at(to), 1);
-        }
+        copy(Math.toIntExact(from.numel()), at(from), 0, 1, at(to), 0);
     }
 
     /** Adds {@code value} to the diagonal of the square {@code c}; {@code ones} holds {@code m} ones. */
@@ -180,20 +172,9 @@ final class OpenBlas {
      */
     void mirrorUpper(Tensor c) {
         int m = rows(c);
-        if (float64) {
-            DoublePointer base = (DoublePointer) at(c);
-            DoublePointer column = new DoublePointer(base);
-            DoublePointer row = new DoublePointer(base);
-            for (int i = 1; i < m; i++) {
-                openblas_nolapack.cblas_dcopy(i, column.position(i), m, row.position((long) i * m), 1);
-            }
-        } else {
-            FloatPointer base = (FloatPointer) at(c);
-            FloatPointer column = new FloatPointer(base);
-            FloatPointer row = new FloatPointer(base);
-            for (int i = 1; i < m; i++) {
-                openblas_nolapack.cblas_scopy(i, column.position(i), m, row.position((long) i * m), 1);
-            }
+        Pointer base = at(c);
+        for (int i = 1; i < m; i++) {
+            copy(i, base, i, m, base, (long) i * m);
         }
     }
 }
