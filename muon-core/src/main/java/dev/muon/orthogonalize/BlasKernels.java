@@ -85,48 +85,35 @@ final class BlasKernels {
                 gramBuffers[i] = NativeLifetime.outliveScope(torch.empty(new long[]{m, m}, options, null));
             }
         }
-        int steps = config.nsSteps();
-        Tensor source = ws.x;
-        Tensor rk = ws.a;
-        Tensor rSpare = gramBuffers[0];
-        Tensor zk = ws.t;
-        Tensor squared = gramBuffers[1];
-        Tensor qk = ws.b;
-        Tensor qSpare = gramBuffers[2];
-        gramOf(rk, source);
-        boolean qIsIdentity = true;
-        for (int k = 0; k < steps; k++) {
-            if (k > 0 && k % GramIteration.RESTART_EVERY == 0) {
-                Tensor target = source == ws.x ? ws.y : ws.x;
-                blas.gemm(qk, source, target);
-                source = target;
-                gramOf(rk, source);
-                qIsIdentity = true;
+        GramIteration.Products products = new GramIteration.Products() {
+            @Override
+            public void gram(Tensor out, Tensor x) {
+                gramOf(out, x);
             }
-            polynomialUpper(zk, rk, config.nsCoefficients().at(k));
-            blas.mirrorUpper(zk);
-            Tensor zCurrent = zk;
-            if (qIsIdentity) {
-                zk = qk;
-                qk = zCurrent;
-                qIsIdentity = false;
-            } else {
-                blas.symmUpperTimes(zCurrent, qk, qSpare);
-                Tensor t = qk;
-                qk = qSpare;
-                qSpare = t;
+
+            @Override
+            public void polynomial(Tensor z, Tensor r, int k, Tensor scratch) {
+                polynomialUpper(z, r, config.nsCoefficients().at(k));
+                blas.mirrorUpper(z);
             }
-            if (k < steps - 1 && (k + 1) % GramIteration.RESTART_EVERY != 0) {
-                blas.syrkUpper(1.0, zCurrent, 0.0, squared);
-                blas.symmUpperTimes(squared, rk, rSpare);
-                Tensor t = rk;
-                rk = rSpare;
-                rSpare = t;
+
+            @Override
+            public void symmetricTimes(Tensor out, Tensor s, Tensor b) {
+                blas.symmUpperTimes(s, b, out);
             }
-        }
-        Tensor out = source == ws.x ? ws.y : ws.x;
-        blas.gemm(qk, source, out);
-        return out;
+
+            @Override
+            public void squareTimes(Tensor out, Tensor z, Tensor r, Tensor scratch) {
+                blas.syrkUpper(1.0, z, 0.0, scratch);
+                blas.symmUpperTimes(scratch, r, out);
+            }
+
+            @Override
+            public void times(Tensor out, Tensor q, Tensor x) {
+                blas.gemm(q, x, out);
+            }
+        };
+        return GramIteration.run(products, config.nsSteps(), ws, gramBuffers);
     }
 
     /** {@code out = x·xᵀ}, both triangles. */

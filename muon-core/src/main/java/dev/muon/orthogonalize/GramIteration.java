@@ -34,60 +34,101 @@ final class GramIteration {
     /** Steps between restarts (a restart happens before step k for every k = 3, 6, ... below the step count). */
     static final int RESTART_EVERY = 3;
 
-    private final Tensor x0;
-    private final Tensor x1;
-    private final Tensor r;
-    private final Tensor rNext;
-    private final Tensor squared;
-    private final Tensor z;
-    private final Tensor q;
-    private final Tensor qNext;
+    /** The products one Gram iteration needs: on libtorch here, on OpenBLAS in {@link BlasKernels}. */
+    interface Products {
+        /** {@code out = x·xᵀ}, both triangles. */
+        void gram(Tensor out, Tensor x);
+
+        /** {@code z = a·I + b·r + c·r²} with step {@code k}'s coefficients, both triangles; may use {@code scratch}. */
+        void polynomial(Tensor z, Tensor r, int k, Tensor scratch);
+
+        /** {@code out = s·b} for a symmetric {@code s}. */
+        void symmetricTimes(Tensor out, Tensor s, Tensor b);
+
+        /** {@code out = z²·r} for the symmetric, commuting {@code z} and {@code r}; may use {@code scratch}. */
+        void squareTimes(Tensor out, Tensor z, Tensor r, Tensor scratch);
+
+        /** {@code out = q·x} for the {@code m × m} {@code q} and the {@code m × n} {@code x}. */
+        void times(Tensor out, Tensor q, Tensor x);
+    }
+
+    private final Workspace ws;
+    private final Tensor[] squares = new Tensor[3];
     private final GramProduct gram;
 
     GramIteration(Workspace ws) {
-        x0 = ws.x;
-        x1 = ws.y;
+        this.ws = ws;
         long m = ws.x.size(0);
         TensorOptions options = GramProduct.optionsOf(ws.x);
-        z = ws.t;
-        q = ws.b;
-        r = ws.a;
-        rNext = square(m, options);
-        squared = square(m, options);
-        qNext = square(m, options);
+        for (int i = 0; i < squares.length; i++) {
+            squares[i] = NativeLifetime.outliveScope(torch.empty(new long[]{m, m}, options, null));
+        }
         gram = new GramProduct(m, options);
     }
 
-    private static Tensor square(long m, TensorOptions options) {
-        return NativeLifetime.outliveScope(torch.empty(new long[]{m, m}, options, null));
+    /**
+     * Runs the iteration on libtorch ops on the workspace's {@code x}, which holds the normalised input, and
+     * returns the buffer holding the result.
+     */
+    Tensor iterate(int steps, Scalar[] linear, Scalar[] cubic, Scalar[] quintic) {
+        Products products = new Products() {
+            @Override
+            public void gram(Tensor out, Tensor x) {
+                gram.into(out, x);
+            }
+
+            @Override
+            public void polynomial(Tensor z, Tensor r, int k, Tensor scratch) {
+                gram.into(scratch, r);
+                torch.mul_out(z, scratch, quintic[k]);
+                z.add_(r, cubic[k]);
+                z.diagonal().add_(linear[k]);
+            }
+
+            @Override
+            public void symmetricTimes(Tensor out, Tensor s, Tensor b) {
+                torch.mm_out(out, s, b);
+            }
+
+            @Override
+            public void squareTimes(Tensor out, Tensor z, Tensor r, Tensor scratch) {
+                gram.into(scratch, z);
+                torch.mm_out(out, r, scratch);
+            }
+
+            @Override
+            public void times(Tensor out, Tensor q, Tensor x) {
+                torch.mm_out(out, q, x);
+            }
+        };
+        return run(products, steps, ws, squares);
     }
 
     /**
-     * Runs the iteration on the workspace's {@code x}, which holds the normalised input, and returns the buffer
-     * holding the result.
+     * The iteration itself, for either form: {@code x} holds the normalised wide input on entry, and the result is
+     * returned in {@code ws.x} or {@code ws.y}. Besides {@code ws.a}, {@code ws.t} and {@code ws.b} it uses the
+     * three {@code m × m} buffers in {@code extra}.
      */
-    Tensor iterate(int steps, Scalar[] linear, Scalar[] cubic, Scalar[] quintic) {
-        Tensor source = x0;
-        Tensor rk = r;
-        Tensor rSpare = rNext;
-        Tensor zk = z;
-        Tensor qk = q;
-        Tensor qSpare = qNext;
-        gram.into(rk, source);
+    static Tensor run(Products p, int steps, Workspace ws, Tensor[] extra) {
+        Tensor source = ws.x;
+        Tensor rk = ws.a;
+        Tensor rSpare = extra[0];
+        Tensor zk = ws.t;
+        Tensor scratch = extra[1];
+        Tensor qk = ws.b;
+        Tensor qSpare = extra[2];
+        p.gram(rk, source);
         boolean qIsIdentity = true;
         for (int k = 0; k < steps; k++) {
             if (k > 0 && k % RESTART_EVERY == 0) {
                 // Materialise X_k = Q_k·X_r and start again from its exact Gram matrix.
-                Tensor target = source == x0 ? x1 : x0;
-                torch.mm_out(target, qk, source);
+                Tensor target = source == ws.x ? ws.y : ws.x;
+                p.times(target, qk, source);
                 source = target;
-                gram.into(rk, source);
+                p.gram(rk, source);
                 qIsIdentity = true;
             }
-            gram.into(squared, rk);
-            torch.mul_out(zk, squared, quintic[k]);
-            zk.add_(rk, cubic[k]);
-            zk.diagonal().add_(linear[k]);
+            p.polynomial(zk, rk, k, scratch);
             Tensor zCurrent = zk;
             if (qIsIdentity) {
                 // Q_{k+1} = Z_k: hand Z's buffer over to Q instead of copying it.
@@ -95,7 +136,7 @@ final class GramIteration {
                 qk = zCurrent;
                 qIsIdentity = false;
             } else {
-                torch.mm_out(qSpare, zCurrent, qk);
+                p.symmetricTimes(qSpare, zCurrent, qk);
                 Tensor t = qk;
                 qk = qSpare;
                 qSpare = t;
@@ -103,15 +144,14 @@ final class GramIteration {
             boolean last = k == steps - 1;
             boolean restartsNext = (k + 1) % RESTART_EVERY == 0;
             if (!last && !restartsNext) {
-                gram.into(squared, zCurrent);
-                torch.mm_out(rSpare, rk, squared);
+                p.squareTimes(rSpare, zCurrent, rk, scratch);
                 Tensor t = rk;
                 rk = rSpare;
                 rSpare = t;
             }
         }
-        Tensor out = source == x0 ? x1 : x0;
-        torch.mm_out(out, qk, source);
+        Tensor out = source == ws.x ? ws.y : ws.x;
+        p.times(out, qk, source);
         return out;
     }
 }

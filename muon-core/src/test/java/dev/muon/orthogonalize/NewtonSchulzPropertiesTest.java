@@ -47,14 +47,19 @@ class NewtonSchulzPropertiesTest {
      */
     static Tensor withCondition(int rows, int cols, double condition) {
         int k = Math.min(rows, cols);
-        Tensor u = torch.linalg_qr(torch.randn(rows, k).to(ScalarType.Double)).get0();
-        Tensor v = torch.linalg_qr(torch.randn(cols, k).to(ScalarType.Double)).get0();
         double[] s = new double[k];
         for (int i = 0; i < k; i++) {
             s[i] = Math.pow(condition, -(double) i / Math.max(1, k - 1));
         }
-        Tensor sigma = Tensor.create(s, k);
-        return u.mul(sigma.unsqueeze(0)).matmul(v.t()).to(ScalarType.Float);
+        return withSingularValues(rows, cols, s).to(ScalarType.Float);
+    }
+
+    /** A float64 matrix {@code U diag(s) Vᵀ} with random orthonormal U and V. */
+    static Tensor withSingularValues(int rows, int cols, double[] s) {
+        int k = Math.min(rows, cols);
+        Tensor u = torch.linalg_qr(torch.randn(rows, k).to(ScalarType.Double)).get0();
+        Tensor v = torch.linalg_qr(torch.randn(cols, k).to(ScalarType.Double)).get0();
+        return u.mul(Tensor.create(s, k).unsqueeze(0)).matmul(v.t());
     }
 
     @ParameterizedTest(name = "{0}x{1}")
@@ -302,8 +307,6 @@ class NewtonSchulzPropertiesTest {
 
     static Tensor withSpectrum(String kind, int rows, int cols) {
         int k = Math.min(rows, cols);
-        Tensor u = torch.linalg_qr(torch.randn(rows, k).to(ScalarType.Double)).get0();
-        Tensor v = torch.linalg_qr(torch.randn(cols, k).to(ScalarType.Double)).get0();
         double[] s = new double[k];
         for (int i = 0; i < k; i++) {
             s[i] = kind.equals("decaying") ? Math.exp(-i / (k / 7.0)) : 1.0 / (i + 1);
@@ -313,7 +316,7 @@ class NewtonSchulzPropertiesTest {
             case "low-rank+noise" -> torch.randn(rows, 8).to(ScalarType.Double)
                     .matmul(torch.randn(8, cols).to(ScalarType.Double))
                     .add(torch.randn(rows, cols).to(ScalarType.Double).mul(new org.bytedeco.pytorch.Scalar(0.05)));
-            default -> u.mul(Tensor.create(s, k).unsqueeze(0)).matmul(v.t());
+            default -> withSingularValues(rows, cols, s);
         };
     }
 
