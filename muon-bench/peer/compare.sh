@@ -18,7 +18,8 @@ export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 jar=muon-bench/target/benchmarks.jar
 OMP_WAIT_POLICY=PASSIVE java -jar "$jar" NewtonSchulzBenchmark -p shape=1024x4096 -p variant=ns-auto \
   -rf json -rff "$out/ns.json"
-OMP_WAIT_POLICY=PASSIVE java -jar "$jar" MuonStepBenchmark -p optimizer=muon-adamw -p nsAlgorithm=AUTO \
+OMP_WAIT_POLICY=PASSIVE java -jar "$jar" MuonStepBenchmark -p model=gpt2-small-width -p batching=on \
+  -p optimizer=muon-adamw -p nsAlgorithm=AUTO \
   -rf json -rff "$out/step.json"
 /usr/bin/python3 muon-bench/peer/pytorch_peer.py --threads "$threads" --out "$out/peer-default.json"
 OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 muon-bench/peer/pytorch_peer.py --threads "$threads" \

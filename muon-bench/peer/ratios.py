@@ -37,6 +37,8 @@ def main(ns_json, step_json, *peer_jsons):
         if bench == "NewtonSchulzBenchmark":
             key, section = f"{p['shape']}/{p['dtype']}", "ns"
             label = f"NS {key} ({p['variant']})"
+        elif p.get("optimizer") == "adamw":
+            continue  # AdamW alone is not what the peer's Muon + AdamW step measures
         else:
             key, section = p["nsPrecision"], "step"
             label = f"step GPT-2-small width {key} ({p['optimizer']}, {p['nsAlgorithm']})"
