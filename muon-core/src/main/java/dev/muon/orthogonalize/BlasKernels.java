@@ -2,7 +2,6 @@ package dev.muon.orthogonalize;
 
 import dev.muon.internal.NativeLifetime;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 
 /**
@@ -25,13 +24,11 @@ final class BlasKernels {
     private final OpenBlas blas;
     private final Workspace ws;
     private final Tensor ones;
-    private Tensor[] gramBuffers;
 
     BlasKernels(Workspace ws, boolean float64) {
         this.ws = ws;
         this.blas = new OpenBlas(float64);
-        TensorOptions options = GramProduct.optionsOf(ws.x);
-        this.ones = NativeLifetime.outliveScope(torch.ones(new long[]{ws.x.size(0)}, options));
+        this.ones = NativeLifetime.outliveScope(torch.ones(new long[]{ws.x.size(0)}, ws.x.options()));
     }
 
     /**
@@ -77,14 +74,6 @@ final class BlasKernels {
      * and the long side only in the Gram matrices and the products {@code Q·X_r} (gemm).
      */
     Tensor gram(NewtonSchulzConfig config) {
-        if (gramBuffers == null) {
-            TensorOptions options = GramProduct.optionsOf(ws.x);
-            long m = ws.x.size(0);
-            gramBuffers = new Tensor[3];
-            for (int i = 0; i < gramBuffers.length; i++) {
-                gramBuffers[i] = NativeLifetime.outliveScope(torch.empty(new long[]{m, m}, options, null));
-            }
-        }
         GramIteration.Products products = new GramIteration.Products() {
             @Override
             public void gram(Tensor out, Tensor x) {
@@ -113,7 +102,7 @@ final class BlasKernels {
                 blas.gemm(q, x, out);
             }
         };
-        return GramIteration.run(products, config.nsSteps(), ws, gramBuffers);
+        return GramIteration.run(products, config.nsSteps(), ws);
     }
 
     /** {@code out = x·xᵀ}, both triangles. */

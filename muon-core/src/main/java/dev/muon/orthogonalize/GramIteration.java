@@ -1,9 +1,7 @@
 package dev.muon.orthogonalize;
 
-import dev.muon.internal.NativeLifetime;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 
 /**
@@ -53,17 +51,11 @@ final class GramIteration {
     }
 
     private final Workspace ws;
-    private final Tensor[] squares = new Tensor[3];
     private final GramProduct gram;
 
     GramIteration(Workspace ws) {
         this.ws = ws;
-        long m = ws.x.size(0);
-        TensorOptions options = GramProduct.optionsOf(ws.x);
-        for (int i = 0; i < squares.length; i++) {
-            squares[i] = NativeLifetime.outliveScope(torch.empty(new long[]{m, m}, options, null));
-        }
-        gram = new GramProduct(m, options);
+        gram = new GramProduct(ws.x.size(0), ws.x.options());
     }
 
     /**
@@ -101,15 +93,16 @@ final class GramIteration {
                 torch.mm_out(out, q, x);
             }
         };
-        return run(products, steps, ws, squares);
+        return run(products, steps, ws);
     }
 
     /**
      * The iteration itself, for either form: {@code x} holds the normalised wide input on entry, and the result is
-     * returned in {@code ws.x} or {@code ws.y}. Besides {@code ws.a}, {@code ws.t} and {@code ws.b} it uses the
-     * three {@code m × m} buffers in {@code extra}.
+     * returned in {@code ws.x} or {@code ws.y}. Besides {@code ws.a}, {@code ws.t} and {@code ws.b} it uses
+     * {@link Workspace#gramSquares()}.
      */
-    static Tensor run(Products p, int steps, Workspace ws, Tensor[] extra) {
+    static Tensor run(Products p, int steps, Workspace ws) {
+        Tensor[] extra = ws.gramSquares();
         Tensor source = ws.x;
         Tensor rk = ws.a;
         Tensor rSpare = extra[0];

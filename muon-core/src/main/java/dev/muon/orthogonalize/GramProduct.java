@@ -1,7 +1,6 @@
 package dev.muon.orthogonalize;
 
 import dev.muon.internal.NativeLifetime;
-import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
@@ -43,10 +42,6 @@ final class GramProduct {
         this.rows = Math.toIntExact(rows);
         long side = Math.min(BLOCK_ROWS, rows);
         this.tile = NativeLifetime.outliveScope(torch.empty(new long[]{side, side}, options, null));
-    }
-
-    static TensorOptions optionsOf(Tensor like) {
-        return new TensorOptions(like.scalar_type()).device(new DeviceOptional(like.device()));
     }
 
     /**

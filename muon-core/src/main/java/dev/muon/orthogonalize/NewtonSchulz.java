@@ -160,7 +160,11 @@ public final class NewtonSchulz implements Orthogonalizer {
 
     /** Whether this input's symmetric and Gram kernels run on OpenBLAS ({@link BlasKernels}): CPU, float32/64. */
     private boolean usesOpenBlas(Tensor update) {
-        return update.device().is_cpu() && config.nsPrecision() != NsPrecision.BFLOAT16 && OpenBlas.isAvailable();
+        return openBlasServes(update.device().is_cpu(), config.nsPrecision());
+    }
+
+    private static boolean openBlasServes(boolean cpu, NsPrecision precision) {
+        return cpu && precision != NsPrecision.BFLOAT16 && OpenBlas.isAvailable();
     }
 
     /**
@@ -202,7 +206,7 @@ public final class NewtonSchulz implements Orthogonalizer {
         if (n >= GRAM_MIN_ASPECT * m) {
             return NsAlgorithm.GRAM;
         }
-        return precision != NsPrecision.BFLOAT16 && OpenBlas.isAvailable() ? NsAlgorithm.SYMMETRIC : NsAlgorithm.GEMM;
+        return openBlasServes(true, precision) ? NsAlgorithm.SYMMETRIC : NsAlgorithm.GEMM;
     }
 
     /**

@@ -34,6 +34,22 @@ final class Workspace {
 
     private GramIteration gram;
     private BlasKernels blas;
+    private Tensor[] gramSquares;
+
+    /**
+     * The three more {@code m × m} buffers the Gram kernel needs besides {@code a}, {@code t} and {@code b}, in
+     * either of its forms; created on first use.
+     */
+    Tensor[] gramSquares() {
+        if (gramSquares == null) {
+            long m = x.size(0);
+            gramSquares = new Tensor[3];
+            for (int i = 0; i < gramSquares.length; i++) {
+                gramSquares[i] = NativeLifetime.outliveScope(torch.empty(new long[]{m, m}, x.options(), null));
+            }
+        }
+        return gramSquares;
+    }
 
     /**
      * The OpenBLAS kernels for this workspace, created on first use (CPU, float32 or float64 only).
@@ -47,10 +63,7 @@ final class Workspace {
         return blas;
     }
 
-    /**
-     * The Gram-iteration buffers for this shape, created on first use.
-     *
-     */
+    /** The libtorch form of the Gram kernel for this shape, created on first use. */
     GramIteration gram() {
         if (gram == null) {
             gram = new GramIteration(this);
