@@ -1,11 +1,16 @@
 package dev.muon;
 
+import dev.muon.internal.NativeLifetime;
 import org.bytedeco.pytorch.Tensor;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
 import java.util.function.BiPredicate;
 
@@ -70,14 +75,227 @@ public final class Assignment {
         }
     }
 
+    /**
+     * One classification: a name, the optimizer's own handle on its tensor, where it goes and why;
+     * {@code aliasOf} is the first name of a tied weight when this name is a later alias of it, else null.
+     */
+    record Decision(String name, Tensor tensor, OptimizerKind kind, String reason, String aliasOf) {
+        boolean isAlias() {
+            return aliasOf != null;
+        }
+    }
+
+    /**
+     * What a {@link MuonAdamW.Builder} collected about where parameters go.
+     *
+     * @param muonRule           the predicate that sends a parameter to Muon
+     * @param customRule         whether {@code muonRule} replaced the default rule (the table then says so)
+     * @param forceMuon          names sent to Muon whatever the rule says
+     * @param forceAdamW         names sent to AdamW whatever the rule says
+     * @param orthogonalityNames names whose orthogonality error is measured; must be Muon parameters
+     */
+    record Rules(BiPredicate<String, Tensor> muonRule, boolean customRule, Set<String> forceMuon,
+                 Set<String> forceAdamW, Set<String> orthogonalityNames) {
+    }
+
+    private final List<Decision> decisions;
     private final List<Row> rows;
     private final List<String> frozen;
     private final long adamWOnlyStateBytes;
 
-    Assignment(List<Row> rows, List<String> frozen, long adamWOnlyStateBytes) {
-        this.rows = List.copyOf(rows);
+    /** The table of {@code decisions} at the lrs of the given configs. */
+    private Assignment(List<Decision> decisions, List<String> frozen, MuonConfig muon, AdamWConfig adamW) {
+        this.decisions = List.copyOf(decisions);
         this.frozen = List.copyOf(frozen);
-        this.adamWOnlyStateBytes = adamWOnlyStateBytes;
+        List<Row> table = new ArrayList<>();
+        long adamWOnly = 0;
+        for (Decision d : decisions) {
+            long[] shape = d.tensor.shape();
+            long bytes = d.tensor.numel() * d.tensor.element_size();
+            String dtype = d.tensor.scalar_type().toString();
+            if (d.isAlias()) {
+                table.add(new Row(d.name, shape, dtype, OptimizerKind.ADAMW, aliasReason(d), adamW.lr(), 0));
+                continue;
+            }
+            adamWOnly += 2 * bytes;
+            if (d.kind == OptimizerKind.MUON) {
+                MatrixLayout layout = MatrixLayout.of(d.tensor, muon, d.name);
+                table.add(new Row(d.name, shape, dtype, OptimizerKind.MUON, d.reason,
+                        muon.scaledLr(layout.rows(), layout.cols()), bytes));
+            } else {
+                table.add(new Row(d.name, shape, dtype, OptimizerKind.ADAMW, d.reason, adamW.lr(), 2 * bytes));
+            }
+        }
+        this.rows = List.copyOf(table);
+        this.adamWOnlyStateBytes = adamWOnly;
+    }
+
+    private static String aliasReason(Decision d) {
+        return "tied to '" + d.aliasOf + "' (counted once)";
+    }
+
+    /**
+     * Classifies named parameters: which require grad, which are tied aliases, and where each goes and why. Takes
+     * the optimizer's own handle on every trainable tensor, so that a {@code PointerScope} of the caller cannot free
+     * it.
+     *
+     * @param named the parameters by name, in the model's order
+     * @param rules the rule and the overrides
+     * @param muon  the Muon group's config, to check that Muon can take what is sent to it
+     * @param adamW the AdamW group's config, for the table's lrs
+     * @return the assignment
+     * @throws IllegalArgumentException if a name is in both override lists, an override or an orthogonality name
+     *                                  names no trainable parameter (or one on AdamW), a tied weight is forced to
+     *                                  Muon, Muon cannot take a parameter sent to it, or no parameter requires grad
+     */
+    static Assignment classify(Map<String, Tensor> named, Rules rules, MuonConfig muon, AdamWConfig adamW) {
+        for (String name : rules.forceMuon()) {
+            if (rules.forceAdamW().contains(name)) {
+                throw new IllegalArgumentException("parameter '" + name
+                        + "' is in both forceMuon and forceAdamW; name it in one list only");
+            }
+        }
+        Map<String, Tensor> trainable = new LinkedHashMap<>();
+        List<String> frozen = new ArrayList<>();
+        for (Map.Entry<String, Tensor> e : named.entrySet()) {
+            Tensor t = e.getValue();
+            if (t == null || !t.defined()) {
+                throw new IllegalArgumentException("parameter '" + e.getKey() + "' is null or undefined");
+            }
+            if (t.requires_grad()) {
+                trainable.put(e.getKey(), NativeLifetime.outliveScope(new Tensor(t)));
+            } else {
+                frozen.add(e.getKey());
+            }
+        }
+        checkNamed("forceMuon", rules.forceMuon(), trainable, frozen);
+        checkNamed("forceAdamW", rules.forceAdamW(), trainable, frozen);
+        checkNamed("orthogonalityErrorFor", rules.orthogonalityNames(), trainable, frozen);
+        if (trainable.isEmpty()) {
+            throw new IllegalArgumentException("namedParameters must hold at least one parameter that requires "
+                    + "grad, got " + named.size() + " parameters, " + frozen.size() + " frozen");
+        }
+
+        Map<Long, String> firstName = new HashMap<>();
+        Set<String> tied = new LinkedHashSet<>();
+        for (Map.Entry<String, Tensor> e : trainable.entrySet()) {
+            String previous = firstName.putIfAbsent(ParameterState.identityOf(e.getValue()), e.getKey());
+            if (previous != null) {
+                tied.add(previous);
+                tied.add(e.getKey());
+            }
+        }
+        List<Decision> decisions = new ArrayList<>();
+        for (Map.Entry<String, Tensor> e : trainable.entrySet()) {
+            String name = e.getKey();
+            Tensor t = e.getValue();
+            String canonical = firstName.get(ParameterState.identityOf(t));
+            if (tied.contains(name) && rules.forceMuon().contains(name)) {
+                throw new IllegalArgumentException("parameter '" + name + "' is tied to another name and tied "
+                        + "weights go to AdamW; remove it from forceMuon");
+            }
+            Decision d = decide(name, t, canonical, tied.contains(name), rules);
+            if (d.kind == OptimizerKind.MUON) {
+                // Muon's own check, but with the parameter's name in the message.
+                MatrixLayout.of(t, muon, "parameter '" + name + "'");
+            }
+            decisions.add(d);
+        }
+        for (String name : rules.orthogonalityNames()) {
+            for (Decision d : decisions) {
+                if (d.name.equals(name) && d.kind != OptimizerKind.MUON) {
+                    throw new IllegalArgumentException("orthogonalityErrorFor names '" + name
+                            + "', which is on AdamW; only Muon parameters are orthogonalized");
+                }
+            }
+        }
+        return new Assignment(decisions, frozen, muon, adamW);
+    }
+
+    /** One parameter's decision: alias, overrides, tying, then the rule, in that order of precedence. */
+    private static Decision decide(String name, Tensor t, String canonical, boolean tied, Rules rules) {
+        if (!canonical.equals(name)) {
+            return new Decision(name, t, OptimizerKind.ADAMW, "tied", canonical);
+        }
+        if (rules.forceMuon().contains(name)) {
+            return new Decision(name, t, OptimizerKind.MUON, "forceMuon", null);
+        }
+        if (rules.forceAdamW().contains(name)) {
+            return new Decision(name, t, OptimizerKind.ADAMW, "forceAdamW", null);
+        }
+        if (tied) {
+            return new Decision(name, t, OptimizerKind.ADAMW, "tied weights", null);
+        }
+        if (rules.customRule()) {
+            return new Decision(name, t, rules.muonRule().test(name, t) ? OptimizerKind.MUON : OptimizerKind.ADAMW,
+                    "muonWhen rule", null);
+        }
+        String why = defaultReason(name, t.dim());
+        return why == null
+                ? new Decision(name, t, OptimizerKind.MUON, "hidden matrix", null)
+                : new Decision(name, t, OptimizerKind.ADAMW, why, null);
+    }
+
+    private static void checkNamed(String list, Set<String> names, Map<String, Tensor> trainable,
+                                   List<String> frozen) {
+        for (String name : names) {
+            if (frozen.contains(name)) {
+                throw new IllegalArgumentException(list + " names '" + name
+                        + "', which does not require grad and is left out");
+            }
+            if (!trainable.containsKey(name)) {
+                throw new IllegalArgumentException(list + " names '" + name + "', which is not a parameter; "
+                        + "parameters are " + trainable.keySet());
+            }
+        }
+    }
+
+    /**
+     * The same decisions at the lrs of other configs.
+     *
+     * @param muon  the Muon group's current config
+     * @param adamW the AdamW group's current config
+     * @return the table at those lrs
+     */
+    Assignment at(MuonConfig muon, AdamWConfig adamW) {
+        return new Assignment(decisions, frozen, muon, adamW);
+    }
+
+    /** Every decision in the order given, aliases included. */
+    List<Decision> decisions() {
+        return decisions;
+    }
+
+    /**
+     * The optimizer's handles on the tensors of one optimizer, aliases excluded, in table order.
+     *
+     * @param optimizer which one
+     * @return the tensors
+     */
+    List<Tensor> tensors(OptimizerKind optimizer) {
+        List<Tensor> tensors = new ArrayList<>();
+        for (Decision d : decisions) {
+            if (d.kind == optimizer && !d.isAlias()) {
+                tensors.add(d.tensor);
+            }
+        }
+        return tensors;
+    }
+
+    /**
+     * One line per named parameter, aliases included: kind, name, shape, dtype and, for a tied alias, why. A
+     * checkpoint stores it and a load compares it field by field; its form is that of format version 1.
+     *
+     * @return the layout text
+     */
+    String layoutText() {
+        StringBuilder text = new StringBuilder();
+        for (Decision d : decisions) {
+            text.append(d.isAlias() ? OptimizerKind.ADAMW : d.kind).append('\t').append(d.name).append('\t')
+                    .append(Arrays.toString(d.tensor.shape())).append('\t').append(d.tensor.scalar_type())
+                    .append('\t').append(d.isAlias() ? aliasReason(d) : "").append('\n');
+        }
+        return text.toString();
     }
 
     /**
@@ -140,16 +358,12 @@ public final class Assignment {
      */
     public List<String> names(OptimizerKind optimizer) {
         List<String> names = new ArrayList<>();
-        for (Row row : rows) {
-            if (row.optimizer == optimizer && !isAlias(row)) {
-                names.add(row.name);
+        for (Decision d : decisions) {
+            if (d.kind == optimizer && !d.isAlias()) {
+                names.add(d.name);
             }
         }
         return names;
-    }
-
-    private static boolean isAlias(Row row) {
-        return row.reason.startsWith("tied to ");
     }
 
     /**

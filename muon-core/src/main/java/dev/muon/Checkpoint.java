@@ -1,14 +1,14 @@
 package dev.muon;
 
-import org.bytedeco.javacpp.PointerScope;
-import org.bytedeco.pytorch.AdamW;
+import dev.muon.distributed.DistributedGroup;
+import dev.muon.internal.Messages;
 import org.bytedeco.pytorch.IValue;
 import org.bytedeco.pytorch.InputArchive;
-import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.OutputArchive;
 import org.bytedeco.pytorch.Tensor;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.AtomicMoveNotSupportedException;
@@ -16,25 +16,33 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.security.DigestInputStream;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 
 /**
- * The checkpoint format of {@link MuonAdamW}: one libtorch archive (the zip format of {@code torch::save}) with
+ * The checkpoint format of {@link MuonAdamW}: writes a {@link CheckpointState} to one libtorch archive (the zip
+ * format of {@code torch::save}) and reads one back, checked against the state the reader expects. It knows
+ * nothing of the optimizer. The archive holds
  * <pre>
  *   format          "dev.muon.checkpoint"
  *   format_version  1
  *   step            the step count
- *   assignment      one line per named parameter: kind, name, shape, dtype, the name it is tied to
+ *   assignment      the layout: one line per named parameter: kind, name, shape, dtype, the name it is tied to
  *   muon_config, adamw_config   the configs as key=value text ({@link ConfigText})
  *   muon_param_i, muon_momentum_i, adamw_param_i   the parameters and Muon's buffers, in table order
  *   adamw           libtorch AdamW's own archive ({@code AdamW::save}): moments, step counts, options
  * </pre>
  * A save writes a temporary file in the same directory, forces it to disk and renames it over the target, so the
- * target is always either the old file or the new one. A load reads and checks everything into fresh objects
- * before it changes the optimizer. See {@code docs/checkpoints.md}.
+ * target is always either the old file or the new one. A read checks everything before it returns; the optimizer
+ * changes nothing until then. Distributed, rank 0 writes and every rank learns whether it succeeded, and on a read
+ * the ranks agree that all of them read the same content before any of them goes on. See
+ * {@code docs/checkpoints.md}.
  */
 final class Checkpoint {
     static final String FORMAT = "dev.muon.checkpoint";
@@ -43,52 +51,44 @@ final class Checkpoint {
     private Checkpoint() {
     }
 
-    static void save(MuonAdamW optimizer, Path path) {
-        List<Tensor> momentum = new ArrayList<>();
-        for (Tensor p : optimizer.muonParams()) {
-            momentum.add(optimizer.muon().momentumBuffer(p).orElse(null));
-        }
-        save(optimizer, path, momentum);
-    }
-
     /**
-     * Saves with the given Muon momentum, aligned with {@code optimizer.muonParams()} (null where a parameter has
-     * none yet): a distributed save passes the buffers it gathered from their owners.
+     * Writes a state atomically.
+     *
+     * @param path  the target
+     * @param state what to write
+     * @throws UncheckedIOException if the file cannot be written; {@code path} is then unchanged
      */
-    static void save(MuonAdamW optimizer, Path path, List<Tensor> momentum) {
+    static void write(Path path, CheckpointState state) {
         Path target = path.toAbsolutePath();
         Path dir = target.getParent();
         Path tmp = dir.resolve("." + target.getFileName() + ".tmp-" + ProcessHandle.current().pid() + "-"
                 + System.nanoTime());
-        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+        try {
             OutputArchive out = new OutputArchive();
             out.write("format", new IValue(FORMAT));
             out.write("format_version", new IValue(FORMAT_VERSION));
-            out.write("step", new IValue(optimizer.stepCount()));
-            out.write("assignment", new IValue(assignmentText(optimizer)));
-            out.write("muon_config", new IValue(ConfigText.of(optimizer.muonConfig())));
-            out.write("adamw_config", new IValue(ConfigText.of(optimizer.adamWConfig())));
-            List<Tensor> muonParams = optimizer.muonParams();
-            for (int i = 0; i < muonParams.size(); i++) {
-                out.write("muon_param_" + i, muonParams.get(i).detach());
-                if (momentum.get(i) != null) {
-                    out.write("muon_momentum_" + i, momentum.get(i));
+            out.write("step", new IValue(state.step()));
+            out.write("assignment", new IValue(state.layout()));
+            out.write("muon_config", new IValue(ConfigText.of(state.muonConfig())));
+            out.write("adamw_config", new IValue(ConfigText.of(state.adamWConfig())));
+            for (int i = 0; i < state.muonParams().size(); i++) {
+                out.write("muon_param_" + i, state.muonParams().get(i).detach());
+                Tensor momentum = state.muonMomentum().get(i);
+                if (momentum != null) {
+                    out.write("muon_momentum_" + i, momentum);
                 }
             }
-            List<Tensor> adamWParams = optimizer.adamWParams();
-            for (int i = 0; i < adamWParams.size(); i++) {
-                out.write("adamw_param_" + i, adamWParams.get(i).detach());
+            for (int i = 0; i < state.adamWParams().size(); i++) {
+                out.write("adamw_param_" + i, state.adamWParams().get(i).detach());
             }
-            if (optimizer.adamW() != null) {
-                OutputArchive adamW = new OutputArchive();
-                optimizer.adamW().save(adamW);
-                out.write("adamw", adamW);
+            if (state.adamW() != null) {
+                out.write("adamw", state.adamW().forWriting());
             }
             try {
                 out.save_to(tmp.toString());
             } catch (RuntimeException e) {
                 throw new UncheckedIOException(new IOException("cannot write checkpoint " + tmp + ": "
-                        + firstLine(e), e));
+                        + Messages.firstLine(e), e));
             }
             try (FileChannel channel = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
                 channel.force(true);
@@ -111,6 +111,32 @@ final class Checkpoint {
         }
     }
 
+    /**
+     * Writes a distributed optimizer's state: rank 0 writes (its state holds every rank's momentum, see
+     * {@link Muon#momentumForCheckpoint}), then every rank learns whether the write succeeded. A collective.
+     *
+     * @throws UncheckedIOException on every rank if rank 0 could not write; {@code path} is then unchanged
+     */
+    static void write(Path path, CheckpointState state, DistributedGroup group) {
+        RuntimeException failure = null;
+        if (group.rank() == 0) {
+            try {
+                write(path, state);
+            } catch (RuntimeException e) {
+                failure = e;
+            }
+        }
+        // Only rank 0 writes, so the sum is rank 0's status.
+        long[] failed = group.allReduceSum(new long[]{failure == null ? 0 : 1}, "the checkpoint's save status");
+        if (failure != null) {
+            throw failure;
+        }
+        if (failed[0] != 0) {
+            throw new UncheckedIOException(new IOException("rank 0 could not write checkpoint " + path
+                    + " (see rank 0's error); the previous file, if any, is intact"));
+        }
+    }
+
     /** Makes the rename durable; not every platform can open a directory, and then the rename is still atomic. */
     private static void forceDirectory(Path dir) {
         try (FileChannel channel = FileChannel.open(dir, StandardOpenOption.READ)) {
@@ -120,54 +146,30 @@ final class Checkpoint {
         }
     }
 
-    static void load(MuonAdamW optimizer, Path path) {
-        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            read(optimizer, path).apply();
-        }
+    /**
+     * Reads a checkpoint on every rank of a group, and makes the ranks agree on what they read: the step and a
+     * SHA-256 of the file's content. A rank that fails, or that read other content (another copy, another step),
+     * fails every rank before any of them changes anything. A collective.
+     *
+     * @throws IllegalStateException on every rank if any rank's read fails or the ranks read different content
+     */
+    static CheckpointState read(Path path, CheckpointState expected, DistributedGroup group) {
+        return group.agree("the step and content of checkpoint " + path, () -> read(path, expected),
+                state -> "step=" + state.step() + " sha256=" + sha256(path));
     }
 
     /**
-     * A checkpoint read and checked against an optimizer, ready to be applied: fresh optimizer state and the
-     * parameter values. Nothing in the optimizer has changed yet. Valid inside the caller's scope only.
+     * Reads a checkpoint and checks it against what the reader expects: its layout, names, and the shapes and
+     * dtypes of its tensors (the expected state's values, momentum and AdamW archive are not used). Call inside a
+     * {@code PointerScope} and a {@code NoGradGuard}: the returned tensors belong to the scope.
+     *
+     * @param path     the checkpoint
+     * @param expected the reader's own state
+     * @return the state the file holds
+     * @throws IllegalStateException if the file is missing, truncated, not a checkpoint, of another format version,
+     *                               holds invalid values, or does not match {@code expected}
      */
-    static final class Restore {
-        private final MuonAdamW optimizer;
-        private final List<Tensor> muonValues;
-        private final List<Tensor> adamWValues;
-        private final Muon muon;
-        private final MuonConfig muonConfig;
-        private final AdamW adamW;
-        private final AdamWConfig adamWConfig;
-        private final long step;
-
-        private Restore(MuonAdamW optimizer, List<Tensor> muonValues, List<Tensor> adamWValues, Muon muon,
-                        MuonConfig muonConfig, AdamW adamW, AdamWConfig adamWConfig, long step) {
-            this.optimizer = optimizer;
-            this.muonValues = muonValues;
-            this.adamWValues = adamWValues;
-            this.muon = muon;
-            this.muonConfig = muonConfig;
-            this.adamW = adamW;
-            this.adamWConfig = adamWConfig;
-            this.step = step;
-        }
-
-        /** Copies the values into the parameters and swaps in the state; cannot fail. Call inside a NoGradGuard. */
-        void apply() {
-            List<Tensor> muonParams = optimizer.muonParams();
-            for (int i = 0; i < muonParams.size(); i++) {
-                muonParams.get(i).copy_(muonValues.get(i));
-            }
-            List<Tensor> adamWParams = optimizer.adamWParams();
-            for (int i = 0; i < adamWParams.size(); i++) {
-                adamWParams.get(i).copy_(adamWValues.get(i));
-            }
-            optimizer.restore(muon, muonConfig, adamW, adamWConfig, step);
-        }
-    }
-
-    /** Reads and checks everything; the optimizer is untouched. Call inside a PointerScope and NoGradGuard. */
-    static Restore read(MuonAdamW optimizer, Path path) {
+    static CheckpointState read(Path path, CheckpointState expected) {
         if (!Files.isRegularFile(path)) {
             throw new IllegalStateException("checkpoint " + path + " does not exist or is not a file");
         }
@@ -176,7 +178,7 @@ final class Checkpoint {
             in.load_from(path.toString());
         } catch (RuntimeException e) {
             throw new IllegalStateException("checkpoint " + path + " cannot be read: it is truncated, "
-                    + "corrupt or not a libtorch archive (" + firstLine(e) + ")", e);
+                    + "corrupt or not a libtorch archive (" + Messages.firstLine(e) + ")", e);
         }
         String format = readString(in, "format", path);
         if (!FORMAT.equals(format)) {
@@ -188,8 +190,12 @@ final class Checkpoint {
             throw new IllegalStateException("checkpoint " + path + " has format_version " + version
                     + "; this library reads version " + FORMAT_VERSION + " only");
         }
-        checkAssignment(readString(in, "assignment", path), assignmentText(optimizer), path);
+        checkAssignment(readString(in, "assignment", path), expected.layout(), path);
         long step = readLong(in, "step", path);
+        if (step < 0) {
+            throw new IllegalStateException("checkpoint " + path + " holds step " + step + "; a step count must be "
+                    + ">= 0");
+        }
         MuonConfig muonConfig;
         AdamWConfig adamWConfig;
         try {
@@ -200,50 +206,53 @@ final class Checkpoint {
                     + e.getMessage(), e);
         }
 
-        List<Tensor> muonParams = optimizer.muonParams();
         List<Tensor> muonValues = new ArrayList<>();
         List<Tensor> momentum = new ArrayList<>();
-        for (int i = 0; i < muonParams.size(); i++) {
-            String name = optimizer.muonNames().get(i);
-            muonValues.add(readTensor(in, "muon_param_" + i, muonParams.get(i), name, path));
+        for (int i = 0; i < expected.muonParams().size(); i++) {
+            Tensor like = expected.muonParams().get(i);
+            String name = expected.muonNames().get(i);
+            muonValues.add(readTensor(in, "muon_param_" + i, like, name, path));
             Tensor buffer = new Tensor();
             momentum.add(in.try_read("muon_momentum_" + i, buffer)
-                    ? checked(buffer, muonParams.get(i), name + " (momentum buffer)", path) : null);
+                    ? checked(buffer, like, name + " (momentum buffer)", path) : null);
         }
-        List<Tensor> adamWParams = optimizer.adamWParams();
         List<Tensor> adamWValues = new ArrayList<>();
-        for (int i = 0; i < adamWParams.size(); i++) {
-            adamWValues.add(readTensor(in, "adamw_param_" + i, adamWParams.get(i),
-                    optimizer.adamWNames().get(i), path));
+        for (int i = 0; i < expected.adamWParams().size(); i++) {
+            adamWValues.add(readTensor(in, "adamw_param_" + i, expected.adamWParams().get(i),
+                    expected.adamWNames().get(i), path));
         }
-
-        Muon muon = optimizer.freshMuon(muonConfig);
-        for (int i = 0; i < muonParams.size(); i++) {
-            // Distributed, each rank keeps the momentum of the parameters it owns under its current plan.
-            if (momentum.get(i) != null && (muon == null || muon.owns(muonParams.get(i)))) {
-                muon.momentumBufferForRestore(muonParams.get(i)).copy_(momentum.get(i));
-            }
-        }
-        AdamW adamW = optimizer.freshAdamW(adamWConfig);
-        if (adamW != null) {
-            InputArchive adamWArchive = new InputArchive();
-            if (!in.try_read("adamw", adamWArchive)) {
+        CheckpointState.AdamWArchive adamW = null;
+        if (!expected.adamWParams().isEmpty()) {
+            InputArchive archive = new InputArchive();
+            if (!in.try_read("adamw", archive)) {
                 throw new IllegalStateException("checkpoint " + path + " has no 'adamw' state");
             }
-            checkAdamWState(adamWArchive, optimizer, path);
-            try {
-                adamW.load(adamWArchive);
-            } catch (RuntimeException e) {
-                throw new IllegalStateException("checkpoint " + path + " holds AdamW state that libtorch "
-                        + "cannot load: " + firstLine(e), e);
-            }
+            checkAdamWState(archive, expected, step, path);
+            adamW = CheckpointState.AdamWArchive.read(archive);
         }
-
-        return new Restore(optimizer, muonValues, adamWValues, muon, muonConfig, adamW, adamWConfig, step);
+        return new CheckpointState(step, muonConfig, adamWConfig, expected.layout(), expected.muonNames(),
+                muonValues, momentum, expected.adamWNames(), adamWValues, adamW);
     }
 
-    /** Checks the shapes and dtypes of AdamW's saved moments against the parameters they will belong to. */
-    private static void checkAdamWState(InputArchive adamW, MuonAdamW optimizer, Path path) {
+    /** The SHA-256 of a file's bytes, in hex. */
+    private static String sha256(Path path) {
+        try (InputStream in = new DigestInputStream(Files.newInputStream(path),
+                MessageDigest.getInstance("SHA-256"))) {
+            in.transferTo(java.io.OutputStream.nullOutputStream());
+            return HexFormat.of().formatHex(((DigestInputStream) in).getMessageDigest().digest());
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read checkpoint " + path, e);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is missing from this JDK", e);
+        }
+    }
+
+    /**
+     * Checks AdamW's saved moments against the parameters they will belong to (shapes, dtypes), and each
+     * parameter's step count against the checkpoint's ({@code 0 <= s <= step}: AdamW counts only the steps in
+     * which a parameter had a gradient).
+     */
+    private static void checkAdamWState(InputArchive adamW, CheckpointState expected, long step, Path path) {
         InputArchive groups = new InputArchive();
         InputArchive group = new InputArchive();
         InputArchive state = new InputArchive();
@@ -256,9 +265,9 @@ final class Checkpoint {
             moments = AdamWMoments.read(state);
         } catch (RuntimeException e) {
             throw new IllegalStateException("checkpoint " + path + " holds unreadable AdamW state: "
-                    + firstLine(e), e);
+                    + Messages.firstLine(e), e);
         }
-        List<Tensor> params = optimizer.adamWParams();
+        List<Tensor> params = expected.adamWParams();
         for (int i = 0; i < params.size(); i++) {
             IValue key = new IValue();
             if (!group.try_read("params/" + i, key) || !key.isString()) {
@@ -267,22 +276,15 @@ final class Checkpoint {
             }
             AdamWMoments m = moments.get(Long.parseLong(key.toStringRef().getString()));
             if (m != null) {
-                String name = optimizer.adamWNames().get(i);
+                String name = expected.adamWNames().get(i);
                 checked(m.expAvg(), params.get(i), name + " (exp_avg)", path);
                 checked(m.expAvgSq(), params.get(i), name + " (exp_avg_sq)", path);
+                if (m.step() < 0 || m.step() > step) {
+                    throw new IllegalStateException("checkpoint " + path + ": '" + name + "' has AdamW step "
+                            + m.step() + "; it must be in [0, " + step + "], the checkpoint's step");
+                }
             }
         }
-    }
-
-    /** One line per named parameter: kind, name, shape, dtype and the name a tied alias points to. */
-    static String assignmentText(MuonAdamW optimizer) {
-        StringBuilder text = new StringBuilder();
-        for (Assignment.Row row : optimizer.assignment().rows()) {
-            text.append(row.optimizer()).append('\t').append(row.name()).append('\t')
-                    .append(Arrays.toString(row.shape())).append('\t').append(row.dtype()).append('\t')
-                    .append(row.reason().startsWith("tied to ") ? row.reason() : "").append('\n');
-        }
-        return text.toString();
     }
 
     private static void checkAssignment(String saved, String current, Path path) {
@@ -346,11 +348,5 @@ final class Checkpoint {
             throw new IllegalStateException(path + " is not a Muon checkpoint: no '" + key + "' entry");
         }
         return v.toInt();
-    }
-
-    private static String firstLine(RuntimeException e) {
-        String message = String.valueOf(e.getMessage());
-        int nl = message.indexOf('\n');
-        return nl < 0 ? message : message.substring(0, nl);
     }
 }

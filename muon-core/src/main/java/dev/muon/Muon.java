@@ -1,6 +1,7 @@
 package dev.muon;
 
 import dev.muon.distributed.DistributedGroup;
+import dev.muon.distributed.GradientAveraging;
 import dev.muon.distributed.ShardPlan;
 import dev.muon.distributed.ShardingConfig;
 import dev.muon.internal.NativeLifetime;
@@ -19,12 +20,10 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.Set;
 
 /**
  * Muon: momentum orthogonalized by Newton–Schulz, for 2-D hidden weights (and, when configured, flattened conv
@@ -72,7 +71,7 @@ public final class Muon implements TrainingOptimizer {
     /**
      * The largest {@code max(rows, cols)} for which parameters of the same shape are orthogonalized as one batch.
      *
-     * <p>The rule ({@link #batchesSameShape}): parameters run their Newton–Schulz iterations as one batch when
+     * <p>The rule (implemented by the batch planner): parameters run their Newton–Schulz iterations as one batch when
      * <ul>
      *   <li>at least {@link #BATCH_MIN_PARAMETERS} of them, in one group, are updated by this process in the step
      *       (distributed: owned by this rank) and share a 2-D matrix shape (conv filters after flattening; a 3-D
@@ -93,10 +92,10 @@ public final class Muon implements TrainingOptimizer {
      * the batching issue proposed, not a measured crossover: {@code MuonStepBenchmark -p model=small-24x256
      * -p batching=on,off} measures the 256×256 case (see {@code docs/benchmarks.md}).
      */
-    public static final int BATCH_MAX_SIDE = 512;
+    public static final int BATCH_MAX_SIDE = SameShapeBatch.MAX_SIDE;
 
     /** The fewest parameters of one shape that are orthogonalized as a batch (see {@link #BATCH_MAX_SIDE}). */
-    public static final int BATCH_MIN_PARAMETERS = 2;
+    public static final int BATCH_MIN_PARAMETERS = SameShapeBatch.MIN_PARAMETERS;
 
     private final List<Group> groups;
     private final Map<Long, ParameterState> byIdentity;
@@ -197,13 +196,13 @@ public final class Muon implements TrainingOptimizer {
             List<Tensor> grads = new ArrayList<>();
             for (Group group : groups) {
                 for (ParameterState state : group.params) {
-                    grads.add(checkedGradient(state));
+                    grads.add(GradientCheck.usable(state.param, "Muon", state.label));
                 }
             }
             // A group of one has nothing to average or to send.
             boolean peers = sharding != null && sharding.group().worldSize() > 1;
             if (peers && sharding.config().averageGradients()) {
-                GradientAveraging.average(sharding.group(), labels, params);
+                GradientAveraging.averageGradients(sharding.group(), labels, params);
             }
             if (peers) {
                 sharding.beforeUpdate(states);
@@ -253,7 +252,7 @@ public final class Muon implements TrainingOptimizer {
                 count++;
             }
         }
-        if (count < BATCH_MIN_PARAMETERS) {
+        if (count < SameShapeBatch.MIN_PARAMETERS) {
             for (int k = 0; k < count; k++) {
                 update(batch.active[k], batch.activeGrads[k], config, scalars);
             }
@@ -299,51 +298,7 @@ public final class Muon implements TrainingOptimizer {
         if (config.weightDecay() != 0) {
             state.matrix.mul_(scalars.decay);
         }
-        // lr·ratio is formed first as one scalar, as the reference does.
-        double scaledLr = config.lr() * config.adjustLr().ratio(state.layout.rows(), state.layout.cols());
-        state.matrix.add_(o, new Scalar(-(scaledLr * config.extraScale())));
-    }
-
-    /**
-     * The rule of {@link #BATCH_MAX_SIDE}: whether {@code count} parameters of one group that share a
-     * {@code rows × cols} matrix shape, dtype, device and orthogonalizer run as one batch.
-     *
-     * @param cpu whether the parameters live on a CPU
-     */
-    static boolean batchesSameShape(MuonConfig config, long rows, long cols, int count, boolean cpu) {
-        if (!config.batchSameShape() || config.orthogonalization() != Orthogonalization.NEWTON_SCHULZ
-                || count < BATCH_MIN_PARAMETERS || Math.max(rows, cols) > BATCH_MAX_SIDE) {
-            return false;
-        }
-        NsAlgorithm kernel = config.nsAlgorithm();
-        if (kernel == NsAlgorithm.GEMM) {
-            return true;
-        }
-        // A batch runs the GEMM kernel: keep out the matrices that AUTO would give a faster one alone.
-        return kernel == NsAlgorithm.AUTO
-                && NewtonSchulz.autoKernel(cpu, config.nsPrecision(), rows, cols) == NsAlgorithm.GEMM;
-    }
-
-    /** Returns the gradient to apply, or null to skip; throws before anything has changed if it is unusable. */
-    private static Tensor checkedGradient(ParameterState state) {
-        Tensor grad = state.param.grad();
-        if (!grad.defined()) {
-            return null;
-        }
-        if (grad.is_sparse()) {
-            throw new UnsupportedOperationException(
-                    "Muon does not support sparse gradients; " + state.label + " has a sparse gradient");
-        }
-        if (grad.is_complex()) {
-            throw new UnsupportedOperationException(
-                    "Muon does not support complex gradients; " + state.label + " has dtype " + grad.scalar_type());
-        }
-        if (!Arrays.equals(grad.shape(), state.layout.shape())) {
-            throw new IllegalStateException("the gradient of " + state.label + " has shape "
-                    + Arrays.toString(grad.shape()) + " but the parameter has shape "
-                    + Arrays.toString(state.layout.shape()));
-        }
-        return grad;
+        state.matrix.add_(o, new Scalar(-config.scaledLr(state.layout.rows(), state.layout.cols())));
     }
 
     /** A reusable tensor of {@code like}'s shape, dtype and device for the Nesterov blend. */
@@ -438,12 +393,7 @@ public final class Muon implements TrainingOptimizer {
      * @throws IllegalArgumentException if {@code param} is not a parameter of this optimizer
      */
     public Optional<Tensor> momentumBuffer(Tensor param) {
-        ParameterState state = byIdentity.get(ParameterState.identityOf(param));
-        if (state == null) {
-            throw new IllegalArgumentException("param is not a parameter of this optimizer (shape "
-                    + Arrays.toString(param.shape()) + ")");
-        }
-        return Optional.ofNullable(state.momentumBuffer());
+        return Optional.ofNullable(stateOf(param).momentumBuffer());
     }
 
     /**
@@ -472,35 +422,47 @@ public final class Muon implements TrainingOptimizer {
         return sharding == null ? Optional.empty() : Optional.of(sharding.plan());
     }
 
-    /** Whether this process updates {@code param} and keeps its momentum (always, unless distributed). */
-    boolean owns(Tensor param) {
+    /**
+     * The momentum of every parameter in group order, for a checkpoint (null where a parameter has none yet).
+     * Distributed, this is a collective: every rank must call it, the owners send their buffers to rank 0, and only
+     * rank 0's list is complete (the others hold their own buffers and nulls).
+     */
+    List<Tensor> momentumForCheckpoint() {
         if (sharding == null) {
-            return true;
+            List<Tensor> momentum = new ArrayList<>();
+            states.forEach(state -> momentum.add(state.momentumBuffer()));
+            return momentum;
         }
-        ParameterState state = byIdentity.get(ParameterState.identityOf(param));
-        if (state == null) {
-            throw new IllegalArgumentException("param is not a parameter of this optimizer");
-        }
-        return sharding.owns(states.indexOf(state));
+        return sharding.gatherMomentum(states);
     }
 
-    /** The momentum buffer of a parameter, created as zeros if it has none yet; for restoring a checkpoint. */
-    Tensor momentumBufferForRestore(Tensor param) {
-        ParameterState state = byIdentity.get(ParameterState.identityOf(param));
-        if (state == null) {
-            throw new IllegalArgumentException("param is not a parameter of this optimizer");
+    /**
+     * Sets the momentum of the parameters this process keeps from a checkpoint's list in group order (null: no
+     * buffer yet). For a fresh optimizer that has not stepped; cannot fail for buffers of the parameters' shapes.
+     */
+    void restoreMomentum(List<Tensor> momentum) {
+        for (int i = 0; i < states.size(); i++) {
+            if (momentum.get(i) != null && (sharding == null || sharding.owns(i))) {
+                ParameterState state = states.get(i);
+                state.momentumMatrix();
+                state.momentumBuffer().copy_(momentum.get(i));
+            }
         }
-        state.momentumMatrix();
-        return state.momentumBuffer();
     }
 
     /** The orthogonalizer serving a parameter; for tests of workspace sharing. */
     Orthogonalizer orthogonalizerOf(Tensor param) {
+        return stateOf(param).orthogonalizer;
+    }
+
+    /** The one lookup of a parameter's state, by its tensor's identity. */
+    private ParameterState stateOf(Tensor param) {
         ParameterState state = byIdentity.get(ParameterState.identityOf(param));
         if (state == null) {
-            throw new IllegalArgumentException("param is not a parameter of this optimizer");
+            throw new IllegalArgumentException("param is not a parameter of this optimizer (shape "
+                    + Arrays.toString(param.shape()) + ")");
         }
-        return state.orthogonalizer;
+        return state;
     }
 
     /** The same-shape batches of a group as planned at construction, each as its members' handles; for tests. */
@@ -579,6 +541,7 @@ public final class Muon implements TrainingOptimizer {
         private ShardingConfig shardingConfig;
         private boolean agreeWithPeers = true;
         private ShardPlan reusedPlan;
+        private List<String> labels;
 
         private Builder() {
         }
@@ -605,6 +568,15 @@ public final class Muon implements TrainingOptimizer {
         Builder withoutAgreement(ShardPlan plan) {
             this.agreeWithPeers = false;
             this.reusedPlan = plan;
+            return this;
+        }
+
+        /**
+         * Names the parameters in messages by these labels (one per parameter of all groups, in order) instead
+         * of "parameter i of group g": an owner that knows their names passes them.
+         */
+        Builder labels(List<String> parameterLabels) {
+            this.labels = List.copyOf(parameterLabels);
             return this;
         }
 
@@ -651,7 +623,7 @@ public final class Muon implements TrainingOptimizer {
             if (group == null || !agreeWithPeers) {
                 return buildLocal();
             }
-            return RankAgreement.agree(group, "Muon parameter lists", this::buildLocal, Muon::fingerprint);
+            return group.agree("Muon parameter lists", this::buildLocal, Muon::fingerprint);
         }
 
         private Muon buildLocal() {
@@ -660,19 +632,19 @@ public final class Muon implements TrainingOptimizer {
             }
             OrthogonalizerSelection selection = new OrthogonalizerSelection();
             Map<Long, String> seen = new HashMap<>();
-            Set<Integer> emptyGroups = new HashSet<>();
+            int position = 0;
             List<Group> groups = new ArrayList<>();
             for (int gi = 0; gi < paramLists.size(); gi++) {
                 List<Tensor> params = paramLists.get(gi);
                 if (params.isEmpty()) {
-                    emptyGroups.add(gi);
                     throw new IllegalArgumentException("params must not be empty: group " + gi + " has none");
                 }
                 MuonConfig config = configs.get(gi);
                 List<ParameterState> states = new ArrayList<>();
                 for (int pi = 0; pi < params.size(); pi++) {
                     Tensor p = params.get(pi);
-                    String label = "parameter " + pi + " of group " + gi;
+                    String label = labels != null ? labels.get(position) : "parameter " + pi + " of group " + gi;
+                    position++;
                     if (p == null || !p.defined()) {
                         throw new IllegalArgumentException(label + " is null or undefined");
                     }

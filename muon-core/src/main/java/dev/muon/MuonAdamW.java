@@ -1,8 +1,10 @@
 package dev.muon;
 
 import dev.muon.distributed.DistributedGroup;
+import dev.muon.distributed.GradientAveraging;
 import dev.muon.distributed.ShardPlan;
 import dev.muon.distributed.ShardingConfig;
+import dev.muon.internal.Messages;
 import dev.muon.internal.NativeLifetime;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
@@ -16,7 +18,7 @@ import org.bytedeco.pytorch.TensorVector;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -77,9 +79,8 @@ public final class MuonAdamW implements TrainingOptimizer {
 
     private static final System.Logger LOG = System.getLogger(MuonAdamW.class.getName());
 
-    /** Every trainable name in the order given, with its decision; aliases of tied weights included. */
-    private final List<Decision> decisions;
-    private final List<String> frozen;
+    /** Which parameter goes where and why, aliases of tied weights included. */
+    private final Assignment assignment;
     private final List<String> muonNames;
     private final List<Tensor> muonParams;
     private final List<String> adamWNames;
@@ -92,6 +93,10 @@ public final class MuonAdamW implements TrainingOptimizer {
     /** Both groups' names and handles, Muon's first: what a distributed step averages. */
     private final List<String> averagedNames;
     private final List<Tensor> averagedParams;
+    /** Per Muon parameter: the scaled lr of its last update (NaN before one), for {@link #muonState}. */
+    private final double[] lastMuonLr;
+    /** Per AdamW parameter: the lr of its last update (NaN before one), for {@link #adamWState}. */
+    private final double[] lastAdamWLr;
 
     private Muon muon;
     private AdamW adamW;
@@ -100,25 +105,12 @@ public final class MuonAdamW implements TrainingOptimizer {
     private long stepCount;
     private StepReport lastStep = new StepReport(0, false, Optional.empty(), List.of(), Map.of());
 
-    private MuonAdamW(Builder b, MuonConfig muonConfig, List<Decision> decisions, List<String> frozen) {
-        this.decisions = List.copyOf(decisions);
-        this.frozen = List.copyOf(frozen);
-        this.muonNames = new ArrayList<>();
-        this.muonParams = new ArrayList<>();
-        this.adamWNames = new ArrayList<>();
-        this.adamWParams = new ArrayList<>();
-        for (Decision d : decisions) {
-            if (d.aliasOf != null) {
-                continue;
-            }
-            if (d.kind == OptimizerKind.MUON) {
-                muonNames.add(d.name);
-                muonParams.add(d.tensor);
-            } else {
-                adamWNames.add(d.name);
-                adamWParams.add(d.tensor);
-            }
-        }
+    private MuonAdamW(Builder b, MuonConfig muonConfig, Assignment assignment) {
+        this.assignment = assignment;
+        this.muonNames = assignment.names(OptimizerKind.MUON);
+        this.muonParams = assignment.tensors(OptimizerKind.MUON);
+        this.adamWNames = assignment.names(OptimizerKind.ADAMW);
+        this.adamWParams = assignment.tensors(OptimizerKind.ADAMW);
         this.nonFinitePolicy = b.nonFinitePolicy;
         this.metrics = b.metrics;
         this.orthogonalityNames = Set.copyOf(b.orthogonalityNames);
@@ -130,6 +122,10 @@ public final class MuonAdamW implements TrainingOptimizer {
         params.addAll(adamWParams);
         this.averagedNames = List.copyOf(names);
         this.averagedParams = List.copyOf(params);
+        this.lastMuonLr = new double[muonParams.size()];
+        this.lastAdamWLr = new double[adamWParams.size()];
+        Arrays.fill(lastMuonLr, Double.NaN);
+        Arrays.fill(lastAdamWLr, Double.NaN);
         this.muonConfig = muonConfig;
         this.adamWConfig = b.adamWConfig;
         this.muon = newMuon(muonConfig);
@@ -205,13 +201,13 @@ public final class MuonAdamW implements TrainingOptimizer {
         if (muonParams.isEmpty()) {
             return null;
         }
+        Muon.Builder builder = Muon.builder().addGroup(muonParams, config).labels(labelsOf(muonNames));
         if (group == null) {
-            return Muon.of(muonParams, config);
+            return builder.build();
         }
         // This optimizer averages every gradient itself and has checked its peers once at build: its Muon does
         // neither, and a restored Muon keeps the plan of the one it replaces.
-        return Muon.builder().addGroup(muonParams, config)
-                .distributed(group, sharding.withAverageGradients(false))
+        return builder.distributed(group, sharding.withAverageGradients(false))
                 .withoutAgreement(muon == null ? null : muon.shardPlan().orElse(null))
                 .build();
     }
@@ -238,71 +234,89 @@ public final class MuonAdamW implements TrainingOptimizer {
     @Override
     public void step() {
         try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            checkAdamWGradients();
-            if (group != null && group.worldSize() > 1 && sharding.averageGradients()) {
-                GradientAveraging.average(group, averagedNames, averagedParams);
+            // Every gradient of both groups, before anything changes: libtorch's AdamW checks nothing, and the
+            // non-finite scan below must not meet a sparse gradient first.
+            boolean[] muonHasGrad = checkGradients(muonNames, muonParams);
+            boolean[] adamWHasGrad = checkGradients(adamWNames, adamWParams);
+            boolean peers = group != null && group.worldSize() > 1;
+            if (peers && sharding.averageGradients()) {
+                GradientAveraging.averageGradients(group, averagedNames, averagedParams);
             }
             if (nonFinitePolicy != NonFinitePolicy.IGNORE) {
                 String bad = firstNonFinite();
-                if (bad != null) {
+                // Without averaging, ranks see different gradients: they must still skip, or not, together.
+                boolean elsewhere = peers && !sharding.averageGradients() && group.allReduceSum(
+                        new long[]{bad == null ? 0 : 1}, "the non-finite gradient check")[0] != 0;
+                if (bad != null || elsewhere) {
+                    String what = bad != null ? "the gradient of parameter '" + bad + "'"
+                            : "a gradient on another rank";
                     if (nonFinitePolicy == NonFinitePolicy.RAISE) {
-                        throw new IllegalStateException("the gradient of parameter '" + bad
-                                + "' holds NaN or Inf (nonFinitePolicy RAISE); nothing was changed");
+                        throw new IllegalStateException(what + " holds NaN or Inf (nonFinitePolicy RAISE); "
+                                + "nothing was changed");
                     }
-                    LOG.log(System.Logger.Level.WARNING, "MuonAdamW: step " + (stepCount + 1)
-                            + " skipped: the gradient of parameter '" + bad + "' holds NaN or Inf");
-                    lastStep = new StepReport(stepCount, true, Optional.of(bad), List.of(), Map.of());
+                    LOG.log(System.Logger.Level.WARNING, "MuonAdamW: step " + (stepCount + 1) + " skipped: "
+                            + what + " holds NaN or Inf");
+                    lastStep = new StepReport(stepCount, true, Optional.ofNullable(bad), List.of(), Map.of());
                     return;
                 }
             }
-            StepMeter meter = metrics || !orthogonalityNames.isEmpty() ? new StepMeter(this) : null;
+            StepMeter meter = metrics || !orthogonalityNames.isEmpty()
+                    ? new StepMeter(metrics, orthogonalityNames, new StepMeter.Group(muonNames, muonParams),
+                    new StepMeter.Group(adamWNames, adamWParams), muonConfig, adamWConfig)
+                    : null;
             if (muon != null) {
                 muon.step();
             }
             if (adamW != null) {
                 adamW.step();
             }
+            recordLrs(muonHasGrad, adamWHasGrad);
             stepCount++;
             lastStep = meter == null
                     ? new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of())
-                    : meter.finish(stepCount);
+                    : meter.finish(stepCount, new StepMeter.StateLookup(
+                            p -> muon == null ? Optional.empty() : muon.momentumBuffer(p), this::adamWMoments));
         }
     }
 
-    /** libtorch's AdamW checks nothing up front; these checks keep a rejected step from being half applied. */
-    private void checkAdamWGradients() {
-        for (int i = 0; i < adamWParams.size(); i++) {
-            Tensor p = adamWParams.get(i);
-            Tensor grad = p.grad();
-            if (!grad.defined()) {
-                continue;
-            }
-            String name = adamWNames.get(i);
-            if (grad.is_sparse()) {
-                throw new UnsupportedOperationException(
-                        "MuonAdamW does not support sparse gradients; parameter '" + name + "' has one");
-            }
-            if (grad.is_complex()) {
-                throw new UnsupportedOperationException("MuonAdamW does not support complex gradients; parameter '"
-                        + name + "' has dtype " + grad.scalar_type());
-            }
-            if (!Arrays.equals(grad.shape(), p.shape())) {
-                throw new IllegalStateException("the gradient of parameter '" + name + "' has shape "
-                        + Arrays.toString(grad.shape()) + " but the parameter has shape "
-                        + Arrays.toString(p.shape()));
+    /** Checks every gradient of a group; returns which parameters have one. */
+    private static boolean[] checkGradients(List<String> names, List<Tensor> params) {
+        boolean[] has = new boolean[params.size()];
+        for (int i = 0; i < params.size(); i++) {
+            has[i] = GradientCheck.usable(params.get(i), "MuonAdamW", "parameter '" + names.get(i) + "'") != null;
+        }
+        return has;
+    }
+
+    /** Remembers the lr each updated parameter used in the step just applied. */
+    private void recordLrs(boolean[] muonHasGrad, boolean[] adamWHasGrad) {
+        for (int i = 0; i < muonParams.size(); i++) {
+            if (muonHasGrad[i]) {
+                MatrixLayout layout = MatrixLayout.of(muonParams.get(i), muonConfig, muonNames.get(i));
+                lastMuonLr[i] = muonConfig.scaledLr(layout.rows(), layout.cols());
             }
         }
+        for (int i = 0; i < adamWParams.size(); i++) {
+            if (adamWHasGrad[i]) {
+                lastAdamWLr[i] = adamWConfig.lr();
+            }
+        }
+    }
+
+    /** Every AdamW parameter's moments, by tensor identity, through a serialization round trip. */
+    private Map<Long, AdamWMoments> adamWMoments() {
+        return adamW == null ? Map.of() : AdamWMoments.readAll(adamW);
     }
 
     /** The first parameter, in table order, whose gradient is not all finite; null if none. */
     private String firstNonFinite() {
-        for (Decision d : decisions) {
-            if (d.aliasOf != null) {
+        for (Assignment.Decision d : assignment.decisions()) {
+            if (d.isAlias()) {
                 continue;
             }
-            Tensor grad = d.tensor.grad();
+            Tensor grad = d.tensor().grad();
             if (grad.defined() && !grad.isfinite().all().item_bool()) {
-                return d.name;
+                return d.name();
             }
         }
         return null;
@@ -430,29 +444,60 @@ public final class MuonAdamW implements TrainingOptimizer {
      * @return which parameter goes where, and why
      */
     public Assignment assignment() {
-        List<Assignment.Row> rows = new ArrayList<>();
-        long adamWOnly = 0;
-        for (Decision d : decisions) {
-            long[] shape = d.tensor.shape();
-            long bytes = d.tensor.numel() * d.tensor.element_size();
-            String dtype = d.tensor.scalar_type().toString();
-            if (d.aliasOf != null) {
-                rows.add(new Assignment.Row(d.name, shape, dtype, OptimizerKind.ADAMW, "tied to '" + d.aliasOf
-                        + "' (counted once)", adamWConfig.lr(), 0));
-                continue;
-            }
-            adamWOnly += 2 * bytes;
-            if (d.kind == OptimizerKind.MUON) {
-                MatrixLayout layout = MatrixLayout.of(d.tensor, muonConfig, d.name);
-                double ratio = muonConfig.adjustLr().ratio(layout.rows(), layout.cols()) * muonConfig.extraScale();
-                rows.add(new Assignment.Row(d.name, shape, dtype, OptimizerKind.MUON, d.reason,
-                        muonConfig.lr() * ratio, bytes));
-            } else {
-                rows.add(new Assignment.Row(d.name, shape, dtype, OptimizerKind.ADAMW, d.reason, adamWConfig.lr(),
-                        2 * bytes));
-            }
+        return assignment.at(muonConfig, adamWConfig);
+    }
+
+    /**
+     * A read-only copy of a Muon parameter's state: its momentum buffer and the scaled lr of its last update.
+     *
+     * @param name a Muon parameter's name (as in {@link #assignment()})
+     * @return the state; empty before the parameter's first update, and, distributed, on the ranks that do not
+     *         own it. Its lr is NaN until the parameter's first update since this optimizer was built or loaded (a
+     *         checkpoint holds the momentum, not the lr of the last update)
+     * @throws IllegalArgumentException if {@code name} is not a Muon parameter of this optimizer
+     */
+    public Optional<MuonState> muonState(String name) {
+        int i = indexOf(muonNames, name, "Muon");
+        if (muon == null) {
+            return Optional.empty();
         }
-        return new Assignment(rows, frozen, adamWOnly);
+        return muon.momentumBuffer(muonParams.get(i))
+                .map(b -> new MuonState(NativeLifetime.outliveScope(b.detach().clone()), lastMuonLr[i]));
+    }
+
+    /**
+     * A read-only copy of an AdamW parameter's state: libtorch AdamW's moments and step count, and the lr of its
+     * last update (before bias correction). Each call reads AdamW's whole state through a serialization round
+     * trip: fine for logs and tests, not for every step of a large model.
+     *
+     * @param name an AdamW parameter's name (as in {@link #assignment()}; a tied alias by its first name)
+     * @return the state; empty before the parameter's first update. Its lr is NaN until the parameter's first
+     *         update since this optimizer was built or loaded
+     * @throws IllegalArgumentException if {@code name} is not an AdamW parameter of this optimizer
+     */
+    public Optional<AdamWState> adamWState(String name) {
+        int i = indexOf(adamWNames, name, "AdamW");
+        if (adamW == null) {
+            return Optional.empty();
+        }
+        try (PointerScope scope = new PointerScope()) {
+            AdamWMoments m = adamWMoments().get(ParameterState.identityOf(adamWParams.get(i)));
+            if (m == null) {
+                return Optional.empty();
+            }
+            return Optional.of(new AdamWState(NativeLifetime.outliveScope(m.expAvg().clone()),
+                    NativeLifetime.outliveScope(m.expAvgSq().clone()), m.step(), lastAdamWLr[i]));
+        }
+    }
+
+    private static int indexOf(List<String> names, String name, String optimizer) {
+        Objects.requireNonNull(name, "name must not be null");
+        int i = names.indexOf(name);
+        if (i < 0) {
+            throw new IllegalArgumentException("name must be a parameter on " + optimizer + "; '" + name
+                    + "' is not (" + optimizer + " parameters are " + names + ")");
+        }
+        return i;
     }
 
     /**
@@ -465,10 +510,13 @@ public final class MuonAdamW implements TrainingOptimizer {
      */
     public void save(Path path) {
         Objects.requireNonNull(path, "path must not be null");
-        if (group != null) {
-            DistributedCheckpoint.save(this, group, path);
-        } else {
-            Checkpoint.save(this, path);
+        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            CheckpointState state = checkpointState();
+            if (group == null) {
+                Checkpoint.write(path, state);
+            } else {
+                Checkpoint.write(path, state, group);
+            }
         }
     }
 
@@ -484,10 +532,89 @@ public final class MuonAdamW implements TrainingOptimizer {
      */
     public void load(Path path) {
         Objects.requireNonNull(path, "path must not be null");
-        if (group != null) {
-            DistributedCheckpoint.load(this, group, path);
-        } else {
-            Checkpoint.load(this, path);
+        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            if (group == null) {
+                prepareRestore(Checkpoint.read(path, expectedState())).apply();
+            } else {
+                CheckpointState read = Checkpoint.read(path, expectedState(), group);
+                // Building the fresh parts can still fail (libtorch may refuse the AdamW archive): every rank
+                // must succeed before any of them swaps.
+                group.agree("restoring checkpoint " + path, () -> prepareRestore(read), r -> "ready").apply();
+            }
+        }
+    }
+
+    /**
+     * This optimizer's state as a checkpoint holds it. Distributed, a collective: the Muon momentum is gathered on
+     * rank 0, whose state alone is complete.
+     */
+    CheckpointState checkpointState() {
+        List<Tensor> momentum = muon == null ? Collections.nCopies(muonParams.size(), null)
+                : muon.momentumForCheckpoint();
+        return new CheckpointState(stepCount, muonConfig, adamWConfig, assignment.layoutText(), muonNames,
+                muonParams, momentum, adamWNames, adamWParams,
+                adamW == null ? null : CheckpointState.AdamWArchive.of(adamW));
+    }
+
+    /** What a read checks a file against: the layout, names and tensors (no state needed). */
+    private CheckpointState expectedState() {
+        return new CheckpointState(stepCount, muonConfig, adamWConfig, assignment.layoutText(), muonNames,
+                muonParams, Collections.nCopies(muonParams.size(), null), adamWNames, adamWParams, null);
+    }
+
+    /**
+     * Builds fresh optimizer parts from a state read and checked by {@link Checkpoint#read}; this optimizer is
+     * untouched until {@link Restore#apply()}, which cannot fail.
+     *
+     * @throws IllegalStateException if libtorch cannot load the AdamW archive
+     */
+    private Restore prepareRestore(CheckpointState state) {
+        Muon freshMuon = newMuon(state.muonConfig());
+        if (freshMuon != null) {
+            // Distributed, each rank keeps the momentum of the parameters it owns under its current plan.
+            freshMuon.restoreMomentum(state.muonMomentum());
+        }
+        AdamW freshAdamW = newAdamW(state.adamWConfig());
+        if (freshAdamW != null) {
+            try {
+                freshAdamW.load(state.adamW().forLoading());
+            } catch (RuntimeException e) {
+                throw new IllegalStateException("the checkpoint holds AdamW state that libtorch cannot load: "
+                        + Messages.firstLine(e), e);
+            }
+        }
+        return new Restore(state, freshMuon, freshAdamW);
+    }
+
+    /** Fresh parts and the values of a checked checkpoint, ready to be swapped in. */
+    private final class Restore {
+        private final CheckpointState state;
+        private final Muon freshMuon;
+        private final AdamW freshAdamW;
+
+        Restore(CheckpointState state, Muon freshMuon, AdamW freshAdamW) {
+            this.state = state;
+            this.freshMuon = freshMuon;
+            this.freshAdamW = freshAdamW;
+        }
+
+        /** Copies the values into the parameters and swaps in the state; cannot fail. Inside a NoGradGuard. */
+        void apply() {
+            for (int i = 0; i < muonParams.size(); i++) {
+                muonParams.get(i).copy_(state.muonParams().get(i));
+            }
+            for (int i = 0; i < adamWParams.size(); i++) {
+                adamWParams.get(i).copy_(state.adamWParams().get(i));
+            }
+            muon = freshMuon;
+            adamW = freshAdamW;
+            muonConfig = state.muonConfig();
+            adamWConfig = state.adamWConfig();
+            stepCount = state.step();
+            // The checkpoint does not hold the lrs of the last updates.
+            Arrays.fill(lastMuonLr, Double.NaN);
+            Arrays.fill(lastAdamWLr, Double.NaN);
+            lastStep = new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of());
         }
     }
 
@@ -511,78 +638,10 @@ public final class MuonAdamW implements TrainingOptimizer {
         return muon == null ? 0 : muon.stateBytes();
     }
 
-    // ---- package-private access for Checkpoint, StepMeter and tests ----
-
-    List<String> muonNames() {
-        return muonNames;
-    }
-
-    List<Tensor> muonParams() {
-        return muonParams;
-    }
-
-    List<String> adamWNames() {
-        return adamWNames;
-    }
-
-    List<Tensor> adamWParams() {
-        return adamWParams;
-    }
-
-    Muon muon() {
-        return muon;
-    }
-
-    AdamW adamW() {
-        return adamW;
-    }
-
-    Set<String> orthogonalityNames() {
-        return orthogonalityNames;
-    }
-
-    boolean metricsOn() {
-        return metrics;
-    }
-
-    /** Swaps in restored state; called by Checkpoint once everything has been validated. */
-    void restore(Muon restoredMuon, MuonConfig restoredMuonConfig, AdamW restoredAdamW,
-                 AdamWConfig restoredAdamWConfig, long restoredStepCount) {
-        this.muon = restoredMuon;
-        this.muonConfig = restoredMuonConfig;
-        this.adamW = restoredAdamW;
-        this.adamWConfig = restoredAdamWConfig;
-        this.stepCount = restoredStepCount;
-        this.lastStep = new StepReport(restoredStepCount, false, Optional.empty(), List.of(), Map.of());
-    }
-
-    /** A fresh Muon over this optimizer's Muon parameters, for a restore; null when the group is empty. */
-    Muon freshMuon(MuonConfig config) {
-        return newMuon(config);
-    }
-
-    /** A fresh libtorch AdamW over this optimizer's AdamW parameters, for a restore; null when empty. */
-    AdamW freshAdamW(AdamWConfig config) {
-        return newAdamW(config);
-    }
-
-    /** The AdamW moments of a parameter, read through a serialization round trip (tests, metrics). */
-    Optional<AdamWMoments> adamWMoments(String name) {
-        int i = adamWNames.indexOf(name);
-        if (i < 0) {
-            throw new IllegalArgumentException("'" + name + "' is not an AdamW parameter");
-        }
-        if (adamW == null) {
-            return Optional.empty();
-        }
-        return Optional.ofNullable(AdamWMoments.readAll(adamW).get(ParameterState.identityOf(adamWParams.get(i))));
-    }
-
-    /**
-     * One classification: a name, the optimizer's own handle on its tensor, where it goes and why; {@code aliasOf}
-     * names the first name of a tied weight.
-     */
-    record Decision(String name, Tensor tensor, OptimizerKind kind, String reason, String aliasOf) {
+    private static List<String> labelsOf(List<String> names) {
+        List<String> labels = new ArrayList<>();
+        names.forEach(name -> labels.add("parameter '" + name + "'"));
+        return labels;
     }
 
     /**
@@ -741,96 +800,20 @@ public final class MuonAdamW implements TrainingOptimizer {
             if (group == null) {
                 return buildLocal();
             }
-            return RankAgreement.agree(group, "MuonAdamW parameter lists and settings", this::buildLocal,
-                    o -> "world=" + group.worldSize() + " " + sharding + "\n" + ConfigText.of(o.muonConfig())
-                            + "\n" + ConfigText.of(o.adamWConfig()) + "\n" + Checkpoint.assignmentText(o));
+            // Everything that changes what a step does on a rank, or which collectives it runs, is compared.
+            return group.agree("MuonAdamW parameter lists and settings", this::buildLocal,
+                    o -> "world=" + group.worldSize() + " " + sharding + " nonFinitePolicy=" + nonFinitePolicy
+                            + "\n" + ConfigText.of(o.muonConfig()) + "\n" + ConfigText.of(o.adamWConfig())
+                            + "\n" + o.assignment.layoutText());
         }
 
         private MuonAdamW buildLocal() {
             MuonConfig muon = muonConfig.withConvWeights(ConvWeights.FLATTEN);
-            for (String name : forceMuon) {
-                if (forceAdamW.contains(name)) {
-                    throw new IllegalArgumentException("parameter '" + name
-                            + "' is in both forceMuon and forceAdamW; name it in one list only");
-                }
-            }
-            Map<String, Tensor> trainable = new LinkedHashMap<>();
-            List<String> frozen = new ArrayList<>();
-            for (Map.Entry<String, Tensor> e : named.entrySet()) {
-                Tensor t = e.getValue();
-                if (t == null || !t.defined()) {
-                    throw new IllegalArgumentException("parameter '" + e.getKey() + "' is null or undefined");
-                }
-                if (t.requires_grad()) {
-                    // Our own handle, so that a PointerScope of the caller cannot free it under the optimizer.
-                    trainable.put(e.getKey(), NativeLifetime.outliveScope(new Tensor(t)));
-                } else {
-                    frozen.add(e.getKey());
-                }
-            }
-            checkNamed("forceMuon", forceMuon, trainable, frozen);
-            checkNamed("forceAdamW", forceAdamW, trainable, frozen);
-            checkNamed("orthogonalityErrorFor", orthogonalityNames, trainable, frozen);
-            if (trainable.isEmpty()) {
-                throw new IllegalArgumentException("namedParameters must hold at least one parameter that requires "
-                        + "grad, got " + named.size() + " parameters, " + frozen.size() + " frozen");
-            }
-
-            Map<Long, String> firstName = new HashMap<>();
-            Set<String> tied = new LinkedHashSet<>();
-            for (Map.Entry<String, Tensor> e : trainable.entrySet()) {
-                String previous = firstName.putIfAbsent(ParameterState.identityOf(e.getValue()), e.getKey());
-                if (previous != null) {
-                    tied.add(previous);
-                    tied.add(e.getKey());
-                }
-            }
-            List<Decision> decisions = new ArrayList<>();
-            int muonCount = 0;
-            for (Map.Entry<String, Tensor> e : trainable.entrySet()) {
-                String name = e.getKey();
-                Tensor t = e.getValue();
-                String canonical = firstName.get(ParameterState.identityOf(t));
-                if (tied.contains(name) && forceMuon.contains(name)) {
-                    throw new IllegalArgumentException("parameter '" + name + "' is tied to another name and tied "
-                            + "weights go to AdamW; remove it from forceMuon");
-                }
-                Decision d;
-                if (!canonical.equals(name)) {
-                    d = new Decision(name, t, OptimizerKind.ADAMW, "tied", canonical);
-                } else if (forceMuon.contains(name)) {
-                    d = new Decision(name, t, OptimizerKind.MUON, "forceMuon", null);
-                } else if (forceAdamW.contains(name)) {
-                    d = new Decision(name, t, OptimizerKind.ADAMW, "forceAdamW", null);
-                } else if (tied.contains(name)) {
-                    d = new Decision(name, t, OptimizerKind.ADAMW, "tied weights", null);
-                } else if (customRule) {
-                    d = muonRule.test(name, t)
-                            ? new Decision(name, t, OptimizerKind.MUON, "muonWhen rule", null)
-                            : new Decision(name, t, OptimizerKind.ADAMW, "muonWhen rule", null);
-                } else {
-                    String why = Assignment.defaultReason(name, t.dim());
-                    d = why == null
-                            ? new Decision(name, t, OptimizerKind.MUON, "hidden matrix", null)
-                            : new Decision(name, t, OptimizerKind.ADAMW, why, null);
-                }
-                if (d.kind == OptimizerKind.MUON) {
-                    muonCount++;
-                    // Muon's own check, but with the parameter's name in the message.
-                    MatrixLayout.of(t, muon, "parameter '" + name + "'");
-                }
-                decisions.add(d);
-            }
-            for (String name : orthogonalityNames) {
-                for (Decision d : decisions) {
-                    if (d.name.equals(name) && d.kind != OptimizerKind.MUON) {
-                        throw new IllegalArgumentException("orthogonalityErrorFor names '" + name
-                                + "', which is on AdamW; only Muon parameters are orthogonalized");
-                    }
-                }
-            }
-            MuonAdamW optimizer = new MuonAdamW(this, muon, decisions, frozen);
-            if (muonCount == 0 && !allowEmptyMuon) {
+            Assignment classified = Assignment.classify(named,
+                    new Assignment.Rules(muonRule, customRule, forceMuon, forceAdamW, orthogonalityNames), muon,
+                    adamWConfig);
+            MuonAdamW optimizer = new MuonAdamW(this, muon, classified);
+            if (optimizer.muonParams.isEmpty() && !allowEmptyMuon) {
                 throw new IllegalArgumentException("no parameter was assigned to Muon, so this would train with AdamW "
                         + "alone. Muon takes 2-D and 4-D weights whose names do not look like an embedding or a "
                         + "head; check the names below, send parameters with forceMuon(..) or muonWhen(..), or "
@@ -838,20 +821,6 @@ public final class MuonAdamW implements TrainingOptimizer {
             }
             LOG.log(System.Logger.Level.INFO, "MuonAdamW parameter assignment:\n" + optimizer.assignment());
             return optimizer;
-        }
-
-        private static void checkNamed(String list, Set<String> names, Map<String, Tensor> trainable,
-                                       List<String> frozen) {
-            for (String name : names) {
-                if (frozen.contains(name)) {
-                    throw new IllegalArgumentException(list + " names '" + name
-                            + "', which does not require grad and is left out");
-                }
-                if (!trainable.containsKey(name)) {
-                    throw new IllegalArgumentException(list + " names '" + name + "', which is not a parameter; "
-                            + "parameters are " + trainable.keySet());
-                }
-            }
         }
     }
 }

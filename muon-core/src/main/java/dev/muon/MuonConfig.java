@@ -6,6 +6,7 @@ import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
 
 import java.util.Objects;
+import java.util.function.Consumer;
 
 /**
  * The hyperparameters of one Muon parameter group: an immutable value, validated at construction. The first
@@ -41,25 +42,22 @@ import java.util.Objects;
  * @param weightDecay       the decoupled weight decay: {@code p *= 1 − lr·weightDecay}
  * @param momentum          the EMA coefficient μ: {@code buf = μ·buf + (1 − μ)·g}
  * @param nesterov          whether the update is {@code g.lerp(buf, μ)} instead of {@code buf}
- * @param nsCoefficients    the Newton–Schulz polynomial schedule
- * @param eps               the floor of the update's Frobenius norm in the normalisation
- * @param nsSteps           the number of Newton–Schulz steps
+ * @param newtonSchulz      the Newton–Schulz settings (schedule, steps, eps, precision, kernel), also read one
+ *                          by one under PyTorch's names: {@link #nsCoefficients()}, {@link #nsSteps()},
+ *                          {@link #eps()}, {@link #nsPrecision()}, {@link #nsAlgorithm()}
  * @param adjustLr          the shape-dependent lr scaling
  * @param extraScale        an extra factor on the adjusted lr (e.g. to transfer a tuned lr)
- * @param nsPrecision       the dtype of the Newton–Schulz iterations
  * @param convWeights       what to do with 4-D parameters
  * @param stackedWeights    what to do with 3-D parameters
  * @param orthogonalization Newton–Schulz or the exact SVD reference
- * @param nsAlgorithm       the Newton–Schulz kernel choice
  * @param batchSameShape    whether parameters of one shape may be orthogonalized as one batch, under the rule of
  *                          {@link Muon#BATCH_MAX_SIDE}; it changes results only by the rounding of batched against
  *                          single matrix products
  */
 public record MuonConfig(double lr, double weightDecay, double momentum, boolean nesterov,
-                         CoefficientSchedule nsCoefficients, double eps, int nsSteps, AdjustLr adjustLr,
-                         double extraScale, NsPrecision nsPrecision, ConvWeights convWeights,
-                         StackedWeights stackedWeights, Orthogonalization orthogonalization,
-                         NsAlgorithm nsAlgorithm, boolean batchSameShape) {
+                         NewtonSchulzConfig newtonSchulz, AdjustLr adjustLr, double extraScale,
+                         ConvWeights convWeights, StackedWeights stackedWeights, Orthogonalization orthogonalization,
+                         boolean batchSameShape) {
 
     /**
      * Validates every field.
@@ -73,6 +71,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         if (!(momentum < 1.0)) {
             throw new IllegalArgumentException("momentum must be < 1, got " + momentum);
         }
+        Objects.requireNonNull(newtonSchulz, "newtonSchulz must not be null");
         Objects.requireNonNull(adjustLr, "adjustLr must not be null");
         Objects.requireNonNull(convWeights, "convWeights must not be null");
         Objects.requireNonNull(stackedWeights, "stackedWeights must not be null");
@@ -80,8 +79,37 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         if (!Double.isFinite(extraScale) || !(extraScale > 0)) {
             throw new IllegalArgumentException("extraScale must be a finite number > 0, got " + extraScale);
         }
-        // One set of rules for the Newton–Schulz fields, shared with NewtonSchulzConfig.
-        new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm);
+    }
+
+    /**
+     * Every field one by one, in PyTorch's order; the Newton–Schulz fields are validated by
+     * {@link NewtonSchulzConfig}.
+     *
+     * @param lr                the learning rate
+     * @param weightDecay       the decoupled weight decay
+     * @param momentum          the EMA coefficient
+     * @param nesterov          whether to use Nesterov
+     * @param nsCoefficients    the Newton–Schulz polynomial schedule
+     * @param eps               the floor of the update's Frobenius norm
+     * @param nsSteps           the number of Newton–Schulz steps
+     * @param adjustLr          the shape-dependent lr scaling
+     * @param extraScale        an extra factor on the adjusted lr
+     * @param nsPrecision       the dtype of the Newton–Schulz iterations
+     * @param convWeights       what to do with 4-D parameters
+     * @param stackedWeights    what to do with 3-D parameters
+     * @param orthogonalization Newton–Schulz or the exact SVD reference
+     * @param nsAlgorithm       the Newton–Schulz kernel choice
+     * @param batchSameShape    whether same-shape batching is allowed
+     * @throws IllegalArgumentException naming the field, the rule and the value
+     */
+    public MuonConfig(double lr, double weightDecay, double momentum, boolean nesterov,
+                      CoefficientSchedule nsCoefficients, double eps, int nsSteps, AdjustLr adjustLr,
+                      double extraScale, NsPrecision nsPrecision, ConvWeights convWeights,
+                      StackedWeights stackedWeights, Orthogonalization orthogonalization, NsAlgorithm nsAlgorithm,
+                      boolean batchSameShape) {
+        this(lr, weightDecay, momentum, nesterov,
+                new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm), adjustLr, extraScale,
+                convWeights, stackedWeights, orthogonalization, batchSameShape);
     }
 
     /**
@@ -90,19 +118,65 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * @return the default configuration
      */
     public static MuonConfig defaults() {
-        NewtonSchulzConfig ns = NewtonSchulzConfig.defaults();
-        return new MuonConfig(1e-3, 0.1, 0.95, true, ns.nsCoefficients(), ns.eps(), ns.nsSteps(),
-                AdjustLr.ORIGINAL, 1.0, ns.nsPrecision(), ConvWeights.REJECT, StackedWeights.REJECT,
-                Orthogonalization.NEWTON_SCHULZ, ns.nsAlgorithm(), true);
+        return new MuonConfig(1e-3, 0.1, 0.95, true, NewtonSchulzConfig.defaults(), AdjustLr.ORIGINAL, 1.0,
+                ConvWeights.REJECT, StackedWeights.REJECT, Orthogonalization.NEWTON_SCHULZ, true);
     }
 
     /**
-     * The Newton–Schulz part of this configuration.
+     * The Newton–Schulz polynomial schedule ({@code ns_coefficients}).
      *
-     * @return the settings an orthogonalizer needs
+     * @return {@code newtonSchulz().nsCoefficients()}
      */
-    public NewtonSchulzConfig newtonSchulz() {
-        return new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm);
+    public CoefficientSchedule nsCoefficients() {
+        return newtonSchulz.nsCoefficients();
+    }
+
+    /**
+     * The floor of the update's Frobenius norm in the normalisation.
+     *
+     * @return {@code newtonSchulz().eps()}
+     */
+    public double eps() {
+        return newtonSchulz.eps();
+    }
+
+    /**
+     * The number of Newton–Schulz steps ({@code ns_steps}).
+     *
+     * @return {@code newtonSchulz().nsSteps()}
+     */
+    public int nsSteps() {
+        return newtonSchulz.nsSteps();
+    }
+
+    /**
+     * The dtype of the Newton–Schulz iterations.
+     *
+     * @return {@code newtonSchulz().nsPrecision()}
+     */
+    public NsPrecision nsPrecision() {
+        return newtonSchulz.nsPrecision();
+    }
+
+    /**
+     * The Newton–Schulz kernel choice.
+     *
+     * @return {@code newtonSchulz().nsAlgorithm()}
+     */
+    public NsAlgorithm nsAlgorithm() {
+        return newtonSchulz.nsAlgorithm();
+    }
+
+    /**
+     * The lr that the update of a {@code rows × cols} matrix uses: {@code lr · adjustLr.ratio(rows, cols) ·
+     * extraScale}, multiplied in that order (the reference forms {@code lr·ratio} first).
+     *
+     * @param rows the matrix's rows
+     * @param cols the matrix's columns
+     * @return the scaled lr
+     */
+    public double scaledLr(long rows, long cols) {
+        return lr * adjustLr.ratio(rows, cols) * extraScale;
     }
 
     /**
@@ -112,9 +186,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * @return the copy
      */
     public MuonConfig withLr(double value) {
-        return new MuonConfig(value, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
-                batchSameShape);
+        return copy(d -> d.lr = value);
     }
 
     /**
@@ -124,9 +196,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * @return the copy
      */
     public MuonConfig withWeightDecay(double value) {
-        return new MuonConfig(lr, value, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
-                batchSameShape);
+        return copy(d -> d.weightDecay = value);
     }
 
     /**
@@ -136,9 +206,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * @return the copy
      */
     public MuonConfig withMomentum(double value) {
-        return new MuonConfig(lr, weightDecay, value, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
-                batchSameShape);
+        return copy(d -> d.momentum = value);
     }
 
     /**
@@ -148,9 +216,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * @return the copy
      */
     public MuonConfig withNesterov(boolean value) {
-        return new MuonConfig(lr, weightDecay, momentum, value, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
-                batchSameShape);
+        return copy(d -> d.nesterov = value);
     }
 
     /**
@@ -161,9 +227,10 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public MuonConfig withNsCoefficients(CoefficientSchedule schedule) {
         Objects.requireNonNull(schedule, "nsCoefficients must not be null");
-        return new MuonConfig(lr, weightDecay, momentum, nesterov, schedule, eps,
-                schedule.fixedLength().orElse(nsSteps), adjustLr, extraScale, nsPrecision, convWeights,
-                stackedWeights, orthogonalization, nsAlgorithm, batchSameShape);
+        return copy(d -> {
+            d.nsCoefficients = schedule;
+            d.nsSteps = schedule.fixedLength().orElse(d.nsSteps);
+        });
     }
 
     /**
@@ -173,9 +240,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * @return the copy
      */
     public MuonConfig withEps(double value) {
-        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, value, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
-                batchSameShape);
+        return copy(d -> d.eps = value);
     }
 
     /**
@@ -185,9 +250,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * @return the copy
      */
     public MuonConfig withNsSteps(int value) {
-        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, value, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
-                batchSameShape);
+        return copy(d -> d.nsSteps = value);
     }
 
     /**
@@ -197,9 +260,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * @return the copy
      */
     public MuonConfig withAdjustLr(AdjustLr value) {
-        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, value,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
-                batchSameShape);
+        return copy(d -> d.adjustLr = value);
     }
 
     /**
@@ -209,9 +270,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * @return the copy
      */
     public MuonConfig withExtraScale(double value) {
-        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                value, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
-                batchSameShape);
+        return copy(d -> d.extraScale = value);
     }
 
     /**
@@ -221,9 +280,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * @return the copy
      */
     public MuonConfig withNsPrecision(NsPrecision value) {
-        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, value, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
-                batchSameShape);
+        return copy(d -> d.nsPrecision = value);
     }
 
     /**
@@ -233,9 +290,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * @return the copy
      */
     public MuonConfig withConvWeights(ConvWeights value) {
-        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, value, stackedWeights, orthogonalization, nsAlgorithm,
-                batchSameShape);
+        return copy(d -> d.convWeights = value);
     }
 
     /**
@@ -245,9 +300,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * @return the copy
      */
     public MuonConfig withStackedWeights(StackedWeights value) {
-        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, value, orthogonalization, nsAlgorithm,
-                batchSameShape);
+        return copy(d -> d.stackedWeights = value);
     }
 
     /**
@@ -257,8 +310,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * @return the copy
      */
     public MuonConfig withOrthogonalization(Orthogonalization value) {
-        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, value, nsAlgorithm, batchSameShape);
+        return copy(d -> d.orthogonalization = value);
     }
 
     /**
@@ -268,8 +320,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * @return the copy
      */
     public MuonConfig withNsAlgorithm(NsAlgorithm value) {
-        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, value, batchSameShape);
+        return copy(d -> d.nsAlgorithm = value);
     }
 
     /**
@@ -281,8 +332,61 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * @return the copy
      */
     public MuonConfig withBatchSameShape(boolean value) {
-        return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm, value);
+        return copy(d -> d.batchSameShape = value);
+    }
+
+    /** The one copy helper: a wither changes fields of a draft of this config, and the draft is validated anew. */
+    private MuonConfig copy(Consumer<Draft> change) {
+        Draft draft = new Draft(this);
+        change.accept(draft);
+        return draft.build();
+    }
+
+    /**
+     * Every field of a {@link MuonConfig} as a mutable value, the Newton–Schulz ones one by one so that they can
+     * change in any order ({@code ConfigText} fills one from a checkpoint); {@link #build()} validates. Adding a
+     * field to the config means adding it here and to {@code ConfigText}'s key table.
+     */
+    static final class Draft {
+        double lr;
+        double weightDecay;
+        double momentum;
+        boolean nesterov;
+        CoefficientSchedule nsCoefficients;
+        double eps;
+        int nsSteps;
+        AdjustLr adjustLr;
+        double extraScale;
+        NsPrecision nsPrecision;
+        ConvWeights convWeights;
+        StackedWeights stackedWeights;
+        Orthogonalization orthogonalization;
+        NsAlgorithm nsAlgorithm;
+        boolean batchSameShape;
+
+        Draft(MuonConfig c) {
+            lr = c.lr;
+            weightDecay = c.weightDecay;
+            momentum = c.momentum;
+            nesterov = c.nesterov;
+            nsCoefficients = c.nsCoefficients();
+            eps = c.eps();
+            nsSteps = c.nsSteps();
+            adjustLr = c.adjustLr;
+            extraScale = c.extraScale;
+            nsPrecision = c.nsPrecision();
+            convWeights = c.convWeights;
+            stackedWeights = c.stackedWeights;
+            orthogonalization = c.orthogonalization;
+            nsAlgorithm = c.nsAlgorithm();
+            batchSameShape = c.batchSameShape;
+        }
+
+        MuonConfig build() {
+            return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
+                    extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
+                    batchSameShape);
+        }
     }
 
     private static void requireNonNegative(String field, double value) {

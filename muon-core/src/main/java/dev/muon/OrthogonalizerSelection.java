@@ -20,7 +20,7 @@ import java.util.stream.Collectors;
  * libtorch's ops serve every device.
  */
 final class OrthogonalizerSelection {
-    private static final System.Logger LOG = System.getLogger(Muon.class.getName());
+    private static final System.Logger LOG = System.getLogger(OrthogonalizerSelection.class.getName());
     private static volatile boolean fallbackLogged;
 
     private final List<OrthogonalizerProvider> providers;

@@ -1,6 +1,8 @@
 package dev.muon;
 
 import dev.muon.internal.NativeLifetime;
+import dev.muon.orthogonalize.NewtonSchulz;
+import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.Orthogonalizer;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
@@ -14,10 +16,21 @@ import java.util.function.IntPredicate;
 
 /**
  * The parameters of one {@link Muon} group that share a matrix shape, dtype, device and orthogonalizer, and that
- * {@link Muon#batchesSameShape} lets run their Newton–Schulz iterations as one batch; and the stacked buffer
- * {@code [members, rows, cols]} their updates are written into, created at the first batched step and reused.
+ * the batching rule ({@link #allows}, documented for users at {@link Muon#BATCH_MAX_SIDE}) lets run their
+ * Newton–Schulz iterations as one batch; and the stacked buffer {@code [members, rows, cols]} their updates are
+ * written into, created at the first batched step and reused.
  */
 final class SameShapeBatch {
+    /**
+     * The largest {@code max(rows, cols)} that batches. 512 is the bound the batching issue proposed, not a
+     * measured crossover; {@code MuonStepBenchmark -p model=small-24x256 -p batching=on,off} measures the 256×256
+     * case (see {@code docs/benchmarks.md}).
+     */
+    static final int MAX_SIDE = 512;
+
+    /** The fewest parameters of one shape, updated by this process in a step, that run as a batch. */
+    static final int MIN_PARAMETERS = 2;
+
     /** The members in group order. */
     final List<ParameterState> members;
     /** Each member's position in the optimizer's parameter order: its gradient and its owner in the shard plan. */
@@ -35,7 +48,7 @@ final class SameShapeBatch {
     }
 
     /**
-     * Partitions a group's parameters into same-shape batches under {@link Muon#batchesSameShape}; parameters left
+     * Partitions a group's parameters into same-shape batches under {@link #allows}; parameters left
      * out take the per-parameter path.
      *
      * @param states the group's parameters
@@ -57,7 +70,7 @@ final class SameShapeBatch {
         List<SameShapeBatch> batches = new ArrayList<>();
         for (List<Integer> indices : byKey.values()) {
             ParameterState head = states.get(indices.get(0));
-            if (!Muon.batchesSameShape(config, head.layout.rows(), head.layout.cols(), indices.size(),
+            if (!allows(config, head.layout.rows(), head.layout.cols(), indices.size(),
                     head.matrix.device().is_cpu())) {
                 continue;
             }
@@ -70,6 +83,27 @@ final class SameShapeBatch {
             batches.add(new SameShapeBatch(members, positions));
         }
         return batches;
+    }
+
+    /**
+     * The batching rule: whether {@code count} parameters of one group that share a {@code rows × cols} matrix
+     * shape, dtype, device and orthogonalizer run as one batch. A batch always runs the GEMM kernel, so it keeps
+     * out the matrices that {@link NsAlgorithm#AUTO} would give a faster kernel alone, and an explicitly requested
+     * symmetric or Gram kernel; the exact SVD reference is never batched.
+     *
+     * @param cpu whether the parameters live on a CPU
+     */
+    static boolean allows(MuonConfig config, long rows, long cols, int count, boolean cpu) {
+        if (!config.batchSameShape() || config.orthogonalization() != Orthogonalization.NEWTON_SCHULZ
+                || count < MIN_PARAMETERS || Math.max(rows, cols) > MAX_SIDE) {
+            return false;
+        }
+        NsAlgorithm kernel = config.nsAlgorithm();
+        if (kernel == NsAlgorithm.GEMM) {
+            return true;
+        }
+        return kernel == NsAlgorithm.AUTO
+                && NewtonSchulz.autoKernel(cpu, config.nsPrecision(), rows, cols) == NsAlgorithm.GEMM;
     }
 
     /**

@@ -88,6 +88,44 @@ final class Sharding {
         }
     }
 
+    /**
+     * Gathers every parameter's momentum on rank 0 for a checkpoint: each owner sends its buffers, and a mask
+     * summed over the group first tells every rank which buffers exist. A collective: every rank calls it.
+     *
+     * @return per parameter in order: on rank 0 every buffer (null where none exists yet); on the others their
+     *         own buffers and nulls
+     */
+    List<Tensor> gatherMomentum(List<ParameterState> states) {
+        int n = states.size();
+        long[] mine = new long[n];
+        for (int i = 0; i < n; i++) {
+            if (owns(i) && states.get(i).momentumBuffer() != null) {
+                mine[i] = 1;
+            }
+        }
+        long[] has = group.allReduceSum(mine, "the momentum-presence mask for a checkpoint");
+        List<Tensor> momentum = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            Tensor buffer = null;
+            if (has[i] != 0) {
+                int owner = plan.owner(i);
+                String what = "the momentum of Muon parameter " + i + " (" + states.get(i).label
+                        + ") for a checkpoint";
+                if (owner == group.rank()) {
+                    buffer = states.get(i).momentumBuffer();
+                    if (group.rank() != 0) {
+                        group.send(buffer, 0, i, what);
+                    }
+                } else if (group.rank() == 0) {
+                    buffer = torch.empty_like(states.get(i).param);
+                    group.receive(buffer, owner, i, what);
+                }
+            }
+            momentum.add(buffer);
+        }
+        return momentum;
+    }
+
     private void broadcastBf16Update(int index, Tensor p, int owner, String what) {
         Tensor delta = bf16Slice(p);
         if (owner == group.rank()) {

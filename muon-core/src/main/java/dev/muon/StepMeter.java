@@ -13,90 +13,124 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * The measurements of one {@link MuonAdamW} step: made before the step (gradient norms, a copy of the
  * parameters), finished after it. Exists only while metrics are on, so that a step without metrics pays nothing.
- * Runs inside the step's {@code PointerScope} and {@code NoGradGuard}.
+ * Runs inside the step's {@code PointerScope} and {@code NoGradGuard}. It sees the optimizer through narrow views
+ * only: each group's names and parameters, the configs, and, after the step, lookups of the state it reports.
  */
 final class StepMeter {
-    private final MuonAdamW optimizer;
+    /**
+     * The names and parameters of one group, in table order.
+     *
+     * @param names  the names
+     * @param params the parameters
+     */
+    record Group(List<String> names, List<Tensor> params) {
+    }
+
+    /**
+     * Where the optimizer's state is read after a step.
+     *
+     * @param momentum     a Muon parameter's momentum buffer, if it has one
+     * @param adamWMoments every AdamW parameter's moments, by tensor identity (a serialization round trip: called
+     *                     once per step, and only when all metrics are on)
+     */
+    record StateLookup(Function<Tensor, Optional<Tensor>> momentum, Supplier<Map<Long, AdamWMoments>> adamWMoments) {
+    }
+
+    private final boolean all;
+    private final Set<String> orthogonalityNames;
+    private final Group muon;
+    private final Group adamW;
     private final MuonConfig muonConfig;
     private final AdamWConfig adamWConfig;
     private final double[] gradSquares = new double[2];
     private final Map<String, Tensor> before = new HashMap<>();
 
-    StepMeter(MuonAdamW optimizer) {
-        this.optimizer = optimizer;
-        this.muonConfig = optimizer.muonConfig();
-        this.adamWConfig = optimizer.adamWConfig();
-        capture(0, optimizer.muonNames(), optimizer.muonParams(), optimizer.metricsOn());
-        capture(1, optimizer.adamWNames(), optimizer.adamWParams(), optimizer.metricsOn());
+    /**
+     * Starts measuring a step that is about to run.
+     *
+     * @param all                whether every metric is on, or only the orthogonality errors
+     * @param orthogonalityNames the Muon parameters whose orthogonality error is measured
+     */
+    StepMeter(boolean all, Set<String> orthogonalityNames, Group muon, Group adamW, MuonConfig muonConfig,
+              AdamWConfig adamWConfig) {
+        this.all = all;
+        this.orthogonalityNames = orthogonalityNames;
+        this.muon = muon;
+        this.adamW = adamW;
+        this.muonConfig = muonConfig;
+        this.adamWConfig = adamWConfig;
+        capture(0, muon);
+        capture(1, adamW);
     }
 
-    private void capture(int group, List<String> names, List<Tensor> params, boolean all) {
-        for (int i = 0; i < params.size(); i++) {
-            Tensor p = params.get(i);
+    private void capture(int index, Group group) {
+        for (int i = 0; i < group.params().size(); i++) {
+            Tensor p = group.params().get(i);
             Tensor grad = p.grad();
             if (!grad.defined()) {
                 continue;
             }
-            String name = names.get(i);
-            if (all || optimizer.orthogonalityNames().contains(name)) {
-                gradSquares[group] += squaredNorm(grad);
+            String name = group.names().get(i);
+            if (all || orthogonalityNames.contains(name)) {
+                gradSquares[index] += squaredNorm(grad);
                 before.put(name, p.to(ScalarType.Double).clone());
             }
         }
     }
 
-    StepReport finish(long step) {
+    StepReport finish(long step, StateLookup state) {
         List<GroupMetrics> groups = new ArrayList<>();
-        if (optimizer.metricsOn()) {
-            groups.add(muonMetrics());
-            groups.add(adamWMetrics());
+        if (all) {
+            groups.add(muonMetrics(state));
+            groups.add(adamWMetrics(state));
         }
         Map<String, Double> orthogonality = new LinkedHashMap<>();
-        List<String> names = optimizer.muonNames();
-        for (int i = 0; i < names.size(); i++) {
-            String name = names.get(i);
-            if (optimizer.orthogonalityNames().contains(name) && before.containsKey(name)) {
-                orthogonality.put(name, orthogonalityError(name, optimizer.muonParams().get(i)));
+        for (int i = 0; i < muon.names().size(); i++) {
+            String name = muon.names().get(i);
+            if (orthogonalityNames.contains(name) && before.containsKey(name)) {
+                orthogonality.put(name, orthogonalityError(name, muon.params().get(i)));
             }
         }
         return new StepReport(step, false, Optional.empty(), groups, orthogonality);
     }
 
-    private GroupMetrics muonMetrics() {
+    private GroupMetrics muonMetrics(StateLookup state) {
         double momentum = 0;
         double update = 0;
         long count = 0;
         Map<String, Double> lrs = new LinkedHashMap<>();
-        for (int i = 0; i < optimizer.muonParams().size(); i++) {
-            String name = optimizer.muonNames().get(i);
-            Tensor p = optimizer.muonParams().get(i);
+        for (int i = 0; i < muon.params().size(); i++) {
+            String name = muon.names().get(i);
+            Tensor p = muon.params().get(i);
             Tensor old = before.get(name);
             if (old == null) {
                 continue;
             }
-            momentum += optimizer.muon().momentumBuffer(p).map(StepMeter::squaredNorm).orElse(0.0);
+            momentum += state.momentum().apply(p).map(StepMeter::squaredNorm).orElse(0.0);
             update += squaredNorm(p.to(ScalarType.Double).sub(old));
             count += p.numel();
-            lrs.put(name, muonConfig.lr() * ratio(p));
+            lrs.put(name, scaledLr(p));
         }
         return new GroupMetrics(OptimizerKind.MUON, Math.sqrt(gradSquares[0]), Math.sqrt(momentum),
                 count == 0 ? 0 : Math.sqrt(update / count), lrs);
     }
 
-    private GroupMetrics adamWMetrics() {
-        Map<Long, AdamWMoments> moments = optimizer.adamW() == null ? Map.of()
-                : AdamWMoments.readAll(optimizer.adamW());
+    private GroupMetrics adamWMetrics(StateLookup state) {
+        Map<Long, AdamWMoments> moments = state.adamWMoments().get();
         double momentum = 0;
         double update = 0;
         long count = 0;
         Map<String, Double> lrs = new LinkedHashMap<>();
-        for (int i = 0; i < optimizer.adamWParams().size(); i++) {
-            String name = optimizer.adamWNames().get(i);
-            Tensor p = optimizer.adamWParams().get(i);
+        for (int i = 0; i < adamW.params().size(); i++) {
+            String name = adamW.names().get(i);
+            Tensor p = adamW.params().get(i);
             Tensor old = before.get(name);
             if (old == null) {
                 continue;
@@ -113,9 +147,9 @@ final class StepMeter {
                 count == 0 ? 0 : Math.sqrt(update / count), lrs);
     }
 
-    private double ratio(Tensor p) {
+    private double scaledLr(Tensor p) {
         MatrixLayout layout = MatrixLayout.of(p, muonConfig, "parameter");
-        return muonConfig.adjustLr().ratio(layout.rows(), layout.cols()) * muonConfig.extraScale();
+        return muonConfig.scaledLr(layout.rows(), layout.cols());
     }
 
     /**
@@ -124,7 +158,7 @@ final class StepMeter {
      * keeps Muon's step free of any hook. NaN when the lr is 0 (no update to recover).
      */
     private double orthogonalityError(String name, Tensor p) {
-        double scaledLr = muonConfig.lr() * ratio(p);
+        double scaledLr = scaledLr(p);
         if (scaledLr == 0) {
             return Double.NaN;
         }

@@ -6,7 +6,7 @@ package dev.muon;
  * written against this interface works with either.
  *
  * <pre>{@code
- * TrainingOptimizer opt = MuonAdamW.dropIn(model.named_parameters(), 3e-4, 0.9, 0.95, 1e-8, 0.1);
+ * TrainingOptimizer opt = MuonAdamW.dropIn(model.named_parameters(), new AdamWOptions(3e-4));
  * LrScheduler lrs = LrScheduler.of(opt, LrSchedule.warmupCosine(100, 10_000, 0.1));
  * for (long step = 0; step < 10_000; step++) {
  *     lrs.apply(step);

@@ -187,9 +187,9 @@ class AssignmentTest {
             Tensor p = named.get(row.name());
             long held;
             if (row.optimizer() == MUON) {
-                held = opt.muon().momentumBuffer(p).orElseThrow().nbytes();
+                held = opt.muonState(row.name()).orElseThrow().momentum().nbytes();
             } else {
-                AdamWMoments m = opt.adamWMoments(row.name()).orElseThrow();
+                AdamWState m = opt.adamWState(row.name()).orElseThrow();
                 held = m.expAvg().nbytes() + m.expAvgSq().nbytes();
             }
             assertEquals(held, row.stateBytes(), row.name());

@@ -106,21 +106,20 @@ class CheckpointTest {
     /** Muon buffers and AdamW moments by name: what a load must restore and a failed load must not touch. */
     static Map<String, Tensor> stateOf(MuonAdamW opt) {
         Map<String, Tensor> state = new LinkedHashMap<>();
-        for (String name : opt.adamWNames()) {
-            opt.adamWMoments(name).ifPresent(m -> {
+        for (String name : opt.assignment().names(OptimizerKind.ADAMW)) {
+            opt.adamWState(name).ifPresent(m -> {
                 state.put(name + "#exp_avg", m.expAvg());
                 state.put(name + "#exp_avg_sq", m.expAvgSq());
                 state.put(name + "#step", torch.tensor(m.step()));
             });
         }
-        for (int i = 0; i < opt.muonNames().size(); i++) {
-            Tensor p = opt.muonParams().get(i);
-            String name = opt.muonNames().get(i);
-            opt.muon().momentumBuffer(p).ifPresent(b -> state.put(name + "#momentum", b.clone()));
-            state.put(name, p.detach().clone());
+        Map<String, Tensor> params = paramsOf(opt);
+        for (String name : opt.assignment().names(OptimizerKind.MUON)) {
+            opt.muonState(name).ifPresent(m -> state.put(name + "#momentum", m.momentum()));
+            state.put(name, params.get(name).detach().clone());
         }
-        for (int i = 0; i < opt.adamWNames().size(); i++) {
-            state.put(opt.adamWNames().get(i), opt.adamWParams().get(i).detach().clone());
+        for (String name : opt.assignment().names(OptimizerKind.ADAMW)) {
+            state.put(name, params.get(name).detach().clone());
         }
         return state;
     }
@@ -236,15 +235,21 @@ class CheckpointTest {
     }
 
     private static void stepOnce(MuonAdamW opt) {
-        Map<String, Tensor> named = new LinkedHashMap<>();
-        for (int i = 0; i < opt.muonNames().size(); i++) {
-            named.put(opt.muonNames().get(i), opt.muonParams().get(i));
-        }
-        for (int i = 0; i < opt.adamWNames().size(); i++) {
-            named.put(opt.adamWNames().get(i), opt.adamWParams().get(i));
-        }
-        TestModels.setGradients(named, 11 + opt.stepCount());
+        TestModels.setGradients(paramsOf(opt), 11 + opt.stepCount());
         opt.step();
+    }
+
+    /** The optimizer's parameters by name (aliases excluded), from its checkpoint state. */
+    static Map<String, Tensor> paramsOf(MuonAdamW opt) {
+        CheckpointState state = opt.checkpointState();
+        Map<String, Tensor> named = new LinkedHashMap<>();
+        for (int i = 0; i < state.muonNames().size(); i++) {
+            named.put(state.muonNames().get(i), state.muonParams().get(i));
+        }
+        for (int i = 0; i < state.adamWNames().size(); i++) {
+            named.put(state.adamWNames().get(i), state.adamWParams().get(i));
+        }
+        return named;
     }
 
     private static void assertLoadFails(MuonAdamW opt, Path file, String message) {

@@ -77,11 +77,11 @@ class MuonAdamWGoldenTest {
                     double paramError = Tensors.maxAbsError(param, c.tensor("param", p.name(), k).data());
                     assertTrue(paramError <= precision.paramAbs(), where + ": param abs error " + paramError);
                     if (p.optimizer().equals("muon")) {
-                        double e = Tensors.relativeError(opt.muon().momentumBuffer(param).orElseThrow(),
+                        double e = Tensors.relativeError(opt.muonState(p.name()).orElseThrow().momentum(),
                                 c.tensor("momentum_buffer", p.name(), k).data());
                         assertTrue(e <= precision.stateRel(), where + ": momentum_buffer rel error " + e);
                     } else {
-                        AdamWMoments m = opt.adamWMoments(p.name()).orElseThrow();
+                        AdamWState m = opt.adamWState(p.name()).orElseThrow();
                         assertEquals(k, m.step(), where + ": AdamW step count");
                         double e1 = Tensors.relativeError(m.expAvg(), c.tensor("exp_avg", p.name(), k).data());
                         double e2 = Tensors.relativeError(m.expAvgSq(), c.tensor("exp_avg_sq", p.name(), k).data());

@@ -119,7 +119,7 @@ class MuonSameShapeBatchingTest {
     @MethodSource("ruleTable")
     void rule_batchesOnlyWhereDocumented(String name, MuonConfig config, long rows, long cols, int count,
                                          boolean cpu, boolean expected) {
-        assertEquals(expected, Muon.batchesSameShape(config, rows, cols, count, cpu));
+        assertEquals(expected, SameShapeBatch.allows(config, rows, cols, count, cpu));
     }
 
     @Test

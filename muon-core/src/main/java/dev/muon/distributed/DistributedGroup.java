@@ -1,5 +1,6 @@
 package dev.muon.distributed;
 
+import dev.muon.internal.Messages;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.javacpp.SizeTPointer;
 import org.bytedeco.javacpp.chrono.Milliseconds;
@@ -18,9 +19,15 @@ import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.Work;
 import org.bytedeco.pytorch.global.torch;
 
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * One process's membership of a c10d process group: the rendezvous store ({@code TCPStore}, hosted by rank 0) and
@@ -43,6 +50,9 @@ import java.util.function.Function;
  * <p>Not thread-safe: collectives must be issued in the same order on every rank.
  */
 public final class DistributedGroup implements AutoCloseable {
+    /** The fingerprint hash a rank sends in an agreement when its own part failed. */
+    private static final long AGREEMENT_FAILED = 0;
+
     private final GroupConfig config;
     private final TCPStore store;
     private final Backend backend;
@@ -90,7 +100,7 @@ public final class DistributedGroup implements AutoCloseable {
             throw new IllegalStateException(describe(config, config.rank() == 0
                     ? "starting the rendezvous store on port " + config.masterPort()
                     : "connecting to rank 0's rendezvous store at " + config.masterAddr() + ":"
-                    + config.masterPort(), start) + firstLine(e), e);
+                    + config.masterPort(), start) + Messages.firstLine(e), e);
         }
         try (PointerScope scope = new PointerScope()) {
             Backend backend;
@@ -118,7 +128,7 @@ public final class DistributedGroup implements AutoCloseable {
                 throw e;
             }
             throw new IllegalStateException(describe(config, "forming the " + config.backend()
-                    + " process group (every rank connects to every other)", start) + firstLine(e), e);
+                    + " process group (every rank connects to every other)", start) + Messages.firstLine(e), e);
         }
     }
 
@@ -323,6 +333,76 @@ public final class DistributedGroup implements AutoCloseable {
     }
 
     /**
+     * Makes every rank agree before any of them goes on: each rank builds its part, then all ranks exchange a hash
+     * of a fingerprint of what they built (or a failure mark), so that a mismatch or a local error is an error on
+     * every rank at once instead of a hang in a later collective, and no rank goes on alone.
+     *
+     * @param what        what is being built, for messages
+     * @param build       builds this rank's part; may throw
+     * @param fingerprint the text every rank must agree on, made from what was built
+     * @param <T>         the built type
+     * @return what this rank built
+     * @throws RuntimeException      this rank's own failure, after the others have been told
+     * @throws IllegalStateException if another rank failed or the fingerprints differ
+     */
+    public <T> T agree(String what, Supplier<T> build, Function<T, String> fingerprint) {
+        T built = null;
+        RuntimeException failure = null;
+        long mine;
+        try {
+            built = build.get();
+            mine = agreementHash(fingerprint.apply(built));
+        } catch (RuntimeException e) {
+            failure = e;
+            mine = AGREEMENT_FAILED;
+        }
+        long[] all = allGather(mine, "fingerprints of " + what);
+        if (failure != null) {
+            throw failure;
+        }
+        List<Integer> failed = new ArrayList<>();
+        List<Integer> differ = new ArrayList<>();
+        for (int r = 0; r < all.length; r++) {
+            if (all[r] == AGREEMENT_FAILED) {
+                failed.add(r);
+            } else if (all[r] != mine) {
+                differ.add(r);
+            }
+        }
+        if (!failed.isEmpty()) {
+            throw new IllegalStateException(what + ": rank(s) " + failed + " failed (see their error), so rank "
+                    + rank() + " stops too and has changed nothing");
+        }
+        if (!differ.isEmpty()) {
+            throw new IllegalStateException(what + " differ across ranks: rank " + rank() + " has fingerprint "
+                    + Long.toHexString(mine) + ", rank(s) " + differ + " have another (all: " + agreementHex(all)
+                    + "); every rank must have the same");
+        }
+        return built;
+    }
+
+    private static long agreementHash(String text) {
+        try {
+            byte[] digest = MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
+            long h = 0;
+            for (int i = 0; i < 8; i++) {
+                h = (h << 8) | (digest[i] & 0xff);
+            }
+            return h == AGREEMENT_FAILED ? 1 : h;
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is missing from this JDK", e);
+        }
+    }
+
+    private static String agreementHex(long[] values) {
+        String[] out = new String[values.length];
+        for (int i = 0; i < values.length; i++) {
+            out[i] = Long.toHexString(values[i]);
+        }
+        return Arrays.toString(out);
+    }
+
+    /**
      * Waits until every rank has reached this call.
      *
      * @param what the point being synchronized, for the error message
@@ -357,7 +437,7 @@ public final class DistributedGroup implements AutoCloseable {
             work._wait(timeoutMillis());
         } catch (RuntimeException e) {
             failure = operation;
-            throw new IllegalStateException(describe(config, operation, begin) + firstLine(e), e);
+            throw new IllegalStateException(describe(config, operation, begin) + Messages.firstLine(e), e);
         }
         payloadBytes += bytes;
     }
@@ -387,11 +467,6 @@ public final class DistributedGroup implements AutoCloseable {
         }
     }
 
-    private static String firstLine(RuntimeException e) {
-        String message = String.valueOf(e.getMessage());
-        int nl = message.indexOf('\n');
-        return nl < 0 ? message : message.substring(0, nl);
-    }
 
     /**
      * Leaves the group and frees its native resources. Collectives after this throw. Idempotent.

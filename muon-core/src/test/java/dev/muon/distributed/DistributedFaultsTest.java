@@ -50,8 +50,9 @@ class DistributedFaultsTest {
     }
 
     /**
-     * Rank 1 builds from a model with one more parameter: both ranks refuse at construction. Then a checkpoint
-     * that one rank cannot read is refused by every rank with nothing changed, a save that rank 0 cannot write
+     * Rank 1 builds from a model with one more parameter, or with another non-finite policy: both ranks refuse at
+     * construction. Then a checkpoint that one rank cannot read, or checkpoints of different content on the two
+     * ranks, are refused by every rank with nothing changed, a save that rank 0 cannot write
      * fails on both ranks, and the group still works afterwards.
      */
     @Test
@@ -63,7 +64,12 @@ class DistributedFaultsTest {
         for (Map<String, String> rank : List.of(rank0, rank1)) {
             assertTrue(rank.get("mismatch").startsWith("IllegalStateException: MuonAdamW parameter lists and "
                     + "settings differ across ranks"), rank.get("mismatch"));
+            assertTrue(rank.get("policyMismatch").startsWith("IllegalStateException: MuonAdamW parameter lists "
+                    + "and settings differ across ranks"), rank.get("policyMismatch"));
             assertTrue(rank.get("loadMissing").startsWith("IllegalStateException"), rank.get("loadMissing"));
+            assertTrue(rank.get("loadDifferent").startsWith("IllegalStateException: the step and content of "
+                    + "checkpoint ") && rank.get("loadDifferent").contains("differ across ranks"),
+                    rank.get("loadDifferent"));
             assertEquals("true", rank.get("unchangedAfterFailedLoad"));
             assertTrue(rank.get("saveUnwritable").startsWith("UncheckedIOException"), rank.get("saveUnwritable"));
             assertEquals(String.valueOf(ShardedTrainingWorker.STEPS), rank.get("stepAfterErrors"));

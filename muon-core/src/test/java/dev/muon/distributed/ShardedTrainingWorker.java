@@ -2,6 +2,7 @@ package dev.muon.distributed;
 
 import dev.muon.Muon;
 import dev.muon.MuonAdamW;
+import dev.muon.NonFinitePolicy;
 import dev.muon.MuonConfig;
 import dev.muon.AdamWConfig;
 import org.bytedeco.pytorch.Tensor;
@@ -206,9 +207,21 @@ public final class ShardedTrainingWorker {
         TinyClassifier odd = new TinyClassifier(7, group.rank() == 1);
         out.put("mismatch", message(() -> builder(odd).distributed(group, ShardingConfig.defaults()).build()));
 
+        // A setting that changes a step's control flow differs on rank 1: refused at build, on both ranks.
+        out.put("policyMismatch", message(() -> builder(new TinyClassifier(7, false))
+                .nonFinitePolicy(group.rank() == 1 ? NonFinitePolicy.RAISE : NonFinitePolicy.SKIP)
+                .distributed(group, ShardingConfig.defaults()).build()));
+
         TinyClassifier model = new TinyClassifier(7, false);
         MuonAdamW optimizer = builder(model).distributed(group, ShardingConfig.defaults()).build();
         run(model, optimizer, 1, group.rank(), group.worldSize(), null);
+        // Two valid checkpoints of this run with different content (steps 10 and 11), then back to step 10.
+        Path contentA = dir.resolve("content-a.pt");
+        Path contentB = dir.resolve("content-b.pt");
+        optimizer.save(contentA);
+        run(model, optimizer, STEPS, group.rank(), group.worldSize(), null);
+        optimizer.save(contentB);
+        optimizer.load(contentA);
         Map<String, org.bytedeco.pytorch.Tensor> before = new HashMap<>();
         model.named().forEach((k, v) -> before.put(k, v.clone()));
         long stateBefore = optimizer.muonStateBytes();
@@ -223,6 +236,8 @@ public final class ShardedTrainingWorker {
         }
         group.barrier("the test's checkpoint file");
         out.put("loadMissing", message(() -> optimizer.load(missing)));
+        // Each rank reads a valid file, but not the same one: every rank must refuse, and none may change.
+        out.put("loadDifferent", message(() -> optimizer.load(group.rank() == 0 ? contentA : contentB)));
         boolean unchanged = optimizer.stepCount() == STEPS && optimizer.muonStateBytes() == stateBefore;
         for (var e : model.named().entrySet()) {
             unchanged &= e.getValue().equal(before.get(e.getKey()));

@@ -1,0 +1,112 @@
+package dev.muon.distributed;
+
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.NoGradGuard;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.StringTensorDict;
+import org.bytedeco.pytorch.StringTensorDictItem;
+import org.bytedeco.pytorch.Tensor;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Averages gradients over a group, for training loops without a DDP of their own (libtorch's C++ API has none):
+ * the gradients of each dtype are summed in one coalesced all-reduce and divided by the world size in place. The
+ * distributed optimizers call it themselves; any other optimizer can use it between {@code backward()} and
+ * {@code step()}:
+ *
+ * <pre>{@code
+ * loss.backward();
+ * GradientAveraging.averageGradients(group, model.named_parameters());
+ * adamW.step();
+ * }</pre>
+ *
+ * <p>First, one small all-reduce checks that every rank has a gradient for the same parameters: a parameter with
+ * a gradient on some ranks only cannot be averaged, and would otherwise leave the ranks' collectives out of step.
+ * Every rank must call it with the same parameters in the same order.
+ */
+public final class GradientAveraging {
+    private GradientAveraging() {
+    }
+
+    /**
+     * Averages the defined gradients of a module's parameters over the group.
+     *
+     * @param group           the group this process has joined
+     * @param namedParameters {@code module.named_parameters()}, the same names in the same order on every rank
+     * @throws IllegalStateException if the ranks disagree on which parameters have gradients, a gradient is not
+     *                               contiguous, or a peer fails
+     */
+    public static void averageGradients(DistributedGroup group, StringTensorDict namedParameters) {
+        Objects.requireNonNull(namedParameters, "namedParameters must not be null");
+        List<String> names = new ArrayList<>();
+        List<Tensor> params = new ArrayList<>();
+        for (long i = 0; i < namedParameters.size(); i++) {
+            StringTensorDictItem item = namedParameters.get(i);
+            names.add(item.key().getString());
+            params.add(item.value());
+        }
+        averageGradients(group, names, params);
+    }
+
+    /**
+     * Averages the defined gradients of {@code params} over the group.
+     *
+     * @param group  the group this process has joined
+     * @param names  the parameters' names, for messages
+     * @param params the parameters, the same ones in the same order on every rank
+     * @throws IllegalArgumentException if the lists differ in length
+     * @throws IllegalStateException    if the ranks disagree on which parameters have gradients, a gradient is not
+     *                                  contiguous, or a peer fails
+     */
+    public static void averageGradients(DistributedGroup group, List<String> names, List<Tensor> params) {
+        Objects.requireNonNull(group, "group must not be null");
+        if (names.size() != params.size()) {
+            throw new IllegalArgumentException("names must hold one name per parameter (" + params.size()
+                    + "), got " + names.size());
+        }
+        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            average(group, names, params);
+        }
+    }
+
+    private static void average(DistributedGroup group, List<String> names, List<Tensor> params) {
+        int n = params.size();
+        long[] present = new long[n];
+        Map<Byte, List<Tensor>> byDtype = new LinkedHashMap<>();
+        for (int i = 0; i < n; i++) {
+            Tensor grad = params.get(i).grad();
+            if (grad.defined()) {
+                present[i] = 1;
+                byDtype.computeIfAbsent(grad.scalar_type().value, k -> new ArrayList<>()).add(grad);
+            }
+        }
+        long[] counts = group.allReduceSum(present, "the gradient-presence mask");
+        int world = group.worldSize();
+        for (int i = 0; i < n; i++) {
+            if (counts[i] != 0 && counts[i] != world) {
+                throw new IllegalStateException("parameter '" + names.get(i) + "' has a gradient on " + counts[i]
+                        + " of " + world + " ranks; gradient averaging needs it on all ranks or on none (run the "
+                        + "same forward and backward on every rank)");
+            }
+        }
+        Scalar divisor = new Scalar((double) world);
+        for (List<Tensor> grads : byDtype.values()) {
+            for (Tensor g : grads) {
+                if (!g.is_contiguous()) {
+                    throw new IllegalStateException("gradient averaging needs contiguous gradients; one of shape "
+                            + Arrays.toString(g.shape()) + " is not");
+                }
+            }
+            group.allReduceSum(grads, grads.size() + " gradients");
+            for (Tensor g : grads) {
+                g.div_(divisor);
+            }
+        }
+    }
+}
