@@ -266,13 +266,12 @@ public final class NewtonSchulz implements Orthogonalizer {
     /**
      * The normalisation stage on libtorch ops: writes {@code g / max(s·‖g‖_F, eps)} into {@code out}, the norm
      * accumulated in float32 (float64 when {@code g} or the iteration is float64) and the quotient computed in the
-     * norm's dtype before the cast to {@code out}'s. Public so that device-specific orthogonalizers can fall back
-     * to it stage by stage.
+     * norm's dtype before the cast to {@code out}'s.
      *
      * @param out the destination, of {@code g}'s shape (any float dtype)
      * @param g   the input matrix or batch of matrices (transposed views are fine)
      */
-    public void normalizeInto(Tensor out, Tensor g) {
+    void normalizeInto(Tensor out, Tensor g) {
         // ScalarType values are not singletons in the bindings: compare their codes.
         boolean wide64 = g.scalar_type().value == ScalarType.Double.value
                 || config.nsPrecision() == NsPrecision.FLOAT64;
@@ -290,14 +289,14 @@ public final class NewtonSchulz implements Orthogonalizer {
     /**
      * The polynomial stage of step {@code step} on libtorch ops: {@code b = a·I + A·(c·A + b·I)}, which is the
      * reference's {@code a·I + b·A + c·A²}, with the scalar terms added on diagonals so that the only product is a
-     * plain GEMM. Public so that device-specific orthogonalizers can fall back to it stage by stage.
+     * plain GEMM.
      *
      * @param out     the destination {@code B}, {@code [batch,] m × m}
      * @param gram    the Gram matrix {@code A}, same shape, read only
      * @param scratch a buffer of the same shape, overwritten
      * @param step    the zero-based step, which selects the coefficients
      */
-    public void polynomialInto(Tensor out, Tensor gram, Tensor scratch, int step) {
+    private void polynomialInto(Tensor out, Tensor gram, Tensor scratch, int step) {
         torch.mul_out(scratch, gram, quintic[step]);
         scratch.diagonal(0, -2, -1).add_(cubic[step]);
         if (gram.dim() == 3) {
