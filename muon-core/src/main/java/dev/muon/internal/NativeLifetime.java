@@ -6,8 +6,8 @@ import org.bytedeco.javacpp.PointerScope;
 /**
  * Moves a native object out of the caller's {@link PointerScope}, so that it outlives the scope it was made in.
  *
- * <p>Not API: this package is an implementation detail shared by {@code dev.muon} and
- * {@code dev.muon.orthogonalize}. Optimizer state and workspaces are created lazily, often inside a scope that
+ * <p>Not API (see this package): shared by {@code dev.muon}, {@code dev.muon.orthogonalize} and muon-cuda of the
+ * same version. Optimizer state and workspaces are created lazily, often inside a scope that
  * the optimizer or the user's training loop opened; without this, closing that scope would free memory that the
  * optimizer still holds.
  */

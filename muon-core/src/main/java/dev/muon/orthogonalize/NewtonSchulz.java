@@ -1,6 +1,7 @@
 package dev.muon.orthogonalize;
 
 import dev.muon.internal.NativeLifetime;
+import dev.muon.internal.NewtonSchulzStages;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.ScalarTypeOptional;
@@ -66,6 +67,24 @@ public final class NewtonSchulz implements Orthogonalizer {
 
     private static final long[] LAST_TWO_DIMS = {-2, -1};
 
+    /** The stages of a call of {@link #orthogonalize(Tensor)}: all of them on libtorch ops. */
+    private static final NewtonSchulzStages LIBTORCH_ONLY = new NewtonSchulzStages() {
+        @Override
+        public boolean normalizeInto(Tensor out, Tensor update) {
+            return false;
+        }
+
+        @Override
+        public boolean gramInto(Tensor out, Tensor x) {
+            return false;
+        }
+
+        @Override
+        public boolean polynomialInto(Tensor out, Tensor gram, int step) {
+            return false;
+        }
+    };
+
     private final NewtonSchulzConfig config;
     private final Scalar[] linear;
     private final Scalar[] cubic;
@@ -109,6 +128,36 @@ public final class NewtonSchulz implements Orthogonalizer {
     @Override
     public Tensor orthogonalize(Tensor update) {
         MatrixInput.check(update);
+        long rows = update.size(-2);
+        long cols = update.size(-1);
+        NsAlgorithm kernel = kernelFor(update, update.dim() == 3, Math.min(rows, cols), Math.max(rows, cols));
+        return run(update, kernel, LIBTORCH_ONLY);
+    }
+
+    /**
+     * Runs the plain iteration (the {@code GEMM} kernel, whatever {@code nsAlgorithm} says) on this
+     * orthogonalizer's workspace, with the stages that {@code device} takes over and libtorch's ops for the rest.
+     * With every stage declined the result is {@link #orthogonalize(Tensor)}'s under {@link NsAlgorithm#GEMM}, bit
+     * for bit.
+     *
+     * <p>Not user API: the entry for muon-cuda of the same version, which keeps its kernels behind
+     * {@link NewtonSchulzStages} and shares this loop and workspace; no compatibility promise. Users call
+     * {@link #orthogonalize(Tensor)}.
+     *
+     * @param update the matrix or batch of matrices, as for {@link #orthogonalize(Tensor)}
+     * @param device the stages to try on a device's kernels first; its contract is {@link NewtonSchulzStages}'s
+     * @return the orthogonalized update, a view of a workspace valid until the next call on this orthogonalizer
+     * @throws IllegalArgumentException      as {@link #orthogonalize(Tensor)} does for {@code update}
+     * @throws UnsupportedOperationException as {@link #orthogonalize(Tensor)} does for {@code update}
+     * @throws NullPointerException          if {@code device} is null
+     */
+    public Tensor orthogonalizeWith(Tensor update, NewtonSchulzStages device) {
+        MatrixInput.check(update);
+        Objects.requireNonNull(device, "device");
+        return run(update, NsAlgorithm.GEMM, device);
+    }
+
+    private Tensor run(Tensor update, NsAlgorithm kernel, NewtonSchulzStages device) {
         boolean batched = update.dim() == 3;
         long rows = update.size(-2);
         long cols = update.size(-1);
@@ -118,7 +167,6 @@ public final class NewtonSchulz implements Orthogonalizer {
                 update.device());
 
         boolean float64 = config.nsPrecision() == NsPrecision.FLOAT64;
-        NsAlgorithm kernel = kernelFor(update, batched, Math.min(rows, cols), Math.max(rows, cols));
         Tensor x;
         if (kernel != NsAlgorithm.GEMM && usesOpenBlas(update)) {
             BlasKernels blas = ws.blas(float64);
@@ -130,22 +178,28 @@ public final class NewtonSchulz implements Orthogonalizer {
             normalizeInto(ws.x, g);
             x = ws.gram().iterate(config.nsSteps(), linear, cubic, quintic);
         } else {
-            normalizeInto(ws.x, g);
-            x = plainOnLibtorch(ws, batched);
+            if (!device.normalizeInto(ws.x, update)) {
+                normalizeInto(ws.x, g);
+            }
+            x = plain(ws, batched, device);
         }
         return tall ? x.mT() : x;
     }
 
-    private Tensor plainOnLibtorch(Workspace ws, boolean batched) {
+    private Tensor plain(Workspace ws, boolean batched, NewtonSchulzStages device) {
         Tensor x = ws.x;
         Tensor next = ws.y;
         for (int k = 0; k < config.nsSteps(); k++) {
-            if (batched) {
-                torch.bmm_out(ws.a, x, x.mT());
-            } else {
-                torch.mm_out(ws.a, x, x.t());
+            if (!device.gramInto(ws.a, x)) {
+                if (batched) {
+                    torch.bmm_out(ws.a, x, x.mT());
+                } else {
+                    torch.mm_out(ws.a, x, x.t());
+                }
             }
-            polynomialInto(ws.b, ws.a, ws.t, k);
+            if (!device.polynomialInto(ws.b, ws.a, k)) {
+                polynomialInto(ws.b, ws.a, ws.t, k);
+            }
             if (batched) {
                 torch.bmm_out(next, ws.b, x);
             } else {
@@ -212,13 +266,12 @@ public final class NewtonSchulz implements Orthogonalizer {
     /**
      * The normalisation stage on libtorch ops: writes {@code g / max(s·‖g‖_F, eps)} into {@code out}, the norm
      * accumulated in float32 (float64 when {@code g} or the iteration is float64) and the quotient computed in the
-     * norm's dtype before the cast to {@code out}'s. Public so that device-specific orthogonalizers can fall back
-     * to it stage by stage.
+     * norm's dtype before the cast to {@code out}'s.
      *
      * @param out the destination, of {@code g}'s shape (any float dtype)
      * @param g   the input matrix or batch of matrices (transposed views are fine)
      */
-    public void normalizeInto(Tensor out, Tensor g) {
+    void normalizeInto(Tensor out, Tensor g) {
         // ScalarType values are not singletons in the bindings: compare their codes.
         boolean wide64 = g.scalar_type().value == ScalarType.Double.value
                 || config.nsPrecision() == NsPrecision.FLOAT64;
@@ -236,14 +289,14 @@ public final class NewtonSchulz implements Orthogonalizer {
     /**
      * The polynomial stage of step {@code step} on libtorch ops: {@code b = a·I + A·(c·A + b·I)}, which is the
      * reference's {@code a·I + b·A + c·A²}, with the scalar terms added on diagonals so that the only product is a
-     * plain GEMM. Public so that device-specific orthogonalizers can fall back to it stage by stage.
+     * plain GEMM.
      *
      * @param out     the destination {@code B}, {@code [batch,] m × m}
      * @param gram    the Gram matrix {@code A}, same shape, read only
      * @param scratch a buffer of the same shape, overwritten
      * @param step    the zero-based step, which selects the coefficients
      */
-    public void polynomialInto(Tensor out, Tensor gram, Tensor scratch, int step) {
+    private void polynomialInto(Tensor out, Tensor gram, Tensor scratch, int step) {
         torch.mul_out(scratch, gram, quintic[step]);
         scratch.diagonal(0, -2, -1).add_(cubic[step]);
         if (gram.dim() == 3) {

@@ -1,6 +1,7 @@
 package dev.muon.cuda;
 
 import dev.muon.internal.NativeLifetime;
+import dev.muon.internal.NewtonSchulzStages;
 import dev.muon.orthogonalize.Coefficients;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
@@ -34,8 +35,10 @@ import java.util.Objects;
  * </ol>
  * Each stage runs on a kernel only where {@link DispatchPolicy} says it measured faster than libtorch; the
  * others, and every input the kernels do not take (float16 or float64 input, a strided view, dimensions that
- * are not multiples of 8, precisions other than bfloat16, tensors on another device), run on libtorch. A call
- * that no kernel would speed up is handed to {@link NewtonSchulz} whole.
+ * are not multiples of 8, precisions other than bfloat16, tensors on another device), run on libtorch. The loop
+ * and its workspace are {@link NewtonSchulz}'s: this class hands it the stages its kernels take over
+ * ({@link NewtonSchulz#orthogonalizeWith}). A call that no kernel would speed up is handed to
+ * {@link NewtonSchulz} whole.
  *
  * <table>
  *   <caption>Settings it honours ({@link NewtonSchulzConfig})</caption>
@@ -60,7 +63,7 @@ public final class CudaNewtonSchulz implements Orthogonalizer {
     private final NewtonSchulz libtorch;
     private final CudaKernels kernels;
     private final DispatchPolicy policy;
-    private final Map<Key, Workspace> workspaces = new HashMap<>();
+    private final Map<Long, Tensor> normPartials = new HashMap<>();
 
     /**
      * Creates the orthogonalizer and loads the kernels on {@code device}.
@@ -115,43 +118,10 @@ public final class CudaNewtonSchulz implements Orthogonalizer {
             return libtorch.orthogonalize(update);
         }
         boolean tall = rows > cols;
-        Workspace ws = workspace(batched ? update.size(0) : 0, m, n);
         try (PointerScope scope = new PointerScope(); CUDAGuard guard = new CUDAGuard((byte) deviceIndex)) {
-            if (plan.normalize()) {
-                kernels.normalize(update, ws.x, ws.partials, config.nsCoefficients().normalizationSafety(),
-                        config.eps());
-            } else {
-                libtorch.normalizeInto(ws.x, tall ? update.mT() : update);
-            }
-            Tensor x = ws.x;
-            Tensor next = ws.y;
-            for (int k = 0; k < config.nsSteps(); k++) {
-                Coefficients c = config.nsCoefficients().at(k);
-                if (plan.xxt()) {
-                    kernels.symmetric(x, null, ws.a, 1.0, 0.0, 0.0, policy.hopperKernel());
-                } else if (batched) {
-                    torch.bmm_out(ws.a, x, x.mT());
-                } else {
-                    torch.mm_out(ws.a, x, x.t());
-                }
-                if (plan.fusedB()) {
-                    // The kernel forms A·Aᵀ from rows of A. An A from cuBLAS can differ from its transpose by
-                    // bf16 rounding, so this is A·A to that rounding (checked on the GPU: docs/cuda.md).
-                    kernels.symmetric(ws.a, ws.a, ws.b, c.c(), c.b(), c.a(), policy.hopperKernel());
-                } else {
-                    libtorch.polynomialInto(ws.b, ws.a, ws.t, k);
-                }
-                if (batched) {
-                    torch.bmm_out(next, ws.b, x);
-                } else {
-                    torch.mm_out(next, ws.b, x);
-                }
-                Tensor done = x;
-                x = next;
-                next = done;
-            }
-            // x is a workspace tensor made outside this scope; only the transposed view is new here.
-            return tall ? NativeLifetime.outliveScope(x.mT()) : x;
+            Tensor o = libtorch.orthogonalizeWith(update, new KernelStages(plan, batched ? update.size(0) : 0));
+            // Workspace tensors outlive this scope already; only the transposed view is new here.
+            return tall ? NativeLifetime.outliveScope(o) : o;
         }
     }
 
@@ -164,38 +134,60 @@ public final class CudaNewtonSchulz implements Orthogonalizer {
                 && update.numel() > 0;
     }
 
-    private Workspace workspace(long batch, long m, long n) {
-        return workspaces.computeIfAbsent(new Key(batch, m, n), k -> new Workspace(k, deviceIndex));
-    }
-
-    /** A workspace's shape: batch (0 for a plain matrix), Gram order m, width n. */
-    private record Key(long batch, long m, long n) {
-    }
-
-    /** The buffers of one shape, made at its first call and reused; libtorch's allocator owns the memory. */
-    private static final class Workspace {
-        final Tensor x;
-        final Tensor y;
-        final Tensor a;
-        final Tensor t;
-        final Tensor b;
-        final Tensor partials;
-
-        Workspace(Key key, int device) {
+    /**
+     * The normalisation kernel's float32 scratch for a batch size (0 for a plain matrix), made at its first use
+     * and reused; the iteration's own buffers are {@link NewtonSchulz}'s workspace.
+     */
+    private Tensor normPartials(long batch) {
+        return normPartials.computeIfAbsent(batch, b -> {
             try (PointerScope scope = new PointerScope()) {
-                Device dev = new Device(torch.DeviceType.CUDA, (byte) device);
-                TensorOptions bf16 = new TensorOptions(ScalarType.BFloat16).device(new DeviceOptional(dev));
+                Device dev = new Device(torch.DeviceType.CUDA, (byte) deviceIndex);
                 TensorOptions f32 = new TensorOptions(ScalarType.Float).device(new DeviceOptional(dev));
-                long[] wide = key.batch() > 0 ? new long[]{key.batch(), key.m(), key.n()} : new long[]{key.m(), key.n()};
-                long[] gram = key.batch() > 0 ? new long[]{key.batch(), key.m(), key.m()} : new long[]{key.m(), key.m()};
-                x = NativeLifetime.outliveScope(torch.empty(wide, bf16, null));
-                y = NativeLifetime.outliveScope(torch.empty(wide, bf16, null));
-                a = NativeLifetime.outliveScope(torch.empty(gram, bf16, null));
-                t = NativeLifetime.outliveScope(torch.empty(gram, bf16, null));
-                b = NativeLifetime.outliveScope(torch.empty(gram, bf16, null));
-                partials = NativeLifetime.outliveScope(torch.empty(
-                        new long[]{Math.max(1, key.batch()) * CudaKernels.MAX_NORM_PARTS}, f32, null));
+                return NativeLifetime.outliveScope(
+                        torch.empty(new long[]{Math.max(1, b) * CudaKernels.MAX_NORM_PARTS}, f32, null));
             }
+        });
+    }
+
+    /** The stages that one call's plan puts on the kernels; {@link NewtonSchulz} runs the declined ones. */
+    private final class KernelStages implements NewtonSchulzStages {
+        private final DispatchPolicy.NsPlan plan;
+        private final long batch;
+
+        KernelStages(DispatchPolicy.NsPlan plan, long batch) {
+            this.plan = plan;
+            this.batch = batch;
+        }
+
+        @Override
+        public boolean normalizeInto(Tensor out, Tensor update) {
+            if (!plan.normalize()) {
+                return false;
+            }
+            kernels.normalize(update, out, normPartials(batch), config.nsCoefficients().normalizationSafety(),
+                    config.eps());
+            return true;
+        }
+
+        @Override
+        public boolean gramInto(Tensor out, Tensor x) {
+            if (!plan.xxt()) {
+                return false;
+            }
+            kernels.symmetric(x, null, out, 1.0, 0.0, 0.0, policy.hopperKernel());
+            return true;
+        }
+
+        @Override
+        public boolean polynomialInto(Tensor out, Tensor gram, int step) {
+            if (!plan.fusedB()) {
+                return false;
+            }
+            Coefficients c = config.nsCoefficients().at(step);
+            // The kernel forms A·Aᵀ from rows of A. An A from cuBLAS can differ from its transpose by bf16
+            // rounding, so this is A·A to that rounding (checked on the GPU: docs/cuda.md).
+            kernels.symmetric(gram, gram, out, c.c(), c.b(), c.a(), policy.hopperKernel());
+            return true;
         }
     }
 }
