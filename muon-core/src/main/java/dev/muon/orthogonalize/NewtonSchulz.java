@@ -92,7 +92,7 @@ public final class NewtonSchulz implements Orthogonalizer {
     private final Scalar two;
     private final Scalar eps;
     private final Scalar normSafety;
-    private final Map<Workspace.Key, Workspace> workspaces = new HashMap<>();
+    private final Map<Workspace.Key, ShapeKernels> byShape = new HashMap<>();
 
     /**
      * Creates an orthogonalizer; workspaces are allocated lazily, at the first call for each shape.
@@ -163,20 +163,21 @@ public final class NewtonSchulz implements Orthogonalizer {
         long cols = update.size(-1);
         boolean tall = rows > cols;
         Tensor g = tall ? update.mT() : update;
-        Workspace ws = workspace(batched ? update.size(0) : 0, Math.min(rows, cols), Math.max(rows, cols),
+        ShapeKernels kernels = kernelsFor(batched ? update.size(0) : 0, Math.min(rows, cols), Math.max(rows, cols),
                 update.device());
+        Workspace ws = kernels.ws;
 
         boolean float64 = config.nsPrecision() == NsPrecision.FLOAT64;
         Tensor x;
         if (kernel != NsAlgorithm.GEMM && usesOpenBlas(update)) {
-            BlasKernels blas = ws.blas(float64);
+            BlasKernels blas = kernels.blas(float64);
             if (!blas.normalize(update, tall, config)) {
                 normalizeInto(ws.x, g);
             }
             x = kernel == NsAlgorithm.SYMMETRIC ? blas.symmetric(config) : blas.gram(config);
         } else if (kernel == NsAlgorithm.GRAM) {
             normalizeInto(ws.x, g);
-            x = ws.gram().iterate(config.nsSteps(), linear, cubic, quintic);
+            x = kernels.gram().iterate(config.nsSteps(), linear, cubic, quintic);
         } else {
             if (!device.normalizeInto(ws.x, update)) {
                 normalizeInto(ws.x, g);
@@ -307,15 +308,10 @@ public final class NewtonSchulz implements Orthogonalizer {
         out.diagonal(0, -2, -1).add_(linear[step]);
     }
 
-    private Workspace workspace(long batch, long m, long n, Device device) {
+    private ShapeKernels kernelsFor(long batch, long m, long n, Device device) {
         ScalarType dtype = config.nsPrecision().scalarType();
         Workspace.Key key = new Workspace.Key(batch, m, n, dtype.value, device.type().value, device.index());
-        Workspace ws = workspaces.get(key);
-        if (ws == null) {
-            ws = new Workspace(batch, m, n, dtype, device);
-            workspaces.put(key, ws);
-        }
-        return ws;
+        return byShape.computeIfAbsent(key, k -> new ShapeKernels(new Workspace(batch, m, n, dtype, device)));
     }
 
     private static Scalar scalar(double value) {

@@ -12,7 +12,8 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
  * The five buffers one Newton–Schulz run needs for a wide {@code [batch,] m × n} input ({@code m <= n}): the
  * iterate {@code X} and its successor (ping-pong, because a GEMM cannot write over an operand), the Gram
  * matrix {@code A}, {@code T = c·A + b·I} and the polynomial {@code B = a·I + A·T}. Created at the first call for a shape and reused afterwards:
- * on this class of CPU a fresh 16 MB allocation costs ~100x the in-place op on it (page faults).
+ * on this class of CPU a fresh 16 MB allocation costs ~100x the in-place op on it (page faults). Buffers only:
+ * the kernels that run over them ({@link ShapeKernels}) sit above it.
  */
 final class Workspace {
     final Tensor x;
@@ -32,8 +33,6 @@ final class Workspace {
         b = NativeLifetime.outliveScope(torch.empty(gram, options, null));
     }
 
-    private GramIteration gram;
-    private BlasKernels blas;
     private Tensor[] gramSquares;
 
     /**
@@ -49,26 +48,6 @@ final class Workspace {
             }
         }
         return gramSquares;
-    }
-
-    /**
-     * The OpenBLAS kernels for this workspace, created on first use (CPU, float32 or float64 only).
-     *
-     * @param float64 whether the workspace is float64
-     */
-    BlasKernels blas(boolean float64) {
-        if (blas == null) {
-            blas = new BlasKernels(this, float64);
-        }
-        return blas;
-    }
-
-    /** The libtorch form of the Gram kernel for this shape, created on first use. */
-    GramIteration gram() {
-        if (gram == null) {
-            gram = new GramIteration(this);
-        }
-        return gram;
     }
 
     /** Identifies a workspace: batch (0 for a plain matrix), the wide shape, the dtype and the device. */

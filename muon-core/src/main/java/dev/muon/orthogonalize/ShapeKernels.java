@@ -1,0 +1,36 @@
+package dev.muon.orthogonalize;
+
+/**
+ * What {@link NewtonSchulz} keeps per input shape: the {@link Workspace} and the kernels that run over it, each
+ * created on first use. The kernels hold the workspace, not the other way round, so that the buffers sit below
+ * everything that uses them.
+ */
+final class ShapeKernels {
+    final Workspace ws;
+    private GramIteration gram;
+    private BlasKernels blas;
+
+    ShapeKernels(Workspace ws) {
+        this.ws = ws;
+    }
+
+    /**
+     * The OpenBLAS kernels for this shape, created on first use (CPU, float32 or float64 only).
+     *
+     * @param float64 whether the workspace is float64
+     */
+    BlasKernels blas(boolean float64) {
+        if (blas == null) {
+            blas = new BlasKernels(ws, float64);
+        }
+        return blas;
+    }
+
+    /** The libtorch form of the Gram kernel for this shape, created on first use. */
+    GramIteration gram() {
+        if (gram == null) {
+            gram = new GramIteration(ws);
+        }
+        return gram;
+    }
+}
