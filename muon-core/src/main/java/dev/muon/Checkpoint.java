@@ -8,7 +8,6 @@ import org.bytedeco.pytorch.OutputArchive;
 import org.bytedeco.pytorch.Tensor;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.AtomicMoveNotSupportedException;
@@ -16,12 +15,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.security.DigestInputStream;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 
@@ -31,14 +26,16 @@ import java.util.Map;
  * nothing of the optimizer. The archive holds
  * <pre>
  *   format          "dev.muon.checkpoint"
- *   format_version  1
+ *   format_version  2 (1: the same entries, written before the checksum trailer; still read, with a warning)
  *   step            the step count
  *   assignment      the layout: one line per named parameter: kind, name, shape, dtype, the name it is tied to
  *   muon_config, adamw_config   the configs as key=value text ({@link ConfigText})
  *   muon_param_i, muon_momentum_i, adamw_param_i   the parameters and Muon's buffers, in table order
  *   adamw           libtorch AdamW's own archive ({@code AdamW::save}): moments, step counts, options
  * </pre>
- * A save writes a temporary file in the same directory, forces it to disk and renames it over the target, so the
+ * followed by the trailer of {@link ArchiveFile}: a SHA-256 of every byte before it, verified before libtorch parses
+ * anything. A save writes a temporary file in the same directory through Java channels (a full disk is an
+ * exception, never a crash), forces it to disk and renames it over the target, so the
  * target is always either the old file or the new one. A read checks everything before it returns; the optimizer
  * changes nothing until then. Distributed, rank 0 writes and every rank learns whether it succeeded, and on a read
  * the ranks agree that all of them read the same content before any of them goes on. See
@@ -46,7 +43,11 @@ import java.util.Map;
  */
 final class Checkpoint {
     static final String FORMAT = "dev.muon.checkpoint";
-    static final long FORMAT_VERSION = 1;
+    /** Version 2: version 1's entries, with the SHA-256 trailer of {@link ArchiveFile}. */
+    static final long FORMAT_VERSION = 2;
+    /** Written before checksums; still read, with a warning. */
+    static final long UNCHECKSUMMED_VERSION = 1;
+    private static final System.Logger LOG = System.getLogger(Checkpoint.class.getName());
 
     private Checkpoint() {
     }
@@ -59,6 +60,14 @@ final class Checkpoint {
      * @throws UncheckedIOException if the file cannot be written; {@code path} is then unchanged
      */
     static void write(Path path, CheckpointState state) {
+        write(path, state, p -> FileChannel.open(p, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE));
+    }
+
+    /**
+     * {@link #write(Path, CheckpointState)} through the given opener of the temporary file (tests inject a full
+     * disk here).
+     */
+    static void write(Path path, CheckpointState state, ArchiveFile.Opener opener) {
         Path target = path.toAbsolutePath();
         Path dir = target.getParent();
         Path tmp = dir.resolve("." + target.getFileName() + ".tmp-" + ProcessHandle.current().pid() + "-"
@@ -85,13 +94,11 @@ final class Checkpoint {
                 out.write("adamw", state.adamW().forWriting());
             }
             try {
-                out.save_to(tmp.toString());
-            } catch (RuntimeException e) {
-                throw new UncheckedIOException(new IOException("cannot write checkpoint " + tmp + ": "
-                        + Messages.firstLine(e), e));
-            }
-            try (FileChannel channel = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
-                channel.force(true);
+                ArchiveFile.write(out, tmp, opener);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot save checkpoint " + target + ": writing " + tmp + " failed ("
+                        + e.getMessage() + "); " + freeSpace(dir) + "; the previous checkpoint, if any, is intact",
+                        e);
             }
             try {
                 Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
@@ -137,6 +144,14 @@ final class Checkpoint {
         }
     }
 
+    private static String freeSpace(Path dir) {
+        try {
+            return Files.getFileStore(dir).getUsableSpace() + " bytes are free in " + dir;
+        } catch (IOException e) {
+            return "the free space in " + dir + " is unknown";
+        }
+    }
+
     /** Makes the rename durable; not every platform can open a directory, and then the rename is still atomic. */
     private static void forceDirectory(Path dir) {
         try (FileChannel channel = FileChannel.open(dir, StandardOpenOption.READ)) {
@@ -154,8 +169,14 @@ final class Checkpoint {
      * @throws IllegalStateException on every rank if any rank's read fails or the ranks read different content
      */
     static CheckpointState read(Path path, CheckpointState expected, DistributedGroup group) {
-        return group.agree("the step and content of checkpoint " + path, () -> read(path, expected),
-                state -> "step=" + state.step() + " sha256=" + sha256(path));
+        Read[] read = new Read[1];
+        group.agree("the step and content of checkpoint " + path, () -> read[0] = readChecked(path, expected),
+                r -> "step=" + r.state.step() + " sha256=" + r.sha256);
+        return read[0].state;
+    }
+
+    /** A state read from a file, with the SHA-256 of the file's bytes. */
+    private record Read(CheckpointState state, String sha256) {
     }
 
     /**
@@ -170,13 +191,18 @@ final class Checkpoint {
      *                               holds invalid values, or does not match {@code expected}
      */
     static CheckpointState read(Path path, CheckpointState expected) {
+        return readChecked(path, expected).state;
+    }
+
+    private static Read readChecked(Path path, CheckpointState expected) {
         if (!Files.isRegularFile(path)) {
             throw new IllegalStateException("checkpoint " + path + " does not exist or is not a file");
         }
+        ArchiveFile.Verified verified = ArchiveFile.verify(path);
         InputArchive in = new InputArchive();
         try {
-            in.load_from(path.toString());
-        } catch (RuntimeException e) {
+            ArchiveFile.load(in, path, verified.archiveBytes());
+        } catch (RuntimeException | IOException e) {
             throw new IllegalStateException("checkpoint " + path + " cannot be read: it is truncated, "
                     + "corrupt or not a libtorch archive (" + Messages.firstLine(e) + ")", e);
         }
@@ -186,9 +212,17 @@ final class Checkpoint {
                     + "', expected '" + FORMAT + "'");
         }
         long version = readLong(in, "format_version", path);
-        if (version != FORMAT_VERSION) {
+        if (version != FORMAT_VERSION && version != UNCHECKSUMMED_VERSION) {
             throw new IllegalStateException("checkpoint " + path + " has format_version " + version
-                    + "; this library reads version " + FORMAT_VERSION + " only");
+                    + "; this library reads versions " + UNCHECKSUMMED_VERSION + " and " + FORMAT_VERSION + " only");
+        }
+        if (version == FORMAT_VERSION && !verified.checksummed()) {
+            throw new IllegalStateException("checkpoint " + path + " cannot be read: it is truncated or corrupt (it "
+                    + "has format_version " + version + " but its checksum trailer is missing); nothing was changed");
+        }
+        if (version == UNCHECKSUMMED_VERSION) {
+            LOG.log(System.Logger.Level.WARNING, "checkpoint " + path + " is format version 1, written without a "
+                    + "checksum: corruption in it cannot be detected. Save it again to add one.");
         }
         checkAssignment(readString(in, "assignment", path), expected.layout(), path);
         long step = readLong(in, "step", path);
@@ -230,21 +264,9 @@ final class Checkpoint {
             checkAdamWState(archive, expected, step, path);
             adamW = CheckpointState.AdamWArchive.read(archive);
         }
-        return new CheckpointState(step, muonConfig, adamWConfig, expected.layout(), expected.muonNames(),
-                muonValues, momentum, expected.adamWNames(), adamWValues, adamW);
-    }
-
-    /** The SHA-256 of a file's bytes, in hex. */
-    private static String sha256(Path path) {
-        try (InputStream in = new DigestInputStream(Files.newInputStream(path),
-                MessageDigest.getInstance("SHA-256"))) {
-            in.transferTo(java.io.OutputStream.nullOutputStream());
-            return HexFormat.of().formatHex(((DigestInputStream) in).getMessageDigest().digest());
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot read checkpoint " + path, e);
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-256 is missing from this JDK", e);
-        }
+        return new Read(new CheckpointState(step, muonConfig, adamWConfig, expected.layout(),
+                expected.muonNames(), muonValues, momentum, expected.adamWNames(), adamWValues, adamW),
+                verified.sha256());
     }
 
     /**

@@ -198,11 +198,11 @@ class CheckpointTest {
                 Arguments.of("futureVersion", (Function<Path, Path>) good -> {
                     OutputArchive out = new OutputArchive();
                     out.write("format", new IValue(Checkpoint.FORMAT));
-                    out.write("format_version", new IValue(2L));
-                    Path p = good.resolveSibling("v2.ckpt");
+                    out.write("format_version", new IValue(3L));
+                    Path p = good.resolveSibling("v3.ckpt");
                     out.save_to(p.toString());
                     return p;
-                }, "has format_version 2; this library reads version 1 only"));
+                }, "has format_version 3; this library reads versions 1 and 2 only"));
     }
 
     @ParameterizedTest(name = "{0}")
