@@ -108,6 +108,8 @@ public final class Muon implements TrainingOptimizer {
     private final Sharding sharding;
     /** How many parameters the last step orthogonalized in same-shape batches; for tests. */
     private int batchedLastStep;
+    /** Package-private so that a test can hold it while another thread calls in. */
+    final SingleThreadGuard guard = new SingleThreadGuard("Muon");
 
     private Muon(List<Group> groups, Sharding sharding) {
         this.groups = groups;
@@ -187,12 +189,15 @@ public final class Muon implements TrainingOptimizer {
      * them.
      *
      * @throws UnsupportedOperationException if a gradient is sparse or complex
-     * @throws IllegalStateException         if a gradient's shape differs from its parameter's, or, distributed,
-     *                                       if ranks disagree on which parameters have gradients or a rank fails
+     * @throws IllegalStateException         if a gradient's shape, dtype or device differs from its parameter's,
+     *                                       another thread is inside this optimizer's {@code step()} (it is not
+     *                                       thread-safe), or, distributed, ranks disagree on which parameters have
+     *                                       gradients or a rank fails
      */
     @Override
     public void step() {
-        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+        try (SingleThreadGuard.Entered entered = guard.enter("step");
+             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             List<Tensor> grads = new ArrayList<>();
             for (Group group : groups) {
                 for (ParameterState state : group.params) {
@@ -495,6 +500,46 @@ public final class Muon implements TrainingOptimizer {
         return text.toString();
     }
 
+    /**
+     * Refuses two parameters whose memory overlaps (two leaves over one storage, such as slices of one buffer):
+     * each is updated in place, so the second update would start from the first one's result.
+     */
+    private static void checkNoSharedMemory(List<ParameterState> states) {
+        long[][] ranges = new long[states.size()][];
+        for (int i = 0; i < states.size(); i++) {
+            Tensor p = states.get(i).param;
+            long start = p.data_ptr().address();
+            long[] sizes = p.sizes().vec().get();
+            long[] strides = p.strides().vec().get();
+            long end = start + p.element_size();
+            for (int d = 0; d < sizes.length; d++) {
+                if (sizes[d] == 0) {
+                    end = start;
+                    break;
+                }
+                end += (sizes[d] - 1) * Math.abs(strides[d]) * p.element_size();
+            }
+            ranges[i] = new long[]{start, end, i};
+        }
+        java.util.Arrays.sort(ranges, java.util.Comparator.comparingLong(r -> r[0]));
+        // Sorted by start, a range overlaps an earlier one exactly when it starts before the furthest end so far.
+        long[] furthest = null;
+        for (long[] range : ranges) {
+            if (range[1] == range[0]) {
+                continue;
+            }
+            if (furthest != null && range[0] < furthest[1]) {
+                ParameterState a = states.get((int) Math.min(furthest[2], range[2]));
+                ParameterState b = states.get((int) Math.max(furthest[2], range[2]));
+                throw new IllegalArgumentException(b.label + " shares memory with " + a.label + "; Muon updates "
+                        + "each parameter in place, so parameters must not overlap");
+            }
+            if (furthest == null || range[1] > furthest[1]) {
+                furthest = range;
+            }
+        }
+    }
+
     private Group group(int index) {
         if (index < 0 || index >= groups.size()) {
             throw new IllegalArgumentException("group must be in [0, " + groups.size() + "), got " + index);
@@ -614,8 +659,9 @@ public final class Muon implements TrainingOptimizer {
          *
          * @return the optimizer
          * @throws IllegalArgumentException if there are no parameters, a group is empty, a parameter appears
-         *                                  twice, or a parameter has a dtype or shape Muon does not accept, or,
-         *                                  distributed, is not contiguous
+         *                                  twice, is not a leaf tensor, shares memory with another parameter, or
+         *                                  has a dtype or shape Muon does not accept, or, distributed, is not
+         *                                  contiguous
          * @throws IllegalStateException    distributed, if another rank failed to build or built from other
          *                                  parameters or settings, or the ranks cannot reach each other
          */
@@ -653,6 +699,11 @@ public final class Muon implements TrainingOptimizer {
                         throw new IllegalArgumentException("duplicate parameter: " + label
                                 + " is the same tensor as " + previous);
                     }
+                    if (!p.is_leaf()) {
+                        throw new IllegalArgumentException(label + " is not a leaf tensor (it was computed from "
+                                + "others); Muon updates parameters in place and takes leaf tensors only, as "
+                                + "PyTorch's optimizers do");
+                    }
                     MatrixLayout layout = MatrixLayout.of(p, config, label);
                     if (group != null && !p.is_contiguous()) {
                         throw new IllegalArgumentException(label + " is not contiguous; a distributed optimizer "
@@ -662,10 +713,11 @@ public final class Muon implements TrainingOptimizer {
                 }
                 groups.add(new Group(config, states));
             }
+            List<ParameterState> all = new ArrayList<>();
+            groups.forEach(g -> all.addAll(g.params));
+            checkNoSharedMemory(all);
             Sharding sharding = null;
             if (group != null) {
-                List<ParameterState> all = new ArrayList<>();
-                groups.forEach(g -> all.addAll(g.params));
                 ShardPlan plan = reusedPlan != null ? reusedPlan : Sharding.planFor(all, group.worldSize());
                 sharding = new Sharding(group, shardingConfig, plan);
             }

@@ -103,6 +103,8 @@ public final class MuonAdamW implements TrainingOptimizer {
     private MuonConfig muonConfig;
     private AdamWConfig adamWConfig;
     private long stepCount;
+    /** Package-private so that a test can hold it while another thread calls in. */
+    final SingleThreadGuard guard = new SingleThreadGuard("MuonAdamW");
     private StepReport lastStep = new StepReport(0, false, Optional.empty(), List.of(), Map.of());
 
     private MuonAdamW(Builder b, MuonConfig muonConfig, Assignment assignment) {
@@ -225,20 +227,35 @@ public final class MuonAdamW implements TrainingOptimizer {
     /**
      * One step of both groups, after the gradient check of the {@link NonFinitePolicy}.
      *
-     * <p>Every gradient is checked before any parameter changes, so a call that throws changes nothing.
+     * <p>Every gradient is checked before any parameter changes, so a call that throws changes nothing. A step in
+     * which no parameter has a gradient changes nothing and is not counted ({@link StepReport#skipped()} is true,
+     * with no parameter named), so that schedules keyed to {@link #stepCount()} do not advance on nothing.
      *
-     * @throws IllegalStateException         under {@link NonFinitePolicy#RAISE} if a gradient is not finite, or
-     *                                       if a gradient's shape differs from its parameter's
+     * @throws IllegalStateException         under {@link NonFinitePolicy#RAISE} if a gradient is not finite; if a
+     *                                       gradient's shape, dtype or device differs from its parameter's; or if
+     *                                       another thread is inside this optimizer's {@code step()},
+     *                                       {@code save()} or {@code load()} (the optimizer is not thread-safe)
      * @throws UnsupportedOperationException if a gradient is sparse or complex
      */
     @Override
     public void step() {
-        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+        try (SingleThreadGuard.Entered entered = guard.enter("step");
+             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             // Every gradient of both groups, before anything changes: libtorch's AdamW checks nothing, and the
             // non-finite scan below must not meet a sparse gradient first.
             boolean[] muonHasGrad = checkGradients(muonNames, muonParams);
             boolean[] adamWHasGrad = checkGradients(adamWNames, adamWParams);
             boolean peers = group != null && group.worldSize() > 1;
+            boolean any = anyOf(muonHasGrad) || anyOf(adamWHasGrad);
+            // Without averaging, ranks hold different gradients: whether any rank has one is decided together.
+            if (peers && !sharding.averageGradients()) {
+                any = group.allReduceSum(new long[]{any ? 1 : 0}, "the gradient-presence check")[0] != 0;
+            }
+            if (!any) {
+                // Nothing to apply: not counted, so that schedules keyed to stepCount() do not advance on nothing.
+                lastStep = new StepReport(stepCount, true, Optional.empty(), List.of(), Map.of());
+                return;
+            }
             if (peers && sharding.averageGradients()) {
                 GradientAveraging.averageGradients(group, averagedNames, averagedParams);
             }
@@ -277,6 +294,15 @@ public final class MuonAdamW implements TrainingOptimizer {
                     : meter.finish(stepCount, new StepMeter.StateLookup(
                             p -> muon == null ? Optional.empty() : muon.momentumBuffer(p), this::adamWMoments));
         }
+    }
+
+    private static boolean anyOf(boolean[] values) {
+        for (boolean v : values) {
+            if (v) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Checks every gradient of a group; returns which parameters have one. */
@@ -510,7 +536,8 @@ public final class MuonAdamW implements TrainingOptimizer {
      */
     public void save(Path path) {
         Objects.requireNonNull(path, "path must not be null");
-        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+        try (SingleThreadGuard.Entered entered = guard.enter("save");
+             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             CheckpointState state = checkpointState();
             if (group == null) {
                 Checkpoint.write(path, state);
@@ -532,7 +559,8 @@ public final class MuonAdamW implements TrainingOptimizer {
      */
     public void load(Path path) {
         Objects.requireNonNull(path, "path must not be null");
-        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+        try (SingleThreadGuard.Entered entered = guard.enter("load");
+             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             if (group == null) {
                 prepareRestore(Checkpoint.read(path, expectedState())).apply();
             } else {

@@ -9,7 +9,8 @@ import java.util.Optional;
  * when metrics are on, per-group measurements.
  *
  * @param step                the optimizer's step count after the call (unchanged by a skipped step)
- * @param skipped             whether the step was skipped under {@link NonFinitePolicy#SKIP}
+ * @param skipped             whether the step changed nothing: skipped under {@link NonFinitePolicy#SKIP} for a
+ *                            non-finite gradient, or no parameter had a gradient
  * @param nonFiniteParameter  the first parameter whose gradient held NaN or ±Inf, if any was found
  * @param groups              per-group metrics (Muon first, then AdamW); empty when metrics are off or skipped
  * @param orthogonalityError  {@code ‖OᵀO − I‖_F} (the smaller Gram matrix) of the Newton–Schulz output of each
