@@ -180,7 +180,7 @@ find_cuda_libs() {
     fi
 
     local served=() missing=() missing_optional=() found_files=() driver_found=1
-    local kind soname where
+    local kind soname where real
     say "CUDA libraries (from $libs_file):"
     while read -r kind soname; do
         [[ -z "$kind" || "$kind" == \#* ]] && continue
@@ -196,7 +196,11 @@ find_cuda_libs() {
             [[ -n "$where" ]] && where=$(dirname "$where")
         fi
         if [[ -n "$where" ]]; then
-            printf '    %-42s %-10s <- %s\n' "$soname" "$kind" "$where" >&2
+            # The file behind the soname carries the full version (libcudnn.so.9.13.0): a lead when libtorch, built
+            # against CUDA 13.1 and cuDNN 9.19, meets older copies and fails on an undefined symbol.
+            real=$(basename "$(readlink -f "$where/$soname")")
+            printf '    %-42s %-10s <- %s%s\n' "$soname" "$kind" "$where" \
+                "$([[ "$real" != "$soname" ]] && echo "  ($real)")" >&2
             served+=("$where")
             found_files+=("$where/$soname")
         else
@@ -269,6 +273,10 @@ jvm_options() {
     # shellcheck disable=SC2206
     local opts=(${MUON_JAVA_OPTS:--Xmx8g})
     opts+=("-Dorg.bytedeco.javacpp.platform.extension=-gpu" "-Djavacpp.platform.extension=-gpu")
+    # Only the directories found above: the JVM's default path holds /usr/lib/x86_64-linux-gnu, where a distribution's
+    # own libtorch (Debian ships 1.13) would be picked up by JavaCPP's fallback whenever the bundle's libtorch.so
+    # fails to load, and mixing the two crashes in the dispatcher's static initialisers (seen in the dry run).
+    opts+=("-Djava.library.path=${LD_LIBRARY_PATH:-}")
     # Extracted natives (about 1 GB for libtorch's GPU build) stay inside the bundle, not in ~/.javacpp.
     opts+=("-Dorg.bytedeco.javacpp.cachedir=$bundle/javacpp-cache")
     if [[ "${MUON_JAVACPP_DEBUG:-0}" == 1 ]]; then
@@ -311,13 +319,14 @@ case "$command" in
         mkdir -p "$reports"
         mapfile -t opts < <(jvm_options)
         console=$(ls "$bundle"/junit/junit-platform-console-standalone-*.jar | head -n 1)
-        selection=(--scan-class-path "$bundle/classes/test")
+        # GpuBundleScriptsTest checks this launcher's source in the repository, which the bundle does not hold.
+        selection=(--scan-class-path "$bundle/classes/test" --exclude-classname '.*GpuBundleScriptsTest')
         for a in "$@"; do
             # An explicit selection replaces the scan of every test class.
             [[ "$a" == --select* ]] && selection=()
         done
-        set -x
-        exec "$java" "${opts[@]}" -jar "$console" execute --disable-banner --details=tree \
+        say "starting the JUnit console (class path: the bundle's classes/test and lib/*.jar)"
+        exec "$java" "${opts[@]}" -jar "$console" execute --disable-banner --disable-ansi-colors --details=tree \
             --class-path "$(class_path)" "${selection[@]}" "${tags[@]}" --reports-dir "$reports" "$@"
         ;;
     main)
