@@ -8,8 +8,9 @@
 # must be in the jar), apt-get (Debian's JRE), readelf, unzip, split and sha256sum. Never part of `mvn verify`.
 #
 # Writes OUT/parts/muon-gpu-bundle.tar.part-NN (at most MUON_GPU_PART_BYTES bytes each, default 55000000) and
-# OUT/parts/SHA256SUMS (every part and the whole archive). On the GPU machine, join.sh checks and joins them, and
-# the archive's run.sh runs the tests; docs/cuda.md gives the sequence.
+# OUT/parts/SHA256SUMS (every part and the whole archive), with join.sh and cuda-libs.txt beside them. On the GPU
+# machine, join.sh checks and joins the parts, and the archive's run.sh runs the tests; docs/cuda.md gives the
+# sequence.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -114,10 +115,12 @@ chmod +x "$stage/run.sh"
 # 6. One uncompressed archive (the jars and the .deb are compressed already), split into parts.
 archive=muon-gpu-bundle.tar
 tar -cf "$out/$archive" -C "$out/stage" muon-gpu-bundle
+cp "$stage/cuda-libs.txt" "$out/parts/cuda-libs.txt"
 rm -rf "$out/stage"
 (cd "$out/parts" && split -b "$part_bytes" -d -a 2 "../$archive" "$archive.part-")
 (cd "$out/parts" && sha256sum "$archive".part-* > SHA256SUMS && cd .. && sha256sum "$archive" >> parts/SHA256SUMS)
 rm "$out/$archive"
+cp "$here/join.sh" "$out/parts/join.sh"
 total=$(cat "$out"/parts/"$archive".part-* | wc -c)
 count=$(ls "$out"/parts/"$archive".part-* | wc -l)
 say "bundle: $total bytes in $count parts of at most $part_bytes bytes, in $out/parts"

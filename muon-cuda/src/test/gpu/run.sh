@@ -14,6 +14,8 @@
 #
 # Environment:
 #   MUON_CUDA_LIB_PATH     directories searched first, colon-separated
+#   MUON_CUDA_LIBS_FILE    the list of libraries to find (default: the bundle's cuda-libs.txt; bundle.sh puts a
+#                          copy beside the parts, so that `run.sh libs` can run before the bundle has arrived)
 #   MUON_SITE_PACKAGES     Python site-packages directories (colon-separated) whose nvidia/*/lib hold CUDA wheels;
 #                          default: asked of python3 (import nvidia), then the usual virtualenv and dist-packages globs
 #   MUON_CUDA_LIB_SEARCH   "explicit": search only the two variables above (no CUDA install, ldconfig or python3)
@@ -27,7 +29,7 @@
 set -euo pipefail
 
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-libs_file="$bundle/cuda-libs.txt"
+libs_file=${MUON_CUDA_LIBS_FILE:-$bundle/cuda-libs.txt}
 jre_root="$bundle/jre/root"
 java="$jre_root/usr/lib/jvm/java-17-openjdk-amd64/bin/java"
 
