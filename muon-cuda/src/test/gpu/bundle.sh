@@ -98,6 +98,12 @@ system='^(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux-x86-64)
     done
 } > "$stage/cuda-libs.txt"
 rm -rf "$natives"
+# The repository keeps a copy for `run.sh libs`/`run.sh env` before any bundle exists (a Maven run on a GPU machine);
+# a new libtorch or CUDA preset must update it.
+if ! diff -u "$here/cuda-libs.txt" "$stage/cuda-libs.txt" >&2; then
+    say "the CUDA libraries of these natives differ from $here/cuda-libs.txt; copy $stage/cuda-libs.txt over it"
+    exit 1
+fi
 
 # 5. The launcher and a record of what went in.
 cp "$here/run.sh" "$stage/run.sh"

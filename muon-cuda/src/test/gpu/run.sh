@@ -7,6 +7,8 @@
 # with one message listing what is missing: a JVM would otherwise die in the middle of loading libtorch.
 #
 #   run.sh libs                       find the CUDA libraries only (no JRE needed)
+#   run.sh env                        the same, then prints `export LD_LIBRARY_PATH=...` for a Maven run:
+#                                     eval "$(muon-cuda/src/test/gpu/run.sh env)" && mvn -Pgpu ...
 #   run.sh check                      unpack the JRE, java -version, find the CUDA libraries; nothing else
 #   run.sh tests [--gpu-only] [ARGS]  the JUnit console over muon-cuda's test classes (ARGS go to the console,
 #                                     e.g. --select-class dev.muon.cuda.CudaNewtonSchulzGpuTest)
@@ -306,6 +308,10 @@ command=${1:-}
 case "$command" in
     libs)
         find_cuda_libs
+        ;;
+    env)
+        find_cuda_libs
+        printf 'export LD_LIBRARY_PATH=%q\n' "$LD_LIBRARY_PATH"
         ;;
     check)
         prepare

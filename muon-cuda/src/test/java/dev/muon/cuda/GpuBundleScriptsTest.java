@@ -165,6 +165,26 @@ class GpuBundleScriptsTest {
                 + "them): libnvrtc.so.13"), r.output());
     }
 
+    @Test
+    void env_printsTheExportLine_onlyWhenEveryRequiredLibraryIsFound(@TempDir Path dir) throws Exception {
+        Path bundle = bundle(dir);
+        Path lib = dir.resolve("lib");
+        for (String soname : List.of("libcublas.so.13", "libcudnn.so.9")) {
+            fakeLibrary(lib, soname);
+        }
+        Map<String, String> env = Map.of("MUON_CUDA_LIB_PATH", lib.toString());
+        String runSh = bundle.resolve("run.sh").toString();
+
+        Result missing = run(dir, env, runSh, "env");
+        fakeLibrary(lib, "libnccl.so.2");
+        Result found = run(dir, env, runSh, "env");
+
+        assertEquals(3, missing.status(), missing.output());
+        assertFalse(missing.output().contains("export LD_LIBRARY_PATH"), missing.output());
+        assertEquals(0, found.status(), found.output());
+        assertTrue(found.output().lines().anyMatch(l -> l.equals("export LD_LIBRARY_PATH=" + lib)), found.output());
+    }
+
     /** Splits {@code data} as bundle.sh does: numbered parts and a SHA256SUMS naming them and the whole archive. */
     private static Path parts(Path dir, byte[] data) throws Exception {
         Path parts = Files.createDirectories(dir.resolve("parts"));
