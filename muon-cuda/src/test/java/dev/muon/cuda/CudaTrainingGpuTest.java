@@ -1,0 +1,122 @@
+package dev.muon.cuda;
+
+import dev.muon.AdamWConfig;
+import dev.muon.MuonAdamW;
+import dev.muon.MuonConfig;
+import dev.muon.orthogonalize.NsPrecision;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.DeviceOptional;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * A short training run on {@code cuda:0}: {@link MuonAdamW} with bfloat16 Newton–Schulz, so that the hidden matrices
+ * go through {@link CudaNewtonSchulz} inside real optimizer steps, fits a small MLP to a random teacher network. It
+ * prints the loss against steps and seconds. Runs with {@code mvn -Pgpu -pl muon-cuda -am verify} or the GPU test
+ * bundle ({@code docs/cuda.md}); skips elsewhere, printing why.
+ */
+@Tag("gpu")
+// PointerScope works by existing: its try block never names it.
+@SuppressWarnings("try")
+class CudaTrainingGpuTest {
+    private static final int STEPS = 300;
+    private static final int WIDTH = 512;
+    private static final int INPUTS = 64;
+    private static final int SAMPLES = 4096;
+    private static final MuonConfig MUON = MuonConfig.defaults().withLr(0.02).withNsPrecision(NsPrecision.BFLOAT16);
+
+    @BeforeEach
+    void requireCuda() {
+        assumeTrue(CudaSupport.isAvailable(), () -> "CUDA kernels unavailable: "
+                + CudaSupport.unavailabilityCause().getMessage());
+    }
+
+    @Test
+    void muonAdamW_fitsATeacherMlp_onCuda_throughTheKernels() {
+        Device cuda = new Device(torch.DeviceType.CUDA, (byte) 0);
+        assertTrue(new CudaOrthogonalizerProvider().create(MUON.newtonSchulz(), cuda).isPresent(),
+                "the Muon group's Newton-Schulz settings must be served by the CUDA kernels");
+        List<Double> losses = train(cuda);
+        double first = losses.get(0);
+        double last = losses.get(STEPS - 1);
+        assertTrue(losses.stream().allMatch(Double::isFinite), "non-finite loss: " + losses);
+        assertTrue(last < 0.1 * first, "loss fell from " + first + " only to " + last);
+    }
+
+    /** Trains the MLP on {@code device} and returns the loss before each step; parameters must stay put. */
+    static List<Double> train(Device device) {
+        try (PointerScope scope = new PointerScope()) {
+            torch.manual_seed(1234);
+            TensorOptions options = new TensorOptions(ScalarType.Float).device(new DeviceOptional(device));
+            Tensor x = torch.randn(new long[]{SAMPLES, INPUTS}, options);
+            Tensor y = forward(mlp(options, 1.0), x).detach();
+
+            Map<String, Tensor> params = mlp(options, 0.5);
+            for (Tensor p : params.values()) {
+                p.requires_grad_(true);
+            }
+            MuonAdamW opt = MuonAdamW.builder(params).muon(MUON).adamW(AdamWConfig.defaults().withLr(1e-3)).build();
+            System.out.println(opt.assignment());
+
+            List<Double> losses = new ArrayList<>();
+            long start = System.nanoTime();
+            for (int step = 0; step < STEPS; step++) {
+                try (PointerScope stepScope = new PointerScope()) {
+                    opt.zeroGrad();
+                    Tensor loss = torch.mse_loss(forward(params, x), y);
+                    loss.backward();
+                    opt.step();
+                    losses.add(loss.item_double());
+                    if (step % 50 == 0 || step == STEPS - 1) {
+                        System.out.printf("CudaTrainingGpuTest: step %3d  loss %.5f  %.2f s%n", step,
+                                losses.get(step), (System.nanoTime() - start) / 1e9);
+                    }
+                }
+            }
+            for (Map.Entry<String, Tensor> e : params.entrySet()) {
+                // JavaCPP enum returns are compared by value: they need not be the same constant.
+                assertTrue(e.getValue().device().type().value == device.type().value
+                        && e.getValue().scalar_type().value == ScalarType.Float.value,
+                        e.getKey() + " left " + device.str().getString() + " or float32");
+            }
+            return losses;
+        }
+    }
+
+    /** Three hidden layers and a head; the hidden weights go to Muon, biases and the head to AdamW. */
+    private static Map<String, Tensor> mlp(TensorOptions options, double gain) {
+        Map<String, Tensor> p = new LinkedHashMap<>();
+        int in = INPUTS;
+        for (int i = 0; i < 3; i++) {
+            p.put("layers." + i + ".weight",
+                    torch.randn(new long[]{WIDTH, in}, options).mul(new Scalar(gain / Math.sqrt(in))));
+            p.put("layers." + i + ".bias", torch.zeros(new long[]{WIDTH}, options));
+            in = WIDTH;
+        }
+        p.put("head.weight", torch.randn(new long[]{1, WIDTH}, options).mul(new Scalar(gain / Math.sqrt(WIDTH))));
+        return p;
+    }
+
+    private static Tensor forward(Map<String, Tensor> p, Tensor x) {
+        Tensor h = x;
+        for (int i = 0; i < 3; i++) {
+            h = torch.linear(h, p.get("layers." + i + ".weight"), p.get("layers." + i + ".bias")).relu();
+        }
+        return h.matmul(p.get("head.weight").t());
+    }
+}
