@@ -5,6 +5,7 @@ import dev.muon.internal.Messages;
 import org.bytedeco.pytorch.IValue;
 import org.bytedeco.pytorch.InputArchive;
 import org.bytedeco.pytorch.OutputArchive;
+import org.bytedeco.pytorch.StringVector;
 import org.bytedeco.pytorch.Tensor;
 
 import java.io.IOException;
@@ -21,7 +22,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The checkpoint format of {@link MuonAdamW}: writes a {@link CheckpointState} to one libtorch archive (the zip
+ * The checkpoint format of {@link MuonAdamW} and {@link Muon}: writes a {@link CheckpointState} to one libtorch archive (the zip
  * format of {@code torch::save}) and reads one back, checked against the state the reader expects. It knows
  * nothing of the optimizer. The archive holds
  * <pre>
@@ -29,7 +30,8 @@ import java.util.Map;
  *   format_version  2 (1: the same entries, written before the checksum trailer; still read, with a warning)
  *   step            the step count
  *   assignment      the layout: one line per named parameter: kind, name, shape, dtype, the name it is tied to
- *   muon_config, adamw_config   the configs as key=value text ({@link ConfigText})
+ *   muon_config, adamw_config   the configs as key=value text ({@link ConfigText}); no adamw_config for a Muon
+ *   muon_groups, muon_config_g  a Muon with several groups: their count, and group g's config (g >= 1)
  *   muon_param_i, muon_momentum_i, adamw_param_i   the parameters and Muon's buffers, in table order
  *   adamw           libtorch AdamW's own archive ({@code AdamW::save}): moments, step counts, options
  * </pre>
@@ -78,8 +80,16 @@ final class Checkpoint {
             out.write("format_version", new IValue(FORMAT_VERSION));
             out.write("step", new IValue(state.step()));
             out.write("assignment", new IValue(state.layout()));
-            out.write("muon_config", new IValue(ConfigText.of(state.muonConfig())));
-            out.write("adamw_config", new IValue(ConfigText.of(state.adamWConfig())));
+            out.write("muon_config", new IValue(ConfigText.of(state.muonConfigs().get(0))));
+            if (state.muonConfigs().size() > 1) {
+                out.write("muon_groups", new IValue((long) state.muonConfigs().size()));
+                for (int g = 1; g < state.muonConfigs().size(); g++) {
+                    out.write("muon_config_" + g, new IValue(ConfigText.of(state.muonConfigs().get(g))));
+                }
+            }
+            if (state.adamWConfig() != null) {
+                out.write("adamw_config", new IValue(ConfigText.of(state.adamWConfig())));
+            }
             for (int i = 0; i < state.muonParams().size(); i++) {
                 out.write("muon_param_" + i, state.muonParams().get(i).detach());
                 Tensor momentum = state.muonMomentum().get(i);
@@ -230,11 +240,21 @@ final class Checkpoint {
             throw new IllegalStateException("checkpoint " + path + " holds step " + step + "; a step count must be "
                     + ">= 0");
         }
-        MuonConfig muonConfig;
-        AdamWConfig adamWConfig;
+        long groups = hasKey(in, "muon_groups") ? readLong(in, "muon_groups", path) : 1;
+        if (groups != expected.muonConfigs().size()) {
+            throw new IllegalStateException("checkpoint " + path + " holds " + groups + " Muon group(s) but this "
+                    + "optimizer has " + expected.muonConfigs().size());
+        }
+        List<MuonConfig> muonConfigs = new ArrayList<>();
+        AdamWConfig adamWConfig = null;
         try {
-            muonConfig = ConfigText.muonConfig(readString(in, "muon_config", path));
-            adamWConfig = ConfigText.adamWConfig(readString(in, "adamw_config", path));
+            for (int g = 0; g < groups; g++) {
+                muonConfigs.add(ConfigText.muonConfig(readString(in, g == 0 ? "muon_config" : "muon_config_" + g,
+                        path)));
+            }
+            if (expected.adamWConfig() != null) {
+                adamWConfig = ConfigText.adamWConfig(readString(in, "adamw_config", path));
+            }
         } catch (IllegalArgumentException e) {
             throw new IllegalStateException("checkpoint " + path + " holds an invalid config: "
                     + e.getMessage(), e);
@@ -264,7 +284,7 @@ final class Checkpoint {
             checkAdamWState(archive, expected, step, path);
             adamW = CheckpointState.AdamWArchive.read(archive);
         }
-        return new Read(new CheckpointState(step, muonConfig, adamWConfig, expected.layout(),
+        return new Read(new CheckpointState(step, muonConfigs, adamWConfig, expected.layout(),
                 expected.muonNames(), muonValues, momentum, expected.adamWNames(), adamWValues, adamW),
                 verified.sha256());
     }
@@ -354,6 +374,16 @@ final class Checkpoint {
                     + t.scalar_type() + " but the parameter has dtype " + like.scalar_type());
         }
         return t;
+    }
+
+    private static boolean hasKey(InputArchive in, String key) {
+        StringVector keys = in.keys();
+        for (long i = 0; i < keys.size(); i++) {
+            if (keys.get(i).getString().equals(key)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static String readString(InputArchive in, String key, Path path) {

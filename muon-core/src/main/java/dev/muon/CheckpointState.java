@@ -11,16 +11,16 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * What a {@link MuonAdamW} checkpoint holds, as a value: the step count, both configs, the layout text (which
- * parameter goes where, with shapes and dtypes), the named parameters of both groups, Muon's momentum buffers,
- * and libtorch AdamW's own archive. The optimizer hands one out to be written ({@link Checkpoint#write}) and takes
+ * What a checkpoint of {@link MuonAdamW} or {@link Muon} holds, as a value: the step count, the configs (one per
+ * Muon group, and AdamW's), the layout text (which parameter goes where, with shapes and dtypes), the named
+ * parameters, Muon's momentum buffers, and libtorch AdamW's own archive. The optimizer hands one out to be written ({@link Checkpoint#write}) and takes
  * one back after a read ({@link Checkpoint#read}); the format never reaches into the optimizer.
  *
  * <p>The tensors are handles, not copies: a state is used at once, inside the caller's {@code PointerScope}.
  *
  * @param step          the optimizer's step count
- * @param muonConfig    the Muon group's config
- * @param adamWConfig   the AdamW group's config
+ * @param muonConfigs   each Muon group's config (a {@link MuonAdamW} has one Muon group)
+ * @param adamWConfig   the AdamW group's config, null for a {@link Muon} alone
  * @param layout        {@link Assignment#layoutText()}: compared field by field on load
  * @param muonNames     the Muon parameters' names, in table order
  * @param muonParams    their values
@@ -29,7 +29,7 @@ import java.util.Objects;
  * @param adamWParams   their values
  * @param adamW         libtorch AdamW's archive, null when the AdamW group is empty
  */
-record CheckpointState(long step, MuonConfig muonConfig, AdamWConfig adamWConfig, String layout,
+record CheckpointState(long step, List<MuonConfig> muonConfigs, AdamWConfig adamWConfig, String layout,
                        List<String> muonNames, List<Tensor> muonParams, List<Tensor> muonMomentum,
                        List<String> adamWNames, List<Tensor> adamWParams, AdamWArchive adamW) {
 
@@ -39,8 +39,10 @@ record CheckpointState(long step, MuonConfig muonConfig, AdamWConfig adamWConfig
      * @throws IllegalArgumentException if a group's lists differ in length
      */
     CheckpointState {
-        Objects.requireNonNull(muonConfig, "muonConfig");
-        Objects.requireNonNull(adamWConfig, "adamWConfig");
+        muonConfigs = List.copyOf(muonConfigs);
+        if (muonConfigs.isEmpty()) {
+            throw new IllegalArgumentException("muonConfigs must hold at least one group's config");
+        }
         Objects.requireNonNull(layout, "layout");
         if (muonNames.size() != muonParams.size() || muonParams.size() != muonMomentum.size()) {
             throw new IllegalArgumentException("Muon names, values and momentum must line up, got "

@@ -16,6 +16,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -108,6 +109,7 @@ public final class Muon implements TrainingOptimizer {
     private final Sharding sharding;
     /** How many parameters the last step orthogonalized in same-shape batches; for tests. */
     private int batchedLastStep;
+    private long stepCount;
     /** Package-private so that a test can hold it while another thread calls in. */
     final SingleThreadGuard guard = new SingleThreadGuard("Muon");
 
@@ -229,6 +231,122 @@ public final class Muon implements TrainingOptimizer {
             batchedLastStep = batched;
             if (peers) {
                 sharding.broadcastUpdated(states);
+            }
+            for (Tensor grad : grads) {
+                if (grad != null) {
+                    stepCount++;
+                    break;
+                }
+            }
+        }
+    }
+
+    /**
+     * The number of steps in which this process had at least one gradient; restored by {@link #load(Path)}.
+     * Schedules can take it as their clock.
+     *
+     * @return the step count
+     */
+    public long stepCount() {
+        return stepCount;
+    }
+
+    /**
+     * Saves every group's config, the parameters, the momentum buffers and the step count to one file, in the
+     * checkpoint format of {@link MuonAdamW} (see {@code docs/checkpoints.md}): written next to {@code path},
+     * checksummed, forced to disk and renamed over it, so a crash leaves the previous file intact. Distributed, a
+     * collective: rank 0 writes, with every owner's momentum.
+     *
+     * @param path where to save
+     * @throws java.io.UncheckedIOException if the file cannot be written; {@code path} is then unchanged
+     * @throws IllegalStateException        if another thread is inside this optimizer
+     */
+    public void save(Path path) {
+        Objects.requireNonNull(path, "path must not be null");
+        try (SingleThreadGuard.Entered entered = guard.enter("save");
+             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            CheckpointState state = new CheckpointState(stepCount, configs(), null, layoutText(), labels, params,
+                    momentumForCheckpoint(), List.of(), List.of(), null);
+            if (sharding == null) {
+                Checkpoint.write(path, state);
+            } else {
+                Checkpoint.write(path, state, sharding.group());
+            }
+        }
+    }
+
+    /**
+     * Restores a checkpoint saved by {@link #save(Path)} from an optimizer with the same parameters (count, order,
+     * shapes, dtypes) and groups: the parameter values, the momentum buffers, the step count, and each group's
+     * {@code lr}, {@code weightDecay}, {@code momentum}, {@code nesterov}, {@code adjustLr} and
+     * {@code extraScale}. The other settings (Newton–Schulz, orthogonalization, conv and stacked weights,
+     * batching) decide how the optimizer was built and must be the saved ones. Everything is checked before
+     * anything changes; distributed, every rank checks and all agree first.
+     *
+     * @param path the checkpoint
+     * @throws IllegalStateException if the file is missing, corrupt, not a checkpoint of this optimizer, or was
+     *                               saved with other build settings; nothing changes then
+     */
+    public void load(Path path) {
+        Objects.requireNonNull(path, "path must not be null");
+        try (SingleThreadGuard.Entered entered = guard.enter("load");
+             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            CheckpointState expected = new CheckpointState(stepCount, configs(), null, layoutText(), labels, params,
+                    java.util.Collections.nCopies(params.size(), null), List.of(), List.of(), null);
+            CheckpointState read = sharding == null ? Checkpoint.read(path, expected)
+                    : Checkpoint.read(path, expected, sharding.group());
+            // Nothing below can fail once the build settings match: copies into tensors of checked shapes.
+            for (int g = 0; g < groups.size(); g++) {
+                requireSameBuildSettings(path, g, read.muonConfigs().get(g), groups.get(g).config);
+            }
+            for (int i = 0; i < states.size(); i++) {
+                ParameterState state = states.get(i);
+                state.param.copy_(read.muonParams().get(i));
+                Tensor momentum = read.muonMomentum().get(i);
+                if (momentum != null && (sharding == null || sharding.owns(i))) {
+                    state.momentumMatrix();
+                    state.momentumBuffer().copy_(momentum);
+                } else {
+                    state.dropMomentum();
+                }
+            }
+            for (int g = 0; g < groups.size(); g++) {
+                groups.get(g).config = read.muonConfigs().get(g);
+            }
+            stepCount = read.step();
+        }
+    }
+
+    private List<MuonConfig> configs() {
+        List<MuonConfig> configs = new ArrayList<>();
+        groups.forEach(g -> configs.add(g.config));
+        return configs;
+    }
+
+    /** One line per parameter, in the layout form of checkpoints: kind, label, shape, dtype. */
+    private String layoutText() {
+        StringBuilder text = new StringBuilder();
+        for (ParameterState state : states) {
+            text.append(OptimizerKind.MUON).append('\t').append(state.label).append('\t')
+                    .append(Arrays.toString(state.layout.shape())).append('\t').append(state.param.scalar_type())
+                    .append("\t\n");
+        }
+        return text.toString();
+    }
+
+    /** The keys of a saved config that a load may restore; every other key decided how the optimizer was built. */
+    private static final List<String> RESTORED_KEYS =
+            List.of("lr", "weightDecay", "momentum", "nesterov", "adjustLr", "extraScale");
+
+    private static void requireSameBuildSettings(Path path, int group, MuonConfig saved, MuonConfig current) {
+        String[] s = ConfigText.of(saved).split("\n");
+        String[] c = ConfigText.of(current).split("\n");
+        for (int k = 0; k < Math.min(s.length, c.length); k++) {
+            String key = s[k].substring(0, s[k].indexOf('='));
+            if (!RESTORED_KEYS.contains(key) && !s[k].equals(c[k])) {
+                throw new IllegalStateException("checkpoint " + path + ": group " + group + " was saved with "
+                        + s[k] + " but this optimizer has " + c[k] + "; Muon.load restores " + RESTORED_KEYS
+                        + " and needs the other settings to be the saved ones (build the optimizer with them)");
             }
         }
     }

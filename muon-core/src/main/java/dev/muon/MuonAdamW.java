@@ -579,14 +579,14 @@ public final class MuonAdamW implements TrainingOptimizer {
     CheckpointState checkpointState() {
         List<Tensor> momentum = muon == null ? Collections.nCopies(muonParams.size(), null)
                 : muon.momentumForCheckpoint();
-        return new CheckpointState(stepCount, muonConfig, adamWConfig, assignment.layoutText(), muonNames,
+        return new CheckpointState(stepCount, List.of(muonConfig), adamWConfig, assignment.layoutText(), muonNames,
                 muonParams, momentum, adamWNames, adamWParams,
                 adamW == null ? null : CheckpointState.AdamWArchive.of(adamW));
     }
 
     /** What a read checks a file against: the layout, names and tensors (no state needed). */
     private CheckpointState expectedState() {
-        return new CheckpointState(stepCount, muonConfig, adamWConfig, assignment.layoutText(), muonNames,
+        return new CheckpointState(stepCount, List.of(muonConfig), adamWConfig, assignment.layoutText(), muonNames,
                 muonParams, Collections.nCopies(muonParams.size(), null), adamWNames, adamWParams, null);
     }
 
@@ -597,7 +597,7 @@ public final class MuonAdamW implements TrainingOptimizer {
      * @throws IllegalStateException if libtorch cannot load the AdamW archive
      */
     private Restore prepareRestore(CheckpointState state) {
-        Muon freshMuon = newMuon(state.muonConfig());
+        Muon freshMuon = newMuon(state.muonConfigs().get(0));
         if (freshMuon != null) {
             // Distributed, each rank keeps the momentum of the parameters it owns under its current plan.
             freshMuon.restoreMomentum(state.muonMomentum());
@@ -636,7 +636,7 @@ public final class MuonAdamW implements TrainingOptimizer {
             }
             muon = freshMuon;
             adamW = freshAdamW;
-            muonConfig = state.muonConfig();
+            muonConfig = state.muonConfigs().get(0);
             adamWConfig = state.adamWConfig();
             stepCount = state.step();
             // The checkpoint does not hold the lrs of the last updates.

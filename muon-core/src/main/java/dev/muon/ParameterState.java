@@ -36,6 +36,12 @@ final class ParameterState {
         return momentumBuffer;
     }
 
+    /** Forgets the momentum buffer (a checkpoint without one for this parameter was loaded). */
+    void dropMomentum() {
+        momentumBuffer = null;
+        momentumMatrix = null;
+    }
+
     /** The momentum buffer as a matrix, created (zeros, the parameter's dtype) on first use. */
     Tensor momentumMatrix() {
         if (momentumMatrix == null) {

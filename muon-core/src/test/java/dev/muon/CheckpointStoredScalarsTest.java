@@ -65,7 +65,7 @@ class CheckpointStoredScalarsTest {
 
     private static void writeWithStep(MuonAdamW opt, long step, Path file) {
         CheckpointState s = opt.checkpointState();
-        Checkpoint.write(file, new CheckpointState(step, s.muonConfig(), s.adamWConfig(), s.layout(), s.muonNames(),
+        Checkpoint.write(file, new CheckpointState(step, s.muonConfigs(), s.adamWConfig(), s.layout(), s.muonNames(),
                 s.muonParams(), s.muonMomentum(), s.adamWNames(), s.adamWParams(), s.adamW()));
     }
 
