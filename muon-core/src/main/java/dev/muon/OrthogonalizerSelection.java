@@ -34,6 +34,9 @@ final class OrthogonalizerSelection {
     }
 
     Orthogonalizer forParameter(MuonConfig config, Device device) {
+        if (device.is_cpu()) {
+            ThreadPoolAdvice.warnOnceForThisProcess();
+        }
         if (config.orthogonalization() == Orthogonalization.EXACT_SVD) {
             return exact;
         }

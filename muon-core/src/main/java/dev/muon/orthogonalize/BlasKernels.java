@@ -39,6 +39,8 @@ final class BlasKernels {
      * @param tall   whether {@code update} has more rows than columns
      */
     boolean normalize(Tensor update, boolean tall, NewtonSchulzConfig config) {
+        // Every OpenBLAS iteration starts here: the one place to bring OpenBLAS's pool to libtorch's size.
+        OpenBlas.followTorchThreads();
         if (!update.is_contiguous() || update.scalar_type().value != ws.x.scalar_type().value) {
             return false;
         }

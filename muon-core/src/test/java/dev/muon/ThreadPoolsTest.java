@@ -1,0 +1,46 @@
+package dev.muon;
+
+import dev.muon.golden.NativeScopePerTest;
+import dev.muon.orthogonalize.NewtonSchulz;
+import dev.muon.orthogonalize.NewtonSchulzConfig;
+import dev.muon.orthogonalize.OpenBlasThreadsProbe;
+import org.bytedeco.pytorch.global.torch;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** One thread budget for both CPU pools, and the one warning about OpenMP's spinning threads. */
+@ExtendWith(NativeScopePerTest.class)
+class ThreadPoolsTest {
+    @Test
+    void openBlasThreads_followLibtorchsIntraOpThreads() {
+        int original = torch.get_num_threads();
+        try {
+            // 512x1024 float32 runs the Gram kernel on OpenBLAS.
+            NewtonSchulz ns = new NewtonSchulz(NewtonSchulzConfig.defaults());
+            for (int threads : new int[]{1, 2, 1}) {
+                torch.set_num_threads(threads);
+                ns.orthogonalize(torch.randn(512, 1024));
+                assertEquals(threads, OpenBlasThreadsProbe.openBlasThreads(), "after set_num_threads(" + threads
+                        + ")");
+            }
+        } finally {
+            torch.set_num_threads(original);
+        }
+    }
+
+    @ParameterizedTest(name = "OMP_WAIT_POLICY={0}")
+    @CsvSource(value = {"PASSIVE,false", "passive,false", " Passive ,false", "ACTIVE,true", "NULL,true", "'',true"},
+            nullValues = "NULL")
+    void warning_unlessPassive(String policy, boolean warns) {
+        assertEquals(warns, ThreadPoolAdvice.forWaitPolicy(policy).isPresent());
+        ThreadPoolAdvice.forWaitPolicy(policy).ifPresent(w -> {
+            assertTrue(w.startsWith("OMP_WAIT_POLICY is " + (policy == null ? "not set" : "'" + policy + "'")), w);
+            assertTrue(w.endsWith("Start the JVM with OMP_WAIT_POLICY=PASSIVE in its environment."), w);
+        });
+    }
+}
