@@ -247,17 +247,17 @@ public final class MuonAdamW implements TrainingOptimizer {
             boolean[] adamWHasGrad = checkGradients(adamWNames, adamWParams);
             boolean peers = group != null && group.worldSize() > 1;
             boolean any = anyOf(muonHasGrad) || anyOf(adamWHasGrad);
-            // Without averaging, ranks hold different gradients: whether any rank has one is decided together.
-            if (peers && !sharding.averageGradients()) {
+            if (peers && sharding.averageGradients()) {
+                // Refuses gradients present on some ranks only, so `any` is the same on every rank after it.
+                GradientAveraging.averageGradients(group, averagedNames, averagedParams);
+            } else if (peers) {
+                // Without averaging, ranks hold different gradients: whether any rank has one is decided together.
                 any = group.allReduceSum(new long[]{any ? 1 : 0}, "the gradient-presence check")[0] != 0;
             }
             if (!any) {
                 // Nothing to apply: not counted, so that schedules keyed to stepCount() do not advance on nothing.
                 lastStep = new StepReport(stepCount, true, Optional.empty(), List.of(), Map.of());
                 return;
-            }
-            if (peers && sharding.averageGradients()) {
-                GradientAveraging.averageGradients(group, averagedNames, averagedParams);
             }
             if (nonFinitePolicy != NonFinitePolicy.IGNORE) {
                 String bad = firstNonFinite();
