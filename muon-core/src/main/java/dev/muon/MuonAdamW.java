@@ -10,6 +10,8 @@ import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
 import org.bytedeco.pytorch.NoGradGuard;
+import org.bytedeco.pytorch.OptimizerParamGroup;
+import org.bytedeco.pytorch.OptimizerParamGroupVector;
 import org.bytedeco.pytorch.StringTensorDict;
 import org.bytedeco.pytorch.StringTensorDictItem;
 import org.bytedeco.pytorch.Tensor;
@@ -27,6 +29,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.BiPredicate;
+import java.util.function.Supplier;
 
 /**
  * One optimizer for a whole model: Muon for the hidden weight matrices, libtorch's own {@code AdamW} for the
@@ -109,8 +112,14 @@ public final class MuonAdamW implements TrainingOptimizer {
         this.assignment = assignment;
         this.muonNames = assignment.names(OptimizerKind.MUON);
         this.muonParams = assignment.tensors(OptimizerKind.MUON);
-        this.adamWNames = assignment.names(OptimizerKind.ADAMW);
-        this.adamWParams = assignment.tensors(OptimizerKind.ADAMW);
+        // libtorch's AdamW keeps its groups' parameters one after the other, and a checkpoint maps its state back
+        // by position: the decayed group first, then the group without decay.
+        List<String> adamWByGroup = new ArrayList<>(assignment.adamWNames(true));
+        adamWByGroup.addAll(assignment.adamWNames(false));
+        List<Tensor> adamWTensorsByGroup = new ArrayList<>(assignment.adamWTensors(true));
+        adamWTensorsByGroup.addAll(assignment.adamWTensors(false));
+        this.adamWNames = List.copyOf(adamWByGroup);
+        this.adamWParams = List.copyOf(adamWTensorsByGroup);
         this.nonFinitePolicy = b.nonFinitePolicy;
         this.metrics = b.metrics;
         this.orthogonalityNames = Set.copyOf(b.orthogonalityNames);
@@ -217,8 +226,19 @@ public final class MuonAdamW implements TrainingOptimizer {
             return null;
         }
         try (PointerScope scope = new PointerScope()) {
-            return NativeLifetime.outliveScope(new AdamW(new TensorVector(adamWParams.toArray(new Tensor[0])),
-                    config.toOptions()));
+            if (!assignment.noDecayBelow2D()) {
+                return NativeLifetime.outliveScope(new AdamW(new TensorVector(adamWParams.toArray(new Tensor[0])),
+                        config.toOptions()));
+            }
+            // Both groups exist even when one is empty, so that every checkpoint of this optimizer has two.
+            AdamW twoGroups = NativeLifetime.outliveScope(new AdamW(new TensorVector(
+                    assignment.adamWTensors(true).toArray(new Tensor[0])), config.toOptions()));
+            // A group added without options takes a copy of the defaults (the options above); only its decay
+            // differs. The bindings hand the options out as the base type: the object is libtorch's AdamWOptions.
+            twoGroups.add_param_group(new OptimizerParamGroup(new TensorVector(
+                    assignment.adamWTensors(false).toArray(new Tensor[0]))));
+            new AdamWOptions(twoGroups.param_groups().get(1).options()).weight_decay().put(0.0);
+            return twoGroups;
         }
     }
 
@@ -388,7 +408,10 @@ public final class MuonAdamW implements TrainingOptimizer {
             AdamWConfig next = adamWConfig.withLr(lr);
             if (adamW != null) {
                 try (PointerScope scope = new PointerScope()) {
-                    adamW.param_groups().get(0).options().set_lr(lr);
+                    OptimizerParamGroupVector groups = adamW.param_groups();
+                    for (long g = 0; g < groups.size(); g++) {
+                        groups.get(g).options().set_lr(lr);
+                    }
                 }
             }
             adamWConfig = next;
@@ -534,13 +557,33 @@ public final class MuonAdamW implements TrainingOptimizer {
         Objects.requireNonNull(path, "path must not be null");
         try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             if (group == null) {
-                prepareRestore(Checkpoint.read(path, expectedState())).apply();
+                prepareRestore(withOutputLayerHint(() -> Checkpoint.read(path, expectedState()))).apply();
             } else {
-                CheckpointState read = Checkpoint.read(path, expectedState(), group);
+                CheckpointState read = withOutputLayerHint(() -> Checkpoint.read(path, expectedState(), group));
                 // Building the fresh parts can still fail (libtorch may refuse the AdamW archive): every rank
                 // must succeed before any of them swaps.
                 group.agree("restoring checkpoint " + path, () -> prepareRestore(read), r -> "ready").apply();
             }
+        }
+    }
+
+    /**
+     * Runs a checkpoint read; when it fails on a parameter that the output-layer rule sent to AdamW, the message
+     * says so and how to load a checkpoint saved with that parameter on Muon (before the rule, or with it off).
+     */
+    private CheckpointState withOutputLayerHint(Supplier<CheckpointState> read) {
+        try {
+            return read.get();
+        } catch (IllegalStateException e) {
+            for (Assignment.Decision d : assignment.decisions()) {
+                if (Assignment.OUTPUT_LAYER.equals(d.reason()) && e.getMessage() != null
+                        && e.getMessage().contains("('" + d.name() + "') has optimizer")) {
+                    throw new IllegalStateException(e.getMessage() + "; '" + d.name() + "' is on AdamW by the "
+                            + "output-layer rule: build with outputLayerOnAdamW(false) to load a checkpoint saved "
+                            + "with it on Muon", e);
+                }
+            }
+            throw e;
         }
     }
 
@@ -661,6 +704,8 @@ public final class MuonAdamW implements TrainingOptimizer {
         private final Set<String> orthogonalityNames = new LinkedHashSet<>();
         private DistributedGroup group;
         private ShardingConfig sharding;
+        private boolean outputLayerOnAdamW = true;
+        private boolean noWeightDecayBelow2D;
 
         private Builder(Map<String, Tensor> named) {
             this.named = named;
@@ -739,6 +784,37 @@ public final class MuonAdamW implements TrainingOptimizer {
         }
 
         /**
+         * Whether the output layer (the last 2-D parameter in registration order) goes to AdamW when no name
+         * marks a head: on by default, as in every Muon reference. The exceptions are listed in
+         * {@link Assignment}; a {@link #muonWhen} rule decides alone, and {@link #forceMuon} of the last matrix wins.
+         * Turn it off to keep the assignment of releases before the rule, for example to load a checkpoint saved
+         * with the output layer on Muon.
+         *
+         * @param on whether the rule applies
+         * @return this builder
+         */
+        public Builder outputLayerOnAdamW(boolean on) {
+            this.outputLayerOnAdamW = on;
+            return this;
+        }
+
+        /**
+         * Gives the AdamW parameters with fewer than 2 dims (biases, norm gains, scalars) no weight decay, as
+         * nanoGPT does, through a second libtorch AdamW parameter group; matrices, embeddings among them, keep the
+         * AdamW config's decay. Off by default: libtorch's and PyTorch's {@code AdamW} decay every parameter, and
+         * {@link MuonAdamW#dropIn(StringTensorDict, AdamWOptions)} must behave like the
+         * optimizer it replaces. A checkpoint holds both groups and loads
+         * only into an optimizer built with the same setting.
+         *
+         * @param on whether 1-D and 0-D AdamW parameters skip weight decay
+         * @return this builder
+         */
+        public Builder noWeightDecayBelow2D(boolean on) {
+            this.noWeightDecayBelow2D = on;
+            return this;
+        }
+
+        /**
          * Accepts a Muon group with no parameters (the optimizer is then plain AdamW). Off by default, because an
          * empty Muon group is almost always a naming mistake.
          *
@@ -803,6 +879,7 @@ public final class MuonAdamW implements TrainingOptimizer {
             // Everything that changes what a step does on a rank, or which collectives it runs, is compared.
             return group.agree("MuonAdamW parameter lists and settings", this::buildLocal,
                     o -> "world=" + group.worldSize() + " " + sharding + " nonFinitePolicy=" + nonFinitePolicy
+                            + " noWeightDecayBelow2D=" + noWeightDecayBelow2D
                             + "\n" + ConfigText.of(o.muonConfig()) + "\n" + ConfigText.of(o.adamWConfig())
                             + "\n" + o.assignment.layoutText());
         }
@@ -810,7 +887,8 @@ public final class MuonAdamW implements TrainingOptimizer {
         private MuonAdamW buildLocal() {
             MuonConfig muon = muonConfig.withConvWeights(ConvWeights.FLATTEN);
             Assignment classified = Assignment.classify(named,
-                    new Assignment.Rules(muonRule, customRule, forceMuon, forceAdamW, orthogonalityNames), muon,
+                    new Assignment.Rules(muonRule, customRule, forceMuon, forceAdamW, orthogonalityNames,
+                            outputLayerOnAdamW, noWeightDecayBelow2D), muon,
                     adamWConfig);
             MuonAdamW optimizer = new MuonAdamW(this, muon, classified);
             if (optimizer.muonParams.isEmpty() && !allowEmptyMuon) {
