@@ -557,31 +557,41 @@ public final class MuonAdamW implements TrainingOptimizer {
         Objects.requireNonNull(path, "path must not be null");
         try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             if (group == null) {
-                prepareRestore(withOutputLayerHint(() -> Checkpoint.read(path, expectedState()))).apply();
+                withHints(() -> prepareRestore(Checkpoint.read(path, expectedState()))).apply();
             } else {
-                CheckpointState read = withOutputLayerHint(() -> Checkpoint.read(path, expectedState(), group));
+                CheckpointState read = withHints(() -> Checkpoint.read(path, expectedState(), group));
                 // Building the fresh parts can still fail (libtorch may refuse the AdamW archive): every rank
                 // must succeed before any of them swaps.
-                group.agree("restoring checkpoint " + path, () -> prepareRestore(read), r -> "ready").apply();
+                withHints(() -> group.agree("restoring checkpoint " + path, () -> prepareRestore(read),
+                        r -> "ready")).apply();
             }
         }
     }
 
     /**
-     * Runs a checkpoint read; when it fails on a parameter that the output-layer rule sent to AdamW, the message
-     * says so and how to load a checkpoint saved with that parameter on Muon (before the rule, or with it off).
+     * Runs part of a load; when it fails on something a builder setting explains, the message names the setting:
+     * a parameter the output-layer rule sent to AdamW (a checkpoint saved before the rule, or with it off, has it
+     * on Muon), or AdamW state whose parameter groups may come from the other {@code noWeightDecayBelow2D}.
      */
-    private CheckpointState withOutputLayerHint(Supplier<CheckpointState> read) {
+    private <T> T withHints(Supplier<T> part) {
         try {
-            return read.get();
+            return part.get();
         } catch (IllegalStateException e) {
+            String message = String.valueOf(e.getMessage());
             for (Assignment.Decision d : assignment.decisions()) {
-                if (Assignment.OUTPUT_LAYER.equals(d.reason()) && e.getMessage() != null
-                        && e.getMessage().contains("('" + d.name() + "') has optimizer")) {
-                    throw new IllegalStateException(e.getMessage() + "; '" + d.name() + "' is on AdamW by the "
+                if (Assignment.OUTPUT_LAYER.equals(d.reason())
+                        && message.contains("('" + d.name() + "') has optimizer")) {
+                    throw new IllegalStateException(message + "; '" + d.name() + "' is on AdamW by the "
                             + "output-layer rule: build with outputLayerOnAdamW(false) to load a checkpoint saved "
                             + "with it on Muon", e);
                 }
+            }
+            if (message.contains("AdamW state") || message.contains("(exp_avg")) {
+                boolean on = assignment.noDecayBelow2D();
+                throw new IllegalStateException(message + "; this optimizer keeps " + (on ? 2 : 1) + " AdamW "
+                        + "parameter group" + (on ? "s" : "") + " (noWeightDecayBelow2D(" + on + ")): a checkpoint "
+                        + "saved with noWeightDecayBelow2D(" + !on + ") loads only into an optimizer built the same "
+                        + "way", e);
             }
             throw e;
         }
