@@ -46,7 +46,10 @@ import java.util.function.Supplier;
  *   <tr><th>setting</th><th>default</th></tr>
  *   <tr><td>Muon group</td><td>{@link MuonConfig#defaults()}, conv filters flattened</td></tr>
  *   <tr><td>AdamW group</td><td>{@link AdamWConfig#defaults()} (libtorch's)</td></tr>
- *   <tr><td>assignment</td><td>{@link Assignment#defaultMuonRule()}</td></tr>
+ *   <tr><td>assignment</td><td>{@link Assignment#defaultMuonRule()}, and the last matrix on AdamW as the output
+ *   layer ({@link Builder#outputLayerOnAdamW(boolean)})</td></tr>
+ *   <tr><td>AdamW weight decay</td><td>every AdamW parameter, as in PyTorch
+ *   ({@link Builder#noWeightDecayBelow2D(boolean)})</td></tr>
  *   <tr><td>empty Muon group</td><td>refused</td></tr>
  *   <tr><td>non-finite gradients</td><td>{@link NonFinitePolicy#SKIP}</td></tr>
  *   <tr><td>metrics</td><td>off</td></tr>
