@@ -24,12 +24,30 @@ import java.util.function.BiPredicate;
  *       {@code [out, in·kh·kw]});</li>
  *   <li>and its name does not look like an embedding or an output head: no module in the name contains
  *       {@code embed} or is one of {@code wte}, {@code wpe}, {@code tok_emb}, {@code pos_emb}, {@code lm_head},
- *       {@code classifier}; and the top-level module is not {@code output}, {@code head}, {@code heads},
- *       {@code fc}, {@code logits} or {@code classifier} (a nested {@code attention.output.dense} is a hidden
- *       layer, a top-level {@code output} is Llama's head and {@code fc} is ResNet's).</li>
+ *       {@code classifier}; and the top-level module is not {@code output}, {@code out}, {@code head},
+ *       {@code heads}, {@code fc}, {@code fc_out}, {@code proj_out}, {@code logits}, {@code score} or
+ *       {@code classifier}. Most head names count only at the top level because the same names are hidden layers
+ *       when nested: BERT's {@code attention.output.dense}, GPT-J's {@code mlp.fc_out}, the {@code proj_out} of
+ *       diffusion models' attention blocks; a top-level {@code output} is Llama's head, {@code fc} ResNet's and
+ *       {@code score} that of a sequence classifier.</li>
  * </ol>
  * Everything else goes to AdamW: biases, norm gains and scalars (fewer than 2 dims), 3-D tensors, embeddings, the
  * head. A tensor registered under two names (tied weights) is counted once, under its first name, on AdamW.
+ *
+ * <p><b>The output layer.</b> Names miss many heads ({@code fc3}, the last {@code Linear} of a
+ * {@code Sequential}), and every Muon reference keeps the output layer on AdamW. So, on top of the default rule,
+ * the last 2-D parameter in registration order goes to AdamW as "output layer (last matrix)", unless:
+ * <ul>
+ *   <li>it is on AdamW already (a head or embedding by name, {@code forceAdamW}, tied to an embedding);</li>
+ *   <li>it is named in {@code forceMuon};</li>
+ *   <li>the model has a head elsewhere: another 2-D parameter whose name is a head's, or a 2-D parameter named in
+ *       {@code forceAdamW} (then the last matrix is a hidden one registered after the head);</li>
+ *   <li>it does not require grad (a frozen head; the last trainable matrix is then a hidden one);</li>
+ *   <li>it is the only matrix on Muon (a one-matrix model would leave Muon nothing to do);</li>
+ *   <li>a custom rule ({@code muonWhen}) is in place, which decides alone, or the builder turned the rule off
+ *       ({@code outputLayerOnAdamW(false)}).</li>
+ * </ul>
+ * 4-D conv filters never count as the last matrix: a CNN's classifier is a 2-D {@code fc}.
  * {@link MuonAdamW.Builder} can replace the rule by a predicate and force names either way.
  *
  * <pre>{@code
@@ -40,7 +58,12 @@ import java.util.function.BiPredicate;
 public final class Assignment {
     private static final Set<String> EMBEDDING_OR_HEAD_ANYWHERE =
             Set.of("wte", "wpe", "tok_emb", "pos_emb", "lm_head", "classifier");
-    private static final Set<String> HEAD_AT_TOP = Set.of("output", "head", "heads", "fc", "logits", "classifier");
+    private static final Set<String> HEAD_ANYWHERE = Set.of("lm_head", "classifier");
+    private static final Set<String> HEAD_AT_TOP = Set.of("output", "out", "head", "heads", "fc", "fc_out",
+            "proj_out", "logits", "score", "classifier");
+    /** The reason of the output-layer rule, as the table shows it. */
+    static final String OUTPUT_LAYER = "output layer (last matrix)";
+    private static final String NO_DECAY = "; no weight decay";
 
     /**
      * One parameter's row.
@@ -93,20 +116,26 @@ public final class Assignment {
      * @param forceMuon          names sent to Muon whatever the rule says
      * @param forceAdamW         names sent to AdamW whatever the rule says
      * @param orthogonalityNames names whose orthogonality error is measured; must be Muon parameters
+     * @param outputLayer        whether the last matrix goes to AdamW (see the class comment)
+     * @param noDecayBelow2D     whether AdamW parameters with fewer than 2 dims form a group without weight decay
      */
     record Rules(BiPredicate<String, Tensor> muonRule, boolean customRule, Set<String> forceMuon,
-                 Set<String> forceAdamW, Set<String> orthogonalityNames) {
+                 Set<String> forceAdamW, Set<String> orthogonalityNames, boolean outputLayer,
+                 boolean noDecayBelow2D) {
     }
 
     private final List<Decision> decisions;
     private final List<Row> rows;
     private final List<String> frozen;
     private final long adamWOnlyStateBytes;
+    private final boolean noDecayBelow2D;
 
     /** The table of {@code decisions} at the lrs of the given configs. */
-    private Assignment(List<Decision> decisions, List<String> frozen, MuonConfig muon, AdamWConfig adamW) {
+    private Assignment(List<Decision> decisions, List<String> frozen, boolean noDecayBelow2D, MuonConfig muon,
+                       AdamWConfig adamW) {
         this.decisions = List.copyOf(decisions);
         this.frozen = List.copyOf(frozen);
+        this.noDecayBelow2D = noDecayBelow2D;
         List<Row> table = new ArrayList<>();
         long adamWOnly = 0;
         for (Decision d : decisions) {
@@ -123,7 +152,8 @@ public final class Assignment {
                 table.add(new Row(d.name, shape, dtype, OptimizerKind.MUON, d.reason,
                         muon.scaledLr(layout.rows(), layout.cols()), bytes));
             } else {
-                table.add(new Row(d.name, shape, dtype, OptimizerKind.ADAMW, d.reason, adamW.lr(), 2 * bytes));
+                String why = decayed(d) ? d.reason : d.reason + NO_DECAY;
+                table.add(new Row(d.name, shape, dtype, OptimizerKind.ADAMW, why, adamW.lr(), 2 * bytes));
             }
         }
         this.rows = List.copyOf(table);
@@ -201,6 +231,9 @@ public final class Assignment {
             }
             decisions.add(d);
         }
+        if (rules.outputLayer() && !rules.customRule()) {
+            moveOutputLayer(named, decisions, rules);
+        }
         for (String name : rules.orthogonalityNames()) {
             for (Decision d : decisions) {
                 if (d.name.equals(name) && d.kind != OptimizerKind.MUON) {
@@ -209,7 +242,57 @@ public final class Assignment {
                 }
             }
         }
-        return new Assignment(decisions, frozen, muon, adamW);
+        return new Assignment(decisions, frozen, rules.noDecayBelow2D(), muon, adamW);
+    }
+
+    /**
+     * Sends the last 2-D parameter in registration order to AdamW, unless one of the exceptions of the class
+     * comment holds. Frozen parameters count for "last": a frozen head leaves the hidden matrices alone.
+     */
+    private static void moveOutputLayer(Map<String, Tensor> named, List<Decision> decisions, Rules rules) {
+        String last = null;
+        for (Map.Entry<String, Tensor> e : named.entrySet()) {
+            if (e.getValue().dim() == 2) {
+                last = e.getKey();
+            }
+        }
+        int at = -1;
+        int onMuon = 0;
+        for (int i = 0; i < decisions.size(); i++) {
+            Decision d = decisions.get(i);
+            if (d.name.equals(last)) {
+                at = i;
+            } else if (d.tensor.dim() == 2 && (headByName(d.name) || rules.forceAdamW().contains(d.name))) {
+                return;
+            }
+            if (d.kind == OptimizerKind.MUON) {
+                onMuon++;
+            }
+        }
+        if (at < 0) {
+            return;
+        }
+        Decision d = decisions.get(at);
+        if (d.kind != OptimizerKind.MUON || rules.forceMuon().contains(d.name) || onMuon == 1) {
+            return;
+        }
+        decisions.set(at, new Decision(d.name, d.tensor, OptimizerKind.ADAMW, OUTPUT_LAYER, null));
+    }
+
+    /** Whether a module of the name is a head's, by the default rule's name lists. */
+    private static boolean headByName(String name) {
+        String[] parts = name.split("\\.");
+        for (int i = 0; i < Math.max(1, parts.length - 1); i++) {
+            if (HEAD_ANYWHERE.contains(parts[i].toLowerCase(Locale.ROOT))) {
+                return true;
+            }
+        }
+        return HEAD_AT_TOP.contains(parts[0].toLowerCase(Locale.ROOT));
+    }
+
+    /** Whether AdamW decays this parameter: always, unless the no-decay group is on and it has fewer than 2 dims. */
+    private boolean decayed(Decision d) {
+        return !noDecayBelow2D || d.tensor.dim() >= 2;
     }
 
     /** One parameter's decision: alias, overrides, tying, then the rule, in that order of precedence. */
@@ -258,7 +341,7 @@ public final class Assignment {
      * @return the table at those lrs
      */
     Assignment at(MuonConfig muon, AdamWConfig adamW) {
-        return new Assignment(decisions, frozen, muon, adamW);
+        return new Assignment(decisions, frozen, noDecayBelow2D, muon, adamW);
     }
 
     /** Every decision in the order given, aliases included. */
@@ -280,6 +363,44 @@ public final class Assignment {
             }
         }
         return tensors;
+    }
+
+    /**
+     * The optimizer's handles on the AdamW tensors of one weight-decay group, aliases excluded, in table order.
+     *
+     * @param decayedGroup true for the parameters AdamW decays, false for those it does not (empty unless the
+     *                     no-decay group is on)
+     * @return the tensors
+     */
+    List<Tensor> adamWTensors(boolean decayedGroup) {
+        List<Tensor> tensors = new ArrayList<>();
+        for (Decision d : decisions) {
+            if (d.kind == OptimizerKind.ADAMW && !d.isAlias() && decayed(d) == decayedGroup) {
+                tensors.add(d.tensor);
+            }
+        }
+        return tensors;
+    }
+
+    /**
+     * The names of {@link #adamWTensors(boolean)}, in the same order.
+     *
+     * @param decayedGroup which group
+     * @return the names
+     */
+    List<String> adamWNames(boolean decayedGroup) {
+        List<String> names = new ArrayList<>();
+        for (Decision d : decisions) {
+            if (d.kind == OptimizerKind.ADAMW && !d.isAlias() && decayed(d) == decayedGroup) {
+                names.add(d.name);
+            }
+        }
+        return names;
+    }
+
+    /** Whether AdamW's parameters with fewer than 2 dims form a group without weight decay. */
+    boolean noDecayBelow2D() {
+        return noDecayBelow2D;
     }
 
     /**

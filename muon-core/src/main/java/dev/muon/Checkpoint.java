@@ -296,10 +296,25 @@ final class Checkpoint {
      */
     private static void checkAdamWState(InputArchive adamW, CheckpointState expected, long step, Path path) {
         InputArchive groups = new InputArchive();
-        InputArchive group = new InputArchive();
         InputArchive state = new InputArchive();
-        if (!adamW.try_read("param_groups", groups) || !groups.try_read("param_groups/0", group)
-                || !adamW.try_read("state", state)) {
+        if (!adamW.try_read("param_groups", groups) || !adamW.try_read("state", state)) {
+            throw new IllegalStateException("checkpoint " + path + " holds incomplete AdamW state");
+        }
+        // The optimizer lists its AdamW parameters group after group (a second group holds those without weight
+        // decay), as libtorch stores them.
+        List<IValue> keys = new ArrayList<>();
+        int groupCount = 0;
+        for (InputArchive group = new InputArchive(); groups.try_read("param_groups/" + groupCount, group);
+             group = new InputArchive(), groupCount++) {
+            for (int i = 0; ; i++) {
+                IValue key = new IValue();
+                if (!group.try_read("params/" + i, key)) {
+                    break;
+                }
+                keys.add(key);
+            }
+        }
+        if (groupCount == 0) {
             throw new IllegalStateException("checkpoint " + path + " holds incomplete AdamW state");
         }
         Map<Long, AdamWMoments> moments;
@@ -311,8 +326,8 @@ final class Checkpoint {
         }
         List<Tensor> params = expected.adamWParams();
         for (int i = 0; i < params.size(); i++) {
-            IValue key = new IValue();
-            if (!group.try_read("params/" + i, key) || !key.isString()) {
+            IValue key = i < keys.size() ? keys.get(i) : null;
+            if (key == null || !key.isString()) {
                 throw new IllegalStateException("checkpoint " + path + " holds AdamW state for fewer than "
                         + params.size() + " parameters");
             }

@@ -10,6 +10,8 @@ import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
 import org.bytedeco.pytorch.NoGradGuard;
+import org.bytedeco.pytorch.OptimizerParamGroup;
+import org.bytedeco.pytorch.OptimizerParamGroupVector;
 import org.bytedeco.pytorch.StringTensorDict;
 import org.bytedeco.pytorch.StringTensorDictItem;
 import org.bytedeco.pytorch.Tensor;
@@ -27,6 +29,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.BiPredicate;
+import java.util.function.Supplier;
 
 /**
  * One optimizer for a whole model: Muon for the hidden weight matrices, libtorch's own {@code AdamW} for the
@@ -43,7 +46,10 @@ import java.util.function.BiPredicate;
  *   <tr><th>setting</th><th>default</th></tr>
  *   <tr><td>Muon group</td><td>{@link MuonConfig#defaults()}, conv filters flattened</td></tr>
  *   <tr><td>AdamW group</td><td>{@link AdamWConfig#defaults()} (libtorch's)</td></tr>
- *   <tr><td>assignment</td><td>{@link Assignment#defaultMuonRule()}</td></tr>
+ *   <tr><td>assignment</td><td>{@link Assignment#defaultMuonRule()}, and the last matrix on AdamW as the output
+ *   layer ({@link Builder#outputLayerOnAdamW(boolean)})</td></tr>
+ *   <tr><td>AdamW weight decay</td><td>every AdamW parameter, as in PyTorch
+ *   ({@link Builder#noWeightDecayBelow2D(boolean)})</td></tr>
  *   <tr><td>empty Muon group</td><td>refused</td></tr>
  *   <tr><td>non-finite gradients</td><td>{@link NonFinitePolicy#SKIP}</td></tr>
  *   <tr><td>metrics</td><td>off</td></tr>
@@ -111,8 +117,14 @@ public final class MuonAdamW implements TrainingOptimizer {
         this.assignment = assignment;
         this.muonNames = assignment.names(OptimizerKind.MUON);
         this.muonParams = assignment.tensors(OptimizerKind.MUON);
-        this.adamWNames = assignment.names(OptimizerKind.ADAMW);
-        this.adamWParams = assignment.tensors(OptimizerKind.ADAMW);
+        // libtorch's AdamW keeps its groups' parameters one after the other, and a checkpoint maps its state back
+        // by position: the decayed group first, then the group without decay.
+        List<String> adamWByGroup = new ArrayList<>(assignment.adamWNames(true));
+        adamWByGroup.addAll(assignment.adamWNames(false));
+        List<Tensor> adamWTensorsByGroup = new ArrayList<>(assignment.adamWTensors(true));
+        adamWTensorsByGroup.addAll(assignment.adamWTensors(false));
+        this.adamWNames = List.copyOf(adamWByGroup);
+        this.adamWParams = List.copyOf(adamWTensorsByGroup);
         this.nonFinitePolicy = b.nonFinitePolicy;
         this.metrics = b.metrics;
         this.orthogonalityNames = Set.copyOf(b.orthogonalityNames);
@@ -219,8 +231,19 @@ public final class MuonAdamW implements TrainingOptimizer {
             return null;
         }
         try (PointerScope scope = new PointerScope()) {
-            return NativeLifetime.outliveScope(new AdamW(new TensorVector(adamWParams.toArray(new Tensor[0])),
-                    config.toOptions()));
+            if (!assignment.noDecayBelow2D()) {
+                return NativeLifetime.outliveScope(new AdamW(new TensorVector(adamWParams.toArray(new Tensor[0])),
+                        config.toOptions()));
+            }
+            // Both groups exist even when one is empty, so that every checkpoint of this optimizer has two.
+            AdamW twoGroups = NativeLifetime.outliveScope(new AdamW(new TensorVector(
+                    assignment.adamWTensors(true).toArray(new Tensor[0])), config.toOptions()));
+            // A group added without options takes a copy of the defaults (the options above); only its decay
+            // differs. The bindings hand the options out as the base type: the object is libtorch's AdamWOptions.
+            twoGroups.add_param_group(new OptimizerParamGroup(new TensorVector(
+                    assignment.adamWTensors(false).toArray(new Tensor[0]))));
+            new AdamWOptions(twoGroups.param_groups().get(1).options()).weight_decay().put(0.0);
+            return twoGroups;
         }
     }
 
@@ -414,7 +437,10 @@ public final class MuonAdamW implements TrainingOptimizer {
             AdamWConfig next = adamWConfig.withLr(lr);
             if (adamW != null) {
                 try (PointerScope scope = new PointerScope()) {
-                    adamW.param_groups().get(0).options().set_lr(lr);
+                    OptimizerParamGroupVector groups = adamW.param_groups();
+                    for (long g = 0; g < groups.size(); g++) {
+                        groups.get(g).options().set_lr(lr);
+                    }
                 }
             }
             adamWConfig = next;
@@ -562,13 +588,43 @@ public final class MuonAdamW implements TrainingOptimizer {
         try (SingleThreadGuard.Entered entered = guard.enter("load");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             if (group == null) {
-                prepareRestore(Checkpoint.read(path, expectedState())).apply();
+                withHints(() -> prepareRestore(Checkpoint.read(path, expectedState()))).apply();
             } else {
-                CheckpointState read = Checkpoint.read(path, expectedState(), group);
+                CheckpointState read = withHints(() -> Checkpoint.read(path, expectedState(), group));
                 // Building the fresh parts can still fail (libtorch may refuse the AdamW archive): every rank
                 // must succeed before any of them swaps.
-                group.agree("restoring checkpoint " + path, () -> prepareRestore(read), r -> "ready").apply();
+                withHints(() -> group.agree("restoring checkpoint " + path, () -> prepareRestore(read),
+                        r -> "ready")).apply();
             }
+        }
+    }
+
+    /**
+     * Runs part of a load; when it fails on something a builder setting explains, the message names the setting:
+     * a parameter the output-layer rule sent to AdamW (a checkpoint saved before the rule, or with it off, has it
+     * on Muon), or AdamW state whose parameter groups may come from the other {@code noWeightDecayBelow2D}.
+     */
+    private <T> T withHints(Supplier<T> part) {
+        try {
+            return part.get();
+        } catch (IllegalStateException e) {
+            String message = String.valueOf(e.getMessage());
+            for (Assignment.Decision d : assignment.decisions()) {
+                if (Assignment.OUTPUT_LAYER.equals(d.reason())
+                        && message.contains("('" + d.name() + "') has optimizer")) {
+                    throw new IllegalStateException(message + "; '" + d.name() + "' is on AdamW by the "
+                            + "output-layer rule: build with outputLayerOnAdamW(false) to load a checkpoint saved "
+                            + "with it on Muon", e);
+                }
+            }
+            if (message.contains("AdamW state") || message.contains("(exp_avg")) {
+                boolean on = assignment.noDecayBelow2D();
+                throw new IllegalStateException(message + "; this optimizer keeps " + (on ? 2 : 1) + " AdamW "
+                        + "parameter group" + (on ? "s" : "") + " (noWeightDecayBelow2D(" + on + ")): a checkpoint "
+                        + "saved with noWeightDecayBelow2D(" + !on + ") loads only into an optimizer built the same "
+                        + "way", e);
+            }
+            throw e;
         }
     }
 
@@ -689,6 +745,8 @@ public final class MuonAdamW implements TrainingOptimizer {
         private final Set<String> orthogonalityNames = new LinkedHashSet<>();
         private DistributedGroup group;
         private ShardingConfig sharding;
+        private boolean outputLayerOnAdamW = true;
+        private boolean noWeightDecayBelow2D;
 
         private Builder(Map<String, Tensor> named) {
             this.named = named;
@@ -767,6 +825,37 @@ public final class MuonAdamW implements TrainingOptimizer {
         }
 
         /**
+         * Whether the output layer (the last 2-D parameter in registration order) goes to AdamW when no name
+         * marks a head: on by default, as in every Muon reference. The exceptions are listed in
+         * {@link Assignment}; a {@link #muonWhen} rule decides alone, and {@link #forceMuon} of the last matrix wins.
+         * Turn it off to keep the assignment of releases before the rule, for example to load a checkpoint saved
+         * with the output layer on Muon.
+         *
+         * @param on whether the rule applies
+         * @return this builder
+         */
+        public Builder outputLayerOnAdamW(boolean on) {
+            this.outputLayerOnAdamW = on;
+            return this;
+        }
+
+        /**
+         * Gives the AdamW parameters with fewer than 2 dims (biases, norm gains, scalars) no weight decay, as
+         * nanoGPT does, through a second libtorch AdamW parameter group; matrices, embeddings among them, keep the
+         * AdamW config's decay. Off by default: libtorch's and PyTorch's {@code AdamW} decay every parameter, and
+         * {@link MuonAdamW#dropIn(StringTensorDict, AdamWOptions)} must behave like the
+         * optimizer it replaces. A checkpoint holds both groups and loads
+         * only into an optimizer built with the same setting.
+         *
+         * @param on whether 1-D and 0-D AdamW parameters skip weight decay
+         * @return this builder
+         */
+        public Builder noWeightDecayBelow2D(boolean on) {
+            this.noWeightDecayBelow2D = on;
+            return this;
+        }
+
+        /**
          * Accepts a Muon group with no parameters (the optimizer is then plain AdamW). Off by default, because an
          * empty Muon group is almost always a naming mistake.
          *
@@ -831,6 +920,7 @@ public final class MuonAdamW implements TrainingOptimizer {
             // Everything that changes what a step does on a rank, or which collectives it runs, is compared.
             return group.agree("MuonAdamW parameter lists and settings", this::buildLocal,
                     o -> "world=" + group.worldSize() + " " + sharding + " nonFinitePolicy=" + nonFinitePolicy
+                            + " noWeightDecayBelow2D=" + noWeightDecayBelow2D
                             + "\n" + ConfigText.of(o.muonConfig()) + "\n" + ConfigText.of(o.adamWConfig())
                             + "\n" + o.assignment.layoutText());
         }
@@ -838,7 +928,8 @@ public final class MuonAdamW implements TrainingOptimizer {
         private MuonAdamW buildLocal() {
             MuonConfig muon = muonConfig.withConvWeights(ConvWeights.FLATTEN);
             Assignment classified = Assignment.classify(named,
-                    new Assignment.Rules(muonRule, customRule, forceMuon, forceAdamW, orthogonalityNames), muon,
+                    new Assignment.Rules(muonRule, customRule, forceMuon, forceAdamW, orthogonalityNames,
+                            outputLayerOnAdamW, noWeightDecayBelow2D), muon,
                     adamWConfig);
             MuonAdamW optimizer = new MuonAdamW(this, muon, classified);
             if (optimizer.muonParams.isEmpty() && !allowEmptyMuon) {

@@ -133,6 +133,15 @@ final class DocSnippets {
         return List.of(opt, swapped);
     }
 
+    // docs/api.md, "AdamWConfig": weight decay of biases and norms.
+    static MuonAdamW apiNoDecayBelow2D(FashionMlp model) {
+        MuonAdamW opt = MuonAdamW.builder(model.named_parameters())
+                .adamW(AdamWConfig.defaults().withLr(3e-4).withWeightDecay(0.1))
+                .noWeightDecayBelow2D(true)                                // nanoGPT's split
+                .build();
+        return opt;
+    }
+
     // docs/checkpoints.md, "Resuming a run".
     static MuonAdamW resumableRun(FashionMlp model, Tensor images, Tensor labels, Path ckpt, long totalSteps) {
         MuonAdamW optimizer = MuonAdamW.builder(model.named_parameters()).build();

@@ -97,6 +97,22 @@ class DocSnippetsTest {
     }
 
     @Test
+    void noDecaySnippet_marksTheBiasesAndTrains() {
+        try (PointerScope scope = new PointerScope()) {
+            torch.manual_seed(4);
+            FashionMlp model = new FashionMlp();
+            MuonAdamW opt = DocSnippets.apiNoDecayBelow2D(model);
+            assertTrue(opt.assignment().rows().stream().filter(r -> r.name().endsWith(".bias"))
+                    .allMatch(r -> r.reason().endsWith("; no weight decay")), opt.assignment().toString());
+            assertTrue(opt.assignment().rows().stream().filter(r -> r.name().equals("head.weight"))
+                    .noneMatch(r -> r.reason().contains("no weight decay")), opt.assignment().toString());
+            model.forward(torch.randn(8, 1, 28, 28)).sum().backward();
+            opt.step();
+            assertEquals(1, opt.stepCount());
+        }
+    }
+
+    @Test
     void checkpointSnippet_resumesFromTheSavedStep(@TempDir Path dir) {
         try (PointerScope scope = new PointerScope()) {
             torch.manual_seed(2);

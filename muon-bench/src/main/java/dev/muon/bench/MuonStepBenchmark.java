@@ -110,7 +110,9 @@ public class MuonStepBenchmark {
                 .withNsAlgorithm(NsAlgorithm.valueOf(nsAlgorithm))
                 .withBatchSameShape(batching.equals("on"));
         if (optimizer.equals("muon-adamw")) {
-            MuonAdamW hybrid = MuonAdamW.builder(named).muon(config).build();
+            // Both sets put exactly the `hidden` list on Muon, as the muon rows do: the small set has no head, so
+            // the output-layer rule would otherwise move its last projection to AdamW.
+            MuonAdamW hybrid = MuonAdamW.builder(named).muon(config).outputLayerOnAdamW(false).build();
             step = hybrid::step;
         } else if (optimizer.equals("adamw")) {
             List<Tensor> all = new ArrayList<>(hidden);
