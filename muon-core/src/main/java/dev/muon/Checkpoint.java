@@ -32,6 +32,7 @@ import java.util.Map;
  *   assignment      the layout: one line per named parameter: kind, name, shape, dtype, the name it is tied to
  *   muon_config, adamw_config   the configs as key=value text ({@link ConfigText}); no adamw_config for a Muon
  *   muon_groups, muon_config_g  a Muon with several groups: their count, and group g's config (g >= 1)
+ *   schedule_initial_lrs, schedule   the optimizer's {@link ScheduleRecord}, when it has one
  *   muon_param_i, muon_momentum_i, adamw_param_i   the parameters and Muon's buffers, in table order
  *   adamw           libtorch AdamW's own archive ({@code AdamW::save}): moments, step counts, options
  * </pre>
@@ -102,6 +103,14 @@ final class Checkpoint {
             }
             if (state.adamW() != null) {
                 out.write("adamw", state.adamW().forWriting());
+            }
+            if (state.schedule() != null) {
+                StringBuilder lrs = new StringBuilder();
+                for (double lr : state.schedule().initialLrs()) {
+                    lrs.append(lrs.length() == 0 ? "" : ",").append(lr);
+                }
+                out.write("schedule_initial_lrs", new IValue(lrs.toString()));
+                out.write("schedule", new IValue(state.schedule().schedule()));
             }
             try {
                 ArchiveFile.write(out, tmp, opener);
@@ -284,8 +293,12 @@ final class Checkpoint {
             checkAdamWState(archive, expected, step, path);
             adamW = CheckpointState.AdamWArchive.read(archive);
         }
+        ScheduleRecord schedule = null;
+        if (hasKey(in, "schedule_initial_lrs")) {
+            schedule = readSchedule(in, path, expected.muonConfigs().size() + (expected.adamWConfig() == null ? 0 : 1));
+        }
         return new Read(new CheckpointState(step, muonConfigs, adamWConfig, expected.layout(),
-                expected.muonNames(), muonValues, momentum, expected.adamWNames(), adamWValues, adamW),
+                expected.muonNames(), muonValues, momentum, expected.adamWNames(), adamWValues, adamW, schedule),
                 verified.sha256());
     }
 
@@ -389,6 +402,25 @@ final class Checkpoint {
                     + t.scalar_type() + " but the parameter has dtype " + like.scalar_type());
         }
         return t;
+    }
+
+    /** The schedule record: one base lr per group, each finite and {@code >= 0}, and the schedule's text. */
+    private static ScheduleRecord readSchedule(InputArchive in, Path path, int groups) {
+        String[] parts = readString(in, "schedule_initial_lrs", path).split(",");
+        if (parts.length != groups) {
+            throw new IllegalStateException("checkpoint " + path + " holds " + parts.length + " schedule base lrs "
+                    + "but this optimizer has " + groups + " groups");
+        }
+        double[] lrs = new double[groups];
+        try {
+            for (int g = 0; g < groups; g++) {
+                lrs[g] = Double.parseDouble(parts[g]);
+            }
+            return new ScheduleRecord(lrs, readString(in, "schedule", path));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalStateException("checkpoint " + path + " holds an invalid schedule record: "
+                    + e.getMessage(), e);
+        }
     }
 
     private static boolean hasKey(InputArchive in, String key) {

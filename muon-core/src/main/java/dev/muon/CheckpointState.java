@@ -28,10 +28,12 @@ import java.util.Objects;
  * @param adamWNames    the AdamW parameters' names, in table order
  * @param adamWParams   their values
  * @param adamW         libtorch AdamW's archive, null when the AdamW group is empty
+ * @param schedule      the optimizer's {@link ScheduleRecord}, null when it has none (or the file held none)
  */
 record CheckpointState(long step, List<MuonConfig> muonConfigs, AdamWConfig adamWConfig, String layout,
                        List<String> muonNames, List<Tensor> muonParams, List<Tensor> muonMomentum,
-                       List<String> adamWNames, List<Tensor> adamWParams, AdamWArchive adamW) {
+                       List<String> adamWNames, List<Tensor> adamWParams, AdamWArchive adamW,
+                       ScheduleRecord schedule) {
 
     /**
      * Checks that the lists line up.

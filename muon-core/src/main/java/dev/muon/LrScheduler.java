@@ -8,8 +8,10 @@ import java.util.Objects;
  * {@code lr(g) = base(g)·factor(step)}. It keeps no state besides the base lrs, so after a resume
  * {@code apply(optimizer.stepCount())} gives exactly the lrs of an uninterrupted run.
  *
- * <p>The base lrs are read from the optimizer when the scheduler is made: make it right after building the
- * optimizer (before a {@code load}, which restores the scheduled lrs of the saved step), or pass them explicitly.
+ * <p>The base lrs come from the optimizer's {@link ScheduleRecord}: the first scheduler made for an optimizer
+ * records its current lrs (or the ones passed), {@code save} keeps the record and {@code load} restores it, so a
+ * scheduler made before or after a load scales the same base lrs. {@link #resume} rebuilds a built-in schedule
+ * from the record. libtorch's own optimizers are driven through {@link TrainingOptimizer#of}.
  *
  * <pre>{@code
  * LrScheduler lrs = LrScheduler.of(optimizer, LrSchedule.warmupCosine(100, 5_000, 0.1));
@@ -21,6 +23,7 @@ import java.util.Objects;
  * }</pre>
  */
 public final class LrScheduler {
+    private static final System.Logger LOG = System.getLogger(LrScheduler.class.getName());
     private final TrainingOptimizer optimizer;
     private final LrSchedule schedule;
     private final double[] baseLrs;
@@ -32,7 +35,11 @@ public final class LrScheduler {
     }
 
     /**
-     * A scheduler whose base lrs are the optimizer's current ones.
+     * A scheduler whose base lrs are the optimizer's recorded ones ({@link TrainingOptimizer#scheduleRecord()}),
+     * or, when it has none yet, its current lrs, which are then recorded. So a scheduler made after a
+     * {@code load} scales the base lrs the checkpoint holds, not the scheduled lrs of the saved step, whenever it
+     * is made. If the record names another schedule than {@code schedule}, a WARNING says so (the run goes on
+     * with {@code schedule}).
      *
      * @param optimizer the optimizer
      * @param schedule  the schedule
@@ -41,6 +48,16 @@ public final class LrScheduler {
      */
     public static LrScheduler of(TrainingOptimizer optimizer, LrSchedule schedule) {
         Objects.requireNonNull(optimizer, "optimizer must not be null");
+        Objects.requireNonNull(schedule, "schedule must not be null");
+        java.util.Optional<ScheduleRecord> record = optimizer.scheduleRecord();
+        if (record.isPresent() && record.get().initialLrs().length == optimizer.groupCount()) {
+            String text = LrSchedule.describe(schedule);
+            if (!record.get().schedule().equals(text) && !record.get().schedule().equals(ScheduleRecords.UNKNOWN)) {
+                LOG.log(System.Logger.Level.WARNING, "LrScheduler: the optimizer was scheduled by "
+                        + record.get().schedule() + " and is now scheduled by " + text);
+            }
+            return create(optimizer, schedule, record.get().initialLrs());
+        }
         double[] base = new double[optimizer.groupCount()];
         for (int g = 0; g < base.length; g++) {
             base[g] = optimizer.lr(g);
@@ -49,7 +66,8 @@ public final class LrScheduler {
     }
 
     /**
-     * A scheduler with explicit base lrs, one per group.
+     * A scheduler with explicit base lrs, one per group; they are recorded in the optimizer (and so in its
+     * checkpoints).
      *
      * @param optimizer the optimizer
      * @param schedule  the schedule
@@ -70,6 +88,36 @@ public final class LrScheduler {
                         + baseLrs[g]);
             }
         }
+        optimizer.recordSchedule(new ScheduleRecord(baseLrs, LrSchedule.describe(schedule)));
+        return create(optimizer, schedule, baseLrs);
+    }
+
+    /**
+     * The scheduler an optimizer was running when it was saved: its recorded schedule (a built-in one) and base
+     * lrs, restored by the optimizer's {@code load}.
+     *
+     * <pre>{@code
+     * optimizer.load(Path.of("run.ckpt"));
+     * LrScheduler lrs = LrScheduler.resume(optimizer);
+     * }</pre>
+     *
+     * @param optimizer the optimizer
+     * @return the scheduler
+     * @throws IllegalStateException if the optimizer has no record, or its schedule is not a built-in one (then use
+     *                               {@link #of(TrainingOptimizer, LrSchedule)} with the schedule)
+     */
+    public static LrScheduler resume(TrainingOptimizer optimizer) {
+        Objects.requireNonNull(optimizer, "optimizer must not be null");
+        ScheduleRecord record = optimizer.scheduleRecord().orElseThrow(() -> new IllegalStateException(
+                "the optimizer holds no schedule record: no LrScheduler was made for it, and none was loaded"));
+        try {
+            return create(optimizer, LrSchedule.parse(record.schedule()), record.initialLrs());
+        } catch (IllegalArgumentException e) {
+            throw new IllegalStateException(e.getMessage(), e);
+        }
+    }
+
+    private static LrScheduler create(TrainingOptimizer optimizer, LrSchedule schedule, double[] baseLrs) {
         return new LrScheduler(optimizer, schedule, baseLrs.clone());
     }
 

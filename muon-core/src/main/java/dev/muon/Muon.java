@@ -110,6 +110,7 @@ public final class Muon implements TrainingOptimizer {
     /** How many parameters the last step orthogonalized in same-shape batches; for tests. */
     private int batchedLastStep;
     private long stepCount;
+    private ScheduleRecord scheduleRecord;
     /** Package-private so that a test can hold it while another thread calls in. */
     final SingleThreadGuard guard = new SingleThreadGuard("Muon");
 
@@ -266,7 +267,7 @@ public final class Muon implements TrainingOptimizer {
         try (SingleThreadGuard.Entered entered = guard.enter("save");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             CheckpointState state = new CheckpointState(stepCount, configs(), null, layoutText(), labels, params,
-                    momentumForCheckpoint(), List.of(), List.of(), null);
+                    momentumForCheckpoint(), List.of(), List.of(), null, scheduleRecord);
             if (sharding == null) {
                 Checkpoint.write(path, state);
             } else {
@@ -292,7 +293,7 @@ public final class Muon implements TrainingOptimizer {
         try (SingleThreadGuard.Entered entered = guard.enter("load");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             CheckpointState expected = new CheckpointState(stepCount, configs(), null, layoutText(), labels, params,
-                    java.util.Collections.nCopies(params.size(), null), List.of(), List.of(), null);
+                    java.util.Collections.nCopies(params.size(), null), List.of(), List.of(), null, null);
             CheckpointState read = sharding == null ? Checkpoint.read(path, expected)
                     : Checkpoint.read(path, expected, sharding.group());
             // Nothing below can fail once the build settings match: copies into tensors of checked shapes.
@@ -310,11 +311,36 @@ public final class Muon implements TrainingOptimizer {
                     state.dropMomentum();
                 }
             }
+            double[] lrs = new double[groups.size()];
             for (int g = 0; g < groups.size(); g++) {
                 groups.get(g).config = read.muonConfigs().get(g);
+                lrs[g] = groups.get(g).config.lr();
             }
             stepCount = read.step();
+            scheduleRecord = ScheduleRecords.afterLoad(read.schedule(), scheduleRecord, lrs, path);
         }
+    }
+
+    /**
+     * The schedule record: each group's base lr and the schedule, recorded by the first {@link LrScheduler} made
+     * for this optimizer, saved by {@link #save(Path)} and restored by {@link #load(Path)}.
+     *
+     * @return the record, if a scheduler made one or a load restored one
+     */
+    @Override
+    public Optional<ScheduleRecord> scheduleRecord() {
+        return Optional.ofNullable(scheduleRecord);
+    }
+
+    /**
+     * Keeps a schedule record (see {@link LrScheduler}).
+     *
+     * @param record one base lr per group
+     * @throws IllegalArgumentException if it does not hold one base lr per group
+     */
+    @Override
+    public void recordSchedule(ScheduleRecord record) {
+        scheduleRecord = ScheduleRecords.checked(record, groupCount());
     }
 
     private List<MuonConfig> configs() {

@@ -109,6 +109,7 @@ public final class MuonAdamW implements TrainingOptimizer {
     private MuonConfig muonConfig;
     private AdamWConfig adamWConfig;
     private long stepCount;
+    private ScheduleRecord scheduleRecord;
     /** Package-private so that a test can hold it while another thread calls in. */
     final SingleThreadGuard guard = new SingleThreadGuard("MuonAdamW");
     private StepReport lastStep = new StepReport(0, false, Optional.empty(), List.of(), Map.of());
@@ -588,12 +589,12 @@ public final class MuonAdamW implements TrainingOptimizer {
         try (SingleThreadGuard.Entered entered = guard.enter("load");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             if (group == null) {
-                withHints(() -> prepareRestore(Checkpoint.read(path, expectedState()))).apply();
+                withHints(() -> prepareRestore(path, Checkpoint.read(path, expectedState()))).apply();
             } else {
                 CheckpointState read = withHints(() -> Checkpoint.read(path, expectedState(), group));
                 // Building the fresh parts can still fail (libtorch may refuse the AdamW archive): every rank
                 // must succeed before any of them swaps.
-                withHints(() -> group.agree("restoring checkpoint " + path, () -> prepareRestore(read),
+                withHints(() -> group.agree("restoring checkpoint " + path, () -> prepareRestore(path, read),
                         r -> "ready")).apply();
             }
         }
@@ -637,13 +638,13 @@ public final class MuonAdamW implements TrainingOptimizer {
                 : muon.momentumForCheckpoint();
         return new CheckpointState(stepCount, List.of(muonConfig), adamWConfig, assignment.layoutText(), muonNames,
                 muonParams, momentum, adamWNames, adamWParams,
-                adamW == null ? null : CheckpointState.AdamWArchive.of(adamW));
+                adamW == null ? null : CheckpointState.AdamWArchive.of(adamW), scheduleRecord);
     }
 
     /** What a read checks a file against: the layout, names and tensors (no state needed). */
     private CheckpointState expectedState() {
         return new CheckpointState(stepCount, List.of(muonConfig), adamWConfig, assignment.layoutText(), muonNames,
-                muonParams, Collections.nCopies(muonParams.size(), null), adamWNames, adamWParams, null);
+                muonParams, Collections.nCopies(muonParams.size(), null), adamWNames, adamWParams, null, null);
     }
 
     /**
@@ -652,7 +653,7 @@ public final class MuonAdamW implements TrainingOptimizer {
      *
      * @throws IllegalStateException if libtorch cannot load the AdamW archive
      */
-    private Restore prepareRestore(CheckpointState state) {
+    private Restore prepareRestore(Path path, CheckpointState state) {
         Muon freshMuon = newMuon(state.muonConfigs().get(0));
         if (freshMuon != null) {
             // Distributed, each rank keeps the momentum of the parameters it owns under its current plan.
@@ -667,16 +668,18 @@ public final class MuonAdamW implements TrainingOptimizer {
                         + Messages.firstLine(e), e);
             }
         }
-        return new Restore(state, freshMuon, freshAdamW);
+        return new Restore(path, state, freshMuon, freshAdamW);
     }
 
     /** Fresh parts and the values of a checked checkpoint, ready to be swapped in. */
     private final class Restore {
+        private final Path path;
         private final CheckpointState state;
         private final Muon freshMuon;
         private final AdamW freshAdamW;
 
-        Restore(CheckpointState state, Muon freshMuon, AdamW freshAdamW) {
+        Restore(Path path, CheckpointState state, Muon freshMuon, AdamW freshAdamW) {
+            this.path = path;
             this.state = state;
             this.freshMuon = freshMuon;
             this.freshAdamW = freshAdamW;
@@ -695,11 +698,35 @@ public final class MuonAdamW implements TrainingOptimizer {
             muonConfig = state.muonConfigs().get(0);
             adamWConfig = state.adamWConfig();
             stepCount = state.step();
+            scheduleRecord = ScheduleRecords.afterLoad(state.schedule(), scheduleRecord,
+                    new double[]{muonConfig.lr(), adamWConfig.lr()}, path);
             // The checkpoint does not hold the lrs of the last updates.
             Arrays.fill(lastMuonLr, Double.NaN);
             Arrays.fill(lastAdamWLr, Double.NaN);
             lastStep = new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of());
         }
+    }
+
+    /**
+     * The schedule record: each group's base lr and the schedule, recorded by the first {@link LrScheduler} made
+     * for this optimizer, saved by {@link #save(Path)} and restored by {@link #load(Path)}.
+     *
+     * @return the record, if a scheduler made one or a load restored one
+     */
+    @Override
+    public Optional<ScheduleRecord> scheduleRecord() {
+        return Optional.ofNullable(scheduleRecord);
+    }
+
+    /**
+     * Keeps a schedule record (see {@link LrScheduler}).
+     *
+     * @param record one base lr per group (2)
+     * @throws IllegalArgumentException if it does not hold 2 base lrs
+     */
+    @Override
+    public void recordSchedule(ScheduleRecord record) {
+        scheduleRecord = ScheduleRecords.checked(record, groupCount());
     }
 
     /**

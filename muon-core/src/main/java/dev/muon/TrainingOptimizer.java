@@ -2,11 +2,13 @@ package dev.muon;
 
 /**
  * What a training loop and a learning-rate schedule need from an optimizer: step, clear gradients, and read or
- * change each group's learning rate between steps. {@link Muon} and {@link MuonAdamW} implement it, so a loop
- * written against this interface works with either.
+ * change each group's learning rate between steps. {@link Muon} and {@link MuonAdamW} implement it, and
+ * {@link #of(org.bytedeco.pytorch.Optimizer)} adapts libtorch's own optimizers, so a loop written against this
+ * interface works with any of them.
  *
  * <pre>{@code
  * TrainingOptimizer opt = MuonAdamW.dropIn(model.named_parameters(), new AdamWOptions(3e-4));
+ * // or a libtorch optimizer for an A/B baseline: TrainingOptimizer.of(new AdamW(model.parameters(), options))
  * LrScheduler lrs = LrScheduler.of(opt, LrSchedule.warmupCosine(100, 10_000, 0.1));
  * for (long step = 0; step < 10_000; step++) {
  *     lrs.apply(step);
@@ -52,4 +54,40 @@ public interface TrainingOptimizer {
      * @throws IllegalArgumentException if the index is out of range or the lr is invalid; nothing changes then
      */
     void setLr(int group, double lr);
+
+    /**
+     * The schedule this optimizer keeps ({@link ScheduleRecord}): recorded by the first {@link LrScheduler} made
+     * for it, and restored by a load where the optimizer has checkpoints.
+     *
+     * @return the record; empty if no scheduler recorded one (and always, for an optimizer that keeps none)
+     */
+    default java.util.Optional<ScheduleRecord> scheduleRecord() {
+        return java.util.Optional.empty();
+    }
+
+    /**
+     * Keeps a schedule record; {@link LrScheduler} calls it. An optimizer without checkpoints keeps nothing, and
+     * its schedulers work from the lrs they were given.
+     *
+     * @param record the record, with one base lr per group
+     * @throws IllegalArgumentException if the record does not hold one base lr per group
+     */
+    default void recordSchedule(ScheduleRecord record) {
+    }
+
+    /**
+     * A libtorch optimizer ({@code AdamW}, {@code Adam}, {@code SGD}, …) as a {@code TrainingOptimizer}, so that an
+     * {@link LrScheduler} drives it: each libtorch param group is a group, its lr is the group options' lr.
+     *
+     * <pre>{@code
+     * AdamW baseline = new AdamW(model.parameters(), new AdamWOptions(3e-4));
+     * LrScheduler lrs = LrScheduler.of(TrainingOptimizer.of(baseline), LrSchedule.warmupCosine(100, 5_000, 0.1));
+     * }</pre>
+     *
+     * @param optimizer the libtorch optimizer
+     * @return a view of it; stepping through the view steps it
+     */
+    static TrainingOptimizer of(org.bytedeco.pytorch.Optimizer optimizer) {
+        return new LibtorchOptimizer(optimizer);
+    }
 }

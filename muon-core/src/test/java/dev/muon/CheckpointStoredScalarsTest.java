@@ -66,7 +66,7 @@ class CheckpointStoredScalarsTest {
     private static void writeWithStep(MuonAdamW opt, long step, Path file) {
         CheckpointState s = opt.checkpointState();
         Checkpoint.write(file, new CheckpointState(step, s.muonConfigs(), s.adamWConfig(), s.layout(), s.muonNames(),
-                s.muonParams(), s.muonMomentum(), s.adamWNames(), s.adamWParams(), s.adamW()));
+                s.muonParams(), s.muonMomentum(), s.adamWNames(), s.adamWParams(), s.adamW(), s.schedule()));
     }
 
     private static void assertUnchanged(MuonAdamW opt, long step, Map<String, Tensor> before) {

@@ -145,10 +145,10 @@ final class DocSnippets {
     // docs/checkpoints.md, "Resuming a run".
     static MuonAdamW resumableRun(FashionMlp model, Tensor images, Tensor labels, Path ckpt, long totalSteps) {
         MuonAdamW optimizer = MuonAdamW.builder(model.named_parameters()).build();
-        LrScheduler lrs = LrScheduler.of(optimizer, LrSchedule.warmupCosine(200, 10_000, 0.1)); // before load: base lrs
         if (Files.exists(ckpt)) {
-            optimizer.load(ckpt);                 // parameters, state, configs, step count
+            optimizer.load(ckpt);                 // parameters, state, configs, step count, schedule record
         }
+        LrScheduler lrs = LrScheduler.of(optimizer, LrSchedule.warmupCosine(200, 10_000, 0.1)); // base lrs: the record's
         while (optimizer.stepCount() < totalSteps) {
             lrs.apply(optimizer.stepCount());
             optimizer.zeroGrad();
