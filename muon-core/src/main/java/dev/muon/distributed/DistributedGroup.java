@@ -32,6 +32,11 @@ import java.util.function.Function;
  * timeout (a dead peer's closed connection is usually seen at once). The group is unusable after such a failure:
  * later calls throw at once, and the usual recovery is to restart every process and resume from a checkpoint.
  *
+ * <p>After {@link #close()}, every operation of the group (its collectives, {@link #rank()}, {@link #worldSize()}
+ * and {@link #device()}) throws an {@link IllegalStateException} saying that the group is closed, before it
+ * touches anything; so does every optimizer call that uses the group ({@code step}, {@code save}, {@code load}).
+ * {@link #config()} and {@link #payloadBytes()} stay readable, for logs.
+ *
  * <pre>{@code
  * try (DistributedGroup group = DistributedGroup.join(GroupConfig.fromEnvironment())) {
  *     MuonAdamW optimizer = MuonAdamW.builder(model.named_parameters())
@@ -148,8 +153,10 @@ public final class DistributedGroup implements AutoCloseable {
      * This process's rank.
      *
      * @return the rank, {@code 0 <= rank < worldSize}
+     * @throws IllegalStateException if the group is closed
      */
     public int rank() {
+        requireOpen("rank()");
         return config.rank();
     }
 
@@ -157,8 +164,10 @@ public final class DistributedGroup implements AutoCloseable {
      * The number of processes in the group.
      *
      * @return the world size
+     * @throws IllegalStateException if the group is closed
      */
     public int worldSize() {
+        requireOpen("worldSize()");
         return config.worldSize();
     }
 
@@ -175,8 +184,10 @@ public final class DistributedGroup implements AutoCloseable {
      * The device the group's tensors must live on: CPU for Gloo, the current CUDA device for NCCL.
      *
      * @return the device
+     * @throws IllegalStateException if the group is closed
      */
     public Device device() {
+        requireOpen("device()");
         return device;
     }
 
@@ -196,9 +207,10 @@ public final class DistributedGroup implements AutoCloseable {
      *
      * @param tensor a dense contiguous tensor on {@link #device()}, of the same shape and dtype on every rank
      * @param what   what is being reduced, for the error message
-     * @throws IllegalStateException if a peer fails or the timeout passes
+     * @throws IllegalStateException if the group is closed, a peer fails or the timeout passes
      */
     public void allReduceSum(Tensor tensor, String what) {
+        requireOpen("all-reduce of " + what);
         run("all-reduce of " + what, tensor, vector -> {
             AllreduceOptions options = new AllreduceOptions();
             options.reduceOp(new ReduceOp(ReduceOp.RedOpType.SUM));
@@ -214,9 +226,10 @@ public final class DistributedGroup implements AutoCloseable {
      *                rank
      * @param what    what is being reduced, for the error message
      * @throws IllegalArgumentException if the tensors are not all of one dtype
-     * @throws IllegalStateException    if a peer fails or the timeout passes
+     * @throws IllegalStateException    if the group is closed, a peer fails or the timeout passes
      */
     public void allReduceSum(List<Tensor> tensors, String what) {
+        requireOpen("all-reduce of " + what);
         if (tensors.isEmpty()) {
             return;
         }
@@ -244,9 +257,10 @@ public final class DistributedGroup implements AutoCloseable {
      * @param root   the rank whose values are sent
      * @param what   what is being sent, for the error message
      * @throws IllegalArgumentException if {@code root} is not a rank of the group
-     * @throws IllegalStateException    if a peer fails or the timeout passes
+     * @throws IllegalStateException    if the group is closed, a peer fails or the timeout passes
      */
     public void broadcast(Tensor tensor, int root, String what) {
+        requireOpen("broadcast of " + what + " from rank " + root);
         checkRank("root", root);
         run("broadcast of " + what + " from rank " + root, tensor, vector -> {
             BroadcastOptions options = new BroadcastOptions();
@@ -264,9 +278,10 @@ public final class DistributedGroup implements AutoCloseable {
      * @param tag    matches this send to its receive
      * @param what   what is being sent, for the error message
      * @throws IllegalArgumentException if {@code to} is not another rank of the group
-     * @throws IllegalStateException    if the peer fails or the timeout passes
+     * @throws IllegalStateException    if the group is closed, the peer fails or the timeout passes
      */
     public void send(Tensor tensor, int to, int tag, String what) {
+        requireOpen("send of " + what + " to rank " + to);
         checkPeer("to", to);
         run("send of " + what + " to rank " + to, tensor, vector -> backend.send(vector, to, tag));
     }
@@ -279,9 +294,10 @@ public final class DistributedGroup implements AutoCloseable {
      * @param tag    matches this receive to its send
      * @param what   what is being received, for the error message
      * @throws IllegalArgumentException if {@code from} is not another rank of the group
-     * @throws IllegalStateException    if the peer fails or the timeout passes
+     * @throws IllegalStateException    if the group is closed, the peer fails or the timeout passes
      */
     public void receive(Tensor tensor, int from, int tag, String what) {
+        requireOpen("receive of " + what + " from rank " + from);
         checkPeer("from", from);
         run("receive of " + what + " from rank " + from, tensor, vector -> backend.recv(vector, from, tag));
     }
@@ -293,9 +309,11 @@ public final class DistributedGroup implements AutoCloseable {
      * @param values this rank's values, the same length on every rank
      * @param what   what is being summed, for the error message
      * @return the sums, a new array
-     * @throws IllegalStateException if a peer fails or the timeout passes
+     * @throws IllegalStateException if the group is closed, a peer fails or the timeout passes
      */
     public long[] allReduceSum(long[] values, String what) {
+        // Before the tensor is made: a closed group's device is already freed (that was the old NPE).
+        requireOpen("all-reduce of " + what);
         if (values.length == 0) {
             return new long[0];
         }
@@ -314,9 +332,10 @@ public final class DistributedGroup implements AutoCloseable {
      * @param value this rank's value
      * @param what  what is being exchanged, for the error message
      * @return the values, index = rank
-     * @throws IllegalStateException if a peer fails or the timeout passes
+     * @throws IllegalStateException if the group is closed, a peer fails or the timeout passes
      */
     public long[] allGather(long value, String what) {
+        requireOpen("all-gather of " + what);
         long[] slots = new long[worldSize()];
         slots[rank()] = value;
         return allReduceSum(slots, what);
@@ -326,9 +345,10 @@ public final class DistributedGroup implements AutoCloseable {
      * Waits until every rank has reached this call.
      *
      * @param what the point being synchronized, for the error message
-     * @throws IllegalStateException if a peer fails or the timeout passes
+     * @throws IllegalStateException if the group is closed, a peer fails or the timeout passes
      */
     public void barrier(String what) {
+        requireOpen("barrier at " + what);
         run("barrier at " + what, null, vector -> {
             BarrierOptions options = new BarrierOptions();
             options.timeout(timeoutMillis());
@@ -344,9 +364,7 @@ public final class DistributedGroup implements AutoCloseable {
     }
 
     private void runAll(String operation, TensorVector vector, long bytes, Function<TensorVector, Work> start) {
-        if (closed) {
-            throw new IllegalStateException(operation + " on a closed DistributedGroup");
-        }
+        requireOpen(operation);
         if (failure != null) {
             throw new IllegalStateException(operation + " refused on rank " + rank() + ": this group failed "
                     + "earlier (" + failure + "); restart every rank and resume from a checkpoint");
@@ -360,6 +378,16 @@ public final class DistributedGroup implements AutoCloseable {
             throw new IllegalStateException(describe(config, operation, begin) + firstLine(e), e);
         }
         payloadBytes += bytes;
+    }
+
+    /**
+     * The first thing every operation does: after {@link #close()} the store, backend and device are freed, and
+     * touching them would fail with a {@code NullPointerException} from the bindings, or worse.
+     */
+    private void requireOpen(String operation) {
+        if (closed) {
+            throw new IllegalStateException(operation + " on a closed DistributedGroup");
+        }
     }
 
     private Milliseconds timeoutMillis() {
@@ -394,7 +422,8 @@ public final class DistributedGroup implements AutoCloseable {
     }
 
     /**
-     * Leaves the group and frees its native resources. Collectives after this throw. Idempotent.
+     * Leaves the group and frees its native resources. Every operation after this throws an
+     * {@link IllegalStateException} ("... on a closed DistributedGroup"). Idempotent.
      */
     @Override
     public void close() {
