@@ -1,5 +1,6 @@
 package dev.muon.distributed;
 
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.javacpp.SizeTPointer;
 import org.bytedeco.javacpp.chrono.Milliseconds;
@@ -48,6 +49,11 @@ import java.util.function.Function;
  * <p>Not thread-safe: collectives must be issued in the same order on every rank.
  */
 public final class DistributedGroup implements AutoCloseable {
+    static {
+        // Before anything here loads libtorch: see TorchNatives for the crash this prevents.
+        TorchNatives.extract();
+    }
+
     private final GroupConfig config;
     private final TCPStore store;
     private final Backend backend;
