@@ -49,6 +49,8 @@ import java.util.function.Function;
  * <p>Not thread-safe: collectives must be issued in the same order on every rank.
  */
 public final class DistributedGroup implements AutoCloseable {
+    private static final String CAUSES = "a rank died, stalled or is unreachable. c10d said: ";
+
     static {
         // Before anything here loads libtorch: see TorchNatives for the crash this prevents.
         TorchNatives.extract();
@@ -70,13 +72,15 @@ public final class DistributedGroup implements AutoCloseable {
     }
 
     /**
-     * Joins the group described by {@code config}: rank 0 starts the store, every rank connects to it, and the
-     * backend connects every pair of ranks. Returns once all {@code worldSize} ranks have joined.
+     * Joins the group described by {@code config}: rank 0 starts the store, every rank connects to it and
+     * registers its world size, and once every rank has, the backend connects every pair of ranks. Returns once
+     * all {@code worldSize} ranks have joined. Every failure is reported within the timeout plus 1 s.
      *
      * @param config where to meet and who this process is
      * @return this process's membership
-     * @throws IllegalStateException         if the group does not form within the timeout (a rank is missing, the
-     *                                       port is taken, the address is wrong); the message says which step
+     * @throws IllegalStateException         if the group does not form within the timeout (a rank is missing or
+     *                                       late, the port is taken, the address is wrong), naming the step and
+     *                                       what was waited for; at once if a rank registered another world size
      * @throws UnsupportedOperationException if NCCL is asked for without CUDA or the {@code -gpu} natives
      */
     public static DistributedGroup join(GroupConfig config) {
@@ -88,48 +92,58 @@ public final class DistributedGroup implements AutoCloseable {
                         + missing + ". Use CollectiveBackend.GLOO for CPU tensors.");
             }
         }
-        long start = System.nanoTime();
+        JoinDeadline deadline = new JoinDeadline(config);
+        String storeStep = config.rank() == 0
+                ? "starting the rendezvous store on port " + config.masterPort()
+                : "connecting to rank 0's rendezvous store at " + config.masterAddr() + ":" + config.masterPort();
+        if (config.rank() != 0) {
+            deadline.awaitStore();
+        }
         TCPStore store;
         try (PointerScope scope = new PointerScope()) {
             TCPStoreOptions options = new TCPStoreOptions();
             options.port((short) config.masterPort()).isServer(config.rank() == 0).waitWorkers(false)
-                    .timeout(new Milliseconds(config.timeout().toMillis()));
+                    .timeout(deadline.remaining());
             options.numWorkers(new SizeTPointer(1).put(config.worldSize()));
             store = new TCPStore(config.masterAddr(), options);
             store.retainReference();
         } catch (RuntimeException e) {
-            throw new IllegalStateException(describe(config, config.rank() == 0
-                    ? "starting the rendezvous store on port " + config.masterPort()
-                    : "connecting to rank 0's rendezvous store at " + config.masterAddr() + ":"
-                    + config.masterPort(), start) + firstLine(e), e);
+            throw new IllegalStateException(deadline.failure(storeStep, CAUSES + firstLine(e)), e);
         }
+        String groupStep = "forming the " + config.backend() + " process group (every rank connects to every other)";
         try (PointerScope scope = new PointerScope()) {
+            deadline.awaitRanks(store, groupStep);
             Backend backend;
             Device device;
             if (config.backend() == CollectiveBackend.GLOO) {
-                ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(
-                        new Milliseconds(config.timeout().toMillis()));
+                // Every rank is known to be there: the full-mesh connect is quick, and gets only the time left.
+                ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(deadline.remaining());
                 // Bind to the rendezvous address's interface: the default (the host name's address) may not
                 // route between processes on 127.0.0.1, and never is the one the user named.
                 options.devices(new GlooDeviceVector(ProcessGroupGloo.createDeviceForHostname(
                         config.masterAddr().equals("localhost") ? "127.0.0.1" : localAddressFor(config))));
-                backend = new ProcessGroupGloo(store, config.rank(), config.worldSize(), options);
+                ProcessGroupGloo gloo = new ProcessGroupGloo(store, config.rank(), config.worldSize(), options);
+                // The group's own timeout bounds the collectives that take no timeout option (coalesced
+                // all-reduce, send, receive): give them the whole of it again.
+                gloo.setTimeout(new Milliseconds(config.timeout().toMillis()));
+                backend = gloo;
                 device = new Device(torch.DeviceType.CPU);
             } else {
                 backend = NcclAvailability.newProcessGroup(store, config);
                 // One GPU per process, as torchrun lays them out (LOCAL_RANK = rank on a single machine).
                 device = new Device(torch.DeviceType.CUDA, (byte) (config.rank() % torch.cuda_device_count()));
             }
+            store.setTimeout(new Milliseconds(config.timeout().toMillis()));
             backend.retainReference();
             device.retainReference();
             return new DistributedGroup(config, store, backend, device);
         } catch (RuntimeException e) {
             store.releaseReference();
-            if (e instanceof UnsupportedOperationException) {
+            // Ours already say what was waited for; c10d's errors arrive as plain RuntimeExceptions.
+            if (e instanceof IllegalStateException || e instanceof UnsupportedOperationException) {
                 throw e;
             }
-            throw new IllegalStateException(describe(config, "forming the " + config.backend()
-                    + " process group (every rank connects to every other)", start) + firstLine(e), e);
+            throw new IllegalStateException(deadline.failure(groupStep, CAUSES + firstLine(e)), e);
         }
     }
 
@@ -403,8 +417,7 @@ public final class DistributedGroup implements AutoCloseable {
     private static String describe(GroupConfig config, String operation, long begin) {
         long waited = (System.nanoTime() - begin) / 1_000_000;
         return operation + " failed on rank " + config.rank() + " of " + config.worldSize() + " after " + waited
-                + " ms (timeout " + config.timeout().toMillis() + " ms): a rank died, stalled or is unreachable. "
-                + "c10d said: ";
+                + " ms (timeout " + config.timeout().toMillis() + " ms): " + CAUSES;
     }
 
     private void checkRank(String name, int value) {
