@@ -1,6 +1,7 @@
 package dev.muon.distributed;
 
 import dev.muon.internal.TorchNatives;
+import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.javacpp.SizeTPointer;
 import org.bytedeco.javacpp.chrono.Milliseconds;
@@ -91,6 +92,12 @@ public final class DistributedGroup implements AutoCloseable {
                 throw new UnsupportedOperationException("the NCCL backend is not available in this process: "
                         + missing + ". Use CollectiveBackend.GLOO for CPU tensors.");
             }
+        }
+        // Loading libtorch (seconds on first use, more on a busy machine) is not waiting for a rank: it must not
+        // eat the timeout, or the first join of a process could fail without having waited for anyone.
+        Loader.load(TCPStore.class);
+        if (config.backend() == CollectiveBackend.GLOO) {
+            Loader.load(ProcessGroupGloo.class);
         }
         JoinDeadline deadline = new JoinDeadline(config);
         String storeStep = config.rank() == 0

@@ -82,24 +82,35 @@ final class JoinDeadline {
      * @throws IllegalStateException on a mismatch, or at the deadline naming the ranks that never came
      */
     void awaitRanks(TCPStore store, String step) {
-        // add() is the store's one call that neither blocks nor allocates a value: add(key, 0) reads a counter,
-        // 0 while its rank has not registered. Two processes claiming one rank add up to a size nobody claimed.
+        // claims[r]: the world size rank r registered, 0 while it has not. add() is the store's one call that
+        // neither blocks nor allocates a value, and add(key, 0) reads. Two processes claiming one rank add up to
+        // a size nobody claimed, which the mismatch message covers.
+        long[] claims = new long[config.worldSize()];
+        if (config.rank() != 0) {
+            // Rank 0 registers as soon as its store is up. Read its claim before registering: rank 0 sees a
+            // mismatch only once we have registered, and it closes the store as it fails; having read first, this
+            // rank fails with the same news rather than with a closed connection.
+            await(store, step, claims, 1, false);
+        }
         store.add(worldKey(config.rank()), config.worldSize());
-        boolean[] arrived = new boolean[config.worldSize()];
+        await(store, step, claims, claims.length, true);
+    }
+
+    /** Polls until ranks {@code [0, upTo)} have registered, comparing their world sizes if {@code check}. */
+    private void await(TCPStore store, String step, long[] claims, int upTo, boolean check) {
         while (true) {
             List<Integer> missing = new ArrayList<>();
-            for (int r = 0; r < arrived.length; r++) {
-                if (!arrived[r]) {
-                    long world = store.add(worldKey(r), 0);
-                    if (world != 0 && world != config.worldSize()) {
-                        throw new IllegalStateException(failure(step, "rank " + r + " registered a world size of "
-                                + world + ", this rank has " + config.worldSize() + ": every rank must be given the "
-                                + "same WORLD_SIZE, and every process its own RANK"));
-                    }
-                    arrived[r] = world != 0;
-                    if (!arrived[r]) {
-                        missing.add(r);
-                    }
+            for (int r = 0; r < upTo; r++) {
+                if (claims[r] == 0) {
+                    claims[r] = registeredWorld(store, r, claims, step);
+                }
+                if (check && claims[r] != 0 && claims[r] != config.worldSize()) {
+                    throw new IllegalStateException(failure(step, "rank " + r + " registered a world size of "
+                            + claims[r] + ", this rank has " + config.worldSize() + ": every rank must be given "
+                            + "the same WORLD_SIZE, and every process its own RANK"));
+                }
+                if (claims[r] == 0) {
+                    missing.add(r);
                 }
             }
             if (missing.isEmpty()) {
@@ -113,6 +124,29 @@ final class JoinDeadline {
                         + "reach that address"));
             }
             sleep(Math.min(POLL_MILLIS, left));
+        }
+    }
+
+    /**
+     * The world size rank {@code r} registered, 0 if none yet. The store lives in rank 0's process: when rank 0
+     * gives up first (its deadline comes a moment before ours) or dies, say whom we were waiting for.
+     */
+    private long registeredWorld(TCPStore store, int r, long[] claims, String step) {
+        try {
+            return store.add(worldKey(r), 0);
+        } catch (RuntimeException e) {
+            List<Integer> missing = new ArrayList<>();
+            for (int i = 0; i < claims.length; i++) {
+                if (claims[i] == 0 && i != config.rank()) {
+                    missing.add(i);
+                }
+            }
+            String message = String.valueOf(e.getMessage());
+            int nl = message.indexOf('\n');
+            throw new IllegalStateException(failure(step, "rank 0's rendezvous store at " + config.masterAddr() + ":"
+                    + config.masterPort() + " closed (rank 0 gave up or failed) while this rank waited for rank(s) "
+                    + missing + " of " + config.worldSize() + "; c10d said: "
+                    + (nl < 0 ? message : message.substring(0, nl))), e);
         }
     }
 

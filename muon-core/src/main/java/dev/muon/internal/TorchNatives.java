@@ -42,12 +42,12 @@ public final class TorchNatives {
      * Extracts the preset's native files for this platform into the JavaCPP cache, once per JVM; later calls
      * return at once. Failures are logged, not thrown: JavaCPP then extracts as it always did and reports its own
      * error if loading fails.
+     *
+     * @return whether the files are in the cache (false if extraction failed or JavaCPP loads no libraries)
      */
-    public static void extract() {
+    public static boolean extract() {
         // The holder's initialization runs once, and other threads wait for it: no lock of our own.
-        if (!Once.DONE) {
-            LOG.log(System.Logger.Level.DEBUG, "libtorch natives not pre-extracted");
-        }
+        return Once.DONE;
     }
 
     /**

@@ -1,5 +1,6 @@
 package dev.muon.distributed;
 
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -19,9 +20,16 @@ import static org.junit.jupiter.api.Assertions.fail;
  * Every failure to form a group is reported within the timeout plus 1 s, with what was waited for (issue 18,
  * item 7: a rank started late used to report after up to 2.3 times the timeout, and a rank claiming another world
  * size after 5 times it). Each rank joins from its own thread of this JVM, so that the times measured are the
- * join's and not a JVM's start-up.
+ * join's and not a JVM's start-up. The clock starts once libtorch is loaded, as {@code join}'s does: loading it
+ * takes seconds on first use (7 s on this machine under load) and waits for no rank.
  */
 class JoinTimeoutTest {
+    /** The first join of a JVM loads libtorch and Gloo's bindings before its clock starts; do that here. */
+    @BeforeAll
+    static void loadLibtorch() throws Exception {
+        DistributedGroup.join(GroupConfig.of("127.0.0.1", WorkerLauncher.freePort(), 0, 1)).close();
+    }
+
     /** Short, so that the waiting rows cost the suite little; the bound below is relative to it. */
     private static final long SHORT_MILLIS = 3_000;
     /** For rows that must fail at once: long enough that no rank can miss the others on a busy machine. */
@@ -51,11 +59,12 @@ class JoinTimeoutTest {
                         new Member(1, 2, 0, true, "connecting to rank 0's rendezvous store at 127.0.0.1:%PORT% failed "
                                 + "on rank 1 of 2 after ", "(timeout 3000 ms): waited for rank 0 to accept "
                                 + "connections there")),
+                // Rank 1's deadline comes a moment after rank 0's, whose process holds the store: rank 1 may
+                // learn of the timeout from the store closing, a little before its own deadline.
                 row("join_oneOfThreeMissing_theOthersNameIt", SHORT_MILLIS,
                         new Member(0, 3, -1, true, forming + "0 of 3 after ",
                                 "waited for rank(s) [2] of 3 to reach the rendezvous store"),
-                        new Member(1, 3, -1, true, forming + "1 of 3 after ",
-                                "waited for rank(s) [2] of 3 to reach the rendezvous store")),
+                        new Member(1, 3, -1, false, forming + "1 of 3 after ", "waited for rank(s) [2] of 3")),
                 // Found as soon as both have registered, long before the timeout.
                 row("join_rankClaimsAnotherWorldSize_bothFailAtOnce", LONG_MILLIS,
                         new Member(0, 2, -1, false, forming + "0 of 2 after ", "(timeout 30000 ms): rank 1 "
@@ -115,6 +124,7 @@ class JoinTimeoutTest {
             String who = "rank " + m.rank() + " of " + m.world();
             assertEquals(IllegalStateException.class, e.getClass(), who + ": " + e);
             String message = e.getMessage();
+            System.out.println(name + ": " + who + " reported after " + waited[i] + " ms");
             assertTrue(message.startsWith(m.step().replace("%PORT%", String.valueOf(port))), who + ": " + message);
             assertTrue(message.contains(m.reason().replace("%PORT%", String.valueOf(port))), who + ": " + message);
             assertTrue(waited[i] <= timeoutMillis + SLACK_MILLIS,

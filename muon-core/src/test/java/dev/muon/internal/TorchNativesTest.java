@@ -32,6 +32,7 @@ class TorchNativesTest {
 
     @Test
     void nativeFiles_includeLibtorchCpu() throws IOException {
+        assertTrue(TorchNatives.extract(), "the natives are in this JVM's cache");
         List<URL> files = TorchNatives.nativeFiles(TorchNatives.class.getClassLoader());
         String torchCpu = "/" + System.mapLibraryName("torch_cpu");
         assertTrue(files.stream().anyMatch(u -> u.toString().endsWith(torchCpu)),
