@@ -49,7 +49,8 @@ class ClosedGroupTest {
         group = DistributedGroup.join(GroupConfig.of("127.0.0.1", WorkerLauncher.freePort(), 0, 1));
         model = new TinyClassifier(7, false);
         optimizer = ShardedTrainingWorker.builder(model).distributed(group, ShardingConfig.defaults()).build();
-        ShardedTrainingWorker.run(model, optimizer, 1, 0, 1, null);
+        // Two steps: momentum and moments exist, so a load would have state to restore.
+        ShardedTrainingWorker.run(model, optimizer, ShardedTrainingWorker.STEPS - 1, 0, 1, null);
         saved = dir.resolve("before-close.pt");
         optimizer.save(saved);
         // Gradients for a step that must not be applied.
@@ -67,15 +68,20 @@ class ClosedGroupTest {
         return Arguments.of(name, call, message);
     }
 
+    /**
+     * An optimizer call: it fails in the first group operation it makes, whose name is the optimizer's business
+     * (it changes as the checkpoint code does), so only the closing words are fixed.
+     */
+    static Arguments anyOperation(String name, Consumer<Fixture> call) {
+        return Arguments.of(name, call, null);
+    }
+
     static Stream<Arguments> callsAfterClose() {
         return Stream.of(
-                row("step_afterClose_isRefused", f -> f.optimizer().step(), "worldSize() on a closed DistributedGroup"),
-                row("save_afterClose_isRefused", f -> f.optimizer().save(f.fresh()),
-                        "rank() on a closed DistributedGroup"),
-                row("saveOverExisting_afterClose_isRefused", f -> f.optimizer().save(f.saved()),
-                        "rank() on a closed DistributedGroup"),
-                row("load_afterClose_isRefused", f -> f.optimizer().load(f.saved()),
-                        "all-gather of fingerprints of checkpoint " + "%SAVED%" + " on a closed DistributedGroup"),
+                anyOperation("step_afterClose_isRefused", f -> f.optimizer().step()),
+                anyOperation("save_afterClose_isRefused", f -> f.optimizer().save(f.fresh())),
+                anyOperation("saveOverExisting_afterClose_isRefused", f -> f.optimizer().save(f.saved())),
+                anyOperation("load_afterClose_isRefused", f -> f.optimizer().load(f.saved())),
                 row("rank_afterClose_isRefused", f -> f.group().rank(), "rank() on a closed DistributedGroup"),
                 row("worldSize_afterClose_isRefused", f -> f.group().worldSize(),
                         "worldSize() on a closed DistributedGroup"),
@@ -106,7 +112,11 @@ class ClosedGroupTest {
         IllegalStateException e = assertThrows(IllegalStateException.class,
                 () -> call.accept(new Fixture(optimizer, group, saved, fresh)));
 
-        assertEquals(message.replace("%SAVED%", saved.toString()), e.getMessage());
+        if (message != null) {
+            assertEquals(message, e.getMessage());
+        } else {
+            assertTrue(e.getMessage().matches("[^\\n]+ on a closed DistributedGroup"), e.getMessage());
+        }
         assertEquals(stepsBefore, optimizer.stepCount());
         Map<String, Tensor> after = snapshot();
         for (String p : before.keySet()) {
