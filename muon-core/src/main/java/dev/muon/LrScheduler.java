@@ -122,15 +122,43 @@ public final class LrScheduler {
     }
 
     /**
-     * Sets every group's lr for the step about to be taken.
+     * Sets every group's lr for the step about to be taken, all or none: every new lr is checked before the
+     * first one is set, so a schedule that yields an invalid lr for any group leaves every group's lr as it was.
      *
      * @param step the 0-based step, {@code >= 0} (for a {@link MuonAdamW}, its {@code stepCount()})
-     * @throws IllegalArgumentException if {@code step < 0}
+     * @throws IllegalArgumentException if {@code step < 0}, or if {@code base(g)·factor(step)} is not finite and
+     *                                  {@code >= 0} for some group (naming the group, the step, the base lr and
+     *                                  the factor); nothing changes then
      */
     public void apply(long step) {
         double factor = schedule.factor(step);
-        for (int g = 0; g < baseLrs.length; g++) {
-            optimizer.setLr(g, baseLrs[g] * factor);
+        double[] next = new double[baseLrs.length];
+        for (int g = 0; g < next.length; g++) {
+            next[g] = baseLrs[g] * factor;
+            // The interface's rule for setLr; checking it here for every group first is what makes apply
+            // all-or-none (a later group's rejection used to arrive after earlier groups had changed).
+            if (!Double.isFinite(next[g]) || !(next[g] >= 0)) {
+                throw new IllegalArgumentException("lr of group " + g + " at step " + step
+                        + " must be finite and >= 0, got " + next[g] + " (base lr " + baseLrs[g] + " × factor "
+                        + factor + "); no group's lr was changed");
+            }
+        }
+        double[] previous = new double[next.length];
+        for (int g = 0; g < next.length; g++) {
+            previous[g] = optimizer.lr(g);
+        }
+        int set = 0;
+        try {
+            for (; set < next.length; set++) {
+                optimizer.setLr(set, next[set]);
+            }
+        } catch (RuntimeException e) {
+            // An optimizer may have a stricter rule than the interface's; the lrs it held before were
+            // accepted, so putting them back cannot fail the same way.
+            for (int g = 0; g < set; g++) {
+                optimizer.setLr(g, previous[g]);
+            }
+            throw e;
         }
     }
 

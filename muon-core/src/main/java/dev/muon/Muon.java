@@ -5,6 +5,7 @@ import dev.muon.distributed.GradientAveraging;
 import dev.muon.distributed.ShardPlan;
 import dev.muon.distributed.ShardingConfig;
 import dev.muon.internal.NativeLifetime;
+import dev.muon.internal.TorchNatives;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
@@ -69,6 +70,11 @@ import java.util.Optional;
  * {@link ShardingConfig} says otherwise. See {@code docs/distributed.md}.
  */
 public final class Muon implements TrainingOptimizer {
+    static {
+        // Before anything here loads libtorch: see TorchNatives for the crash this prevents.
+        TorchNatives.extract();
+    }
+
     /**
      * The largest {@code max(rows, cols)} for which parameters of the same shape are orthogonalized as one batch.
      *

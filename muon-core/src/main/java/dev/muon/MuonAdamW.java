@@ -6,6 +6,7 @@ import dev.muon.distributed.ShardPlan;
 import dev.muon.distributed.ShardingConfig;
 import dev.muon.internal.Messages;
 import dev.muon.internal.NativeLifetime;
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
@@ -78,6 +79,11 @@ import java.util.function.Supplier;
  * <p>Not thread-safe.
  */
 public final class MuonAdamW implements TrainingOptimizer {
+    static {
+        // Before anything here loads libtorch: see TorchNatives for the crash this prevents.
+        TorchNatives.extract();
+    }
+
     /** The index of the Muon group in {@link #lr(int)} and {@link #setLr(int, double)}. */
     public static final int MUON_GROUP = 0;
     /** The index of the AdamW group in {@link #lr(int)} and {@link #setLr(int, double)}. */

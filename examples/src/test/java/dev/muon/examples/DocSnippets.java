@@ -10,6 +10,7 @@ import dev.muon.MuonConfig;
 import dev.muon.distributed.DistributedGroup;
 import dev.muon.distributed.GroupConfig;
 import dev.muon.distributed.ShardingConfig;
+import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
@@ -17,6 +18,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -181,5 +183,12 @@ final class DocSnippets {
             optimizer.save(checkpoint);
             return optimizer;
         }
+    }
+
+    // docs/getting-started.md, "A system-wide libtorch".
+    static void readyLibtorchNatives() throws IOException {
+        // The first line of main, before anything touches libtorch:
+        Loader.cacheResource(Loader.class, "/org/bytedeco/pytorch/" + Loader.getPlatform() + "/"
+                + System.mapLibraryName("torch_cpu"));
     }
 }

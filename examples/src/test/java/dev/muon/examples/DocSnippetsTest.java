@@ -3,6 +3,7 @@ package dev.muon.examples;
 import dev.muon.MuonAdamW;
 import dev.muon.OptimizerKind;
 import dev.muon.distributed.GroupConfig;
+import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
@@ -122,6 +123,17 @@ class DocSnippetsTest {
             Path ckpt = dir.resolve("run.ckpt");
             DocSnippets.resumableRun(model, images, labels, ckpt, 2).save(ckpt);
             assertEquals(4, DocSnippets.resumableRun(model, images, labels, ckpt, 4).stepCount());
+        }
+    }
+
+    /** The getting-started fix names a resource that exists: a wrong path would make JavaCPP throw. */
+    @Test
+    void libtorchNativesSnippet_putsLibtorchCpuIntoTheCache() throws IOException {
+        DocSnippets.readyLibtorchNatives();
+        Path cached = Loader.getCacheDir().toPath();
+        try (java.util.stream.Stream<Path> files = Files.walk(cached)) {
+            assertTrue(files.anyMatch(p -> p.endsWith(Path.of("org", "bytedeco", "pytorch", Loader.getPlatform(),
+                    System.mapLibraryName("torch_cpu")))), "libtorch_cpu in " + cached);
         }
     }
 

@@ -6,6 +6,7 @@ import dev.muon.distributed.DistributedGroup;
 import dev.muon.distributed.GroupConfig;
 import dev.muon.distributed.ShardPlan;
 import dev.muon.distributed.ShardingConfig;
+import dev.muon.internal.TorchNatives;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
 import org.bytedeco.javacpp.PointerScope;
@@ -41,6 +42,11 @@ import java.util.concurrent.TimeUnit;
  * --worlds 1,2,4 --steps 7 --out docs/data/distributed.json}.
  */
 public final class DistributedMuonBenchmark {
+    static {
+        // Before the launcher or a rank loads libtorch (see TorchNatives for the crash this prevents).
+        TorchNatives.extract();
+    }
+
     private static final int D = 768;
     private static final int LAYERS = 4;
 

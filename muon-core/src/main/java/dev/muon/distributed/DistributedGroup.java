@@ -1,6 +1,8 @@
 package dev.muon.distributed;
 
 import dev.muon.internal.Messages;
+import dev.muon.internal.TorchNatives;
+import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.javacpp.SizeTPointer;
 import org.bytedeco.javacpp.chrono.Milliseconds;
@@ -39,6 +41,11 @@ import java.util.function.Supplier;
  * timeout (a dead peer's closed connection is usually seen at once). The group is unusable after such a failure:
  * later calls throw at once, and the usual recovery is to restart every process and resume from a checkpoint.
  *
+ * <p>After {@link #close()}, every operation of the group (its collectives, {@link #rank()}, {@link #worldSize()}
+ * and {@link #device()}) throws an {@link IllegalStateException} saying that the group is closed, before it
+ * touches anything; so does every optimizer call that uses the group ({@code step}, {@code save}, {@code load}).
+ * {@link #config()} and {@link #payloadBytes()} stay readable, for logs.
+ *
  * <pre>{@code
  * try (DistributedGroup group = DistributedGroup.join(GroupConfig.fromEnvironment())) {
  *     MuonAdamW optimizer = MuonAdamW.builder(model.named_parameters())
@@ -52,6 +59,12 @@ import java.util.function.Supplier;
 public final class DistributedGroup implements AutoCloseable {
     /** The fingerprint hash a rank sends in an agreement when its own part failed. */
     private static final long AGREEMENT_FAILED = 0;
+    private static final String CAUSES = "a rank died, stalled or is unreachable. c10d said: ";
+
+    static {
+        // Before anything here loads libtorch: see TorchNatives for the crash this prevents.
+        TorchNatives.extract();
+    }
 
     private final GroupConfig config;
     private final TCPStore store;
@@ -69,13 +82,15 @@ public final class DistributedGroup implements AutoCloseable {
     }
 
     /**
-     * Joins the group described by {@code config}: rank 0 starts the store, every rank connects to it, and the
-     * backend connects every pair of ranks. Returns once all {@code worldSize} ranks have joined.
+     * Joins the group described by {@code config}: rank 0 starts the store, every rank connects to it and
+     * registers its world size, and once every rank has, the backend connects every pair of ranks. Returns once
+     * all {@code worldSize} ranks have joined. Every failure is reported within the timeout plus 1 s.
      *
      * @param config where to meet and who this process is
      * @return this process's membership
-     * @throws IllegalStateException         if the group does not form within the timeout (a rank is missing, the
-     *                                       port is taken, the address is wrong); the message says which step
+     * @throws IllegalStateException         if the group does not form within the timeout (a rank is missing or
+     *                                       late, the port is taken, the address is wrong), naming the step and
+     *                                       what was waited for; at once if a rank registered another world size
      * @throws UnsupportedOperationException if NCCL is asked for without CUDA or the {@code -gpu} natives
      */
     public static DistributedGroup join(GroupConfig config) {
@@ -87,48 +102,64 @@ public final class DistributedGroup implements AutoCloseable {
                         + missing + ". Use CollectiveBackend.GLOO for CPU tensors.");
             }
         }
-        long start = System.nanoTime();
+        // Loading libtorch (seconds on first use, more on a busy machine) is not waiting for a rank: it must not
+        // eat the timeout, or the first join of a process could fail without having waited for anyone.
+        Loader.load(TCPStore.class);
+        if (config.backend() == CollectiveBackend.GLOO) {
+            Loader.load(ProcessGroupGloo.class);
+        }
+        JoinDeadline deadline = new JoinDeadline(config);
+        String storeStep = config.rank() == 0
+                ? "starting the rendezvous store on port " + config.masterPort()
+                : "connecting to rank 0's rendezvous store at " + config.masterAddr() + ":" + config.masterPort();
+        if (config.rank() != 0) {
+            deadline.awaitStore();
+        }
         TCPStore store;
         try (PointerScope scope = new PointerScope()) {
             TCPStoreOptions options = new TCPStoreOptions();
             options.port((short) config.masterPort()).isServer(config.rank() == 0).waitWorkers(false)
-                    .timeout(new Milliseconds(config.timeout().toMillis()));
+                    .timeout(deadline.remaining());
             options.numWorkers(new SizeTPointer(1).put(config.worldSize()));
             store = new TCPStore(config.masterAddr(), options);
             store.retainReference();
         } catch (RuntimeException e) {
-            throw new IllegalStateException(describe(config, config.rank() == 0
-                    ? "starting the rendezvous store on port " + config.masterPort()
-                    : "connecting to rank 0's rendezvous store at " + config.masterAddr() + ":"
-                    + config.masterPort(), start) + Messages.firstLine(e), e);
+            throw new IllegalStateException(deadline.failure(storeStep, CAUSES + Messages.firstLine(e)), e);
         }
+        String groupStep = "forming the " + config.backend() + " process group (every rank connects to every other)";
         try (PointerScope scope = new PointerScope()) {
+            deadline.awaitRanks(store, groupStep);
             Backend backend;
             Device device;
             if (config.backend() == CollectiveBackend.GLOO) {
-                ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(
-                        new Milliseconds(config.timeout().toMillis()));
+                // Every rank is known to be there: the full-mesh connect is quick, and gets only the time left.
+                ProcessGroupGloo.Options options = ProcessGroupGloo.Options.create(deadline.remaining());
                 // Bind to the rendezvous address's interface: the default (the host name's address) may not
                 // route between processes on 127.0.0.1, and never is the one the user named.
                 options.devices(new GlooDeviceVector(ProcessGroupGloo.createDeviceForHostname(
                         config.masterAddr().equals("localhost") ? "127.0.0.1" : localAddressFor(config))));
-                backend = new ProcessGroupGloo(store, config.rank(), config.worldSize(), options);
+                ProcessGroupGloo gloo = new ProcessGroupGloo(store, config.rank(), config.worldSize(), options);
+                // The group's own timeout bounds the collectives that take no timeout option (coalesced
+                // all-reduce, send, receive): give them the whole of it again.
+                gloo.setTimeout(new Milliseconds(config.timeout().toMillis()));
+                backend = gloo;
                 device = new Device(torch.DeviceType.CPU);
             } else {
                 backend = NcclAvailability.newProcessGroup(store, config);
                 // One GPU per process, as torchrun lays them out (LOCAL_RANK = rank on a single machine).
                 device = new Device(torch.DeviceType.CUDA, (byte) (config.rank() % torch.cuda_device_count()));
             }
+            store.setTimeout(new Milliseconds(config.timeout().toMillis()));
             backend.retainReference();
             device.retainReference();
             return new DistributedGroup(config, store, backend, device);
         } catch (RuntimeException e) {
             store.releaseReference();
-            if (e instanceof UnsupportedOperationException) {
+            // Ours already say what was waited for; c10d's errors arrive as plain RuntimeExceptions.
+            if (e instanceof IllegalStateException || e instanceof UnsupportedOperationException) {
                 throw e;
             }
-            throw new IllegalStateException(describe(config, "forming the " + config.backend()
-                    + " process group (every rank connects to every other)", start) + Messages.firstLine(e), e);
+            throw new IllegalStateException(deadline.failure(groupStep, CAUSES + Messages.firstLine(e)), e);
         }
     }
 
@@ -158,8 +189,10 @@ public final class DistributedGroup implements AutoCloseable {
      * This process's rank.
      *
      * @return the rank, {@code 0 <= rank < worldSize}
+     * @throws IllegalStateException if the group is closed
      */
     public int rank() {
+        requireOpen("rank()");
         return config.rank();
     }
 
@@ -167,8 +200,10 @@ public final class DistributedGroup implements AutoCloseable {
      * The number of processes in the group.
      *
      * @return the world size
+     * @throws IllegalStateException if the group is closed
      */
     public int worldSize() {
+        requireOpen("worldSize()");
         return config.worldSize();
     }
 
@@ -185,8 +220,10 @@ public final class DistributedGroup implements AutoCloseable {
      * The device the group's tensors must live on: CPU for Gloo, the current CUDA device for NCCL.
      *
      * @return the device
+     * @throws IllegalStateException if the group is closed
      */
     public Device device() {
+        requireOpen("device()");
         return device;
     }
 
@@ -206,9 +243,10 @@ public final class DistributedGroup implements AutoCloseable {
      *
      * @param tensor a dense contiguous tensor on {@link #device()}, of the same shape and dtype on every rank
      * @param what   what is being reduced, for the error message
-     * @throws IllegalStateException if a peer fails or the timeout passes
+     * @throws IllegalStateException if the group is closed, a peer fails or the timeout passes
      */
     public void allReduceSum(Tensor tensor, String what) {
+        requireOpen("all-reduce of " + what);
         run("all-reduce of " + what, tensor, vector -> {
             AllreduceOptions options = new AllreduceOptions();
             options.reduceOp(new ReduceOp(ReduceOp.RedOpType.SUM));
@@ -224,9 +262,10 @@ public final class DistributedGroup implements AutoCloseable {
      *                rank
      * @param what    what is being reduced, for the error message
      * @throws IllegalArgumentException if the tensors are not all of one dtype
-     * @throws IllegalStateException    if a peer fails or the timeout passes
+     * @throws IllegalStateException    if the group is closed, a peer fails or the timeout passes
      */
     public void allReduceSum(List<Tensor> tensors, String what) {
+        requireOpen("all-reduce of " + what);
         if (tensors.isEmpty()) {
             return;
         }
@@ -254,9 +293,10 @@ public final class DistributedGroup implements AutoCloseable {
      * @param root   the rank whose values are sent
      * @param what   what is being sent, for the error message
      * @throws IllegalArgumentException if {@code root} is not a rank of the group
-     * @throws IllegalStateException    if a peer fails or the timeout passes
+     * @throws IllegalStateException    if the group is closed, a peer fails or the timeout passes
      */
     public void broadcast(Tensor tensor, int root, String what) {
+        requireOpen("broadcast of " + what + " from rank " + root);
         checkRank("root", root);
         run("broadcast of " + what + " from rank " + root, tensor, vector -> {
             BroadcastOptions options = new BroadcastOptions();
@@ -274,9 +314,10 @@ public final class DistributedGroup implements AutoCloseable {
      * @param tag    matches this send to its receive
      * @param what   what is being sent, for the error message
      * @throws IllegalArgumentException if {@code to} is not another rank of the group
-     * @throws IllegalStateException    if the peer fails or the timeout passes
+     * @throws IllegalStateException    if the group is closed, the peer fails or the timeout passes
      */
     public void send(Tensor tensor, int to, int tag, String what) {
+        requireOpen("send of " + what + " to rank " + to);
         checkPeer("to", to);
         run("send of " + what + " to rank " + to, tensor, vector -> backend.send(vector, to, tag));
     }
@@ -289,9 +330,10 @@ public final class DistributedGroup implements AutoCloseable {
      * @param tag    matches this receive to its send
      * @param what   what is being received, for the error message
      * @throws IllegalArgumentException if {@code from} is not another rank of the group
-     * @throws IllegalStateException    if the peer fails or the timeout passes
+     * @throws IllegalStateException    if the group is closed, the peer fails or the timeout passes
      */
     public void receive(Tensor tensor, int from, int tag, String what) {
+        requireOpen("receive of " + what + " from rank " + from);
         checkPeer("from", from);
         run("receive of " + what + " from rank " + from, tensor, vector -> backend.recv(vector, from, tag));
     }
@@ -303,9 +345,11 @@ public final class DistributedGroup implements AutoCloseable {
      * @param values this rank's values, the same length on every rank
      * @param what   what is being summed, for the error message
      * @return the sums, a new array
-     * @throws IllegalStateException if a peer fails or the timeout passes
+     * @throws IllegalStateException if the group is closed, a peer fails or the timeout passes
      */
     public long[] allReduceSum(long[] values, String what) {
+        // Before the tensor is made: a closed group's device is already freed (that was the old NPE).
+        requireOpen("all-reduce of " + what);
         if (values.length == 0) {
             return new long[0];
         }
@@ -324,9 +368,10 @@ public final class DistributedGroup implements AutoCloseable {
      * @param value this rank's value
      * @param what  what is being exchanged, for the error message
      * @return the values, index = rank
-     * @throws IllegalStateException if a peer fails or the timeout passes
+     * @throws IllegalStateException if the group is closed, a peer fails or the timeout passes
      */
     public long[] allGather(long value, String what) {
+        requireOpen("all-gather of " + what);
         long[] slots = new long[worldSize()];
         slots[rank()] = value;
         return allReduceSum(slots, what);
@@ -406,9 +451,10 @@ public final class DistributedGroup implements AutoCloseable {
      * Waits until every rank has reached this call.
      *
      * @param what the point being synchronized, for the error message
-     * @throws IllegalStateException if a peer fails or the timeout passes
+     * @throws IllegalStateException if the group is closed, a peer fails or the timeout passes
      */
     public void barrier(String what) {
+        requireOpen("barrier at " + what);
         run("barrier at " + what, null, vector -> {
             BarrierOptions options = new BarrierOptions();
             options.timeout(timeoutMillis());
@@ -424,9 +470,7 @@ public final class DistributedGroup implements AutoCloseable {
     }
 
     private void runAll(String operation, TensorVector vector, long bytes, Function<TensorVector, Work> start) {
-        if (closed) {
-            throw new IllegalStateException(operation + " on a closed DistributedGroup");
-        }
+        requireOpen(operation);
         if (failure != null) {
             throw new IllegalStateException(operation + " refused on rank " + rank() + ": this group failed "
                     + "earlier (" + failure + "); restart every rank and resume from a checkpoint");
@@ -442,6 +486,16 @@ public final class DistributedGroup implements AutoCloseable {
         payloadBytes += bytes;
     }
 
+    /**
+     * The first thing every operation does: after {@link #close()} the store, backend and device are freed, and
+     * touching them would fail with a {@code NullPointerException} from the bindings, or worse.
+     */
+    private void requireOpen(String operation) {
+        if (closed) {
+            throw new IllegalStateException(operation + " on a closed DistributedGroup");
+        }
+    }
+
     private Milliseconds timeoutMillis() {
         return new Milliseconds(config.timeout().toMillis());
     }
@@ -449,8 +503,7 @@ public final class DistributedGroup implements AutoCloseable {
     private static String describe(GroupConfig config, String operation, long begin) {
         long waited = (System.nanoTime() - begin) / 1_000_000;
         return operation + " failed on rank " + config.rank() + " of " + config.worldSize() + " after " + waited
-                + " ms (timeout " + config.timeout().toMillis() + " ms): a rank died, stalled or is unreachable. "
-                + "c10d said: ";
+                + " ms (timeout " + config.timeout().toMillis() + " ms): " + CAUSES;
     }
 
     private void checkRank(String name, int value) {
@@ -469,7 +522,8 @@ public final class DistributedGroup implements AutoCloseable {
 
 
     /**
-     * Leaves the group and frees its native resources. Collectives after this throw. Idempotent.
+     * Leaves the group and frees its native resources. Every operation after this throws an
+     * {@link IllegalStateException} ("... on a closed DistributedGroup"). Idempotent.
      */
     @Override
     public void close() {

@@ -1,5 +1,6 @@
 package dev.muon.orthogonalize;
 
+import dev.muon.internal.TorchNatives;
 import dev.muon.internal.NativeLifetime;
 import dev.muon.internal.NewtonSchulzStages;
 import org.bytedeco.pytorch.Device;
@@ -50,6 +51,11 @@ import java.util.Objects;
  * <p>Not thread-safe: the workspaces are shared between calls.
  */
 public final class NewtonSchulz implements Orthogonalizer {
+    static {
+        // Before anything here loads libtorch: see TorchNatives for the crash this prevents.
+        TorchNatives.extract();
+    }
+
     /**
      * The smallest {@code min(rows, cols)} for which {@link NsAlgorithm#AUTO} picks the symmetric kernel; below
      * it, the fixed cost of the extra passes over the small Gram matrix is not repaid.

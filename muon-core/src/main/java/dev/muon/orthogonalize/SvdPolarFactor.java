@@ -1,5 +1,6 @@
 package dev.muon.orthogonalize;
 
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.StringViewOptional;
 import org.bytedeco.pytorch.T_TensorTensorTensor_T;
@@ -18,6 +19,11 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
  * <p>Returns a fresh float64 tensor on the input's device.
  */
 public final class SvdPolarFactor implements Orthogonalizer {
+    static {
+        // Before anything here loads libtorch: see TorchNatives for the crash this prevents.
+        TorchNatives.extract();
+    }
+
     private static final double ULP_OF_ONE = Math.ulp(1.0);
 
     @Override

@@ -1,5 +1,6 @@
 package dev.muon.cuda;
 
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.global.torch_cuda;
 
 import static org.bytedeco.cuda.global.cudart.CUDA_SUCCESS;
@@ -20,6 +21,11 @@ import static org.bytedeco.cuda.global.cudart.cuInit;
  * }</pre>
  */
 public final class CudaSupport {
+    static {
+        // Before anything here loads libtorch: see TorchNatives for the crash this prevents.
+        TorchNatives.extract();
+    }
+
     /** Set to {@code true} to force libtorch's Newton–Schulz even where the kernels could run. */
     public static final String DISABLE_PROPERTY = "dev.muon.cuda.disable";
     /** Set to {@code true} to use the kernels at every size, ignoring the measured thresholds. */

@@ -1,0 +1,78 @@
+package dev.muon.internal;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.net.URL;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The first JVM on an empty JavaCPP cache maps exactly one {@code libtorch_cpu}, the cache's, even where a
+ * system-wide libtorch is installed (Debian's {@code python3-torch}, as on this project's machines): without
+ * {@link TorchNatives} that JVM dies with a SIGSEGV (issue 18, item 12).
+ */
+class TorchNativesTest {
+    /** Generous: extracting the 330 MB libtorch_cpu from its jar takes a few seconds, more on a busy machine. */
+    private static final int LIMIT_SECONDS = 180;
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void nativeFiles_includeLibtorchCpu() throws IOException {
+        assertTrue(TorchNatives.extract(), "the natives are in this JVM's cache");
+        List<URL> files = TorchNatives.nativeFiles(TorchNatives.class.getClassLoader());
+        String torchCpu = "/" + System.mapLibraryName("torch_cpu");
+        assertTrue(files.stream().anyMatch(u -> u.toString().endsWith(torchCpu)),
+                "the preset's files hold " + torchCpu + ": " + files);
+    }
+
+    @Test
+    void firstJvmOnEmptyCache_mapsOnlyTheCachedLibtorchCpu() throws Exception {
+        assumeTrue(Files.isReadable(Path.of("/proc/self/maps")),
+                "reads the process's mappings from /proc/self/maps, which only Linux has");
+        Path cache = Files.createDirectories(dir.resolve("javacpp-cache"));
+        Path log = dir.resolve("probe.log");
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        ProcessBuilder builder = new ProcessBuilder(java, "-Xmx512m",
+                "-Dorg.bytedeco.javacpp.cachedir=" + cache,
+                // A crash is the failure this test exists for: keep its report out of the module folder.
+                "-XX:ErrorFile=" + dir.resolve("hs_err_pid%p.log"),
+                "-cp", System.getProperty("java.class.path"), FirstLoadProbe.class.getName());
+        builder.environment().put("OMP_NUM_THREADS", "1");
+        builder.redirectErrorStream(true);
+        builder.redirectOutput(log.toFile());
+        long start = System.nanoTime();
+        Process probe = builder.start();
+        if (!probe.waitFor(LIMIT_SECONDS, TimeUnit.SECONDS)) {
+            probe.destroyForcibly().waitFor();
+            fail("the probe did not finish in " + LIMIT_SECONDS + " s:\n" + Files.readString(log));
+        }
+        long seconds = (System.nanoTime() - start) / 1_000_000_000;
+        String output = Files.readString(log, StandardCharsets.UTF_8);
+        assertEquals(0, probe.exitValue(), "the probe failed (exit " + probe.exitValue() + ", "
+                + Files.exists(Path.of("/lib/x86_64-linux-gnu/libtorch_cpu.so")) + " for a system libtorch), after "
+                + seconds + " s:\n" + output);
+        Set<String> mapped = new TreeSet<>();
+        for (String line : output.split("\n")) {
+            if (line.startsWith("mapped=")) {
+                mapped.add(line.substring("mapped=".length()).trim());
+            }
+        }
+        assertEquals(1, mapped.size(), "exactly one libtorch_cpu is mapped: " + mapped);
+        String only = mapped.iterator().next();
+        assertTrue(Path.of(only).startsWith(cache.toRealPath()), only + " lies in the cache " + cache);
+    }
+}
