@@ -6,14 +6,36 @@ import org.bytedeco.pytorch.Optimizer;
 
 import java.util.Objects;
 
-/** A libtorch optimizer seen as a {@link TrainingOptimizer}: its param groups are the groups. */
-final class LibtorchOptimizer implements TrainingOptimizer {
+/**
+ * A libtorch optimizer ({@code AdamW}, {@code Adam}, {@code SGD}, …) seen as a {@link TrainingOptimizer}, so that
+ * an {@link LrScheduler} drives it and a loop written for Muon runs it: each libtorch param group is a group, its lr
+ * the group options' lr. It keeps no {@link ScheduleRecord} (libtorch's optimizers have nowhere to save one), so
+ * its schedulers work from the lrs they are made with.
+ *
+ * <pre>{@code
+ * AdamW baseline = new AdamW(model.parameters(), new AdamWOptions(3e-4));
+ * LrScheduler lrs = LrScheduler.of(LibtorchOptimizer.of(baseline), LrSchedule.warmupCosine(100, 5_000, 0.1));
+ * }</pre>
+ */
+public final class LibtorchOptimizer implements TrainingOptimizer {
     private final Optimizer optimizer;
 
-    LibtorchOptimizer(Optimizer optimizer) {
+    private LibtorchOptimizer(Optimizer optimizer) {
         this.optimizer = Objects.requireNonNull(optimizer, "optimizer must not be null");
     }
 
+    /**
+     * A view of a libtorch optimizer; stepping through the view steps it.
+     *
+     * @param optimizer the libtorch optimizer
+     * @return the view
+     * @throws NullPointerException if {@code optimizer} is null
+     */
+    public static LibtorchOptimizer of(Optimizer optimizer) {
+        return new LibtorchOptimizer(optimizer);
+    }
+
+    /** Steps the libtorch optimizer (inside a {@code NoGradGuard} and a {@code PointerScope}). */
     @Override
     public void step() {
         try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
@@ -21,11 +43,17 @@ final class LibtorchOptimizer implements TrainingOptimizer {
         }
     }
 
+    /** Clears the gradients, as libtorch's {@code zero_grad()}. */
     @Override
     public void zeroGrad() {
         optimizer.zero_grad();
     }
 
+    /**
+     * The number of libtorch param groups.
+     *
+     * @return the group count
+     */
     @Override
     public int groupCount() {
         try (PointerScope scope = new PointerScope()) {
@@ -33,6 +61,13 @@ final class LibtorchOptimizer implements TrainingOptimizer {
         }
     }
 
+    /**
+     * A param group's lr.
+     *
+     * @param group the group index
+     * @return the lr
+     * @throws IllegalArgumentException if the index is out of range
+     */
     @Override
     public double lr(int group) {
         checkGroup(group);
@@ -41,6 +76,13 @@ final class LibtorchOptimizer implements TrainingOptimizer {
         }
     }
 
+    /**
+     * Sets a param group's lr.
+     *
+     * @param group the group index
+     * @param lr    the lr, finite and {@code >= 0}
+     * @throws IllegalArgumentException if the index or the lr is invalid; nothing changes then
+     */
     @Override
     public void setLr(int group, double lr) {
         checkGroup(group);

@@ -11,7 +11,7 @@ import java.util.Objects;
  * <p>The base lrs come from the optimizer's {@link ScheduleRecord}: the first scheduler made for an optimizer
  * records its current lrs (or the ones passed), {@code save} keeps the record and {@code load} restores it, so a
  * scheduler made before or after a load scales the same base lrs. {@link #resume} rebuilds a built-in schedule
- * from the record. libtorch's own optimizers are driven through {@link TrainingOptimizer#of}.
+ * from the record. libtorch's own optimizers are driven through {@link LibtorchOptimizer#of}.
  *
  * <pre>{@code
  * LrScheduler lrs = LrScheduler.of(optimizer, LrSchedule.warmupCosine(100, 5_000, 0.1));

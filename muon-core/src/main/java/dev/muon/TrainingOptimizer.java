@@ -3,12 +3,12 @@ package dev.muon;
 /**
  * What a training loop and a learning-rate schedule need from an optimizer: step, clear gradients, and read or
  * change each group's learning rate between steps. {@link Muon} and {@link MuonAdamW} implement it, and
- * {@link #of(org.bytedeco.pytorch.Optimizer)} adapts libtorch's own optimizers, so a loop written against this
+ * {@link LibtorchOptimizer#of(org.bytedeco.pytorch.Optimizer)} adapts libtorch's own optimizers, so a loop written against this
  * interface works with any of them.
  *
  * <pre>{@code
  * TrainingOptimizer opt = MuonAdamW.dropIn(model.named_parameters(), new AdamWOptions(3e-4));
- * // or a libtorch optimizer for an A/B baseline: TrainingOptimizer.of(new AdamW(model.parameters(), options))
+ * // or a libtorch optimizer for an A/B baseline: LibtorchOptimizer.of(new AdamW(model.parameters(), options))
  * LrScheduler lrs = LrScheduler.of(opt, LrSchedule.warmupCosine(100, 10_000, 0.1));
  * for (long step = 0; step < 10_000; step++) {
  *     lrs.apply(step);
@@ -73,21 +73,5 @@ public interface TrainingOptimizer {
      * @throws IllegalArgumentException if the record does not hold one base lr per group
      */
     default void recordSchedule(ScheduleRecord record) {
-    }
-
-    /**
-     * A libtorch optimizer ({@code AdamW}, {@code Adam}, {@code SGD}, …) as a {@code TrainingOptimizer}, so that an
-     * {@link LrScheduler} drives it: each libtorch param group is a group, its lr is the group options' lr.
-     *
-     * <pre>{@code
-     * AdamW baseline = new AdamW(model.parameters(), new AdamWOptions(3e-4));
-     * LrScheduler lrs = LrScheduler.of(TrainingOptimizer.of(baseline), LrSchedule.warmupCosine(100, 5_000, 0.1));
-     * }</pre>
-     *
-     * @param optimizer the libtorch optimizer
-     * @return a view of it; stepping through the view steps it
-     */
-    static TrainingOptimizer of(org.bytedeco.pytorch.Optimizer optimizer) {
-        return new LibtorchOptimizer(optimizer);
     }
 }

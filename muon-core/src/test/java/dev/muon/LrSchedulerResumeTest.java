@@ -27,7 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Schedules across a resume: the base lrs travel in the checkpoint ({@link ScheduleRecord}), so a scheduler made
  * after {@code load} continues the run exactly; and libtorch's own optimizers are driven through
- * {@link TrainingOptimizer#of}.
+ * {@link LibtorchOptimizer#of}.
  */
 @ExtendWith(NativeScopePerTest.class)
 class LrSchedulerResumeTest {
@@ -108,7 +108,7 @@ class LrSchedulerResumeTest {
     void libtorchAdamW_isDrivenByTheSameSchedule() {
         Tensor w = torch.randn(4, 3).requires_grad_(true);
         AdamW adamW = new AdamW(new TensorVector(w), new AdamWOptions(3e-3));
-        TrainingOptimizer baseline = TrainingOptimizer.of(adamW);
+        TrainingOptimizer baseline = LibtorchOptimizer.of(adamW);
         assertEquals(1, baseline.groupCount());
         LrScheduler lrs = LrScheduler.of(baseline, SCHEDULE);
         for (long step = 0; step < 25; step++) {
