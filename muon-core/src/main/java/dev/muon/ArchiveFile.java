@@ -44,6 +44,8 @@ final class ArchiveFile {
     /** Marks the trailer: SHA-256, trailer layout 1. */
     static final byte[] MAGIC = "MUONSHA1".getBytes(StandardCharsets.US_ASCII);
     static final int TRAILER = 32 + MAGIC.length;
+    /** The most bytes one ByteBuffer view covers in the callbacks. */
+    private static final long CHUNK = 1L << 30;
 
     /** Opens the file a checkpoint is written to; tests inject faults here. */
     @FunctionalInterface
@@ -208,9 +210,13 @@ final class ArchiveFile {
                 return size;
             }
             try {
-                ByteBuffer bytes = new BytePointer(data).capacity(size).asBuffer();
-                digest.update(bytes.duplicate());
-                writeFully(channel, bytes);
+                // A record can exceed what one ByteBuffer addresses (2 GiB): walk it in chunks.
+                for (long offset = 0; offset < size; offset += CHUNK) {
+                    long n = Math.min(CHUNK, size - offset);
+                    ByteBuffer bytes = new BytePointer(data).position(offset).capacity(offset + n).asBuffer();
+                    digest.update(bytes.duplicate());
+                    writeFully(channel, bytes);
+                }
             } catch (IOException e) {
                 failure = e;
             } catch (RuntimeException e) {
@@ -235,14 +241,17 @@ final class ArchiveFile {
         public long call(long pos, Pointer buf, long n) {
             long count = Math.max(0, Math.min(n, bytes - pos));
             try {
-                ByteBuffer target = new BytePointer(buf).capacity(count).asBuffer();
                 long at = pos;
-                while (target.hasRemaining()) {
-                    int read = channel.read(target, at);
-                    if (read < 0) {
-                        break;
+                for (long offset = 0; offset < count; offset += CHUNK) {
+                    long len = Math.min(CHUNK, count - offset);
+                    ByteBuffer target = new BytePointer(buf).position(offset).capacity(offset + len).asBuffer();
+                    while (target.hasRemaining()) {
+                        int read = channel.read(target, at);
+                        if (read < 0) {
+                            return at - pos;
+                        }
+                        at += read;
                     }
-                    at += read;
                 }
                 return at - pos;
             } catch (IOException e) {
