@@ -556,7 +556,13 @@ public final class Muon implements TrainingOptimizer {
         long[][] ranges = new long[states.size()][];
         for (int i = 0; i < states.size(); i++) {
             Tensor p = states.get(i).param;
-            long start = p.data_ptr().address();
+            org.bytedeco.javacpp.Pointer data = p.data_ptr();
+            if (data == null) {
+                // No storage (the meta device, or no elements): nothing to overlap.
+                ranges[i] = new long[]{0, 0, i};
+                continue;
+            }
+            long start = data.address();
             long[] sizes = p.sizes().vec().get();
             long[] strides = p.strides().vec().get();
             long end = start + p.element_size();
