@@ -352,8 +352,11 @@ public final class Muon implements TrainingOptimizer {
     private Tensor scratch(Tensor like, ScalarType dtype) {
         String key = Arrays.toString(like.shape()) + dtype.value + ":" + like.device().type().value
                 + ":" + like.device().index();
-        return scratchBuffers.computeIfAbsent(key, k -> NativeLifetime.outliveScope(torch.empty(like.shape(),
-                new TensorOptions(dtype).device(new DeviceOptional(like.device())), null)));
+        // In like's own dtype, empty_like keeps like's strides, as the Nesterov blend always had them: the norm of
+        // a differently laid out U could sum in another order.
+        return scratchBuffers.computeIfAbsent(key, k -> NativeLifetime.outliveScope(
+                dtype.value == like.scalar_type().value ? torch.empty_like(like) : torch.empty(like.shape(),
+                        new TensorOptions(dtype).device(new DeviceOptional(like.device())), null)));
     }
 
     /** Clears every gradient (sets it to undefined, as libtorch's {@code zero_grad()} does by default). */
