@@ -4,7 +4,7 @@
 //   muon_sumsq_{f32,bf16}          per-block partial sums of squares (fp32) of each matrix of a batch
 //   muon_scale_cast_{f32,bf16}     X = G / max(s * ||G||_F, eps) cast to bf16, G wide or square
 //   muon_scale_cast_t_{f32,bf16}   the same for a tall G (rows > cols): X = G^T / ..., transposed on the fly
-//   muon_momentum_f32              B = lerp(B, g, 1 - mu); U = nesterov ? lerp(g, B, mu) : B; out = bf16(U)
+//   muon_momentum_f32              B = lerp(B, g, w); U = nesterov ? lerp(g, B, mu) : B; out = bf16(U), w = 1 - mu
 //   muon_param_update_f32          p = decay * p + alpha * o, o bf16
 //
 // The normalisation needs the norm before the first scaled element can be written, so it is two passes
@@ -144,20 +144,24 @@ muon_scale_cast_t_bf16(const __nv_bfloat16* g, __nv_bfloat16* x, int rows, int c
     scale_cast_t(g, x, rows, cols, stride, partials, nparts, safety, eps);
 }
 
-// torch.lerp's formula (start + w (end - start) for w < 0.5, end - (1 - w)(end - start) otherwise), so the
-// momentum buffer matches the libtorch path bit for bit in fp32.
+// torch.lerp's formula (start + w (end - start) for w < 0.5, end - (1 - w)(end - start) otherwise, each
+// contracted to one fma as nvcc builds libtorch's), so the momentum buffer matches the libtorch path bit for bit
+// in fp32.
 __device__ __forceinline__ float lerp_torch(float start, float end, float w) {
     float d = end - start;
     return fabsf(w) < 0.5f ? fmaf(w, d, start) : fmaf(-d, 1.0f - w, end);
 }
 
+// `weight` is 1 - mu rounded once from the host's double, as libtorch rounds the Scalar of `B.lerp_(g, 1 - mu)`:
+// 1.0f - float(mu) is another float for most mu (0.95: 0.050000012 against 0.050000001), which would move the
+// buffer by a few ulps every step.
 extern "C" __global__ void muon_momentum_f32(float* __restrict__ buf, const float* __restrict__ grad,
-                                             __nv_bfloat16* __restrict__ out, long long count, float mu,
-                                             int nesterov) {
+                                             __nv_bfloat16* __restrict__ out, long long count, float weight,
+                                             float mu, int nesterov) {
     for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < count;
          i += static_cast<long long>(gridDim.x) * blockDim.x) {
         float g = grad[i];
-        float b = lerp_torch(buf[i], g, 1.0f - mu);
+        float b = lerp_torch(buf[i], g, weight);
         buf[i] = b;
         out[i] = __float2bfloat16_rn(nesterov ? lerp_torch(g, b, mu) : b);
     }

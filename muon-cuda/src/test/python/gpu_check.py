@@ -128,7 +128,7 @@ class Kernels:
         n = buf.numel()
         self.momentum((min((n + 255) // 256, 132 * 16), 1, 1), (256, 1, 1),
                       (np.uint64(buf.data_ptr()), np.uint64(grad.data_ptr()), np.uint64(out.data_ptr()), np.int64(n),
-                       np.float32(mu), np.int32(1 if nesterov else 0)), stream=self.stream())
+                       np.float32(1 - mu), np.float32(mu), np.int32(1 if nesterov else 0)), stream=self.stream())
 
     def param_update(self, p, o, decay, alpha):
         n = p.numel()

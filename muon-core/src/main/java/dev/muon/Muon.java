@@ -6,16 +6,20 @@ import dev.muon.distributed.ShardPlan;
 import dev.muon.distributed.ShardingConfig;
 import dev.muon.internal.NativeLifetime;
 import dev.muon.internal.TorchNatives;
+import dev.muon.internal.UpdateStages;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
 import dev.muon.orthogonalize.Orthogonalizer;
 import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -63,6 +67,15 @@ import java.util.Optional;
  * only by the rounding of batched against single matrix products. {@link MuonConfig#withBatchSameShape} turns it
  * off.
  *
+ * <p><b>Fused device stages.</b> With {@code muon-cuda} on the class path, a parameter that its provider serves
+ * (found by {@link java.util.ServiceLoader}, asked once per parameter at {@link Builder#build()}: a contiguous
+ * float32 CUDA parameter with {@code nsPrecision} {@code BFLOAT16}) runs the momentum, Nesterov blend and bfloat16
+ * cast as one kernel, and the decay and update as another. The kernels use libtorch's formulas and roundings,
+ * so the buffer, and the parameter given the same {@code O}, are libtorch's bit for bit; {@code O} differs by the
+ * one rounding of {@code U} to bfloat16 before the normalisation (libtorch normalises the float32 {@code U}). Every
+ * other parameter, and every call a kernel declines (the transposed {@code O} of a tall parameter), uses
+ * libtorch's ops as described above. See {@code docs/cuda.md}.
+ *
  * <p><b>Distributed.</b> Built with {@link Builder#distributed(DistributedGroup, ShardingConfig)}, each
  * parameter is owned by one rank of the group ({@link ShardPlan}): only its owner keeps its momentum and runs its
  * Newton–Schulz iteration, and after the owned updates every parameter is broadcast from its owner, so that all
@@ -106,7 +119,7 @@ public final class Muon implements TrainingOptimizer {
 
     private final List<Group> groups;
     private final Map<Long, ParameterState> byIdentity;
-    private final Map<String, Tensor> nesterovScratch = new HashMap<>();
+    private final Map<String, Tensor> scratchBuffers = new HashMap<>();
     /** Every parameter in group order: the order of the shard plan and of the broadcasts. */
     private final List<ParameterState> states;
     /** The labels and handles of {@link #states}, for gradient averaging. */
@@ -385,8 +398,19 @@ public final class Muon implements TrainingOptimizer {
 
     private void update(ParameterState state, Tensor grad, MuonConfig config, GroupScalars scalars) {
         Tensor g = state.layout.matrixView(grad);
-        Tensor buffer = advanceMomentum(state, g, scalars);
-        Tensor u = config.nesterov() ? blendInto(scratchLike(state.matrix), g, buffer, scalars) : buffer;
+        Tensor u = null;
+        if (state.updateStages != null) {
+            Tensor out = scratch(state.matrix, config.nsPrecision().scalarType());
+            if (state.updateStages.momentumInto(out, state.momentumMatrix(), g, config.momentum(),
+                    config.nesterov())) {
+                u = out;
+            }
+        }
+        if (u == null) {
+            Tensor buffer = advanceMomentum(state, g, scalars);
+            u = config.nesterov() ? blendInto(scratch(state.matrix, state.matrix.scalar_type()), g, buffer, scalars)
+                    : buffer;
+        }
         apply(state, state.orthogonalizer.orthogonalize(u), config, scalars);
     }
 
@@ -418,12 +442,22 @@ public final class Muon implements TrainingOptimizer {
         for (int k = 0; k < count; k++) {
             ParameterState state = batch.active[k];
             Tensor g = state.layout.matrixView(batch.activeGrads[k]);
-            Tensor buffer = advanceMomentum(state, g, scalars);
             Tensor slice = stack.select(0, k);
-            if (config.nesterov()) {
+            // Members share their stages (the batch's key), and the stack is in the update dtype when they have
+            // them, so the fused momentum writes U straight into the member's slice.
+            if (state.updateStages != null && state.updateStages.momentumInto(slice, state.momentumMatrix(), g,
+                    config.momentum(), config.nesterov())) {
+                continue;
+            }
+            Tensor buffer = advanceMomentum(state, g, scalars);
+            if (!config.nesterov()) {
+                slice.copy_(buffer);
+            } else if (slice.scalar_type().value == state.matrix.scalar_type().value) {
                 blendInto(slice, g, buffer, scalars);
             } else {
-                slice.copy_(buffer);
+                // A declined call on a stack in the update dtype: blend in the parameter's dtype, then round once,
+                // as the fused stage does.
+                slice.copy_(blendInto(scratch(state.matrix, state.matrix.scalar_type()), g, buffer, scalars));
             }
         }
         // Every member shares the orthogonalizer (the batch's key), so this is the same function, applied to each
@@ -448,19 +482,31 @@ public final class Muon implements TrainingOptimizer {
         return torch.lerp_out(out, g, buffer, scalars.momentum);
     }
 
-    /** Decoupled weight decay, then {@code p −= lr·ratio·extraScale·O}. */
+    /** Decoupled weight decay, then {@code p −= lr·ratio·extraScale·O}: on the fused stage when it takes the call. */
     private static void apply(ParameterState state, Tensor o, MuonConfig config, GroupScalars scalars) {
+        double alpha = -config.scaledLr(state.layout.rows(), state.layout.cols());
+        if (state.updateStages != null
+                && state.updateStages.updateParameter(state.matrix, o, scalars.decayFactor, alpha)) {
+            return;
+        }
         if (config.weightDecay() != 0) {
             state.matrix.mul_(scalars.decay);
         }
-        state.matrix.add_(o, new Scalar(-config.scaledLr(state.layout.rows(), state.layout.cols())));
+        state.matrix.add_(o, new Scalar(alpha));
     }
 
-    /** A reusable tensor of {@code like}'s shape, dtype and device for the Nesterov blend. */
-    private Tensor scratchLike(Tensor like) {
-        String key = Arrays.toString(like.shape()) + like.scalar_type().value + ":" + like.device().type().value
+    /**
+     * A reusable tensor of {@code like}'s shape and device in {@code dtype}: the Nesterov blend's output, or the
+     * fused momentum stage's {@code U}.
+     */
+    private Tensor scratch(Tensor like, ScalarType dtype) {
+        String key = Arrays.toString(like.shape()) + dtype.value + ":" + like.device().type().value
                 + ":" + like.device().index();
-        return nesterovScratch.computeIfAbsent(key, k -> NativeLifetime.outliveScope(torch.empty_like(like)));
+        // In like's own dtype, empty_like keeps like's strides, as the Nesterov blend always had them: the norm of
+        // a differently laid out U could sum in another order.
+        return scratchBuffers.computeIfAbsent(key, k -> NativeLifetime.outliveScope(
+                dtype.value == like.scalar_type().value ? torch.empty_like(like) : torch.empty(like.shape(),
+                        new TensorOptions(dtype).device(new DeviceOptional(like.device())), null)));
     }
 
     /** Clears every gradient (sets it to undefined, as libtorch's {@code zero_grad()} does by default). */
@@ -610,6 +656,11 @@ public final class Muon implements TrainingOptimizer {
         return stateOf(param).orthogonalizer;
     }
 
+    /** The fused momentum and update stages serving a parameter, or null for libtorch's ops; for tests. */
+    UpdateStages updateStagesOf(Tensor param) {
+        return stateOf(param).updateStages;
+    }
+
     /** The one lookup of a parameter's state, by its tensor's identity. */
     private ParameterState stateOf(Tensor param) {
         ParameterState state = byIdentity.get(ParameterState.identityOf(param));
@@ -724,11 +775,14 @@ public final class Muon implements TrainingOptimizer {
         final Scalar momentum;
         final Scalar oneMinusMomentum;
         final Scalar decay;
+        /** {@link #decay}'s value, for the fused update stage. */
+        final double decayFactor;
 
         GroupScalars(MuonConfig config) {
             momentum = new Scalar(config.momentum());
             oneMinusMomentum = new Scalar(1 - config.momentum());
-            decay = new Scalar(1 - config.lr() * config.weightDecay());
+            decayFactor = 1 - config.lr() * config.weightDecay();
+            decay = new Scalar(decayFactor);
         }
     }
 
@@ -833,6 +887,7 @@ public final class Muon implements TrainingOptimizer {
                 throw new IllegalArgumentException("params must not be empty: add at least one group");
             }
             OrthogonalizerSelection selection = new OrthogonalizerSelection();
+            UpdateStagesSelection updateStages = new UpdateStagesSelection();
             Map<Long, String> seen = new HashMap<>();
             int position = 0;
             List<Group> groups = new ArrayList<>();
@@ -865,7 +920,8 @@ public final class Muon implements TrainingOptimizer {
                         throw new IllegalArgumentException(label + " is not contiguous; a distributed optimizer "
                                 + "broadcasts parameters in place and needs contiguous ones");
                     }
-                    states.add(new ParameterState(p, layout, selection.forParameter(config, p.device()), label));
+                    states.add(new ParameterState(p, layout, selection.forParameter(config, p.device()), label,
+                            updateStages.forParameter(config, layout.matrixView(p), label)));
                 }
                 groups.add(new Group(config, states));
             }

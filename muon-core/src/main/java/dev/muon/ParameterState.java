@@ -1,27 +1,39 @@
 package dev.muon;
 
 import dev.muon.internal.NativeLifetime;
+import dev.muon.internal.UpdateStages;
 import dev.muon.orthogonalize.Orthogonalizer;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 
-/** One Muon parameter: its handle, its matrix layout, its orthogonalizer and its momentum buffer. */
+/**
+ * One Muon parameter: its handle, its matrix layout, its orthogonalizer, its device's fused momentum and update
+ * stages (null: libtorch's ops) and its momentum buffer.
+ */
 final class ParameterState {
     final Tensor param;
     final Tensor matrix;
     final MatrixLayout layout;
     final Orthogonalizer orthogonalizer;
+    /** Chosen once at build ({@link UpdateStagesSelection}); null when no provider serves the parameter. */
+    final UpdateStages updateStages;
     final String label;
     final long identity;
     private Tensor momentumBuffer;
     private Tensor momentumMatrix;
 
     ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String label) {
+        this(param, layout, orthogonalizer, label, null);
+    }
+
+    ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String label,
+                   UpdateStages updateStages) {
         // Our own handle on the parameter, so that a PointerScope of the caller cannot free it under us.
         this.param = NativeLifetime.outliveScope(new Tensor(param));
         this.matrix = NativeLifetime.outliveScope(new Tensor(layout.matrixView(this.param)));
         this.layout = layout;
         this.orthogonalizer = orthogonalizer;
+        this.updateStages = updateStages;
         this.label = label;
         this.identity = identityOf(param);
     }

@@ -1,12 +1,15 @@
 package dev.muon;
 
 import dev.muon.internal.NativeLifetime;
+import dev.muon.internal.UpdateStages;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.Orthogonalizer;
+import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -15,10 +18,12 @@ import java.util.Map;
 import java.util.function.IntPredicate;
 
 /**
- * The parameters of one {@link Muon} group that share a matrix shape, dtype, device and orthogonalizer, and that
- * the batching rule ({@link #allows}, documented for users at {@link Muon#BATCH_MAX_SIDE}) lets run their
- * Newton–Schulz iterations as one batch; and the stacked buffer {@code [members, rows, cols]} their updates are
- * written into, created at the first batched step and reused.
+ * The parameters of one {@link Muon} group that share a matrix shape, dtype, device, orthogonalizer and fused
+ * update stages, and that the batching rule ({@link #allows}, documented for users at {@link Muon#BATCH_MAX_SIDE})
+ * lets run their Newton–Schulz iterations as one batch; and the stacked buffer {@code [members, rows, cols]} their
+ * updates are written into, created at the first batched step and reused. The stack has the members' dtype, or,
+ * when they have fused stages ({@link ParameterState#updateStages}), the update dtype those stages write
+ * ({@code nsPrecision}), so that the fused momentum writes each {@code U} into its slice.
  */
 final class SameShapeBatch {
     /**
@@ -38,11 +43,13 @@ final class SameShapeBatch {
     /** Reused every step: the members that have a gradient this step, and those gradients. */
     final ParameterState[] active;
     final Tensor[] activeGrads;
+    private final ScalarType stackType;
     private Tensor stack;
 
-    private SameShapeBatch(List<ParameterState> members, int[] positions) {
+    private SameShapeBatch(List<ParameterState> members, int[] positions, ScalarType stackType) {
         this.members = List.copyOf(members);
         this.positions = positions;
+        this.stackType = stackType;
         this.active = new ParameterState[positions.length];
         this.activeGrads = new Tensor[positions.length];
     }
@@ -80,7 +87,9 @@ final class SameShapeBatch {
                 members.add(states.get(indices.get(k)));
                 positions[k] = first + indices.get(k);
             }
-            batches.add(new SameShapeBatch(members, positions));
+            ScalarType stackType = head.updateStages != null ? config.nsPrecision().scalarType()
+                    : head.matrix.scalar_type();
+            batches.add(new SameShapeBatch(members, positions, stackType));
         }
         return batches;
     }
@@ -107,13 +116,13 @@ final class SameShapeBatch {
     }
 
     /**
-     * The first {@code count} slices of the stacked buffer, which is created (in the members' dtype and on their
-     * device) at the first call. A prefix of dim 0, so it stays contiguous.
+     * The first {@code count} slices of the stacked buffer, which is created (in the stack's dtype and on the
+     * members' device) at the first call. A prefix of dim 0, so it stays contiguous.
      */
     Tensor stack(int count) {
         if (stack == null) {
             ParameterState head = members.get(0);
-            TensorOptions options = head.matrix.options();
+            TensorOptions options = head.matrix.options().dtype(new ScalarTypeOptional(stackType));
             stack = NativeLifetime.outliveScope(torch.empty(
                     new long[]{members.size(), head.layout.rows(), head.layout.cols()}, options, null));
         }
@@ -128,12 +137,16 @@ final class SameShapeBatch {
         }
     }
 
-    /** What members of one batch must share: the matrix shape, dtype, device and orthogonalizer instance. */
+    /**
+     * What members of one batch must share: the matrix shape, dtype, device, orthogonalizer instance and fused
+     * stages instance (or none), so that one stack dtype serves them all.
+     */
     private record Key(long rows, long cols, byte dtype, byte deviceType, byte deviceIndex,
-                       Orthogonalizer orthogonalizer) {
+                       Orthogonalizer orthogonalizer, UpdateStages updateStages) {
         static Key of(ParameterState state) {
             return new Key(state.layout.rows(), state.layout.cols(), state.matrix.scalar_type().value,
-                    state.matrix.device().type().value, state.matrix.device().index(), state.orthogonalizer);
+                    state.matrix.device().type().value, state.matrix.device().index(), state.orthogonalizer,
+                    state.updateStages);
         }
     }
 }

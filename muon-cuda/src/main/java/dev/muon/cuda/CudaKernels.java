@@ -71,7 +71,7 @@ final class CudaKernels {
     private final KernelArgs sumsqArgs = new KernelArgs("PJJP");
     private final KernelArgs scaleArgs = new KernelArgs("PPJJPIFF");
     private final KernelArgs scaleTArgs = new KernelArgs("PPIIJPIFF");
-    private final KernelArgs momentumArgs = new KernelArgs("PPPJFI");
+    private final KernelArgs momentumArgs = new KernelArgs("PPPJFFI");
     private final KernelArgs updateArgs = new KernelArgs("PPJFF");
 
     /**
@@ -199,7 +199,8 @@ final class CudaKernels {
         LaunchChecks.momentum(ob, og, oo, momentum, device);
         long n = ob.numel();
         momentumArgs.setLong(0, ob.address()).setLong(1, og.address()).setLong(2, oo.address()).setLong(3, n)
-                .setFloat(4, (float) momentum).setInt(5, nesterov ? 1 : 0);
+                // 1 − μ in double, then rounded once: the weight libtorch's lerp_ gets from Scalar(1 − μ).
+                .setFloat(4, (float) (1 - momentum)).setFloat(5, (float) momentum).setInt(6, nesterov ? 1 : 0);
         launch(fn.momentum, "muon_momentum_f32", gridFor(n), 1, 1, 0, momentumArgs);
     }
 

@@ -1,0 +1,62 @@
+package dev.muon;
+
+import dev.muon.internal.UpdateStages;
+import dev.muon.internal.UpdateStagesProvider;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+import java.util.List;
+import java.util.Optional;
+import java.util.ServiceLoader;
+import java.util.stream.Collectors;
+
+/**
+ * Picks, once per parameter when a {@link Muon} is built, the device's fused momentum and update stages
+ * ({@link UpdateStages}, muon-cuda's kernels through {@link ServiceLoader}), or none: then the parameter's momentum
+ * and update run on libtorch's ops, exactly as without any provider. Only Newton–Schulz parameters are offered:
+ * the exact SVD reference keeps libtorch's ops.
+ */
+final class UpdateStagesSelection {
+    private static final System.Logger LOG = System.getLogger(UpdateStagesSelection.class.getName());
+    private static volatile boolean fallbackLogged;
+
+    private final List<UpdateStagesProvider> providers;
+
+    UpdateStagesSelection() {
+        providers = ServiceLoader.load(UpdateStagesProvider.class).stream()
+                .map(ServiceLoader.Provider::get)
+                .collect(Collectors.toList());
+    }
+
+    /** The stages of the first provider that serves this parameter, or null for libtorch's ops. */
+    UpdateStages forParameter(MuonConfig config, Tensor matrix, String label) {
+        if (config.orthogonalization() != Orthogonalization.NEWTON_SCHULZ) {
+            return null;
+        }
+        ScalarType updateType = config.nsPrecision().scalarType();
+        for (UpdateStagesProvider provider : providers) {
+            Optional<UpdateStages> served = provider.forParameter(matrix, updateType);
+            if (served.isPresent()) {
+                return served.get();
+            }
+        }
+        if (matrix.is_cuda() && !fallbackLogged) {
+            fallbackLogged = true;
+            LOG.log(System.Logger.Level.INFO, fallbackMessage(!providers.isEmpty(), label, matrix.scalar_type(),
+                    matrix.is_contiguous(), config.nsPrecision().name()));
+        }
+        return null;
+    }
+
+    /** The one sentence logged, once per JVM, when a CUDA parameter keeps libtorch's momentum and update ops. */
+    static String fallbackMessage(boolean providerPresent, String label, ScalarType dtype, boolean contiguous,
+                                  String nsPrecision) {
+        if (!providerPresent) {
+            return "Muon: CUDA parameters use libtorch's momentum and update ops; add dev.muon:muon-cuda to the "
+                    + "class path for the fused kernels";
+        }
+        return "Muon: " + label + " (" + dtype + (contiguous ? "" : ", not contiguous") + ", nsPrecision "
+                + nsPrecision + ") uses libtorch's momentum and update ops: the fused kernels take contiguous "
+                + "float32 parameters with nsPrecision BFLOAT16 on an available CUDA device";
+    }
+}
