@@ -38,10 +38,13 @@ import java.util.function.Supplier;
  * {@code epochs.csv}, {@code steps.csv}, {@code summary.csv} and one {@code fashion-mnist-<model>.png} per model
  * ({@link ComparisonPlot}).
  *
- * <p>Run from the repository root (the defaults are the README's main job); {@code --help} lists the options:
+ * <p>Run from the repository root; {@code --help} lists the options. The defaults are the README's main job (the
+ * MLP, one seed, the base lr: well under two minutes on two cores); the figures of {@code docs/examples.md} add
+ * seeds and the lr sweep:
  * <pre>
  * mvn -B -q -Ptrain -DskipTests package
- * mvn -B -q -Ptrain -DskipTests package -Dexample.args="--models cnn --epochs 5 --seeds 3"
+ * mvn -B -q -Ptrain -DskipTests package -Dexample.args="--seeds 3 --lr-multipliers 1,3"
+ * mvn -B -q -Ptrain -DskipTests package -Dexample.args="--models cnn --epochs 2 --seeds 3 --lr-multipliers 1,3"
  * </pre>
  */
 @Command(name = "FashionMnist", mixinStandardHelpOptions = true,
@@ -70,7 +73,7 @@ public final class FashionMnist implements Callable<Integer> {
             description = "base AdamW learning rate, which the drop-in also gives Muon (default: ${DEFAULT-VALUE})")
     double lr;
 
-    @Option(names = "--lr-multipliers", split = ",", defaultValue = "1,3",
+    @Option(names = "--lr-multipliers", split = ",", defaultValue = "1",
             description = "the lr sweep, as multiples of --lr (default: ${DEFAULT-VALUE})")
     List<Double> lrMultipliers;
 
@@ -81,7 +84,7 @@ public final class FashionMnist implements Callable<Integer> {
     @Option(names = "--seed", defaultValue = "42", description = "first seed (default: ${DEFAULT-VALUE})")
     long seed;
 
-    @Option(names = "--seeds", defaultValue = "3",
+    @Option(names = "--seeds", defaultValue = "1",
             description = "seeds per configuration: --seed, --seed+1, ... (default: ${DEFAULT-VALUE})")
     int seeds;
 

@@ -53,8 +53,9 @@ class FashionMnistCommandTest {
         new CommandLine(command).parseArgs();
         assertEquals(3, command.epochs);
         assertEquals(0, command.trainSize, "the full training set");
-        assertEquals(3, command.seeds);
-        assertEquals(List.of(1.0, 3.0), command.lrMultipliers);
+        assertEquals(1, command.seeds);
+        assertEquals(List.of(1.0), command.lrMultipliers);
+        assertEquals(List.of("mlp"), command.models);
         assertEquals(2, command.threads);
     }
 
