@@ -39,8 +39,7 @@ import java.util.function.Supplier;
  * ({@link ComparisonPlot}).
  *
  * <p>Run from the repository root; {@code --help} lists the options. The defaults are the README's main job (the
- * MLP, one seed, the base lr: well under two minutes on two cores); the figures of {@code docs/examples.md} add
- * seeds and the lr sweep:
+ * MLP, one seed, the base lr); the figures of {@code docs/examples.md} add seeds and the lr sweep:
  * <pre>
  * mvn -B -q -Ptrain -DskipTests package
  * mvn -B -q -Ptrain -DskipTests package -Dexample.args="--seeds 3 --lr-multipliers 1,3"
@@ -190,8 +189,11 @@ public final class FashionMnist implements Callable<Integer> {
             FashionMnistData all = FashionMnistData.locate(java.util.Optional.ofNullable(data),
                     Path.of(FashionMnistData.DEBIAN_DIR), seed).withTrainSize(trainSize);
             System.out.println("Data: " + all.source());
+            // OpenBLAS (Muon's symmetric kernel) keeps its own pool, sized by this variable or else one per core.
             System.out.println(String.format(Locale.ROOT, "libtorch threads: %d (torch.get_num_threads() = %d); "
-                    + "OMP_NUM_THREADS=%s", threads, torch.get_num_threads(), System.getenv("OMP_NUM_THREADS")));
+                    + "OMP_NUM_THREADS=%s, OPENBLAS_NUM_THREADS=%s, cores: %d", threads, torch.get_num_threads(),
+                    System.getenv("OMP_NUM_THREADS"), System.getenv("OPENBLAS_NUM_THREADS"),
+                    Runtime.getRuntime().availableProcessors()));
             System.out.println(String.format(Locale.ROOT, "%d epoch(s), batch %d, %d seed(s) from %d, AdamW lr %g x %s,"
                             + " weight decay %g (MuonAdamW.dropIn gets the same options)", epochs, batch, seeds, seed,
                     lr, lrMultipliers, weightDecay));
