@@ -80,7 +80,7 @@ class FashionMnistCommandTest {
                 Arguments.of(List.of("--lr-multipliers", "1,0"), "--lr-multipliers must all be > 0, got 0.0"),
                 Arguments.of(List.of("--models", "mlp,rnn"), "--models takes mlp and/or cnn, got rnn"),
                 Arguments.of(List.of("--epochs", "three"), "'three' is not an int"),
-                Arguments.of(List.of("--epoch", "3"), "Unknown option: '--epoch'"));
+                Arguments.of(List.of("--epoch", "3"), "Unknown options: '--epoch'"));
     }
 
     @ParameterizedTest
