@@ -1,6 +1,8 @@
 package dev.muon.examples;
 
 import dev.muon.MuonAdamW;
+import me.tongfei.progressbar.ProgressBar;
+import me.tongfei.progressbar.ProgressBarBuilder;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
@@ -10,172 +12,233 @@ import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
-import java.util.Optional;
+import java.util.concurrent.Callable;
 import java.util.function.Supplier;
 
 /**
  * Fashion-MNIST, AdamW against MuonAdamW: trains an MLP ({@link FashionMlp}) and a small CNN ({@link FashionCnn})
- * once with libtorch's {@code AdamW} and once with {@link MuonAdamW#dropIn} built from the same
- * {@code AdamWOptions}, from the same initial weights and on the same batches. The two training methods,
- * {@link #trainWithAdamW} and {@link #trainWithMuonAdamW}, differ only by the line that creates the optimizer.
+ * with libtorch's {@code AdamW} and with {@link MuonAdamW#dropIn} built from the same {@code AdamWOptions}, from the
+ * same initial weights and on the same batches, over several seeds and two learning rates (the base lr and a
+ * multiple of it). The two training methods, {@link #trainWithAdamW} and {@link #trainWithMuonAdamW}, differ only by
+ * the line that creates the optimizer.
  *
  * <p>Data: {@code --data DIR}, else Debian's {@code dataset-fashion-mnist} ({@value FashionMnistData#DEBIAN_DIR}),
- * else a generated stand-in, announced as such. Output: a progress bar per epoch, a final table (test accuracy,
- * final training loss, wall time, optimizer state bytes), and under {@code --out} (default
- * {@code target/fashion-mnist}) {@code losses.csv}, {@code summary.csv} and one {@code loss-<model>.png} per model.
+ * else a generated stand-in, announced as such. After every epoch it measures test accuracy and loss, and the
+ * training seconds so far (evaluation excluded). Output under {@code --out} (printed as absolute paths):
+ * {@code epochs.csv}, {@code steps.csv}, {@code summary.csv} and one {@code fashion-mnist-<model>.png} per model
+ * ({@link ComparisonPlot}).
  *
- * <p>Run from the repository root (defaults: 2 epochs on the first 10,000 training images, both models):
+ * <p>Run from the repository root; {@code --help} lists the options. The defaults are the README's main job (the
+ * MLP, one seed, the base lr); the figures of {@code docs/examples.md} add seeds and the lr sweep:
  * <pre>
  * mvn -B -q -Ptrain -DskipTests package
- * mvn -B -q -Ptrain -DskipTests package \
- *     -Dexample.args="--epochs 3 --train-size 0"
+ * mvn -B -q -Ptrain -DskipTests package -Dexample.args="--seeds 3 --lr-multipliers 1,3"
+ * mvn -B -q -Ptrain -DskipTests package -Dexample.args="--models cnn --epochs 2 --seeds 3 --lr-multipliers 1,3"
  * </pre>
- * Flags: {@code --data DIR}, {@code --out DIR}, {@code --epochs N}, {@code --train-size N} (0 = all 60,000),
- * {@code --batch N} (128), {@code --lr X} (1e-3), {@code --weight-decay X} (0.01, libtorch's AdamW default),
- * {@code --seed N} (42), {@code --models mlp,cnn}.
  */
-public final class FashionMnist {
-    private FashionMnist() {
-    }
+@Command(name = "FashionMnist", mixinStandardHelpOptions = true,
+        description = "Trains Fashion-MNIST models with AdamW and with MuonAdamW.dropIn on the same options, over "
+                + "seeds and learning rates, and writes CSVs and one figure per model.")
+public final class FashionMnist implements Callable<Integer> {
+    @Option(names = "--data", paramLabel = "DIR", description = "folder of the four IDX files (default: Debian's "
+            + "dataset-fashion-mnist, else generated data)")
+    Path data;
+
+    @Option(names = "--out", paramLabel = "DIR", defaultValue = "target/fashion-mnist",
+            description = "output folder (default: ${DEFAULT-VALUE})")
+    Path out;
+
+    @Option(names = "--epochs", defaultValue = "3", description = "epochs per run (default: ${DEFAULT-VALUE})")
+    int epochs;
+
+    @Option(names = "--train-size", defaultValue = "0",
+            description = "training images used, 0 for all 60,000 (default: ${DEFAULT-VALUE})")
+    int trainSize;
+
+    @Option(names = "--batch", defaultValue = "512", description = "batch size (default: ${DEFAULT-VALUE})")
+    int batch;
+
+    @Option(names = "--lr", defaultValue = "1e-3",
+            description = "base AdamW learning rate, which the drop-in also gives Muon (default: ${DEFAULT-VALUE})")
+    double lr;
+
+    @Option(names = "--lr-multipliers", split = ",", defaultValue = "1",
+            description = "the lr sweep, as multiples of --lr (default: ${DEFAULT-VALUE})")
+    List<Double> lrMultipliers;
+
+    @Option(names = "--weight-decay", defaultValue = "0.01",
+            description = "AdamW weight decay, which the drop-in also gives Muon (default: ${DEFAULT-VALUE})")
+    double weightDecay;
+
+    @Option(names = "--seed", defaultValue = "42", description = "first seed (default: ${DEFAULT-VALUE})")
+    long seed;
+
+    @Option(names = "--seeds", defaultValue = "1",
+            description = "seeds per configuration: --seed, --seed+1, ... (default: ${DEFAULT-VALUE})")
+    int seeds;
+
+    @Option(names = "--models", split = ",", defaultValue = "mlp",
+            description = "models to train, of mlp and cnn (default: ${DEFAULT-VALUE})")
+    List<String> models;
+
+    @Option(names = "--threads", defaultValue = "2",
+            description = "libtorch intra-op threads, pinned for every run (default: ${DEFAULT-VALUE})")
+    int threads;
 
     /**
-     * The command line.
+     * One run's settings: what {@link #trainWithAdamW} and {@link #trainWithMuonAdamW} need.
      *
-     * @param data        the {@code --data} directory, if given
-     * @param out         where the CSV and PNG files go
-     * @param epochs      epochs per run
-     * @param trainSize   training images used, 0 for all
-     * @param batch       the batch size
-     * @param lr          the AdamW learning rate, which the drop-in also gives Muon
-     * @param weightDecay the AdamW weight decay, which the drop-in also gives Muon
+     * @param model       the model's name
      * @param seed        the seed of the initial weights (and of the batch order, plus one)
-     * @param models      which models to train: {@code mlp}, {@code cnn}
+     * @param lr          the AdamW learning rate
+     * @param weightDecay the AdamW weight decay
+     * @param epochs      epochs
+     * @param batch       the batch size
      */
-    record Options(Optional<Path> data, Path out, int epochs, int trainSize, int batch, double lr,
-                   double weightDecay, long seed, List<String> models) {
-        static Options parse(String[] args) {
-            // Maven's exec passes -Dexample.args as one argument: split it.
-            List<String> words = new ArrayList<>();
-            for (String arg : args) {
-                for (String w : arg.trim().split("\\s+")) {
-                    if (!w.isEmpty()) {
-                        words.add(w);
-                    }
-                }
-            }
-            Optional<Path> data = Optional.empty();
-            Path out = Path.of("target", "fashion-mnist");
-            int epochs = 2;
-            int trainSize = 10_000;
-            int batch = 128;
-            double lr = 1e-3;
-            double weightDecay = 0.01;
-            long seed = 42;
-            List<String> models = List.of("mlp", "cnn");
-            for (int i = 0; i < words.size(); i++) {
-                String flag = words.get(i);
-                if (i + 1 >= words.size()) {
-                    throw new IllegalArgumentException("flag " + flag + " needs a value");
-                }
-                String value = words.get(++i);
-                switch (flag) {
-                    case "--data" -> data = Optional.of(Path.of(value));
-                    case "--out" -> out = Path.of(value);
-                    case "--epochs" -> epochs = Integer.parseInt(value);
-                    case "--train-size" -> trainSize = Integer.parseInt(value);
-                    case "--batch" -> batch = Integer.parseInt(value);
-                    case "--lr" -> lr = Double.parseDouble(value);
-                    case "--weight-decay" -> weightDecay = Double.parseDouble(value);
-                    case "--seed" -> seed = Long.parseLong(value);
-                    case "--models" -> models = Arrays.asList(value.toLowerCase(Locale.ROOT).split(","));
-                    default -> throw new IllegalArgumentException("unknown flag " + flag + "; known: --data, --out,"
-                            + " --epochs, --train-size, --batch, --lr, --weight-decay, --seed, --models");
-                }
-            }
-            if (epochs < 1 || batch < 1) {
-                throw new IllegalArgumentException("--epochs and --batch must be >= 1, got " + epochs + " and "
-                        + batch);
-            }
-            for (String m : models) {
-                if (!m.equals("mlp") && !m.equals("cnn")) {
-                    throw new IllegalArgumentException("--models takes mlp and/or cnn, got " + m);
-                }
-            }
-            return new Options(data, out, epochs, trainSize, batch, lr, weightDecay, seed, models);
-        }
+    record Run(String model, long seed, double lr, double weightDecay, int epochs, int batch) {
     }
 
     /**
-     * One training run's numbers.
+     * One training run's results.
      *
      * @param model      the model's name
      * @param optimizer  the optimizer's name
-     * @param accuracy   test accuracy, 0 to 1
-     * @param testLoss   mean test cross-entropy
-     * @param finalLoss  mean training loss over the last epoch
-     * @param seconds    wall time of the training loop (evaluation excluded)
+     * @param lr         the AdamW learning rate
+     * @param seed       the seed
+     * @param epochs     per epoch: test accuracy, test loss, mean training loss, training seconds so far
+     * @param steps      every step's training loss
      * @param stateBytes the optimizer's state, in bytes
      */
-    record Result(String model, String optimizer, double accuracy, double testLoss, double finalLoss, double seconds,
+    record Result(String model, String optimizer, double lr, long seed, List<EpochPoint> epochs, List<Double> steps,
                   long stateBytes) {
-    }
-
-    /**
-     * Runs the comparison.
-     *
-     * @param args flags, see the class comment
-     */
-    public static void main(String[] args) {
-        System.setProperty("java.awt.headless", "true");
-        Options options = Options.parse(args);
-        try (PointerScope scope = new PointerScope()) {
-            FashionMnistData data = FashionMnistData.locate(options.data(), Path.of(FashionMnistData.DEBIAN_DIR),
-                    options.seed()).withTrainSize(options.trainSize());
-            System.out.println("Data: " + data.source());
-            System.out.println(String.format(Locale.ROOT, "Seed %d, %d epoch(s), batch %d, AdamW lr %g, weight decay"
-                            + " %g (MuonAdamW.dropIn gets the same options)", options.seed(), options.epochs(),
-                    options.batch(), options.lr(), options.weightDecay()));
-            Files.createDirectories(options.out());
-            Path csv = options.out().resolve("losses.csv");
-            Files.deleteIfExists(csv);
-            List<Result> results = new ArrayList<>();
-            for (String name : options.models()) {
-                Supplier<Module> model = name.equals("mlp") ? FashionMlp::new : FashionCnn::new;
-                String title = name.equals("mlp") ? "MLP 784-256-256-10" : "CNN conv16-conv32-128-10";
-                int steps = (int) (data.trainImages().size(0) / options.batch());
-                LossCurves curves = new LossCurves(name, steps);
-                results.add(trainWithAdamW(name, model, data, options, curves.run("AdamW")));
-                results.add(trainWithMuonAdamW(name, model, data, options, curves.run("MuonAdamW")));
-                curves.appendCsv(csv);
-                Path png = options.out().resolve("loss-" + name + ".png");
-                curves.writePng(png, "Fashion-MNIST, " + title + (data.generated() ? " (GENERATED data)" : ""));
-                System.out.println("wrote " + png);
-            }
-            Path summary = options.out().resolve("summary.csv");
-            Files.writeString(summary, table(results, true), StandardCharsets.UTF_8);
-            System.out.println();
-            System.out.print(table(results, false));
-            System.out.println("wrote " + csv + " and " + summary);
-            if (data.generated()) {
-                System.out.println("NOTE: these numbers come from GENERATED data, not Fashion-MNIST.");
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+        EpochPoint last() {
+            return epochs.get(epochs.size() - 1);
         }
     }
 
+    /**
+     * The measurements after one epoch.
+     *
+     * @param epoch     1-based
+     * @param seconds   training seconds since the run started, evaluations excluded
+     * @param accuracy  test accuracy, 0 to 1
+     * @param testLoss  mean test cross-entropy
+     * @param trainLoss mean training loss over the epoch
+     */
+    record EpochPoint(int epoch, double seconds, double accuracy, double testLoss, double trainLoss) {
+    }
+
+    /**
+     * Parses the command line and runs the comparison.
+     *
+     * @param args options, see {@code --help}
+     */
+    public static void main(String[] args) {
+        System.exit(commandLine().execute(args));
+    }
+
+    /** The parser, with bad values reported as usage errors that name the option. */
+    static CommandLine commandLine() {
+        return new CommandLine(new FashionMnist());
+    }
+
+    /** Checks the options; picocli prints the message and the usage for a {@code ParameterException}. */
+    void validate(CommandLine.Model.CommandSpec spec) {
+        check(spec, epochs >= 1, "--epochs must be >= 1, got " + epochs);
+        check(spec, batch >= 1, "--batch must be >= 1, got " + batch);
+        check(spec, seeds >= 1, "--seeds must be >= 1, got " + seeds);
+        check(spec, threads >= 1, "--threads must be >= 1, got " + threads);
+        check(spec, trainSize >= 0, "--train-size must be >= 0, got " + trainSize);
+        check(spec, lr > 0, "--lr must be > 0, got " + lr);
+        check(spec, weightDecay >= 0, "--weight-decay must be >= 0, got " + weightDecay);
+        for (double m : lrMultipliers) {
+            check(spec, m > 0, "--lr-multipliers must all be > 0, got " + m);
+        }
+        for (String m : models) {
+            check(spec, m.equals("mlp") || m.equals("cnn"), "--models takes mlp and/or cnn, got " + m);
+        }
+    }
+
+    private static void check(CommandLine.Model.CommandSpec spec, boolean ok, String message) {
+        if (!ok) {
+            throw new CommandLine.ParameterException(spec.commandLine(), message);
+        }
+    }
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        validate(spec);
+        System.setProperty("java.awt.headless", "true");
+        // Pinned so that every run, and every machine that repeats the job, uses the same pool.
+        torch.set_num_threads(threads);
+        Path outDir = out.toAbsolutePath().normalize();
+        try (PointerScope scope = new PointerScope()) {
+            FashionMnistData all = FashionMnistData.locate(java.util.Optional.ofNullable(data),
+                    Path.of(FashionMnistData.DEBIAN_DIR), seed).withTrainSize(trainSize);
+            System.out.println("Data: " + all.source());
+            // OpenBLAS (Muon's symmetric kernel) keeps its own pool, sized by this variable or else one per core.
+            System.out.println(String.format(Locale.ROOT, "libtorch threads: %d (torch.get_num_threads() = %d); "
+                    + "OMP_NUM_THREADS=%s, OPENBLAS_NUM_THREADS=%s, cores: %d", threads, torch.get_num_threads(),
+                    System.getenv("OMP_NUM_THREADS"), System.getenv("OPENBLAS_NUM_THREADS"),
+                    Runtime.getRuntime().availableProcessors()));
+            System.out.println(String.format(Locale.ROOT, "%d epoch(s), batch %d, %d seed(s) from %d, AdamW lr %g x %s,"
+                            + " weight decay %g (MuonAdamW.dropIn gets the same options)", epochs, batch, seeds, seed,
+                    lr, lrMultipliers, weightDecay));
+            Files.createDirectories(outDir);
+            List<Result> results = new ArrayList<>();
+            long started = System.nanoTime();
+            for (String name : models) {
+                Supplier<Module> model = name.equals("mlp") ? FashionMlp::new : FashionCnn::new;
+                String title = name.equals("mlp") ? "MLP 784-256-256-10" : "CNN conv16-conv32-128-10";
+                List<Result> ofModel = new ArrayList<>();
+                for (double multiplier : lrMultipliers) {
+                    for (int s = 0; s < seeds; s++) {
+                        Run run = new Run(name, seed + s, lr * multiplier, weightDecay, epochs, batch);
+                        ofModel.add(trainWithAdamW(model, all, run));
+                        ofModel.add(trainWithMuonAdamW(model, all, run));
+                    }
+                }
+                results.addAll(ofModel);
+                Path png = outDir.resolve("fashion-mnist-" + name + ".png");
+                ComparisonPlot.write(png, "Fashion-MNIST, " + title + (all.generated() ? " (GENERATED data)" : ""),
+                        ofModel, lr, all.trainImages().size(0) / batch);
+                System.out.println("wrote " + png);
+            }
+            Path epochsCsv = outDir.resolve("epochs.csv");
+            Path stepsCsv = outDir.resolve("steps.csv");
+            Path summaryCsv = outDir.resolve("summary.csv");
+            RunTables.writeEpochs(epochsCsv, results);
+            RunTables.writeSteps(stepsCsv, results);
+            List<RunTables.Summary> summary = RunTables.summarise(results, lr);
+            RunTables.writeSummary(summaryCsv, summary);
+            System.out.println();
+            System.out.print(RunTables.table(summary));
+            System.out.println(String.format(Locale.ROOT, "total %.0f s", (System.nanoTime() - started) / 1e9));
+            System.out.println("wrote " + epochsCsv);
+            System.out.println("wrote " + stepsCsv);
+            System.out.println("wrote " + summaryCsv);
+            if (all.generated()) {
+                System.out.println("NOTE: these numbers come from GENERATED data, not Fashion-MNIST.");
+            }
+        }
+        return 0;
+    }
+
     /** libtorch's AdamW options: the one set of hyperparameters both runs use. */
-    static AdamWOptions adamWOptions(Options o) {
+    static AdamWOptions adamWOptions(Run o) {
         AdamWOptions options = new AdamWOptions(o.lr());
         options.weight_decay().put(o.weightDecay());
         return options;
@@ -184,35 +247,23 @@ public final class FashionMnist {
     /**
      * The baseline: libtorch's AdamW on every parameter.
      */
-    static Result trainWithAdamW(String name, Supplier<Module> newModel, FashionMnistData data, Options o,
-                                 List<Double> losses) {
+    static Result trainWithAdamW(Supplier<Module> newModel, FashionMnistData data, Run o) {
         torch.manual_seed(o.seed());
         Module model = newModel.get();
         AdamW optimizer = new AdamW(model.parameters(), adamWOptions(o));
-        return train(name, optimizer.getClass().getSimpleName(), model, data, o, losses, optimizer::zero_grad,
-                optimizer::step, stateBytes(optimizer, model));
+        return train(o, "AdamW", model, data, optimizer::zero_grad, optimizer::step,
+                2 * parameterBytes(model.parameters()));
     }
 
     /**
      * The same run with the one-line swap: Muon for the hidden matrices and conv filters, AdamW for the rest.
      */
-    static Result trainWithMuonAdamW(String name, Supplier<Module> newModel, FashionMnistData data, Options o,
-                                     List<Double> losses) {
+    static Result trainWithMuonAdamW(Supplier<Module> newModel, FashionMnistData data, Run o) {
         torch.manual_seed(o.seed());
         Module model = newModel.get();
         MuonAdamW optimizer = MuonAdamW.dropIn(model.named_parameters(), adamWOptions(o));
-        return train(name, optimizer.getClass().getSimpleName(), model, data, o, losses, optimizer::zero_grad,
-                optimizer::step, stateBytes(optimizer, model));
-    }
-
-    /** AdamW keeps two moments per parameter, each of the parameter's size and dtype. */
-    private static long stateBytes(AdamW optimizer, Module model) {
-        return 2 * parameterBytes(model.parameters());
-    }
-
-    /** One momentum buffer per Muon matrix, two moments per AdamW parameter, as the assignment counts them. */
-    private static long stateBytes(MuonAdamW optimizer, Module model) {
-        return optimizer.assignment().stateBytes();
+        return train(o, "MuonAdamW", model, data, optimizer::zero_grad, optimizer::step,
+                optimizer.assignment().stateBytes());
     }
 
     private static long parameterBytes(TensorVector parameters) {
@@ -224,21 +275,24 @@ public final class FashionMnist {
         return bytes;
     }
 
-    private static Result train(String modelName, String optimizerName, Module model, FashionMnistData data,
-                                Options o, List<Double> losses, Runnable zeroGrad, Runnable step, long stateBytes) {
+    private static Result train(Run o, String optimizerName, Module model, FashionMnistData data, Runnable zeroGrad,
+                                Runnable step, long stateBytes) {
         ImageClassifier net = (ImageClassifier) model;
         Tensor images = data.trainImages();
         Tensor labels = data.trainLabels();
         long n = images.size(0);
         int steps = (int) (n / o.batch());
+        List<Double> losses = new ArrayList<>();
+        List<EpochPoint> points = new ArrayList<>();
         // The same batch order for both optimizers.
         torch.manual_seed(o.seed() + 1);
-        double lastEpochLoss = Double.NaN;
-        long start = System.nanoTime();
+        double trainingNanos = 0;
+        String label = String.format(Locale.ROOT, "%s %-9s lr %.0e seed %d", o.model(), optimizerName, o.lr(),
+                o.seed());
         for (int epoch = 1; epoch <= o.epochs(); epoch++) {
-            ProgressBar bar = new ProgressBar(System.out, String.format(Locale.ROOT, "%s %-9s %d/%d", modelName,
-                    optimizerName, epoch, o.epochs()), steps, o.batch());
-            try (PointerScope epochScope = new PointerScope()) {
+            double lossSum = 0;
+            long start = System.nanoTime();
+            try (PointerScope epochScope = new PointerScope(); ProgressBar bar = progressBar(label, epoch, o, steps)) {
                 Tensor order = torch.randperm(n);
                 for (int s = 0; s < steps; s++) {
                     try (PointerScope stepScope = new PointerScope()) {
@@ -250,16 +304,33 @@ public final class FashionMnist {
                         step.run();
                         double value = loss.item_double();
                         losses.add(value);
-                        bar.step(value);
+                        lossSum += value;
+                        if (bar != null) {
+                            bar.step();
+                        }
                     }
                 }
             }
-            bar.finish();
-            lastEpochLoss = bar.meanLoss();
+            trainingNanos += System.nanoTime() - start;
+            double[] test = evaluate(net, data.testImages(), data.testLabels());
+            EpochPoint point = new EpochPoint(epoch, trainingNanos / 1e9, test[0], test[1], lossSum / steps);
+            points.add(point);
+            System.out.println(String.format(Locale.ROOT, "%s  epoch %d/%d  train loss %.4f  test acc %.2f%%  %.1f s",
+                    label, epoch, o.epochs(), point.trainLoss(), 100 * point.accuracy(), point.seconds()));
         }
-        double seconds = (System.nanoTime() - start) / 1e9;
-        double[] test = evaluate(net, data.testImages(), data.testLabels());
-        return new Result(modelName, optimizerName, test[0], test[1], lastEpochLoss, seconds, stateBytes);
+        return new Result(o.model(), optimizerName, o.lr(), o.seed(), points, losses, stateBytes);
+    }
+
+    /**
+     * A live bar on a terminal only: in a log (Maven's exec, CI) the per-epoch line above says the same and a
+     * redrawn bar would only add noise.
+     */
+    private static ProgressBar progressBar(String label, int epoch, Run o, int steps) {
+        if (System.console() == null) {
+            return null;
+        }
+        return new ProgressBarBuilder().setTaskName(label + " " + epoch + "/" + o.epochs()).setInitialMax(steps)
+                .setUnit(" steps", 1).showSpeed().build();
     }
 
     /** Test accuracy and mean test loss, in chunks so that the CNN's activations stay small. */
@@ -279,21 +350,5 @@ public final class FashionMnist {
             }
         }
         return new double[] {correct / n, lossSum / n};
-    }
-
-    private static String table(List<Result> results, boolean csv) {
-        StringBuilder out = new StringBuilder();
-        String format = csv ? "%s,%s,%s,%s,%s,%s,%s%n" : "%-5s %-10s %14s %11s %10s %9s %20s%n";
-        out.append(String.format(Locale.ROOT, format, "model", "optimizer", "test accuracy", "final loss",
-                "test loss", "seconds", "optimizer state B"));
-        for (Result r : results) {
-            out.append(String.format(Locale.ROOT, format, r.model(), r.optimizer(),
-                    String.format(Locale.ROOT, csv ? "%.4f" : "%.2f%%", csv ? r.accuracy() : 100 * r.accuracy()),
-                    String.format(Locale.ROOT, "%.4f", r.finalLoss()),
-                    String.format(Locale.ROOT, "%.4f", r.testLoss()),
-                    String.format(Locale.ROOT, "%.1f", r.seconds()),
-                    String.format(Locale.ROOT, csv ? "%d" : "%,d", r.stateBytes())));
-        }
-        return out.toString();
     }
 }

@@ -5,11 +5,16 @@ import dev.muon.orthogonalize.NewtonSchulzConfig;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.Callable;
 
 /**
  * How to benchmark Newton–Schulz on your own matrix shapes: prints the {@code muon-bench} (JMH) commands for the
@@ -27,31 +32,44 @@ import java.util.Locale;
  * }</pre>
  * or with {@code --print-only} first to print the commands and time nothing.
  */
-public final class JmhQuickstart {
+@Command(name = "JmhQuickstart", mixinStandardHelpOptions = true,
+        description = "Prints the muon-bench (JMH) commands for your shapes, then times Newton-Schulz on each roughly.")
+public final class JmhQuickstart implements Callable<Integer> {
     private static final int CALLS = 5;
 
-    private JmhQuickstart() {
-    }
+    @Parameters(paramLabel = "SHAPE", arity = "0..*", description = "ROWSxCOLS (default: 768x3072, a GPT-2-small "
+            + "MLP matrix)")
+    List<String> shapeTexts = new ArrayList<>();
+
+    @Option(names = "--print-only", description = "print the commands and time nothing")
+    boolean printOnly;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
 
     /**
      * Prints the JMH commands for the shapes, then times each shape roughly.
      *
-     * @param args shapes as {@code ROWSxCOLS} (default: {@code 768x3072}, a GPT-2-small MLP matrix), optionally
-     *             preceded by {@code --print-only}
-     * @throws IllegalArgumentException if a shape is not two positive integers joined by {@code x}
+     * @param args shapes as {@code ROWSxCOLS}, and {@code --print-only}; see {@code --help}
      */
     public static void main(String[] args) {
-        // exec-maven-plugin passes -Dexample.args as one argument: split it again.
-        List<String> tokens = new ArrayList<>(Arrays.asList(String.join(" ", args).trim().split("\\s+")));
-        tokens.removeIf(String::isEmpty);
-        boolean printOnly = tokens.remove("--print-only");
+        System.exit(new CommandLine(new JmhQuickstart()).execute(args));
+    }
+
+    /** Picocli reports a bad shape as a usage error that names it. */
+    @Override
+    public Integer call() {
         List<long[]> shapes = new ArrayList<>();
-        for (String token : tokens.isEmpty() ? List.of("768x3072") : tokens) {
-            shapes.add(parseShape(token));
+        for (String token : shapeTexts.isEmpty() ? List.of("768x3072") : shapeTexts) {
+            try {
+                shapes.add(parseShape(token));
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage(), e);
+            }
         }
         System.out.println(commands(shapes));
         if (printOnly) {
-            return;
+            return 0;
         }
         System.out.println("Rough look (median of " + CALLS + " calls in this JVM, float32, "
                 + torch.get_num_threads() + " libtorch threads; not a benchmark):");
@@ -60,6 +78,7 @@ public final class JmhQuickstart {
             System.out.printf(Locale.ROOT, "  %-12s %10.2f ms%n", shape[0] + "x" + shape[1],
                     medianMillis(newtonSchulz, shape));
         }
+        return 0;
     }
 
     /**

@@ -8,9 +8,13 @@ import org.bytedeco.pytorch.LinearImpl;
 import org.bytedeco.pytorch.Module;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.Callable;
 
 /**
  * The README's main job: trains a small MLP on a generated classification task twice, once with libtorch's
@@ -23,7 +27,15 @@ import java.util.Locale;
  * {@code mvn -B -q -Ptrain -DskipTests package -Dexample.main=dev.muon.examples.QuickStart}, or
  * {@code java -cp ... dev.muon.examples.QuickStart [epochs]}.
  */
-public final class QuickStart {
+@Command(name = "QuickStart", mixinStandardHelpOptions = true,
+        description = "AdamW against MuonAdamW.dropIn on a small MLP and generated data.")
+public final class QuickStart implements Callable<Integer> {
+    @Option(names = "--epochs", defaultValue = "8", description = "epochs (default: ${DEFAULT-VALUE})")
+    int epochs;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
     private static final int FEATURES = 32;
     private static final int HIDDEN = 128;
     private static final int CLASSES = 10;
@@ -62,10 +74,17 @@ public final class QuickStart {
     /**
      * Runs the comparison.
      *
-     * @param args optional: the number of epochs (default 8)
+     * @param args {@code --epochs N} (default 8); see {@code --help}
      */
     public static void main(String[] args) {
-        int epochs = args.length > 0 && !args[0].isBlank() ? Integer.parseInt(args[0].trim()) : 8;
+        System.exit(new CommandLine(new QuickStart()).execute(args));
+    }
+
+    @Override
+    public Integer call() {
+        if (epochs < 1) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--epochs must be >= 1, got " + epochs);
+        }
         try (PointerScope scope = new PointerScope()) {
             torch.manual_seed(SEED);
             Tensor teacherIn = torch.randn(FEATURES, 64);
@@ -97,6 +116,7 @@ public final class QuickStart {
                         100 * r.accuracy, r.seconds));
             }
         }
+        return 0;
     }
 
     private static AdamWOptions adamwOptions(double lr) {

@@ -7,11 +7,12 @@ import org.bytedeco.pytorch.AdamWOptions;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -79,57 +80,99 @@ public final class TinyGpt {
         }
     }
 
-    /** The command-line settings; see the class comment. */
+    /** The command-line settings; see the class comment or {@code --help}. */
     record Settings(int steps, int width, int layers, int heads, int context, int batch, double lr,
                     double weightDecay, long seed, int evalEvery, int valBatches, int threads, Path out,
                     Path data) {
-        static Settings parse(String[] args) {
-            // exec-maven-plugin passes -Dexample.args as one argument: split it again.
-            String[] tokens = String.join(" ", args).trim().split("\\s+");
-            Map<String, String> values = new HashMap<>();
-            for (int i = 0; i < tokens.length; i++) {
-                if (tokens[i].isEmpty()) {
-                    continue;
+        /**
+         * Parses the options.
+         *
+         * @throws IllegalArgumentException naming the option, for an unknown option, a value that does not parse,
+         *                                  or a count below 1
+         */
+        static Settings parse(String... args) {
+            Options o = new Options();
+            try {
+                new CommandLine(o).parseArgs(args);
+            } catch (CommandLine.ParameterException e) {
+                throw new IllegalArgumentException(e.getMessage(), e);
+            }
+            return o.settings();
+        }
+    }
+
+    /** The picocli options behind {@link Settings}. */
+    @Command(name = "TinyGpt", mixinStandardHelpOptions = true,
+            description = "Trains a character-level transformer with AdamW and with MuonAdamW.dropIn on the same "
+                    + "options, and compares them by step and by training time.")
+    static final class Options {
+        @Option(names = "--steps", defaultValue = "500", description = "training steps (default: ${DEFAULT-VALUE})")
+        int steps;
+        @Option(names = "--width", defaultValue = "128", description = "model width d (default: ${DEFAULT-VALUE})")
+        int width;
+        @Option(names = "--layers", defaultValue = "2", description = "transformer blocks (default: ${DEFAULT-VALUE})")
+        int layers;
+        @Option(names = "--heads", defaultValue = "4", description = "attention heads (default: ${DEFAULT-VALUE})")
+        int heads;
+        @Option(names = "--context", defaultValue = "64", description = "context length (default: ${DEFAULT-VALUE})")
+        int context;
+        @Option(names = "--batch", defaultValue = "32", description = "batch size (default: ${DEFAULT-VALUE})")
+        int batch;
+        @Option(names = "--lr", defaultValue = "3e-3", description = "AdamW lr, also Muon's through the drop-in "
+                + "(default: ${DEFAULT-VALUE})")
+        double lr;
+        @Option(names = "--weight-decay", defaultValue = "0.1", description = "weight decay (default: ${DEFAULT-VALUE})")
+        double weightDecay;
+        @Option(names = "--seed", defaultValue = "1337", description = "seed (default: ${DEFAULT-VALUE})")
+        long seed;
+        @Option(names = "--eval-every", defaultValue = "25",
+                description = "steps between validations (default: ${DEFAULT-VALUE})")
+        int evalEvery;
+        @Option(names = "--val-batches", defaultValue = "8",
+                description = "validation batches (default: ${DEFAULT-VALUE})")
+        int valBatches;
+        @Option(names = "--threads", defaultValue = "1",
+                description = "libtorch threads, pinned (default: ${DEFAULT-VALUE})")
+        int threads;
+        @Option(names = "--out", defaultValue = "target/tinygpt",
+                description = "output prefix of the CSV and PNG (default: ${DEFAULT-VALUE})")
+        Path out;
+        @Option(names = "--data", description = "a text file or folder (default: Debian's fortunes)")
+        Path data;
+
+        Settings settings() {
+            for (Map.Entry<String, Integer> e : Map.of("--steps", steps, "--width", width, "--layers", layers,
+                    "--heads", heads, "--context", context, "--batch", batch, "--eval-every", evalEvery,
+                    "--val-batches", valBatches, "--threads", threads).entrySet()) {
+                if (e.getValue() < 1) {
+                    throw new IllegalArgumentException(e.getKey() + " must be >= 1, got " + e.getValue());
                 }
-                if (!tokens[i].startsWith("--") || i + 1 >= tokens.length) {
-                    throw new IllegalArgumentException("expected --option value pairs, got " + Arrays.toString(args));
-                }
-                values.put(tokens[i].substring(2), tokens[++i]);
             }
-            Settings s = new Settings(
-                    Integer.parseInt(values.getOrDefault("steps", "500")),
-                    Integer.parseInt(values.getOrDefault("width", "128")),
-                    Integer.parseInt(values.getOrDefault("layers", "2")),
-                    Integer.parseInt(values.getOrDefault("heads", "4")),
-                    Integer.parseInt(values.getOrDefault("context", "64")),
-                    Integer.parseInt(values.getOrDefault("batch", "32")),
-                    Double.parseDouble(values.getOrDefault("lr", "3e-3")),
-                    Double.parseDouble(values.getOrDefault("weight-decay", "0.1")),
-                    Long.parseLong(values.getOrDefault("seed", "1337")),
-                    Integer.parseInt(values.getOrDefault("eval-every", "25")),
-                    Integer.parseInt(values.getOrDefault("val-batches", "8")),
-                    Integer.parseInt(values.getOrDefault("threads", "1")),
-                    Path.of(values.getOrDefault("out", "target/tinygpt")),
-                    values.containsKey("data") ? Path.of(values.get("data")) : null);
-            values.keySet().removeAll(List.of("steps", "width", "layers", "heads", "context", "batch", "lr",
-                    "weight-decay", "seed", "eval-every", "val-batches", "threads", "out", "data"));
-            if (!values.isEmpty()) {
-                throw new IllegalArgumentException("unknown options " + values.keySet());
-            }
-            if (s.steps < 1 || s.evalEvery < 1 || s.valBatches < 1 || s.threads < 1) {
-                throw new IllegalArgumentException("--steps, --eval-every, --val-batches and --threads must be >= 1");
-            }
-            return s;
+            return new Settings(steps, width, layers, heads, context, batch, lr, weightDecay, seed, evalEvery,
+                    valBatches, threads, out, data);
         }
     }
 
     /**
      * Runs the comparison.
      *
-     * @param args {@code --option value} pairs, see the class comment
+     * @param args options, see {@code --help}
      */
     public static void main(String[] args) {
-        Settings s = Settings.parse(args);
+        Options options = new Options();
+        CommandLine cli = new CommandLine(options);
+        try {
+            cli.parseArgs(args);
+        } catch (CommandLine.ParameterException e) {
+            System.err.println(e.getMessage());
+            cli.usage(System.err);
+            System.exit(2);
+            return;
+        }
+        if (CommandLine.printHelpIfRequested(cli.getParseResult())) {
+            return;
+        }
+        Settings s = options.settings();
         // These matrices are small (128 x 512 at most), so a second thread buys little, and on a machine whose
         // cores are shared, libtorch's spinning worker threads made every step 20x slower in our runs.
         torch.set_num_threads(s.threads());

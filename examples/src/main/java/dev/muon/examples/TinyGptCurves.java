@@ -1,5 +1,7 @@
 package dev.muon.examples;
 
+import org.apache.commons.csv.CSVFormat;
+import org.apache.commons.csv.CSVPrinter;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
@@ -35,14 +37,17 @@ final class TinyGptCurves {
         try {
             Path dir = prefix.toAbsolutePath().getParent();
             Files.createDirectories(dir);
-            StringBuilder csv = new StringBuilder("optimizer,step,train_seconds,train_loss,val_loss\n");
-            for (TinyGpt.Run run : runs) {
-                for (TinyGpt.Point p : run.points()) {
-                    csv.append(String.format(Locale.ROOT, "%s,%d,%.3f,%.5f,%.5f%n", run.name(), p.step(),
-                            p.seconds(), p.trainLoss(), p.valLoss()));
+            try (CSVPrinter csv = new CSVPrinter(Files.newBufferedWriter(Path.of(prefix + ".csv")),
+                    CSVFormat.DEFAULT.builder().setHeader("optimizer", "step", "train_seconds", "train_loss",
+                            "val_loss").get())) {
+                for (TinyGpt.Run run : runs) {
+                    for (TinyGpt.Point p : run.points()) {
+                        csv.printRecord(run.name(), p.step(), String.format(Locale.ROOT, "%.3f", p.seconds()),
+                                String.format(Locale.ROOT, "%.5f", p.trainLoss()),
+                                String.format(Locale.ROOT, "%.5f", p.valLoss()));
+                    }
                 }
             }
-            Files.writeString(Path.of(prefix + ".csv"), csv);
             List<XYChart> charts = List.of(chart(runs, "step", false), chart(runs, "training seconds", true));
             BitmapEncoder.saveBitmap(charts, 1, 2, prefix + ".png", BitmapEncoder.BitmapFormat.PNG);
         } catch (IOException e) {

@@ -191,4 +191,12 @@ final class DocSnippets {
         Loader.cacheResource(Loader.class, "/org/bytedeco/pytorch/" + Loader.getPlatform() + "/"
                 + System.mapLibraryName("torch_cpu"));
     }
+
+    // getting-started.md, "8. Logging".
+    // A static field keeps the logger, and so its level, alive.
+    private static final java.util.logging.Logger MUON_LOGS = java.util.logging.Logger.getLogger("dev.muon");
+
+    static void quietMuon() {
+        MUON_LOGS.setLevel(java.util.logging.Level.WARNING);
+    }
 }

@@ -158,4 +158,20 @@ class DocSnippetsTest {
             assertEquals(3, plain.stepCount());
         }
     }
+
+    /** The logging snippet: the library's INFO records (the assignment table) go, its warnings stay. */
+    @Test
+    void quietMuon_silencesInfo_keepsWarnings() {
+        java.util.logging.Logger parent = java.util.logging.Logger.getLogger("dev.muon");
+        java.util.logging.Level before = parent.getLevel();
+        System.Logger assignmentLog = System.getLogger(MuonAdamW.class.getName());
+        try {
+            assertTrue(assignmentLog.isLoggable(System.Logger.Level.INFO), "INFO must be on before the snippet");
+            DocSnippets.quietMuon();
+            assertFalse(assignmentLog.isLoggable(System.Logger.Level.INFO));
+            assertTrue(assignmentLog.isLoggable(System.Logger.Level.WARNING));
+        } finally {
+            parent.setLevel(before);
+        }
+    }
 }

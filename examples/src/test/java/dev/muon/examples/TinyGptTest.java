@@ -38,9 +38,9 @@ class TinyGptTest {
 
     @Test
     void compare_onEmbeddedText_bothOptimizersLowerTheValidationLoss(@TempDir Path dir) {
-        TinyGpt.Settings s = TinyGpt.Settings.parse(new String[] {
-                "--steps 8 --width 32 --layers 1 --heads 2 --context 16 --batch 8 --eval-every 4 --val-batches 1"
-                        + " --out " + dir.resolve("curves")});
+        TinyGpt.Settings s = TinyGpt.Settings.parse("--steps", "8", "--width", "32", "--layers", "1", "--heads", "2",
+                "--context", "16", "--batch", "8", "--eval-every", "4", "--val-batches", "1",
+                "--out", dir.resolve("curves").toString());
         List<TinyGpt.Run> runs = TinyGpt.compare(CharCorpus.embedded(), s);
 
         assertEquals(2, runs.size());
@@ -55,9 +55,26 @@ class TinyGptTest {
         assertTrue(Files.exists(dir.resolve("curves.csv")));
     }
 
+    static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> badSettings() {
+        return java.util.stream.Stream.of(
+                org.junit.jupiter.params.provider.Arguments.of(List.of("--steps", "0"), "--steps must be >= 1, got 0"),
+                org.junit.jupiter.params.provider.Arguments.of(List.of("--threads", "0"), "--threads must be >= 1, got 0"),
+                org.junit.jupiter.params.provider.Arguments.of(List.of("--heads", "-2"), "--heads must be >= 1, got -2"),
+                org.junit.jupiter.params.provider.Arguments.of(List.of("--lr", "fast"), "'fast' is not a double"),
+                org.junit.jupiter.params.provider.Arguments.of(List.of("--steps"), "Missing required parameter"));
+    }
+
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.MethodSource("badSettings")
+    void settings_badValue_isRejected_namingTheOption(List<String> args, String message) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> TinyGpt.Settings.parse(args.toArray(String[]::new)));
+        assertTrue(e.getMessage().contains(message), e.getMessage());
+    }
+
     @Test
     void settings_unknownOption_isRejected() {
-        assertThrows(IllegalArgumentException.class, () -> TinyGpt.Settings.parse(new String[] {"--stepz 3"}));
+        assertThrows(IllegalArgumentException.class, () -> TinyGpt.Settings.parse("--stepz", "3"));
     }
 
     @Test

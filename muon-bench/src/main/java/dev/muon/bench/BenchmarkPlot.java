@@ -4,88 +4,158 @@ import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.CategoryChart;
 import org.knowm.xchart.CategoryChartBuilder;
 import org.knowm.xchart.style.Styler;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
+import java.util.Set;
+import java.util.concurrent.Callable;
 
 /**
  * Draws {@code docs/benchmarks.md}'s plot from a JMH JSON result of {@link NewtonSchulzBenchmark}: for each shape,
  * one bar per variant showing its time relative to the {@code gemm} floor of the same shape and dtype (shapes span
- * two orders of magnitude in time, so ratios read better than milliseconds), one chart per dtype.
+ * two orders of magnitude in time, so ratios read better than milliseconds), one chart per dtype. Error bars are
+ * JMH's 99.9% confidence intervals, the bar's and its floor's combined in quadrature; some exceed the bar itself on
+ * a shared machine, which is why they are drawn.
  *
- * <p>How to run: {@code java -cp muon-bench/target/benchmarks.jar dev.muon.bench.BenchmarkPlot ns.json
- * docs/ns-benchmark} (writes {@code docs/ns-benchmark-float32.png} and {@code -bfloat16.png}).
+ * <p>With {@code --peer}, a PyTorch bar is added at {@code --peer-shape}: the peer's median over the {@code gemm}
+ * floor of {@code --peer-floor}, a JMH file measured in the same sitting as the peer (a floor from another sitting
+ * would mix two machines' loads). Given several peer files (PyTorch in two OpenMP settings), each dtype takes the
+ * faster; its error bar is half the peer's min-to-max range.
+ *
+ * <p>How to run ({@code --help} lists the options):
+ * <pre>
+ * java -Djava.awt.headless=true -cp muon-bench/target/benchmarks.jar dev.muon.bench.BenchmarkPlot \
+ *     docs/data/ns.json docs/ns-benchmark --peer docs/data/peer-ns-final-default.json \
+ *     --peer docs/data/peer-ns-final-passive.json --peer-floor docs/data/ns-1024x4096-final.json
+ * </pre>
+ * writes {@code docs/ns-benchmark-float32.png} and {@code -bfloat16.png}.
  */
-public final class BenchmarkPlot {
-    // JMH's JSON is regular enough that a pattern per result record is simpler than a JSON library here.
-    private static final Pattern RECORD = Pattern.compile(
-            "\"benchmark\"\\s*:\\s*\"[^\"]*NewtonSchulzBenchmark\\.orthogonalize\".*?"
-                    + "\"params\"\\s*:\\s*\\{(.*?)\\}.*?\"primaryMetric\"\\s*:\\s*\\{\\s*\"score\"\\s*:\\s*([0-9.eE+-]+)",
-            Pattern.DOTALL);
-    private static final Pattern PARAM = Pattern.compile("\"(\\w+)\"\\s*:\\s*\"([^\"]*)\"");
+@Command(name = "BenchmarkPlot", mixinStandardHelpOptions = true,
+        description = "Draws Newton-Schulz benchmark ratios over the GEMM floor, with error bars, one PNG per dtype.")
+public final class BenchmarkPlot implements Callable<Integer> {
+    @Parameters(index = "0", paramLabel = "JMH_JSON", description = "JMH JSON result of NewtonSchulzBenchmark")
+    Path jmh;
 
-    private BenchmarkPlot() {
-    }
+    @Parameters(index = "1", paramLabel = "PREFIX", description = "output prefix; writes PREFIX-<dtype>.png")
+    String prefix;
+
+    @Option(names = "--peer", paramLabel = "JSON", description = "PyTorch peer timings (pytorch_peer.py); repeat "
+            + "for several environments, the faster counts")
+    List<Path> peers = new ArrayList<>();
+
+    @Option(names = "--peer-floor", paramLabel = "JMH_JSON",
+            description = "JMH result from the peer's sitting, whose gemm floor normalises the peer (default: JMH_JSON)")
+    Path peerFloor;
+
+    @Option(names = "--peer-shape", defaultValue = "1024x4096",
+            description = "the shape the peer measured (default: ${DEFAULT-VALUE})")
+    String peerShape;
+
+    @Option(names = "--peer-label", defaultValue = "PyTorch 1.13 eager",
+            description = "legend of the peer's bar (default: ${DEFAULT-VALUE})")
+    String peerLabel;
 
     /**
-     * Reads the JSON and writes one PNG per dtype.
+     * Parses the command line and draws the plots.
      *
-     * @param args the JMH JSON file and the output prefix
-     * @throws IOException if a file cannot be read or written
+     * @param args see {@code --help}
      */
-    public static void main(String[] args) throws IOException {
-        if (args.length != 2) {
-            throw new IllegalArgumentException("usage: BenchmarkPlot <jmh.json> <output-prefix>, got "
-                    + args.length + " arguments");
-        }
-        String json = Files.readString(Path.of(args[0]), StandardCharsets.UTF_8);
-        // dtype -> variant -> shape -> ms
-        Map<String, Map<String, Map<String, Double>>> scores = new LinkedHashMap<>();
-        Matcher m = RECORD.matcher(json);
-        while (m.find()) {
-            Map<String, String> params = new LinkedHashMap<>();
-            Matcher p = PARAM.matcher(m.group(1));
-            while (p.find()) {
-                params.put(p.group(1), p.group(2));
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new BenchmarkPlot()).execute(args));
+    }
+
+    @Override
+    public Integer call() throws IOException {
+        System.setProperty("java.awt.headless", "true");
+        List<NsScores.Score> scores = NsScores.readJmh(jmh);
+        Map<String, Map<String, NsScores.Ratio>> peerBars = peerBars();
+        Set<String> dtypes = new LinkedHashSet<>();
+        scores.forEach(s -> dtypes.add(s.dtype()));
+        for (String dtype : dtypes) {
+            Map<String, Map<String, NsScores.Ratio>> bars = bars(scores, dtype);
+            if (peerBars.containsKey(dtype)) {
+                bars.put(peerLabel, peerBars.get(dtype));
             }
-            scores.computeIfAbsent(params.get("dtype"), k -> new LinkedHashMap<>())
-                    .computeIfAbsent(params.get("variant"), k -> new LinkedHashMap<>())
-                    .put(params.get("shape"), Double.parseDouble(m.group(2)));
+            String out = prefix + "-" + dtype + ".png";
+            BitmapEncoder.saveBitmap(chart(dtype, bars, shapes(scores, dtype)), out, BitmapEncoder.BitmapFormat.PNG);
+            System.out.println("wrote " + Path.of(out).toAbsolutePath());
         }
-        if (scores.isEmpty()) {
-            throw new IllegalStateException("no NewtonSchulzBenchmark results in " + args[0]);
-        }
-        for (Map.Entry<String, Map<String, Map<String, Double>>> dtype : scores.entrySet()) {
-            Map<String, Double> floor = dtype.getValue().get("gemm");
-            if (floor == null) {
-                throw new IllegalStateException("no 'gemm' variant for " + dtype.getKey() + " to normalise by");
+        return 0;
+    }
+
+    /** Variant, then shape, to its ratio over the floor. */
+    static Map<String, Map<String, NsScores.Ratio>> bars(List<NsScores.Score> scores, String dtype) {
+        Map<String, Map<String, NsScores.Ratio>> bars = new LinkedHashMap<>();
+        for (NsScores.Score s : scores) {
+            if (s.dtype().equals(dtype)) {
+                NsScores.Score floor = NsScores.floor(scores, dtype, s.shape());
+                // The floor over itself is 1 with the floor's own margin, not that margin counted twice.
+                NsScores.Ratio ratio = s.equals(floor) ? new NsScores.Ratio(1, s.error() / s.ms())
+                        : NsScores.Ratio.of(s.ms(), s.error(), floor);
+                bars.computeIfAbsent(s.variant(), k -> new LinkedHashMap<>()).put(s.shape(), ratio);
             }
-            CategoryChart chart = new CategoryChartBuilder().width(1100).height(560)
-                    .title("Newton-Schulz, 5 steps, " + dtype.getKey() + ": time / its GEMM floor (lower is better)")
-                    .xAxisTitle("shape").yAxisTitle("time relative to the 3 GEMMs per step alone").build();
-            chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideE);
-            for (Map.Entry<String, Map<String, Double>> variant : dtype.getValue().entrySet()) {
-                // Every series over the floor's shapes, a gap where a variant was not run: XChart places a
-                // category series' values by position, so a shorter list would draw bars over the wrong shapes.
-                List<String> shapes = new ArrayList<>(floor.keySet());
-                List<Double> ratios = new ArrayList<>();
-                for (String shape : shapes) {
-                    Double score = variant.getValue().get(shape);
-                    ratios.add(score == null ? null : score / floor.get(shape));
-                }
-                chart.addSeries(variant.getKey(), shapes, ratios);
-            }
-            String out = args[1] + "-" + dtype.getKey() + ".png";
-            BitmapEncoder.saveBitmap(chart, out, BitmapEncoder.BitmapFormat.PNG);
-            System.out.println("wrote " + out);
         }
+        return bars;
+    }
+
+    /** Dtype to the peer's one bar at {@link #peerShape}, from the faster of the peer files. */
+    private Map<String, Map<String, NsScores.Ratio>> peerBars() throws IOException {
+        Map<String, Map<String, NsScores.Ratio>> out = new LinkedHashMap<>();
+        if (peers.isEmpty()) {
+            return out;
+        }
+        List<NsScores.Score> floors = NsScores.readJmh(peerFloor == null ? jmh : peerFloor);
+        Map<String, NsScores.Peer> fastest = new LinkedHashMap<>();
+        for (Path file : peers) {
+            NsScores.readPeer(file).forEach((dtype, p) -> fastest.merge(dtype, p,
+                    (a, b) -> a.median() <= b.median() ? a : b));
+        }
+        fastest.forEach((dtype, p) -> out.put(dtype, Map.of(peerShape,
+                NsScores.Ratio.of(p.median(), p.error(), NsScores.floor(floors, dtype, peerShape)))));
+        return out;
+    }
+
+    private static List<String> shapes(List<NsScores.Score> scores, String dtype) {
+        Set<String> shapes = new LinkedHashSet<>();
+        for (NsScores.Score s : scores) {
+            if (s.dtype().equals(dtype) && s.variant().equals("gemm")) {
+                shapes.add(s.shape());
+            }
+        }
+        return new ArrayList<>(shapes);
+    }
+
+    private static CategoryChart chart(String dtype, Map<String, Map<String, NsScores.Ratio>> bars,
+                                       List<String> shapes) {
+        CategoryChart chart = new CategoryChartBuilder().width(1200).height(600)
+                .title("Newton-Schulz, 5 steps, " + dtype + ": time / its GEMM floor (lower is better; bars: 99.9% CI)")
+                .xAxisTitle("shape").yAxisTitle("time relative to the 3 GEMMs per step alone").build();
+        chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideE);
+        chart.getStyler().setErrorBarsColorSeriesColor(true);
+        // Some intervals reach below zero on a loaded machine; a time cannot, so the axis starts at 0.
+        chart.getStyler().setYAxisMin(0.0);
+        for (Map.Entry<String, Map<String, NsScores.Ratio>> variant : bars.entrySet()) {
+            // Every series over the floor's shapes: XChart places a category series' values by position, so a
+            // shorter list would draw bars over the wrong shapes. A variant not run at a shape gets a zero-height
+            // bar, which draws nothing: XChart's error bars reject the null that would otherwise mark a gap.
+            List<Double> ratios = new ArrayList<>();
+            List<Double> errors = new ArrayList<>();
+            for (String shape : shapes) {
+                NsScores.Ratio r = variant.getValue().get(shape);
+                ratios.add(r == null ? 0.0 : r.ratio());
+                errors.add(r == null ? 0.0 : r.error());
+            }
+            chart.addSeries(variant.getKey(), shapes, ratios, errors);
+        }
+        return chart;
     }
 }

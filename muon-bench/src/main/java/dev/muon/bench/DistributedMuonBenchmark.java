@@ -13,17 +13,22 @@ import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 import java.io.IOException;
 import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Locale;
+import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -41,7 +46,9 @@ import java.util.concurrent.TimeUnit;
  * <p>How to run: {@code java -cp muon-bench/target/benchmarks.jar dev.muon.bench.DistributedMuonBenchmark
  * --worlds 1,2,4 --steps 7 --out docs/data/distributed.json}.
  */
-public final class DistributedMuonBenchmark {
+@Command(name = "DistributedMuonBenchmark", mixinStandardHelpOptions = true,
+        description = "Launches W = 1, 2, 4 local processes over Gloo and measures a distributed Muon step.")
+public final class DistributedMuonBenchmark implements Callable<Integer> {
     static {
         // Before the launcher or a rank loads libtorch (see TorchNatives for the crash this prevents).
         TorchNatives.extract();
@@ -49,42 +56,60 @@ public final class DistributedMuonBenchmark {
 
     private static final int D = 768;
     private static final int LAYERS = 4;
+    private static final ObjectMapper JSON = new ObjectMapper();
 
-    private DistributedMuonBenchmark() {
-    }
+    @Option(names = "--worlds", split = ",", defaultValue = "1,2,4",
+            description = "world sizes to launch (default: ${DEFAULT-VALUE})")
+    List<Integer> worlds;
+
+    @Option(names = "--steps", defaultValue = "7", description = "measured steps (default: ${DEFAULT-VALUE})")
+    int steps;
+
+    @Option(names = "--threads", defaultValue = "1",
+            description = "intra-op threads per rank (default: ${DEFAULT-VALUE})")
+    int threads;
+
+    @Option(names = "--out", defaultValue = "distributed.json", description = "result file (default: ${DEFAULT-VALUE})")
+    Path out;
+
+    // A rank's own arguments, set by the launcher.
+    @Option(names = "--rank", hidden = true)
+    Integer rank;
+
+    @Option(names = "--world", hidden = true, defaultValue = "1")
+    int world;
+
+    @Option(names = "--port", hidden = true, defaultValue = "29500")
+    int port;
+
+    @Option(names = "--result", hidden = true, defaultValue = "rank.json")
+    Path result;
 
     /**
      * Launches the worlds, or runs one rank when started with {@code --rank}.
      *
-     * @param args {@code --worlds 1,2,4 --steps N --threads T --out FILE}, or the rank's own arguments
-     * @throws Exception if a rank fails
+     * @param args see {@code --help}
      */
-    public static void main(String[] args) throws Exception {
-        List<String> list = Arrays.asList(args);
-        int steps = Integer.parseInt(option(list, "--steps", "7"));
-        int threads = Integer.parseInt(option(list, "--threads", "1"));
-        if (list.contains("--rank")) {
-            rank(Integer.parseInt(option(list, "--rank", "0")), Integer.parseInt(option(list, "--world", "1")),
-                    Integer.parseInt(option(list, "--port", "29500")), steps, threads,
-                    Path.of(option(list, "--result", "rank.json")));
-            return;
-        }
-        Path out = Path.of(option(list, "--out", "distributed.json"));
-        List<String> worlds = new ArrayList<>();
-        for (String w : option(list, "--worlds", "1,2,4").split(",")) {
-            worlds.add(launch(Integer.parseInt(w.trim()), steps, threads));
-        }
-        String json = "[\n" + String.join(",\n", worlds) + "\n]\n";
-        Files.writeString(out, json, StandardCharsets.UTF_8);
-        System.out.print(json);
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new DistributedMuonBenchmark()).execute(args));
     }
 
-    private static String option(List<String> args, String name, String fallback) {
-        int i = args.indexOf(name);
-        return i >= 0 && i + 1 < args.size() ? args.get(i + 1) : fallback;
+    @Override
+    public Integer call() throws Exception {
+        if (rank != null) {
+            rank(rank, world, port, steps, threads, result);
+            return 0;
+        }
+        ArrayNode all = JSON.createArrayNode();
+        for (int w : worlds) {
+            all.add(launch(w, steps, threads));
+        }
+        JSON.writerWithDefaultPrettyPrinter().writeValue(out.toFile(), all);
+        System.out.println(JSON.writerWithDefaultPrettyPrinter().writeValueAsString(all));
+        return 0;
     }
 
-    private static String launch(int world, int steps, int threads) throws Exception {
+    private static ObjectNode launch(int world, int steps, int threads) throws Exception {
         int port;
         try (ServerSocket socket = new ServerSocket(0)) {
             port = socket.getLocalPort();
@@ -105,7 +130,10 @@ public final class DistributedMuonBenchmark {
             builder.redirectOutput(dir.resolve("rank" + r + ".log").toFile());
             processes.add(builder.start());
         }
-        List<String> ranks = new ArrayList<>();
+        ObjectNode node = JSON.createObjectNode();
+        node.put("world", world);
+        node.put("threadsPerRank", threads);
+        ArrayNode ranks = node.putArray("ranks");
         for (int r = 0; r < world; r++) {
             Process p = processes.get(r);
             if (!p.waitFor(15, TimeUnit.MINUTES) || p.exitValue() != 0) {
@@ -113,10 +141,9 @@ public final class DistributedMuonBenchmark {
                 throw new IllegalStateException("rank " + r + " of W=" + world + " failed; see "
                         + dir.resolve("rank" + r + ".log"));
             }
-            ranks.add(Files.readString(dir.resolve("rank" + r + ".json"), StandardCharsets.UTF_8).trim());
+            ranks.add(JSON.readTree(dir.resolve("rank" + r + ".json").toFile()));
         }
-        return "  {\"world\": " + world + ", \"threadsPerRank\": " + threads + ", \"ranks\": [\n    "
-                + String.join(",\n    ", ranks) + "]}";
+        return node;
     }
 
     /** The 24 hidden matrices, as [out, in] weights. */
@@ -180,16 +207,27 @@ public final class DistributedMuonBenchmark {
                     }
                 }
             }
-            String json = String.format(Locale.ROOT, "{\"rank\": %d, \"owned\": %d, \"nsFlopsShare\": %.4f, "
-                            + "\"imbalance\": %.4f, \"nsMs\": %.1f, \"nsMsMin\": %.1f, \"nsMsMax\": %.1f, "
-                            + "\"stepMs\": %.1f, \"stepMsMin\": %.1f, \"stepMsMax\": %.1f, \"bytesPerStep\": %d, "
-                            + "\"muonStateBytes\": %d}",
-                    rank, plan.ownedBy(rank).size(), plan.flops(rank) / (double) total(plan), plan.imbalance(),
-                    median(nsMs), min(nsMs), max(nsMs), median(stepMs), min(stepMs), max(stepMs), bytes[0],
-                    muon.stateBytes());
-            Files.writeString(result, json, StandardCharsets.UTF_8);
+            ObjectNode json = JSON.createObjectNode();
+            json.put("rank", rank);
+            json.put("owned", plan.ownedBy(rank).size());
+            json.put("nsFlopsShare", round(plan.flops(rank) / (double) total(plan), 4));
+            json.put("imbalance", round(plan.imbalance(), 4));
+            json.put("nsMs", round(median(nsMs), 1));
+            json.put("nsMsMin", round(min(nsMs), 1));
+            json.put("nsMsMax", round(max(nsMs), 1));
+            json.put("stepMs", round(median(stepMs), 1));
+            json.put("stepMsMin", round(min(stepMs), 1));
+            json.put("stepMsMax", round(max(stepMs), 1));
+            json.put("bytesPerStep", bytes[0]);
+            json.put("muonStateBytes", muon.stateBytes());
+            JSON.writeValue(result.toFile(), json);
         }
         System.exit(0);
+    }
+
+    private static double round(double x, int digits) {
+        double scale = Math.pow(10, digits);
+        return Math.round(x * scale) / scale;
     }
 
     private static long total(ShardPlan plan) {

@@ -1,0 +1,146 @@
+package dev.muon.examples;
+
+import org.apache.commons.csv.CSVFormat;
+import org.apache.commons.csv.CSVPrinter;
+
+import java.io.IOException;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * {@link FashionMnist}'s results as CSV files (through commons-csv) and as the printed table: per epoch, per step, and
+ * a summary over seeds of each model, optimizer and learning rate.
+ */
+final class RunTables {
+    private RunTables() {
+    }
+
+    /**
+     * The seeds of one configuration, summarised at the last epoch.
+     *
+     * @param model        the model
+     * @param optimizer    the optimizer
+     * @param lrMultiplier the lr as a multiple of the base lr
+     * @param lr           the AdamW lr
+     * @param seeds        how many seeds
+     * @param accuracy     mean test accuracy
+     * @param accuracySd   its sample standard deviation (0 for one seed)
+     * @param testLoss     mean test loss
+     * @param trainLoss    mean training loss over the last epoch
+     * @param seconds      mean training seconds
+     * @param stateBytes   optimizer state bytes
+     */
+    record Summary(String model, String optimizer, double lrMultiplier, double lr, int seeds, double accuracy,
+                   double accuracySd, double testLoss, double trainLoss, double seconds, long stateBytes) {
+    }
+
+    static void writeEpochs(Path csv, List<FashionMnist.Result> results) throws IOException {
+        try (Writer w = Files.newBufferedWriter(csv, StandardCharsets.UTF_8);
+             CSVPrinter p = new CSVPrinter(w, CSVFormat.DEFAULT.builder().setHeader("model", "optimizer", "lr",
+                     "seed", "epoch", "seconds", "test_accuracy", "test_loss", "train_loss").get())) {
+            for (FashionMnist.Result r : results) {
+                for (FashionMnist.EpochPoint e : r.epochs()) {
+                    p.printRecord(r.model(), r.optimizer(), r.lr(), r.seed(), e.epoch(), round(e.seconds(), 3),
+                            round(e.accuracy(), 4), round(e.testLoss(), 4), round(e.trainLoss(), 4));
+                }
+            }
+        }
+    }
+
+    static void writeSteps(Path csv, List<FashionMnist.Result> results) throws IOException {
+        try (Writer w = Files.newBufferedWriter(csv, StandardCharsets.UTF_8);
+             CSVPrinter p = new CSVPrinter(w, CSVFormat.DEFAULT.builder().setHeader("model", "optimizer", "lr",
+                     "seed", "step", "loss").get())) {
+            for (FashionMnist.Result r : results) {
+                for (int i = 0; i < r.steps().size(); i++) {
+                    p.printRecord(r.model(), r.optimizer(), r.lr(), r.seed(), i + 1, round(r.steps().get(i), 5));
+                }
+            }
+        }
+    }
+
+    static void writeSummary(Path csv, List<Summary> summary) throws IOException {
+        try (Writer w = Files.newBufferedWriter(csv, StandardCharsets.UTF_8);
+             CSVPrinter p = new CSVPrinter(w, CSVFormat.DEFAULT.builder().setHeader("model", "optimizer",
+                     "lr_multiplier", "lr", "seeds", "test_accuracy_mean", "test_accuracy_sd", "test_loss_mean",
+                     "train_loss_mean", "seconds_mean", "optimizer_state_bytes").get())) {
+            for (Summary s : summary) {
+                p.printRecord(s.model(), s.optimizer(), s.lrMultiplier(), s.lr(), s.seeds(), round(s.accuracy(), 4),
+                        round(s.accuracySd(), 4), round(s.testLoss(), 4), round(s.trainLoss(), 4),
+                        round(s.seconds(), 1), s.stateBytes());
+            }
+        }
+    }
+
+    /** One row per model, optimizer and lr, in the order the runs were made. */
+    static List<Summary> summarise(List<FashionMnist.Result> results, double baseLr) {
+        Map<String, List<FashionMnist.Result>> groups = new LinkedHashMap<>();
+        for (FashionMnist.Result r : results) {
+            groups.computeIfAbsent(r.model() + "|" + r.optimizer() + "|" + r.lr(), k -> new ArrayList<>()).add(r);
+        }
+        List<Summary> out = new ArrayList<>();
+        for (List<FashionMnist.Result> g : groups.values()) {
+            FashionMnist.Result first = g.get(0);
+            double[] acc = g.stream().mapToDouble(r -> r.last().accuracy()).toArray();
+            out.add(new Summary(first.model(), first.optimizer(), first.lr() / baseLr, first.lr(), g.size(),
+                    mean(acc), sd(acc), g.stream().mapToDouble(r -> r.last().testLoss()).average().orElseThrow(),
+                    g.stream().mapToDouble(r -> r.last().trainLoss()).average().orElseThrow(),
+                    g.stream().mapToDouble(r -> r.last().seconds()).average().orElseThrow(), first.stateBytes()));
+        }
+        return out;
+    }
+
+    static String table(List<Summary> summary) {
+        StringBuilder out = new StringBuilder();
+        String format = "%-5s %-10s %6s %6s %20s %10s %10s %9s %14s%n";
+        out.append(String.format(Locale.ROOT, format, "model", "optimizer", "lr", "seeds", "test accuracy",
+                "test loss", "train loss", "seconds", "state B"));
+        for (Summary s : summary) {
+            out.append(String.format(Locale.ROOT, format, s.model(), s.optimizer(),
+                    multiple(s.lrMultiplier()), s.seeds(),
+                    String.format(Locale.ROOT, "%.2f%% ± %.2f", 100 * s.accuracy(), 100 * s.accuracySd()),
+                    String.format(Locale.ROOT, "%.4f", s.testLoss()), String.format(Locale.ROOT, "%.4f", s.trainLoss()),
+                    String.format(Locale.ROOT, "%.1f", s.seconds()), String.format(Locale.ROOT, "%,d", s.stateBytes())));
+        }
+        return out.toString();
+    }
+
+    /** A multiplier as people write it: {@code 1x}, {@code 3x}, {@code 0.5x}. */
+    static String multiple(double m) {
+        return new java.text.DecimalFormat("0.###", java.text.DecimalFormatSymbols.getInstance(Locale.ROOT)).format(m)
+                + "x";
+    }
+
+    static double mean(double[] xs) {
+        double sum = 0;
+        for (double x : xs) {
+            sum += x;
+        }
+        return sum / xs.length;
+    }
+
+    /** The sample standard deviation; 0 for fewer than two values. */
+    static double sd(double[] xs) {
+        if (xs.length < 2) {
+            return 0;
+        }
+        double m = mean(xs);
+        double ss = 0;
+        for (double x : xs) {
+            ss += (x - m) * (x - m);
+        }
+        return Math.sqrt(ss / (xs.length - 1));
+    }
+
+    private static double round(double x, int digits) {
+        double scale = Math.pow(10, digits);
+        return Math.round(x * scale) / scale;
+    }
+}
