@@ -97,6 +97,23 @@ class GradientCheckTest {
         assertSameState(before, CheckpointTest.stateOf(opt));
     }
 
+    /** A gradient on another device than its parameter (here the meta device: no GPU is needed to build one). */
+    @org.junit.jupiter.api.Test
+    void muonAdamW_gradientOnAnotherDevice_isRejected_andChangesNothing() {
+        Map<String, Tensor> named = new LinkedHashMap<>();
+        MuonAdamW opt = NonFinitePolicyTest.trainedOnce(named, NonFinitePolicy.SKIP);
+        named.get("fc1.weight").mutable_grad().put(torch.empty(new long[]{5, 4},
+                new org.bytedeco.pytorch.TensorOptions().device(new org.bytedeco.pytorch.DeviceOptional(
+                        new org.bytedeco.pytorch.Device("meta"))), null));
+        Map<String, Tensor> before = CheckpointTest.stateOf(opt);
+
+        IllegalStateException e = assertThrows(IllegalStateException.class, opt::step);
+        assertEquals("the gradient of parameter 'fc1.weight' is on meta but the parameter is on cpu; a gradient "
+                + "must be on its parameter's device", e.getMessage());
+        assertEquals(1, opt.stepCount());
+        assertSameState(before, CheckpointTest.stateOf(opt));
+    }
+
     static Stream<NonFinitePolicy> policies() {
         return Stream.of(NonFinitePolicy.values());
     }
