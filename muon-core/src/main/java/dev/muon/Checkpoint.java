@@ -188,10 +188,8 @@ final class Checkpoint {
      * @throws IllegalStateException on every rank if any rank's read fails or the ranks read different content
      */
     static CheckpointState read(Path path, CheckpointState expected, DistributedGroup group) {
-        Read[] read = new Read[1];
-        group.agree("the step and content of checkpoint " + path, () -> read[0] = readChecked(path, expected),
-                r -> "step=" + r.state.step() + " sha256=" + r.sha256);
-        return read[0].state;
+        return group.agree("the step and content of checkpoint " + path, () -> readChecked(path, expected),
+                read -> "step=" + read.state.step() + " sha256=" + read.sha256).state;
     }
 
     /** A state read from a file, with the SHA-256 of the file's bytes. */

@@ -107,6 +107,8 @@ public final class MuonAdamW implements TrainingOptimizer {
     private final List<Tensor> averagedParams;
     /** Per Muon parameter: the scaled lr of its last update (NaN before one), for {@link #muonState}. */
     private final double[] lastMuonLr;
+    /** Each Muon parameter's matrix shape (fixed at build), for the scaled lr of its updates. */
+    private final List<MatrixLayout> muonLayouts;
     /** Per AdamW parameter: the lr of its last update (NaN before one), for {@link #adamWState}. */
     private final double[] lastAdamWLr;
 
@@ -144,6 +146,11 @@ public final class MuonAdamW implements TrainingOptimizer {
         this.averagedNames = List.copyOf(names);
         this.averagedParams = List.copyOf(params);
         this.lastMuonLr = new double[muonParams.size()];
+        List<MatrixLayout> layouts = new ArrayList<>();
+        for (int i = 0; i < muonParams.size(); i++) {
+            layouts.add(MatrixLayout.of(muonParams.get(i), muonConfig, muonNames.get(i)));
+        }
+        this.muonLayouts = List.copyOf(layouts);
         this.lastAdamWLr = new double[adamWParams.size()];
         Arrays.fill(lastMuonLr, Double.NaN);
         Arrays.fill(lastAdamWLr, Double.NaN);
@@ -348,7 +355,7 @@ public final class MuonAdamW implements TrainingOptimizer {
     private void recordLrs(boolean[] muonHasGrad, boolean[] adamWHasGrad) {
         for (int i = 0; i < muonParams.size(); i++) {
             if (muonHasGrad[i]) {
-                MatrixLayout layout = MatrixLayout.of(muonParams.get(i), muonConfig, muonNames.get(i));
+                MatrixLayout layout = muonLayouts.get(i);
                 lastMuonLr[i] = muonConfig.scaledLr(layout.rows(), layout.cols());
             }
         }
