@@ -373,12 +373,22 @@ public final class MuonAdamW implements TrainingOptimizer {
 
     /** The first parameter, in table order, whose gradient is not all finite; null if none. */
     private String firstNonFinite() {
+        List<Tensor> grads = new ArrayList<>();
+        for (Assignment.Decision d : assignment.decisions()) {
+            if (!d.isAlias()) {
+                grads.add(d.tensor().grad());
+            }
+        }
+        // One cheap pass over everything; the per-tensor scan runs only on a step that will not be applied.
+        if (NonFiniteScan.allFinite(grads)) {
+            return null;
+        }
         for (Assignment.Decision d : assignment.decisions()) {
             if (d.isAlias()) {
                 continue;
             }
             Tensor grad = d.tensor().grad();
-            if (grad.defined() && !grad.isfinite().all().item_bool()) {
+            if (grad.defined() && NonFiniteScan.hasNonFinite(grad)) {
                 return d.name();
             }
         }
