@@ -2,27 +2,34 @@
 # Our Newton-Schulz and optimizer step against PyTorch eager on this machine, same shapes, dtypes and threads.
 # Prerequisite (Debian, once): apt-get install -y python3-torch libopenblas0-pthread
 # Usage, from the repository root after `mvn -B -DskipTests package`:  muon-bench/peer/compare.sh
+# RUNS=3 runs the whole comparison three times back to back and prints each run's ratios and their medians.
 #
 # Each side runs in the environment where it is fastest, and both environments are measured for PyTorch:
 # ours with OMP_WAIT_POLICY=PASSIVE (what docs/benchmarks.md recommends for CPU training), PyTorch once with
 # libgomp's default and once with PASSIVE; ratios.py compares against PyTorch's faster run of each entry.
+# The NS run includes `torch-reference`, torch.optim.Muon's own iteration on our libtorch through the same
+# bindings, which separates "faster kernels" from "newer libtorch".
 set -euo pipefail
 threads=${THREADS:-2}
+runs=${RUNS:-1}
 out=${OUT_DIR:-muon-bench/target/peer}
-mkdir -p "$out"
 if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
   echo "PyTorch is missing: apt-get install -y python3-torch libopenblas0-pthread" >&2
   exit 2
 fi
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 jar=muon-bench/target/benchmarks.jar
-OMP_WAIT_POLICY=PASSIVE java -jar "$jar" NewtonSchulzBenchmark -p shape=1024x4096 -p variant=ns-auto \
-  -rf json -rff "$out/ns.json"
-OMP_WAIT_POLICY=PASSIVE java -jar "$jar" MuonStepBenchmark -p model=gpt2-small-width -p batching=on \
-  -p optimizer=muon-adamw -p nsAlgorithm=AUTO \
-  -rf json -rff "$out/step.json"
-/usr/bin/python3 muon-bench/peer/pytorch_peer.py --threads "$threads" --out "$out/peer-default.json"
-OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 muon-bench/peer/pytorch_peer.py --threads "$threads" \
-  --out "$out/peer-passive.json"
-/usr/bin/python3 muon-bench/peer/ratios.py "$out/ns.json" "$out/step.json" "$out/peer-default.json" \
-  "$out/peer-passive.json" | tee "$out/ratios.txt"
+dirs=()
+for run in $(seq 1 "$runs"); do
+  dir="$out/run-$run"
+  mkdir -p "$dir"
+  dirs+=("$dir")
+  OMP_WAIT_POLICY=PASSIVE java -jar "$jar" NewtonSchulzBenchmark -p shape=1024x4096 \
+    -p variant=ns-auto,torch-reference -rf json -rff "$dir/ns.json"
+  OMP_WAIT_POLICY=PASSIVE java -jar "$jar" MuonStepBenchmark -p model=gpt2-small-width -p batching=on \
+    -p optimizer=muon-adamw -p nsAlgorithm=AUTO -rf json -rff "$dir/step.json"
+  /usr/bin/python3 muon-bench/peer/pytorch_peer.py --threads "$threads" --out "$dir/peer-default.json"
+  OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 muon-bench/peer/pytorch_peer.py --threads "$threads" \
+    --out "$dir/peer-passive.json"
+done
+/usr/bin/python3 muon-bench/peer/ratios.py "${dirs[@]}" | tee "$out/ratios.txt"

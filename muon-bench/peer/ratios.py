@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
-"""Prints PyTorch/ours time ratios from the JMH JSON files and pytorch_peer.py's JSON files (see compare.sh).
+"""Prints PyTorch/ours time ratios from compare.sh's run directories, one table per run and the median of the runs.
 
-Usage: ratios.py NS_JSON STEP_JSON PEER_JSON [PEER_JSON ...]. With several peer files (PyTorch run in different
-environments), each entry is compared against the fastest PyTorch median, whose file is named.
+Usage: ratios.py RUN_DIR [RUN_DIR ...]. Each RUN_DIR holds ns.json and step.json (JMH) and peer-*.json
+(pytorch_peer.py, one per OpenMP environment). Each entry is compared against PyTorch's fastest median of that run,
+whose file is named. The NS rows also compare against `torch-reference`, torch.optim.Muon's iteration run on our
+libtorch through the same bindings: PyTorch / torch-reference is what the newer libtorch gives, torch-reference /
+ours what our kernels give.
 """
+import glob
 import json
+import os
+import statistics
 import sys
 
 
@@ -22,19 +28,25 @@ def fastest_peer(peers, section, key):
     for path, peer in peers:
         entry = peer[section].get(key)
         if entry and (best is None or entry["median_ms"] < best[0]):
-            best = (entry["median_ms"], path)
+            best = (entry["median_ms"], os.path.basename(path))
     return best
 
 
-def main(ns_json, step_json, *peer_jsons):
-    ours = {**jmh_scores(ns_json), **jmh_scores(step_json)}
-    peers = [(path, json.load(open(path))) for path in peer_jsons]
-    first = peers[0][1]
-    print(f"PyTorch {first['torch']} (BLAS {first['blas']}), {first['threads']} threads")
-    print(f"{'what':<52} {'ours ms':>14} {'PyTorch ms':>11} {'PyTorch/ours':>13}  PyTorch run")
+def run_rows(run_dir):
+    """(label, ours ms, ours error, PyTorch ms, PyTorch file, same-libtorch reference ms or None) per entry."""
+    ours = {**jmh_scores(os.path.join(run_dir, "ns.json")), **jmh_scores(os.path.join(run_dir, "step.json"))}
+    peers = [(path, json.load(open(path))) for path in sorted(glob.glob(os.path.join(run_dir, "peer-*.json")))]
+    references = {}
+    for (bench, params), (score, _) in ours.items():
+        p = dict(params)
+        if bench == "NewtonSchulzBenchmark" and p["variant"] == "torch-reference":
+            references[f"{p['shape']}/{p['dtype']}"] = score
+    rows = []
     for (bench, params), (score, error) in sorted(ours.items()):
         p = dict(params)
         if bench == "NewtonSchulzBenchmark":
+            if p["variant"] == "torch-reference":
+                continue
             key, section = f"{p['shape']}/{p['dtype']}", "ns"
             label = f"NS {key} ({p['variant']})"
         elif p.get("optimizer") == "adamw":
@@ -44,8 +56,31 @@ def main(ns_json, step_json, *peer_jsons):
             label = f"step GPT-2-small width {key} ({p['optimizer']}, {p['nsAlgorithm']})"
         theirs = fastest_peer(peers, section, key)
         if theirs:
-            ms, path = theirs
-            print(f"{label:<52} {score:>8.1f} ±{error:>4.0f} {ms:>11.1f} {ms / score:>12.2f}x  {path}")
+            rows.append((label, score, error, theirs[0], theirs[1], references.get(key) if section == "ns" else None))
+    return peers[0][1] if peers else None, rows
+
+
+def main(*run_dirs):
+    if not run_dirs:
+        sys.exit("usage: ratios.py RUN_DIR [RUN_DIR ...]")
+    ratios = {}
+    for run_dir in run_dirs:
+        first, rows = run_rows(run_dir)
+        print(f"== {run_dir}: PyTorch {first['torch']} (BLAS {first['blas']}), {first['threads']} threads")
+        print(f"{'what':<52} {'ours ms':>14} {'PyTorch ms':>11} {'PyTorch/ours':>13} {'same-libtorch ref ms':>21}"
+              f" {'ref/ours':>9}  PyTorch run")
+        for label, score, error, theirs, path, reference in rows:
+            ref = f"{reference:>21.1f} {reference / score:>8.2f}x" if reference else f"{'':>21} {'':>9}"
+            print(f"{label:<52} {score:>8.1f} ±{error:>4.0f} {theirs:>11.1f} {theirs / score:>12.2f}x {ref}  {path}")
+            ratios.setdefault(label, []).append((theirs / score, reference / score if reference else None))
+    if len(run_dirs) > 1:
+        print(f"== median of {len(run_dirs)} runs")
+        for label, values in ratios.items():
+            peer = statistics.median(v[0] for v in values)
+            refs = [v[1] for v in values if v[1] is not None]
+            ref = f", same-libtorch ref / ours {statistics.median(refs):.2f}x" if refs else ""
+            runs = ", ".join(f"{v[0]:.2f}" for v in values)
+            print(f"{label:<52} PyTorch / ours {peer:.2f}x (runs: {runs}){ref}")
 
 
 if __name__ == "__main__":

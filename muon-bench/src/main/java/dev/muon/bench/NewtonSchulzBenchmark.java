@@ -34,7 +34,9 @@ import java.util.concurrent.TimeUnit;
  * (a kernel that does not apply, e.g. symmetric in bfloat16, runs GEMMs); {@code gemm} runs the
  * same three products per step ({@code X·Xᵀ}, {@code A·A}, {@code B·X}) with {@code mm_out} into preallocated
  * tensors and nothing else, the floor of any GEMM-based implementation; {@code naive} is the textbook
- * form with out-of-place {@code matmul}, scalar multiplies and adds, as most ports write it. The ratio
+ * form with out-of-place {@code matmul}, scalar multiplies and adds, as most ports write it;
+ * {@code torch-reference} is {@code torch.optim.Muon}'s own {@code addmm} form, the PyTorch peer's function on this
+ * libtorch (the same-libtorch baseline of {@code docs/benchmarks.md}). The ratio
  * {@code ns-gemm / gemm} is the overhead of everything that is not a GEMM; {@code ns-gemm / ns-symmetric} and
  * {@code ns-gemm / ns-gram} are what the faster kernels gain.
  *
@@ -65,7 +67,7 @@ public class NewtonSchulzBenchmark {
     public String dtype;
 
     /** Which implementation runs. */
-    @Param({"ns-auto", "ns-gemm", "ns-symmetric", "ns-gram", "gemm", "naive"})
+    @Param({"ns-auto", "ns-gemm", "ns-symmetric", "ns-gram", "gemm", "naive", "torch-reference"})
     public String variant;
 
     private PointerScope scope;
@@ -127,6 +129,7 @@ public class NewtonSchulzBenchmark {
                 case "ns-auto", "ns-gemm", "ns-symmetric", "ns-gram" -> bh.consume(newtonSchulz.orthogonalize(input));
                 case "gemm" -> bh.consume(gemmsOnly());
                 case "naive" -> bh.consume(naive());
+                case "torch-reference" -> bh.consume(torchReference());
                 default -> throw new IllegalStateException("unknown variant " + variant);
             }
         }
@@ -148,6 +151,32 @@ public class NewtonSchulzBenchmark {
             torch.mm_out(y, b, x);
         }
         return y;
+    }
+
+    /**
+     * {@code torch.optim.Muon}'s iteration, op for op as {@code muon-bench/peer/pytorch_peer.py} runs it in Python
+     * (normalise, {@code A = X·Xᵀ}, {@code B = addmm(A, A, A, b, c)}, {@code X = addmm(X, B, X, a)}), on this
+     * libtorch through the same bindings: what is left between it and the PyTorch peer is the libtorch version and
+     * its BLAS, not our kernels.
+     */
+    Tensor torchReference() {
+        boolean tall = input.size(0) > input.size(1);
+        Tensor xs = input.to(x.scalar_type());
+        if (tall) {
+            xs = xs.t();
+        }
+        xs = xs.div(xs.norm().clamp_min(new Scalar(1e-7)));
+        for (int k = 0; k < STEPS; k++) {
+            Tensor gram = xs.mm(xs.t());
+            Tensor poly = torch.addmm(gram, gram, gram, sb, sc);
+            xs = torch.addmm(xs, poly, xs, sa, new Scalar(1.0));
+        }
+        return tall ? xs.t() : xs;
+    }
+
+    /** The input of this trial (for tests). */
+    Tensor input() {
+        return input;
     }
 
     private Tensor naive() {
