@@ -4,9 +4,10 @@
 # Usage, from the repository root after `mvn -B -DskipTests package`:  muon-bench/peer/compare.sh
 # RUNS=3 runs the whole comparison three times back to back and prints each run's ratios and their medians.
 #
-# Each side runs in the environment where it is fastest, and both environments are measured for PyTorch:
-# ours with OMP_WAIT_POLICY=PASSIVE (what docs/benchmarks.md recommends for CPU training), PyTorch once with
-# libgomp's default and once with PASSIVE; ratios.py compares against PyTorch's faster run of each entry.
+# Each side runs in the environment where it is fastest, and every candidate is measured for PyTorch: ours with
+# OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=4 (what docs/benchmarks.md recommends for CPU training),
+# PyTorch with libgomp's default, with PASSIVE, and with both variables (its OpenBLAS spins too); ratios.py
+# compares against PyTorch's fastest run of each entry.
 # The NS run includes `torch-reference`, torch.optim.Muon's own iteration on our libtorch through the same
 # bindings, which separates "faster kernels" from "newer libtorch".
 set -euo pipefail
@@ -24,12 +25,14 @@ for run in $(seq 1 "$runs"); do
   dir="$out/run-$run"
   mkdir -p "$dir"
   dirs+=("$dir")
-  OMP_WAIT_POLICY=PASSIVE java -jar "$jar" NewtonSchulzBenchmark -p shape=1024x4096 \
+  OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 java -jar "$jar" NewtonSchulzBenchmark -p shape=1024x4096 \
     -p variant=ns-auto,torch-reference -rf json -rff "$dir/ns.json"
-  OMP_WAIT_POLICY=PASSIVE java -jar "$jar" MuonStepBenchmark -p model=gpt2-small-width -p batching=on \
+  OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 java -jar "$jar" MuonStepBenchmark -p model=gpt2-small-width -p batching=on \
     -p optimizer=muon-adamw -p nsAlgorithm=AUTO -rf json -rff "$dir/step.json"
   /usr/bin/python3 muon-bench/peer/pytorch_peer.py --threads "$threads" --out "$dir/peer-default.json"
   OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 muon-bench/peer/pytorch_peer.py --threads "$threads" \
     --out "$dir/peer-passive.json"
+  OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 /usr/bin/python3 muon-bench/peer/pytorch_peer.py \
+    --threads "$threads" --out "$dir/peer-passive-blas.json"
 done
 /usr/bin/python3 muon-bench/peer/ratios.py "${dirs[@]}" | tee "$out/ratios.txt"

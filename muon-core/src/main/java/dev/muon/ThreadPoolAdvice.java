@@ -4,13 +4,18 @@ import java.util.Locale;
 import java.util.Optional;
 
 /**
- * The one warning about CPU thread pools, logged once per process when a CPU optimizer is built: libtorch's
- * elementwise ops run on OpenMP and our float32/float64 products on OpenBLAS, and unless {@code OMP_WAIT_POLICY} is
- * {@code PASSIVE}, OpenMP's threads spin after each op and compete with OpenBLAS's on every core. The environment
- * variable is read by OpenMP when it starts, so a library cannot set it for the process: only the user can.
+ * The warnings about CPU thread pools, logged once per process when a CPU optimizer is built: libtorch's
+ * elementwise ops run on OpenMP and our float32/float64 products on OpenBLAS, and each pool's idle threads spin
+ * for a while after their work, competing with the other pool's, and with anything else on the machine, for the
+ * cores. Unless {@code OMP_WAIT_POLICY} is {@code PASSIVE}, OpenMP's threads spin after each op; unless
+ * {@code OPENBLAS_THREAD_TIMEOUT} is small, OpenBLAS's threads spin about 2<sup>28</sup> cycles (a tenth of a
+ * second) after each product. Both variables are read when their library starts, so a library cannot set them
+ * for the process: only the user can.
  */
 final class ThreadPoolAdvice {
     private static final System.Logger LOG = System.getLogger(ThreadPoolAdvice.class.getName());
+    /** The largest {@code OPENBLAS_THREAD_TIMEOUT} that keeps OpenBLAS's idle spin under about a microsecond. */
+    static final int MAX_QUIET_TIMEOUT = 12;
     private static volatile boolean logged;
 
     private ThreadPoolAdvice() {
@@ -33,12 +38,44 @@ final class ThreadPoolAdvice {
                 + "OMP_WAIT_POLICY=PASSIVE in its environment.");
     }
 
-    /** Logs the warning for this process's environment, once per process. */
+    /**
+     * The warning for a value of {@code OPENBLAS_THREAD_TIMEOUT}, or empty when it is an integer from 1 to
+     * {@value #MAX_QUIET_TIMEOUT}. OpenBLAS's idle threads spin 2<sup>value</sup> cycles before they sleep (the value
+     * clamped to 4..30; unset, 0 or below, 28): at 12 that is about a microsecond, nothing against a product of a
+     * millisecond.
+     *
+     * @param openBlasThreadTimeout the variable's value, null when unset
+     * @return the warning, if one is due
+     */
+    static Optional<String> forOpenBlasTimeout(String openBlasThreadTimeout) {
+        if (openBlasThreadTimeout != null) {
+            try {
+                int value = Integer.parseInt(openBlasThreadTimeout.trim());
+                // OpenBLAS keeps its default for 0 and below (and reads a non-number as 0).
+                if (value >= 1 && value <= MAX_QUIET_TIMEOUT) {
+                    return Optional.empty();
+                }
+            } catch (NumberFormatException notANumber) {
+                // warned below: OpenBLAS's atoi reads it as 0, its default
+            }
+        }
+        return Optional.of("OPENBLAS_THREAD_TIMEOUT is "
+                + (openBlasThreadTimeout == null ? "not set" : "'" + openBlasThreadTimeout + "'")
+                + ": OpenBLAS's idle threads spin for about a tenth of a second after each float32/float64 product "
+                + "and take a core from libtorch's next ops and from every other process (measured on 2 cores: 66 ms "
+                + "of CPU burnt in the 300 ms after a 768x768 float32 Newton-Schulz, 0 ms with the variable at 4; "
+                + "docs/benchmarks.md, 'the two thread pools'). Start the JVM with OPENBLAS_THREAD_TIMEOUT=4 in its "
+                + "environment.");
+    }
+
+    /** Logs the warnings for this process's environment, once per process. */
     static void warnOnceForThisProcess() {
         if (logged) {
             return;
         }
         logged = true;
         forWaitPolicy(System.getenv("OMP_WAIT_POLICY")).ifPresent(w -> LOG.log(System.Logger.Level.WARNING, w));
+        forOpenBlasTimeout(System.getenv("OPENBLAS_THREAD_TIMEOUT"))
+                .ifPresent(w -> LOG.log(System.Logger.Level.WARNING, w));
     }
 }

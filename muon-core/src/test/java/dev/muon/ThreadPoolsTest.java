@@ -43,4 +43,17 @@ class ThreadPoolsTest {
             assertTrue(w.endsWith("Start the JVM with OMP_WAIT_POLICY=PASSIVE in its environment."), w);
         });
     }
+
+    @ParameterizedTest(name = "OPENBLAS_THREAD_TIMEOUT={0}")
+    @CsvSource(value = {"4,false", "1,false", " 12 ,false", "0,true", "-3,true", "13,true", "28,true", "NULL,true",
+            "'',true", "four,true"},
+            nullValues = "NULL")
+    void openBlasWarning_unlessTheSpinIsShort(String timeout, boolean warns) {
+        assertEquals(warns, ThreadPoolAdvice.forOpenBlasTimeout(timeout).isPresent());
+        ThreadPoolAdvice.forOpenBlasTimeout(timeout).ifPresent(w -> {
+            assertTrue(w.startsWith("OPENBLAS_THREAD_TIMEOUT is " + (timeout == null ? "not set" : "'" + timeout
+                    + "'")), w);
+            assertTrue(w.endsWith("Start the JVM with OPENBLAS_THREAD_TIMEOUT=4 in its environment."), w);
+        });
+    }
 }
