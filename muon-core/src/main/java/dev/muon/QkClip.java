@@ -18,7 +18,7 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * QK-Clip (the "Clip" of MuonClip, Kimi K2 report, arXiv:2507.20534, §2.1): after each optimizer step, the query
+ * QK-Clip (the "Clip" of MuonClip, Kimi K2 report, arXiv:2507.20534, §2): after each optimizer step, the query
  * and key weights of every attention head whose largest pre-softmax logit exceeded a threshold {@code τ} are scaled
  * back, so that the logits of that head are scaled by {@code γ = τ / S_max}.
  *
@@ -58,7 +58,7 @@ import java.util.Set;
 public final class QkClip {
     /** The default threshold: the {@code τ = 100} the Kimi K2 report trained with. */
     public static final double DEFAULT_TAU = 100;
-    /** The default split of the scale between {@code W_q} and {@code W_k}: half each, as in the report. */
+    /** The default split of the scale between {@code W_q} and {@code W_k}: {@code √γ} each, as in the report. */
     public static final double DEFAULT_ALPHA = 0.5;
 
     private final double tau;
