@@ -54,6 +54,7 @@ import java.util.function.Supplier;
  *   <tr><td>empty Muon group</td><td>refused</td></tr>
  *   <tr><td>non-finite gradients</td><td>{@link NonFinitePolicy#SKIP}</td></tr>
  *   <tr><td>metrics</td><td>off</td></tr>
+ *   <tr><td>QK-Clip</td><td>off ({@link Builder#qkClip})</td></tr>
  * </table>
  *
  * <p>Replacing libtorch's AdamW is one line; the AdamW hyperparameters carry over because the Muon side uses
