@@ -132,6 +132,8 @@ public final class Muon implements TrainingOptimizer {
     private ScheduleRecord scheduleRecord;
     /** Package-private so that a test can hold it while another thread calls in. */
     final SingleThreadGuard guard = new SingleThreadGuard("Muon");
+    /** The QK-Clip hook run after each step, or null (the default: no clipping, no cost). */
+    private QkClip qkClip;
 
     private Muon(List<Group> groups, Sharding sharding) {
         this.groups = groups;
@@ -251,6 +253,9 @@ public final class Muon implements TrainingOptimizer {
             batchedLastStep = batched;
             if (peers) {
                 sharding.broadcastUpdated(states);
+            }
+            if (qkClip != null) {
+                qkClip.afterStep(sharding == null ? null : sharding.group());
             }
             for (Tensor grad : grads) {
                 if (grad != null) {
@@ -797,8 +802,22 @@ public final class Muon implements TrainingOptimizer {
         private boolean agreeWithPeers = true;
         private ShardPlan reusedPlan;
         private List<String> labels;
+        private QkClip qkClip;
 
         private Builder() {
+        }
+
+        /**
+         * Runs QK-Clip after every step: the heads of the hook's layers whose reported logits exceeded its
+         * {@code τ} are rescaled (see {@link QkClip}). Off unless called. {@link #build()} checks that every
+         * tensor the hook names is a parameter of this optimizer.
+         *
+         * @param clip the hook
+         * @return this builder
+         */
+        public Builder qkClip(QkClip clip) {
+            this.qkClip = Objects.requireNonNull(clip, "qkClip must not be null");
+            return this;
         }
 
         /**
@@ -871,7 +890,8 @@ public final class Muon implements TrainingOptimizer {
          * @throws IllegalArgumentException if there are no parameters, a group is empty, a parameter appears
          *                                  twice, is not a leaf tensor, shares memory with another parameter, or
          *                                  has a dtype or shape Muon does not accept, or, distributed, is not
-         *                                  contiguous
+         *                                  contiguous; or if the {@link #qkClip} hook names a tensor that is not
+         *                                  one of the parameters
          * @throws IllegalStateException    distributed, if another rank failed to build or built from other
          *                                  parameters or settings, or the ranks cannot reach each other
          */
@@ -928,12 +948,19 @@ public final class Muon implements TrainingOptimizer {
             List<ParameterState> all = new ArrayList<>();
             groups.forEach(g -> all.addAll(g.params));
             checkNoSharedMemory(all);
+            if (qkClip != null) {
+                List<Tensor> tensors = new ArrayList<>();
+                all.forEach(state -> tensors.add(state.param));
+                qkClip.requireParametersOf(QkClip.identities(tensors), "Muon");
+            }
             Sharding sharding = null;
             if (group != null) {
                 ShardPlan plan = reusedPlan != null ? reusedPlan : Sharding.planFor(all, group.worldSize());
                 sharding = new Sharding(group, shardingConfig, plan);
             }
-            return new Muon(List.copyOf(groups), sharding);
+            Muon muon = new Muon(List.copyOf(groups), sharding);
+            muon.qkClip = qkClip;
+            return muon;
         }
     }
 }

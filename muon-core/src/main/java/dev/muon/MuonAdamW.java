@@ -54,6 +54,7 @@ import java.util.function.Supplier;
  *   <tr><td>empty Muon group</td><td>refused</td></tr>
  *   <tr><td>non-finite gradients</td><td>{@link NonFinitePolicy#SKIP}</td></tr>
  *   <tr><td>metrics</td><td>off</td></tr>
+ *   <tr><td>QK-Clip</td><td>off ({@link Builder#qkClip})</td></tr>
  * </table>
  *
  * <p>Replacing libtorch's AdamW is one line; the AdamW hyperparameters carry over because the Muon side uses
@@ -111,6 +112,8 @@ public final class MuonAdamW implements TrainingOptimizer {
     private final List<MatrixLayout> muonLayouts;
     /** Per AdamW parameter: the lr of its last update (NaN before one), for {@link #adamWState}. */
     private final double[] lastAdamWLr;
+    /** The QK-Clip hook run after each applied step, or null (the default: no clipping, no cost). */
+    private final QkClip qkClip;
 
     private Muon muon;
     private AdamW adamW;
@@ -139,6 +142,7 @@ public final class MuonAdamW implements TrainingOptimizer {
         this.orthogonalityNames = Set.copyOf(b.orthogonalityNames);
         this.group = b.group;
         this.sharding = b.sharding;
+        this.qkClip = b.qkClip;
         List<String> names = new ArrayList<>(muonNames);
         names.addAll(adamWNames);
         List<Tensor> params = new ArrayList<>(muonParams);
@@ -325,6 +329,9 @@ public final class MuonAdamW implements TrainingOptimizer {
                 adamW.step();
             }
             recordLrs(muonHasGrad, adamWHasGrad);
+            if (qkClip != null) {
+                qkClip.afterStep(group);
+            }
             stepCount++;
             lastStep = meter == null
                     ? new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of())
@@ -797,9 +804,23 @@ public final class MuonAdamW implements TrainingOptimizer {
         private ShardingConfig sharding;
         private boolean outputLayerOnAdamW = true;
         private boolean noWeightDecayBelow2D;
+        private QkClip qkClip;
 
         private Builder(Map<String, Tensor> named) {
             this.named = named;
+        }
+
+        /**
+         * Runs QK-Clip after every applied step (a skipped step keeps the reports for the next one): the heads
+         * of the hook's layers whose reported logits exceeded its {@code τ} are rescaled (see {@link QkClip}). Off
+         * unless called. {@link #build()} checks that every tensor the hook names is a trainable parameter.
+         *
+         * @param clip the hook
+         * @return this builder
+         */
+        public Builder qkClip(QkClip clip) {
+            this.qkClip = Objects.requireNonNull(clip, "qkClip must not be null");
+            return this;
         }
 
         /**
@@ -959,7 +980,8 @@ public final class MuonAdamW implements TrainingOptimizer {
          *                                  orthogonality name names no trainable parameter (or one on AdamW),
          *                                  a tied weight is forced to Muon, Muon cannot take a parameter sent to
          *                                  it, there are no trainable parameters, or the Muon group is empty and
-         *                                  {@link #allowEmptyMuon(boolean)} was not set
+         *                                  {@link #allowEmptyMuon(boolean)} was not set; or if the
+         *                                  {@link #qkClip} hook names a tensor that is not a trainable parameter
          * @throws IllegalStateException    distributed, if another rank failed to build or built from another
          *                                  model or other settings, or the ranks cannot reach each other
          */
@@ -972,7 +994,8 @@ public final class MuonAdamW implements TrainingOptimizer {
                     o -> "world=" + group.worldSize() + " " + sharding + " nonFinitePolicy=" + nonFinitePolicy
                             + " noWeightDecayBelow2D=" + noWeightDecayBelow2D
                             + "\n" + ConfigText.of(o.muonConfig()) + "\n" + ConfigText.of(o.adamWConfig())
-                            + "\n" + o.assignment.layoutText());
+                            + "\n" + o.assignment.layoutText()
+                            + (o.qkClip == null ? "" : "\n" + o.qkClip.fingerprint()));
         }
 
         private MuonAdamW buildLocal() {
@@ -981,6 +1004,11 @@ public final class MuonAdamW implements TrainingOptimizer {
                     new Assignment.Rules(muonRule, customRule, forceMuon, forceAdamW, orthogonalityNames,
                             outputLayerOnAdamW, noWeightDecayBelow2D), muon,
                     adamWConfig);
+            if (qkClip != null) {
+                List<Tensor> trainable = new ArrayList<>(classified.tensors(OptimizerKind.MUON));
+                trainable.addAll(classified.tensors(OptimizerKind.ADAMW));
+                qkClip.requireParametersOf(QkClip.identities(trainable), "MuonAdamW");
+            }
             MuonAdamW optimizer = new MuonAdamW(this, muon, classified);
             if (optimizer.muonParams.isEmpty() && !allowEmptyMuon) {
                 throw new IllegalArgumentException("no parameter was assigned to Muon, so this would train with AdamW "

@@ -46,11 +46,23 @@ class DocSnippetsTest {
         return Files.readString(path, StandardCharsets.UTF_8);
     }
 
+    /** Every DocSnippets*.java source but the tests: a feature may keep its snippets in a file of its own. */
+    private static String readSnippets() throws IOException {
+        StringBuilder all = new StringBuilder();
+        try (java.util.stream.Stream<Path> files = Files.list(SOURCES.resolve("test/java/dev/muon/examples"))) {
+            for (Path p : files.filter(f -> f.getFileName().toString().matches("DocSnippets\\w*(?<!Test)\\.java"))
+                    .sorted().toList()) {
+                all.append(read(p)).append('\n');
+            }
+        }
+        return all.toString();
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"getting-started.md", "hyperparameters.md", "api.md", "checkpoints.md", "distributed.md",
             "../README.md"})
     void everyCodeBlock_isCompiledSource(String page) throws IOException {
-        String snippets = normalise(read(SOURCES.resolve("test/java/dev/muon/examples/DocSnippets.java")));
+        String snippets = normalise(readSnippets());
         String example = normalise(read(SOURCES.resolve("main/java/dev/muon/examples/FashionMnist.java")));
         Matcher m = BLOCK.matcher(read(DOCS.resolve(page)));
         int blocks = 0;
@@ -58,7 +70,7 @@ class DocSnippetsTest {
             blocks++;
             if (m.group(1).equals("java")) {
                 String block = normalise(m.group(2));
-                assertTrue(snippets.contains(block), page + ": this java block is not in DocSnippets.java:\n" + block);
+                assertTrue(snippets.contains(block), page + ": this java block is not in DocSnippets*.java:\n" + block);
             } else {
                 // A diff shows FashionMnist's two training methods: every line, less its +/-, is in the source.
                 for (String line : m.group(2).split("\n")) {

@@ -363,6 +363,34 @@ public final class DistributedGroup implements AutoCloseable {
     }
 
     /**
+     * The elementwise maximum of {@code values} over all ranks, in float64: the small exchanges in which ranks
+     * must agree on a largest observation (QK-Clip's per-head logits). {@code -Infinity} is the neutral value.
+     *
+     * @param values this rank's values, the same length on every rank
+     * @param what   what is being reduced, for the error message
+     * @return the maxima, a new array
+     * @throws IllegalStateException if the group is closed, a peer fails or the timeout passes
+     */
+    public double[] allReduceMax(double[] values, String what) {
+        requireOpen("all-reduce of " + what);
+        if (values.length == 0) {
+            return new double[0];
+        }
+        try (PointerScope scope = new PointerScope()) {
+            Tensor maxima = Tensor.create(values).to(device, torch.ScalarType.Double);
+            run("all-reduce of " + what, maxima, vector -> {
+                AllreduceOptions options = new AllreduceOptions();
+                options.reduceOp(new ReduceOp(ReduceOp.RedOpType.MAX));
+                options.timeout(timeoutMillis());
+                return backend.allreduce(vector, options);
+            });
+            double[] out = new double[values.length];
+            maxima.cpu().contiguous().data_ptr_double().get(out);
+            return out;
+        }
+    }
+
+    /**
      * Every rank's {@code value}, in rank order: one all-reduce of a one-hot vector.
      *
      * @param value this rank's value

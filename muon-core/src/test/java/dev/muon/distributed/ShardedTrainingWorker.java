@@ -52,6 +52,7 @@ public final class ShardedTrainingWorker {
                 case "train" -> train(group, dir, args.length > 6 ? Path.of(args[6]) : null);
                 case "die", "stall" -> fault(group, dir, scenario);
                 case "errors" -> errors(group, dir);
+                case "qkclip" -> QkClipWorker.run(group, dir);
                 default -> throw new IllegalArgumentException("unknown scenario " + scenario);
             }
         }
