@@ -651,7 +651,8 @@ public final class MuonAdamW implements TrainingOptimizer {
                 : muon.momentumForCheckpoint();
         return new CheckpointState(stepCount, List.of(muonConfig), adamWConfig, assignment.layoutText(), muonNames,
                 muonParams, momentum, adamWNames, adamWParams,
-                adamW == null ? null : CheckpointState.AdamWArchive.of(adamW), scheduleRecord);
+                adamW == null ? null : CheckpointState.AdamWArchive.of(adamW), scheduleRecord,
+                muon == null ? Collections.nCopies(muonParams.size(), null) : muon.secondMomentsForCheckpoint());
     }
 
     /** What a read checks a file against: the layout, names and tensors (no state needed). */
@@ -671,6 +672,7 @@ public final class MuonAdamW implements TrainingOptimizer {
         if (freshMuon != null) {
             // Distributed, each rank keeps the momentum of the parameters it owns under its current plan.
             freshMuon.restoreMomentum(state.muonMomentum());
+            freshMuon.restoreSecondMoments(state.muonSecondMoments());
         }
         AdamW freshAdamW = newAdamW(state.adamWConfig());
         if (freshAdamW != null) {
