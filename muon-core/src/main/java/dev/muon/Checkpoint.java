@@ -51,8 +51,6 @@ final class Checkpoint {
     static final long FORMAT_VERSION = 2;
     /** Written before checksums; still read, with a warning. */
     static final long UNCHECKSUMMED_VERSION = 1;
-    /** NorMuon's per-row second moment of Muon parameter i: optional, absent in checkpoints without NorMuon. */
-    static final String SECOND_MOMENT_KEY = "muon_normuon_v_";
     private static final System.Logger LOG = System.getLogger(Checkpoint.class.getName());
 
     private Checkpoint() {
@@ -100,10 +98,7 @@ final class Checkpoint {
                 if (momentum != null) {
                     out.write("muon_momentum_" + i, momentum);
                 }
-                Tensor secondMoment = state.muonSecondMoments().get(i);
-                if (secondMoment != null) {
-                    out.write(SECOND_MOMENT_KEY + i, secondMoment);
-                }
+                NorMuonEntries.write(out, i, state.muonSecondMoments().get(i));
             }
             for (int i = 0; i < state.adamWParams().size(); i++) {
                 out.write("adamw_param_" + i, state.adamWParams().get(i).detach());
@@ -274,7 +269,7 @@ final class Checkpoint {
                     + e.getMessage(), e);
         }
 
-        boolean norMuonSaved = requireSameNorMuon(muonConfigs, expected.muonConfigs(), path);
+        NorMuonEntries.requireSameSwitch(muonConfigs, expected.muonConfigs(), path);
         List<Tensor> muonValues = new ArrayList<>();
         List<Tensor> momentum = new ArrayList<>();
         List<Tensor> secondMoments = new ArrayList<>();
@@ -285,12 +280,7 @@ final class Checkpoint {
             Tensor buffer = new Tensor();
             momentum.add(in.try_read("muon_momentum_" + i, buffer)
                     ? checked(buffer, like, name + " (momentum buffer)", path) : null);
-            secondMoments.add(readSecondMoment(in, i, like, name, norMuonSaved && momentum.get(i) != null, path));
-            if (secondMoments.get(i) == null && momentum.get(i) != null
-                    && muonConfigs.stream().allMatch(c -> c.norMuon() != null)) {
-                throw new IllegalStateException("checkpoint " + path + ": '" + name + "' has a momentum buffer but "
-                        + "no NorMuon second moment, though NorMuon is on; the file is damaged");
-            }
+            secondMoments.add(NorMuonEntries.read(in, i, like, name, muonConfigs, momentum.get(i) != null, path));
         }
         List<Tensor> adamWValues = new ArrayList<>();
         for (int i = 0; i < expected.adamWParams().size(); i++) {
@@ -313,53 +303,6 @@ final class Checkpoint {
         return new Read(new CheckpointState(step, muonConfigs, adamWConfig, expected.layout(),
                 expected.muonNames(), muonValues, momentum, expected.adamWNames(), adamWValues, adamW, schedule,
                 secondMoments), verified.sha256());
-    }
-
-    /**
-     * Refuses a checkpoint whose groups have NorMuon on where the reader's have it off, or the reverse: the
-     * second moments would be lost, or missing. Returns whether any saved group has NorMuon.
-     */
-    private static boolean requireSameNorMuon(List<MuonConfig> saved, List<MuonConfig> expected, Path path) {
-        boolean any = false;
-        for (int g = 0; g < saved.size(); g++) {
-            NorMuonConfig s = saved.get(g).norMuon();
-            NorMuonConfig e = expected.get(g).norMuon();
-            if ((s == null) != (e == null)) {
-                throw new IllegalStateException("checkpoint " + path + ": Muon group " + g + " was saved with "
-                        + "NorMuon " + (s == null ? "off" : "on (" + s + ")") + " but this optimizer has it "
-                        + (e == null ? "off" : "on (" + e + ")") + "; build the optimizer "
-                        + (s == null ? "without withNorMuon(...)" : "with withNorMuon(" + s.beta2() + ", " + s.eps()
-                        + ")") + " to load it; nothing was changed");
-            }
-            any |= s != null;
-        }
-        return any;
-    }
-
-    /**
-     * NorMuon's second moment of Muon parameter i, checked against the shape and dtype the parameter's would have;
-     * null when the file holds none. A second moment without NorMuon, or without the momentum made with it, is a
-     * damaged file.
-     */
-    private static Tensor readSecondMoment(InputArchive in, int i, Tensor param, String name, boolean allowed,
-                                           Path path) {
-        Tensor v = new Tensor();
-        if (!in.try_read(SECOND_MOMENT_KEY + i, v)) {
-            return null;
-        }
-        String what = name + " (NorMuon second moment)";
-        if (!allowed) {
-            throw new IllegalStateException("checkpoint " + path + " holds '" + what + "' but no NorMuon group or no "
-                    + "momentum buffer for it; the file is damaged");
-        }
-        long[] shape = NeuronNormalization.stateShape(param.shape());
-        if (!Arrays.equals(v.shape(), shape) || v.scalar_type().value
-                != NeuronNormalization.stateDtype(param.scalar_type()).value) {
-            throw new IllegalStateException("checkpoint " + path + ": '" + what + "' has shape "
-                    + Arrays.toString(v.shape()) + " and dtype " + v.scalar_type() + " but the parameter's has shape "
-                    + Arrays.toString(shape) + " and dtype " + NeuronNormalization.stateDtype(param.scalar_type()));
-        }
-        return v;
     }
 
     /**
