@@ -756,7 +756,8 @@ public final class MuonAdamW implements TrainingOptimizer {
 
     /**
      * The bytes of Muon momentum (and, with NorMuon, of its per-row second moments) this process holds: all of it
-     * in a single process, this rank's share when distributed. AdamW's state is not included (see {@link Assignment#stateBytes()} for the whole model).
+     * in a single process, this rank's share when distributed. AdamW's state is not included (see
+     * {@link Assignment#stateBytes()} for the whole model).
      *
      * @return bytes
      */
