@@ -150,7 +150,8 @@ public final class Assignment {
             if (d.kind == OptimizerKind.MUON) {
                 MatrixLayout layout = MatrixLayout.of(d.tensor, muon, d.name);
                 table.add(new Row(d.name, shape, dtype, OptimizerKind.MUON, d.reason,
-                        muon.scaledLr(layout.rows(), layout.cols()), bytes));
+                        muon.scaledLr(layout.rows(), layout.cols()), bytes
+                                + (muon.norMuon() == null ? 0 : NeuronNormalization.stateBytes(d.tensor))));
             } else {
                 String why = decayed(d) ? d.reason : d.reason + NO_DECAY;
                 table.add(new Row(d.name, shape, dtype, OptimizerKind.ADAMW, why, adamW.lr(), 2 * bytes));

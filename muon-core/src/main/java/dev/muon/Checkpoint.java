@@ -34,6 +34,7 @@ import java.util.Map;
  *   muon_groups, muon_config_g  a Muon with several groups: their count, and group g's config (g >= 1)
  *   schedule_initial_lrs, schedule   the optimizer's {@link ScheduleRecord}, when it has one
  *   muon_param_i, muon_momentum_i, adamw_param_i   the parameters and Muon's buffers, in table order
+ *   muon_normuon_v_i   NorMuon's per-row second moment of Muon parameter i; absent without NorMuon
  *   adamw           libtorch AdamW's own archive ({@code AdamW::save}): moments, step counts, options
  * </pre>
  * followed by the trailer of {@link ArchiveFile}: a SHA-256 of every byte before it, verified before libtorch parses
@@ -97,6 +98,7 @@ final class Checkpoint {
                 if (momentum != null) {
                     out.write("muon_momentum_" + i, momentum);
                 }
+                NorMuonEntries.write(out, i, state.muonSecondMoments().get(i));
             }
             for (int i = 0; i < state.adamWParams().size(); i++) {
                 out.write("adamw_param_" + i, state.adamWParams().get(i).detach());
@@ -267,8 +269,10 @@ final class Checkpoint {
                     + e.getMessage(), e);
         }
 
+        NorMuonEntries.requireSameSwitch(muonConfigs, expected.muonConfigs(), path);
         List<Tensor> muonValues = new ArrayList<>();
         List<Tensor> momentum = new ArrayList<>();
+        List<Tensor> secondMoments = new ArrayList<>();
         for (int i = 0; i < expected.muonParams().size(); i++) {
             Tensor like = expected.muonParams().get(i);
             String name = expected.muonNames().get(i);
@@ -276,6 +280,7 @@ final class Checkpoint {
             Tensor buffer = new Tensor();
             momentum.add(in.try_read("muon_momentum_" + i, buffer)
                     ? checked(buffer, like, name + " (momentum buffer)", path) : null);
+            secondMoments.add(NorMuonEntries.read(in, i, like, name, muonConfigs, momentum.get(i) != null, path));
         }
         List<Tensor> adamWValues = new ArrayList<>();
         for (int i = 0; i < expected.adamWParams().size(); i++) {
@@ -296,8 +301,8 @@ final class Checkpoint {
             schedule = readSchedule(in, path, expected.muonConfigs().size() + (expected.adamWConfig() == null ? 0 : 1));
         }
         return new Read(new CheckpointState(step, muonConfigs, adamWConfig, expected.layout(),
-                expected.muonNames(), muonValues, momentum, expected.adamWNames(), adamWValues, adamW, schedule),
-                verified.sha256());
+                expected.muonNames(), muonValues, momentum, expected.adamWNames(), adamWValues, adamW, schedule,
+                secondMoments), verified.sha256());
     }
 
     /**

@@ -29,11 +29,21 @@ import java.util.Objects;
  * @param adamWParams   their values
  * @param adamW         libtorch AdamW's archive, null when the AdamW group is empty
  * @param schedule      the optimizer's {@link ScheduleRecord}, null when it has none (or the file held none)
+ * @param muonSecondMoments NorMuon's per-row second moments of the Muon parameters, null where a parameter has
+ *                      none (NorMuon off, or not updated yet)
  */
 record CheckpointState(long step, List<MuonConfig> muonConfigs, AdamWConfig adamWConfig, String layout,
                        List<String> muonNames, List<Tensor> muonParams, List<Tensor> muonMomentum,
                        List<String> adamWNames, List<Tensor> adamWParams, AdamWArchive adamW,
-                       ScheduleRecord schedule) {
+                       ScheduleRecord schedule, List<Tensor> muonSecondMoments) {
+
+    /** A state without NorMuon second moments: the form of every optimizer state before NorMuon. */
+    CheckpointState(long step, List<MuonConfig> muonConfigs, AdamWConfig adamWConfig, String layout,
+                    List<String> muonNames, List<Tensor> muonParams, List<Tensor> muonMomentum,
+                    List<String> adamWNames, List<Tensor> adamWParams, AdamWArchive adamW, ScheduleRecord schedule) {
+        this(step, muonConfigs, adamWConfig, layout, muonNames, muonParams, muonMomentum, adamWNames, adamWParams,
+                adamW, schedule, Collections.nCopies(muonParams.size(), null));
+    }
 
     /**
      * Checks that the lists line up.
@@ -58,6 +68,11 @@ record CheckpointState(long step, List<MuonConfig> muonConfigs, AdamWConfig adam
         muonParams = List.copyOf(muonParams);
         // Nulls allowed: a parameter that has not been updated has no buffer.
         muonMomentum = Collections.unmodifiableList(new ArrayList<>(muonMomentum));
+        if (muonSecondMoments.size() != muonParams.size()) {
+            throw new IllegalArgumentException("Muon values and NorMuon second moments must line up, got "
+                    + muonParams.size() + " and " + muonSecondMoments.size());
+        }
+        muonSecondMoments = Collections.unmodifiableList(new ArrayList<>(muonSecondMoments));
         adamWNames = List.copyOf(adamWNames);
         adamWParams = List.copyOf(adamWParams);
     }

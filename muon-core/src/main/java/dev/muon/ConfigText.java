@@ -50,7 +50,8 @@ final class ConfigText {
             // back on in a run that had turned it off. Checkpoints from before the switch lack it and get the
             // default, which changes their continuation only by the rounding of batched products.
             optional("batchSameShape", MuonConfig::batchSameShape,
-                    (d, v) -> d.batchSameShape = Boolean.parseBoolean(v), "true"));
+                    (d, v) -> d.batchSameShape = Boolean.parseBoolean(v), "true"),
+            new NorMuonField());
 
     private static final List<Field<AdamWConfig, AdamWConfig.Draft>> ADAMW = List.of(
             scalar("lr", AdamWConfig::lr, (d, v) -> d.lr = Double.parseDouble(v)),
@@ -140,6 +141,35 @@ final class ConfigText {
             throw new IllegalArgumentException("config key '" + key + "' is missing");
         }
         return value;
+    }
+
+    /**
+     * NorMuon's settings, as two keys written only when it is on: the text of a plain Muon config, and so its
+     * checkpoints and agreement fingerprints, stay what they were, and a text without them reads as NorMuon off.
+     */
+    private static final class NorMuonField implements Field<MuonConfig, MuonConfig.Draft> {
+        private static final String BETA2 = "norMuon.beta2";
+        private static final String EPS = "norMuon.eps";
+
+        @Override
+        public void write(MuonConfig config, StringBuilder out) {
+            if (config.norMuon() != null) {
+                out.append(BETA2).append('=').append(config.norMuon().beta2()).append('\n')
+                        .append(EPS).append('=').append(config.norMuon().eps()).append('\n');
+            }
+        }
+
+        @Override
+        public void read(Map<String, String> text, MuonConfig.Draft draft) {
+            String beta2 = text.get(BETA2);
+            String eps = text.get(EPS);
+            if ((beta2 == null) != (eps == null)) {
+                throw new IllegalArgumentException("config keys '" + BETA2 + "' and '" + EPS + "' come together, "
+                        + "got only '" + (beta2 == null ? EPS : BETA2) + "'");
+            }
+            draft.norMuon = beta2 == null ? null
+                    : new NorMuonConfig(Double.parseDouble(beta2), Double.parseDouble(eps));
+        }
     }
 
     /** The coefficient schedule, as four keys: its name, its triples, whether it repeats, its safety factor. */

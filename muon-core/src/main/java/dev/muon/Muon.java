@@ -45,6 +45,12 @@ import java.util.Optional;
  * </pre>
  * Parameters whose gradient is undefined are skipped entirely: no momentum update and no decay.
  *
+ * <p><b>NorMuon.</b> With {@link MuonConfig#withNorMuon(NorMuonConfig)}, {@code O} is normalized row by row by a
+ * running second moment, one vector of {@code rows} per parameter (float32, float64 for float64 parameters), and
+ * the update gets RMS {@code 0.2·lr·extraScale} (Li et al., arXiv 2510.05491, Algorithm 1; see
+ * {@link NorMuonConfig}). It applies on every path (single, same-shape batches, 3-D stacks, conv filters); the
+ * fused device update stage is not used for it. A distributed Muon refuses it at build.
+ *
  * <p>Defaults are PyTorch's; see {@link MuonConfig}. Example:
  * <pre>{@code
  * Muon muon = Muon.of(model.parameters(), MuonConfig.defaults().withLr(0.02));
@@ -120,6 +126,7 @@ public final class Muon implements TrainingOptimizer {
     private final List<Group> groups;
     private final Map<Long, ParameterState> byIdentity;
     private final Map<String, Tensor> scratchBuffers = new HashMap<>();
+    private final NeuronNormalization neuronNormalization = new NeuronNormalization();
     /** Every parameter in group order: the order of the shard plan and of the broadcasts. */
     private final List<ParameterState> states;
     /** The labels and handles of {@link #states}, for gradient averaging. */
@@ -291,7 +298,7 @@ public final class Muon implements TrainingOptimizer {
         try (SingleThreadGuard.Entered entered = guard.enter("save");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             CheckpointState state = new CheckpointState(stepCount, configs(), null, layoutText(), labels, params,
-                    momentumForCheckpoint(), List.of(), List.of(), null, scheduleRecord);
+                    momentumForCheckpoint(), List.of(), List.of(), null, scheduleRecord, secondMomentsForCheckpoint());
             if (sharding == null) {
                 Checkpoint.write(path, state);
             } else {
@@ -324,6 +331,7 @@ public final class Muon implements TrainingOptimizer {
             for (int g = 0; g < groups.size(); g++) {
                 requireSameBuildSettings(path, g, read.muonConfigs().get(g), groups.get(g).config);
             }
+            requireSecondMoments(path, read);
             for (int i = 0; i < states.size(); i++) {
                 ParameterState state = states.get(i);
                 state.param.copy_(read.muonParams().get(i));
@@ -333,6 +341,12 @@ public final class Muon implements TrainingOptimizer {
                     state.momentumBuffer().copy_(momentum);
                 } else {
                     state.dropMomentum();
+                }
+                Tensor secondMoment = read.muonSecondMoments().get(i);
+                if (secondMoment != null && (sharding == null || sharding.owns(i))) {
+                    state.secondMomentForUpdate().copy_(secondMoment);
+                } else {
+                    state.dropSecondMoment();
                 }
             }
             double[] lrs = new double[groups.size()];
@@ -397,6 +411,24 @@ public final class Muon implements TrainingOptimizer {
                 throw new IllegalStateException("checkpoint " + path + ": group " + group + " was saved with "
                         + s[k] + " but this optimizer has " + c[k] + "; Muon.load restores " + RESTORED_KEYS
                         + " and needs the other settings to be the saved ones (build the optimizer with them)");
+            }
+        }
+    }
+
+    /**
+     * Refuses a checkpoint whose NorMuon group holds a parameter's momentum but not its second moment: the two are
+     * made by the same update, so one without the other is a damaged file.
+     */
+    private void requireSecondMoments(Path path, CheckpointState read) {
+        int i = 0;
+        for (int g = 0; g < groups.size(); g++) {
+            for (int j = 0; j < groups.get(g).params.size(); j++, i++) {
+                if (read.muonConfigs().get(g).norMuon() != null && read.muonMomentum().get(i) != null
+                        && read.muonSecondMoments().get(i) == null) {
+                    throw new IllegalStateException("checkpoint " + path + ": '" + labels.get(i) + "' has a "
+                            + "momentum buffer but no NorMuon second moment, and its group " + g + " uses NorMuon; "
+                            + "the file is damaged");
+                }
             }
         }
     }
@@ -487,9 +519,21 @@ public final class Muon implements TrainingOptimizer {
         return torch.lerp_out(out, g, buffer, scalars.momentum);
     }
 
-    /** Decoupled weight decay, then {@code p −= lr·ratio·extraScale·O}: on the fused stage when it takes the call. */
-    private static void apply(ParameterState state, Tensor o, MuonConfig config, GroupScalars scalars) {
+    /**
+     * Decoupled weight decay, then {@code p −= lr·ratio·extraScale·O}: on the fused stage when it takes the call.
+     * With NorMuon, {@code O} is normalized first and the update is {@code p −= lr·0.2·extraScale·U}.
+     */
+    private void apply(ParameterState state, Tensor o, MuonConfig config, GroupScalars scalars) {
         double alpha = -config.scaledLr(state.layout.rows(), state.layout.cols());
+        if (config.norMuon() != null) {
+            // The fused update stage takes O as Newton–Schulz left it; NorMuon's U is another tensor in float32.
+            Tensor u = neuronNormalization.normalize(o, state.secondMomentForUpdate(), config.norMuon());
+            if (config.weightDecay() != 0) {
+                state.matrix.mul_(scalars.decay);
+            }
+            state.matrix.add_(u, new Scalar(alpha));
+            return;
+        }
         if (state.updateStages != null
                 && state.updateStages.updateParameter(state.matrix, o, scalars.decayFactor, alpha)) {
             return;
@@ -603,8 +647,8 @@ public final class Muon implements TrainingOptimizer {
     }
 
     /**
-     * The bytes of momentum this process holds: all of it in a single process, about {@code 1/W} of it on each
-     * of {@code W} ranks.
+     * The bytes of momentum, and with NorMuon of per-row second moments, this process holds: all of it in a single
+     * process, about {@code 1/W} of it on each of {@code W} ranks.
      *
      * @return bytes
      */
@@ -614,6 +658,10 @@ public final class Muon implements TrainingOptimizer {
             Tensor buffer = state.momentumBuffer();
             if (buffer != null) {
                 bytes += buffer.numel() * buffer.element_size();
+            }
+            Tensor secondMoment = state.secondMoment();
+            if (secondMoment != null) {
+                bytes += secondMoment.numel() * secondMoment.element_size();
             }
         }
         return bytes;
@@ -652,6 +700,35 @@ public final class Muon implements TrainingOptimizer {
                 ParameterState state = states.get(i);
                 state.momentumMatrix();
                 state.momentumBuffer().copy_(momentum.get(i));
+            }
+        }
+    }
+
+    /**
+     * NorMuon's per-row second moment of a parameter: a vector of its rows (a {@code [k, rows]} matrix for a stack of
+     * {@code k}), float32 (float64 for a float64 parameter); empty before its first update or without NorMuon. The
+     * returned tensor is the live state: writing to it changes the optimizer.
+     *
+     * @param param a parameter of this optimizer (any handle on the same tensor)
+     * @return the second moment, if the parameter has been updated with NorMuon
+     * @throws IllegalArgumentException if {@code param} is not a parameter of this optimizer
+     */
+    public Optional<Tensor> secondMoment(Tensor param) {
+        return Optional.ofNullable(stateOf(param).secondMoment());
+    }
+
+    /** NorMuon's second moments in group order, for a checkpoint (null where a parameter has none). */
+    List<Tensor> secondMomentsForCheckpoint() {
+        List<Tensor> moments = new ArrayList<>();
+        states.forEach(state -> moments.add(state.secondMoment()));
+        return moments;
+    }
+
+    /** Sets NorMuon's second moments from a checkpoint's list in group order, as {@link #restoreMomentum} does. */
+    void restoreSecondMoments(List<Tensor> moments) {
+        for (int i = 0; i < states.size(); i++) {
+            if (moments.get(i) != null && (sharding == null || sharding.owns(i))) {
+                states.get(i).secondMomentForUpdate().copy_(moments.get(i));
             }
         }
     }
@@ -905,6 +982,16 @@ public final class Muon implements TrainingOptimizer {
         private Muon buildLocal() {
             if (paramLists.isEmpty()) {
                 throw new IllegalArgumentException("params must not be empty: add at least one group");
+            }
+            if (group != null) {
+                for (int gi = 0; gi < configs.size(); gi++) {
+                    if (configs.get(gi).norMuon() != null) {
+                        throw new IllegalArgumentException("norMuon is not supported by a distributed Muon: group "
+                                + gi + " has " + configs.get(gi).norMuon() + "; its per-row second moments are not "
+                                + "gathered for checkpoints yet. Build without distributed(...) or without "
+                                + "withNorMuon(...)");
+                    }
+                }
             }
             OrthogonalizerSelection selection = new OrthogonalizerSelection();
             UpdateStagesSelection updateStages = new UpdateStagesSelection();

@@ -668,7 +668,8 @@ public final class MuonAdamW implements TrainingOptimizer {
                 : muon.momentumForCheckpoint();
         return new CheckpointState(stepCount, List.of(muonConfig), adamWConfig, assignment.layoutText(), muonNames,
                 muonParams, momentum, adamWNames, adamWParams,
-                adamW == null ? null : CheckpointState.AdamWArchive.of(adamW), scheduleRecord);
+                adamW == null ? null : CheckpointState.AdamWArchive.of(adamW), scheduleRecord,
+                muon == null ? Collections.nCopies(muonParams.size(), null) : muon.secondMomentsForCheckpoint());
     }
 
     /** What a read checks a file against: the layout, names and tensors (no state needed). */
@@ -688,6 +689,7 @@ public final class MuonAdamW implements TrainingOptimizer {
         if (freshMuon != null) {
             // Distributed, each rank keeps the momentum of the parameters it owns under its current plan.
             freshMuon.restoreMomentum(state.muonMomentum());
+            freshMuon.restoreSecondMoments(state.muonSecondMoments());
         }
         AdamW freshAdamW = newAdamW(state.adamWConfig());
         if (freshAdamW != null) {
@@ -770,8 +772,9 @@ public final class MuonAdamW implements TrainingOptimizer {
     }
 
     /**
-     * The bytes of Muon momentum this process holds: all of it in a single process, this rank's share when
-     * distributed. AdamW's state is not included (see {@link Assignment#stateBytes()} for the whole model).
+     * The bytes of Muon momentum (and, with NorMuon, of its per-row second moments) this process holds: all of it
+     * in a single process, this rank's share when distributed. AdamW's state is not included (see
+     * {@link Assignment#stateBytes()} for the whole model).
      *
      * @return bytes
      */

@@ -32,6 +32,8 @@ import java.util.function.Consumer;
  *   <tr><td>nsAlgorithm</td><td>{@link NsAlgorithm#AUTO}</td><td>{@code GEMM} forces the fast paths off</td></tr>
  *   <tr><td>batchSameShape</td><td>true</td><td>{@code false} forces same-shape batching off
  *       (rule: {@link Muon#BATCH_MAX_SIDE})</td></tr>
+ *   <tr><td>norMuon</td><td>null (off)</td><td>{@link NorMuonConfig}: NorMuon's neuron-wise normalization after
+ *       Newton–Schulz; its lr rescaling replaces adjustLr's ratio</td></tr>
  * </table>
  *
  * <pre>{@code
@@ -53,11 +55,12 @@ import java.util.function.Consumer;
  * @param batchSameShape    whether parameters of one shape may be orthogonalized as one batch, under the rule of
  *                          {@link Muon#BATCH_MAX_SIDE}; it changes results only by the rounding of batched against
  *                          single matrix products
+ * @param norMuon           NorMuon's settings, or null for plain Muon (the default)
  */
 public record MuonConfig(double lr, double weightDecay, double momentum, boolean nesterov,
                          NewtonSchulzConfig newtonSchulz, AdjustLr adjustLr, double extraScale,
                          ConvWeights convWeights, StackedWeights stackedWeights, Orthogonalization orthogonalization,
-                         boolean batchSameShape) {
+                         boolean batchSameShape, NorMuonConfig norMuon) {
 
     /**
      * Validates every field.
@@ -79,6 +82,30 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         if (!Double.isFinite(extraScale) || !(extraScale > 0)) {
             throw new IllegalArgumentException("extraScale must be a finite number > 0, got " + extraScale);
         }
+    }
+
+    /**
+     * Every field but {@code norMuon}, which is off.
+     *
+     * @param lr                the learning rate
+     * @param weightDecay       the decoupled weight decay
+     * @param momentum          the EMA coefficient
+     * @param nesterov          whether to use Nesterov
+     * @param newtonSchulz      the Newton–Schulz settings
+     * @param adjustLr          the shape-dependent lr scaling
+     * @param extraScale        an extra factor on the adjusted lr
+     * @param convWeights       what to do with 4-D parameters
+     * @param stackedWeights    what to do with 3-D parameters
+     * @param orthogonalization Newton–Schulz or the exact SVD reference
+     * @param batchSameShape    whether same-shape batching is allowed
+     * @throws IllegalArgumentException naming the field, the rule and the value
+     */
+    public MuonConfig(double lr, double weightDecay, double momentum, boolean nesterov,
+                      NewtonSchulzConfig newtonSchulz, AdjustLr adjustLr, double extraScale,
+                      ConvWeights convWeights, StackedWeights stackedWeights, Orthogonalization orthogonalization,
+                      boolean batchSameShape) {
+        this(lr, weightDecay, momentum, nesterov, newtonSchulz, adjustLr, extraScale, convWeights, stackedWeights,
+                orthogonalization, batchSameShape, null);
     }
 
     /**
@@ -109,7 +136,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
                       boolean batchSameShape) {
         this(lr, weightDecay, momentum, nesterov,
                 new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm), adjustLr, extraScale,
-                convWeights, stackedWeights, orthogonalization, batchSameShape);
+                convWeights, stackedWeights, orthogonalization, batchSameShape, null);
     }
 
     /**
@@ -169,13 +196,18 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
 
     /**
      * The lr that the update of a {@code rows × cols} matrix uses: {@code lr · adjustLr.ratio(rows, cols) ·
-     * extraScale}, multiplied in that order (the reference forms {@code lr·ratio} first).
+     * extraScale}, multiplied in that order (the reference forms {@code lr·ratio} first). With NorMuon it is
+     * {@code lr · 0.2 · extraScale}, the factor on NorMuon's unit-RMS update: the paper's rescaling takes the
+     * ratio's place.
      *
      * @param rows the matrix's rows
      * @param cols the matrix's columns
      * @return the scaled lr
      */
     public double scaledLr(long rows, long cols) {
+        if (norMuon != null) {
+            return lr * NeuronNormalization.UPDATE_RMS * extraScale;
+        }
         return lr * adjustLr.ratio(rows, cols) * extraScale;
     }
 
@@ -335,6 +367,30 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         return copy(d -> d.batchSameShape = value);
     }
 
+    /**
+     * A copy with NorMuon's neuron-wise normalization on (Li et al., arXiv 2510.05491, Algorithm 1): after
+     * Newton–Schulz each output row is divided by the root of its running second moment, and the update is
+     * rescaled to RMS 0.2 in place of {@link #adjustLr()}'s ratio (see {@link NorMuonConfig}).
+     *
+     * @param value the settings, or null to turn NorMuon off
+     * @return the copy
+     */
+    public MuonConfig withNorMuon(NorMuonConfig value) {
+        return copy(d -> d.norMuon = value);
+    }
+
+    /**
+     * A copy with NorMuon on, from its two settings.
+     *
+     * @param beta2 the decay of the per-row second moment, in [0, 1)
+     * @param eps   added to the root of the second moment, finite and &gt; 0
+     * @return the copy
+     * @throws IllegalArgumentException naming the setting, the rule and the value
+     */
+    public MuonConfig withNorMuon(double beta2, double eps) {
+        return withNorMuon(new NorMuonConfig(beta2, eps));
+    }
+
     /** The one copy helper: a wither changes fields of a draft of this config, and the draft is validated anew. */
     private MuonConfig copy(Consumer<Draft> change) {
         Draft draft = new Draft(this);
@@ -363,6 +419,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         Orthogonalization orthogonalization;
         NsAlgorithm nsAlgorithm;
         boolean batchSameShape;
+        NorMuonConfig norMuon;
 
         Draft(MuonConfig c) {
             lr = c.lr;
@@ -380,13 +437,20 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
             orthogonalization = c.orthogonalization;
             nsAlgorithm = c.nsAlgorithm();
             batchSameShape = c.batchSameShape;
+            norMuon = c.norMuon;
         }
 
         MuonConfig build() {
             return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
                     extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
-                    batchSameShape);
+                    batchSameShape).withNorMuonChecked(norMuon);
         }
+    }
+
+    /** {@link #withNorMuon(NorMuonConfig)} without another draft: the rest of this config is validated already. */
+    private MuonConfig withNorMuonChecked(NorMuonConfig value) {
+        return value == null ? this : new MuonConfig(lr, weightDecay, momentum, nesterov, newtonSchulz, adjustLr,
+                extraScale, convWeights, stackedWeights, orthogonalization, batchSameShape, value);
     }
 
     private static void requireNonNegative(String field, double value) {

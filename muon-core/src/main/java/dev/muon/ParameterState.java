@@ -3,12 +3,14 @@ package dev.muon;
 import dev.muon.internal.NativeLifetime;
 import dev.muon.internal.UpdateStages;
 import dev.muon.orthogonalize.Orthogonalizer;
+import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 
 /**
  * One Muon parameter: its handle, its matrix layout, its orthogonalizer, its device's fused momentum and update
- * stages (null: libtorch's ops) and its momentum buffer.
+ * stages (null: libtorch's ops), its momentum buffer and, with NorMuon, its per-row second moment.
  */
 final class ParameterState {
     final Tensor param;
@@ -21,6 +23,8 @@ final class ParameterState {
     final long identity;
     private Tensor momentumBuffer;
     private Tensor momentumMatrix;
+    /** NorMuon's per-row second moment ({@link NeuronNormalization}), null before its first update or when off. */
+    private Tensor secondMoment;
 
     ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String label) {
         this(param, layout, orthogonalizer, label, null);
@@ -52,6 +56,27 @@ final class ParameterState {
     void dropMomentum() {
         momentumBuffer = null;
         momentumMatrix = null;
+    }
+
+    /** NorMuon's per-row second moment, or null before the first NorMuon update. */
+    Tensor secondMoment() {
+        return secondMoment;
+    }
+
+    /** NorMuon's per-row second moment, created (zeros, {@link NeuronNormalization#stateDtype}) on first use. */
+    Tensor secondMomentForUpdate() {
+        if (secondMoment == null) {
+            secondMoment = NativeLifetime.outliveScope(torch.empty(NeuronNormalization.stateShape(layout.shape()),
+                    new TensorOptions(NeuronNormalization.stateDtype(param.scalar_type()))
+                            .device(new DeviceOptional(param.device())), null));
+            secondMoment.zero_();
+        }
+        return secondMoment;
+    }
+
+    /** Forgets NorMuon's second moment (a checkpoint without one for this parameter was loaded). */
+    void dropSecondMoment() {
+        secondMoment = null;
     }
 
     /** The momentum buffer as a matrix, created (zeros, the parameter's dtype) on first use. */

@@ -1,6 +1,10 @@
 package dev.muon.examples;
 
+import dev.muon.AdamWConfig;
+import dev.muon.AdjustLr;
 import dev.muon.MuonAdamW;
+import dev.muon.MuonConfig;
+import dev.muon.NorMuonConfig;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
@@ -30,6 +34,10 @@ import java.util.function.Function;
  * {@code pos_emb}), the output head ({@code lm_head}), biases and LayerNorm gains stay on AdamW, as the
  * assignment table logged by {@code MuonAdamW} shows.
  *
+ * <p>With {@code --compare normuon} the two runs are instead {@code MuonAdamW.dropIn} ("Muon") and the same
+ * optimizer with NorMuon's neuron-wise normalization ({@link MuonConfig#withNorMuon}, "NorMuon"); both give their
+ * Muon updates the RMS {@code 0.2·lr}, so they compare at the same lr and the same number of steps.
+ *
  * <p>The text is Debian's {@code fortunes} data ({@code apt-get install fortunes}), or {@code --data PATH}; without
  * either, a short embedded text, announced as such. Run with
  * <pre>{@code
@@ -39,7 +47,7 @@ import java.util.function.Function;
  * Options (defaults in brackets): {@code --steps} [500], {@code --width} [128], {@code --layers} [2],
  * {@code --heads} [4], {@code --context} [64], {@code --batch} [32], {@code --lr} [3e-3],
  * {@code --weight-decay} [0.1], {@code --seed} [1337], {@code --eval-every} [25], {@code --val-batches} [8], {@code --threads} [1],
- * {@code --out} [target/tinygpt], {@code --data} [the fortunes directory].
+ * {@code --out} [target/tinygpt], {@code --data} [the fortunes directory], {@code --compare} [adamw].
  */
 public final class TinyGpt {
     private static final int WARM_UP_STEPS = 5;
@@ -80,10 +88,18 @@ public final class TinyGpt {
         }
     }
 
+    /** Which two optimizers a run compares. */
+    enum Comparison {
+        /** libtorch's AdamW against {@code MuonAdamW.dropIn}. */
+        ADAMW,
+        /** {@code MuonAdamW.dropIn} against the same with NorMuon on. */
+        NORMUON
+    }
+
     /** The command-line settings; see the class comment or {@code --help}. */
     record Settings(int steps, int width, int layers, int heads, int context, int batch, double lr,
                     double weightDecay, long seed, int evalEvery, int valBatches, int threads, Path out,
-                    Path data) {
+                    Path data, Comparison comparison) {
         /**
          * Parses the options.
          *
@@ -93,7 +109,7 @@ public final class TinyGpt {
         static Settings parse(String... args) {
             Options o = new Options();
             try {
-                new CommandLine(o).parseArgs(args);
+                new CommandLine(o).setCaseInsensitiveEnumValuesAllowed(true).parseArgs(args);
             } catch (CommandLine.ParameterException e) {
                 throw new IllegalArgumentException(e.getMessage(), e);
             }
@@ -139,6 +155,10 @@ public final class TinyGpt {
         Path out;
         @Option(names = "--data", description = "a text file or folder (default: Debian's fortunes)")
         Path data;
+        @Option(names = "--compare", defaultValue = "adamw",
+                description = "adamw: AdamW against MuonAdamW.dropIn; normuon: MuonAdamW.dropIn against the same "
+                        + "with NorMuon (default: ${DEFAULT-VALUE})")
+        Comparison comparison;
 
         Settings settings() {
             for (Map.Entry<String, Integer> e : Map.of("--steps", steps, "--width", width, "--layers", layers,
@@ -149,7 +169,7 @@ public final class TinyGpt {
                 }
             }
             return new Settings(steps, width, layers, heads, context, batch, lr, weightDecay, seed, evalEvery,
-                    valBatches, threads, out, data);
+                    valBatches, threads, out, data, comparison);
         }
     }
 
@@ -160,7 +180,7 @@ public final class TinyGpt {
      */
     public static void main(String[] args) {
         Options options = new Options();
-        CommandLine cli = new CommandLine(options);
+        CommandLine cli = new CommandLine(options).setCaseInsensitiveEnumValuesAllowed(true);
         try {
             cli.parseArgs(args);
         } catch (CommandLine.ParameterException e) {
@@ -177,7 +197,9 @@ public final class TinyGpt {
         // cores are shared, libtorch's spinning worker threads made every step 20x slower in our runs.
         torch.set_num_threads(s.threads());
         CharCorpus corpus = CharCorpus.load(s.data());
-        System.out.println("Muon for the JVM: TinyGpt, AdamW against MuonAdamW.dropIn on the same AdamWOptions");
+        System.out.println(s.comparison() == Comparison.NORMUON
+                ? "Muon for the JVM: TinyGpt, MuonAdamW.dropIn against the same with NorMuon"
+                : "Muon for the JVM: TinyGpt, AdamW against MuonAdamW.dropIn on the same AdamWOptions");
         System.out.println("corpus: " + corpus.source());
         System.out.printf(Locale.ROOT, "  %,d characters (%,d train, %,d validation), vocabulary %d%n",
                 corpus.length(), corpus.trainLength(), corpus.validationLength(), corpus.vocabularySize());
@@ -217,12 +239,23 @@ public final class TinyGpt {
                 MuonAdamW opt = MuonAdamW.dropIn(model.named_parameters(), adamwOptions(s));
                 return new Stepper(opt::zero_grad, opt::step);
             };
+            Function<CharTransformer, Stepper> withNorMuon = model -> {
+                // The drop-in's Muon settings (AdamW's lr and weight decay, RMS-matched), with NorMuon on.
+                MuonConfig muon = MuonConfig.defaults().withLr(s.lr()).withWeightDecay(s.weightDecay())
+                        .withAdjustLr(AdjustLr.MATCH_RMS_ADAMW).withNorMuon(NorMuonConfig.defaults());
+                MuonAdamW opt = MuonAdamW.builder(model.named_parameters()).muon(muon)
+                        .adamW(AdamWConfig.of(adamwOptions(s))).build();
+                return new Stepper(opt::zero_grad, opt::step);
+            };
+            boolean norMuon = s.comparison() == Comparison.NORMUON;
+            Function<CharTransformer, Stepper> first = norMuon ? withMuon : withAdamW;
+            Function<CharTransformer, Stepper> second = norMuon ? withNorMuon : withMuon;
             // The first steps in a JVM pay for the JIT and libtorch's thread pool and allocator; without this
             // untimed warm-up they would be charged to whichever optimizer runs first.
-            warmUp(corpus, s, withAdamW);
-            warmUp(corpus, s, withMuon);
-            return interleave(List.of(new Trial("AdamW", corpus, s, withAdamW),
-                    new Trial("MuonAdamW", corpus, s, withMuon)), validation, s);
+            warmUp(corpus, s, first);
+            warmUp(corpus, s, second);
+            return interleave(List.of(new Trial(norMuon ? "Muon" : "AdamW", corpus, s, first),
+                    new Trial(norMuon ? "NorMuon" : "MuonAdamW", corpus, s, second)), validation, s);
         }
     }
 
@@ -366,9 +399,10 @@ public final class TinyGpt {
     private static void printTables(List<Run> runs, Settings s) {
         Run adamw = runs.get(0);
         Run muon = runs.get(1);
+        String difference = muon.name() + " - " + adamw.name();
         System.out.println();
         System.out.println("Validation loss at the same number of steps (nats per character):");
-        System.out.printf(Locale.ROOT, "| %6s | %10s | %10s | %8s |%n", "step", "AdamW", "MuonAdamW", "Muon - AdamW");
+        System.out.printf(Locale.ROOT, "| %6s | %10s | %10s | %8s |%n", "step", adamw.name(), muon.name(), difference);
         System.out.println("| ---: | ---: | ---: | ---: |");
         for (int quarter = 1; quarter <= 4; quarter++) {
             int step = adamw.atStep(s.steps() * quarter / 4).step();
@@ -378,7 +412,8 @@ public final class TinyGpt {
         }
         System.out.println();
         System.out.println("Validation loss at the same training time (evaluation time not counted):");
-        System.out.println("| seconds | AdamW step | AdamW | MuonAdamW step | MuonAdamW | Muon - AdamW |");
+        System.out.printf(Locale.ROOT, "| seconds | %1$s step | %1$s | %2$s step | %2$s | %3$s |%n", adamw.name(),
+                muon.name(), difference);
         System.out.println("| ---: | ---: | ---: | ---: | ---: | ---: |");
         double budget = Math.min(adamw.last().seconds(), muon.last().seconds());
         for (int quarter = 1; quarter <= 4; quarter++) {

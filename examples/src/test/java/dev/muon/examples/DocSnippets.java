@@ -7,6 +7,7 @@ import dev.muon.LrScheduler;
 import dev.muon.Muon;
 import dev.muon.MuonAdamW;
 import dev.muon.MuonConfig;
+import dev.muon.NorMuonConfig;
 import dev.muon.distributed.DistributedGroup;
 import dev.muon.distributed.GroupConfig;
 import dev.muon.distributed.ShardingConfig;
@@ -22,6 +23,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.function.Function;
 
 /**
  * The Java snippets of the README and of {@code docs/getting-started.md}, {@code hyperparameters.md},
@@ -198,5 +200,22 @@ final class DocSnippets {
 
     static void quietMuon() {
         MUON_LOGS.setLevel(java.util.logging.Level.WARNING);
+    }
+
+    // api.md, "NorMuon (withNorMuon)".
+    static Tensor norMuon(List<Tensor> hiddenMatrices, Function<List<Tensor>, Tensor> loss, int steps) {
+        MuonConfig config = MuonConfig.defaults().withLr(0.02)
+                .withNorMuon(NorMuonConfig.defaults());   // beta2 0.95, eps 1e-10
+        Muon muon = Muon.of(hiddenMatrices, config);
+        for (int step = 0; step < steps; step++) {
+            try (PointerScope scope = new PointerScope()) {
+                muon.zeroGrad();
+                loss.apply(hiddenMatrices).backward();
+                muon.step();
+            }
+        }
+        // One float32 second moment per row, beside the momentum buffer.
+        Tensor v = muon.secondMoment(hiddenMatrices.get(0)).orElseThrow();
+        return v;
     }
 }

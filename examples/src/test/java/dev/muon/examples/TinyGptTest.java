@@ -55,13 +55,31 @@ class TinyGptTest {
         assertTrue(Files.exists(dir.resolve("curves.csv")));
     }
 
+    @Test
+    void compare_normuon_runsMuonAgainstNorMuon_fromTheSameStart() {
+        TinyGpt.Settings s = TinyGpt.Settings.parse("--steps", "8", "--width", "32", "--layers", "1", "--heads", "2",
+                "--context", "16", "--batch", "8", "--eval-every", "4", "--val-batches", "1", "--compare", "normuon");
+        assertEquals(TinyGpt.Comparison.NORMUON, s.comparison());
+        List<TinyGpt.Run> runs = TinyGpt.compare(CharCorpus.embedded(), s);
+
+        assertEquals(List.of("Muon", "NorMuon"), runs.stream().map(TinyGpt.Run::name).toList());
+        assertEquals(runs.get(0).points().get(0).valLoss(), runs.get(1).points().get(0).valLoss(), 1e-6);
+        for (TinyGpt.Run run : runs) {
+            assertTrue(run.last().valLoss() < run.points().get(0).valLoss(), run.name() + ": " + run.points());
+        }
+        // NorMuon changes the Muon updates, so the two runs part after the first step.
+        assertTrue(runs.get(0).last().valLoss() != runs.get(1).last().valLoss(), runs.toString());
+    }
+
     static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> badSettings() {
         return java.util.stream.Stream.of(
                 org.junit.jupiter.params.provider.Arguments.of(List.of("--steps", "0"), "--steps must be >= 1, got 0"),
                 org.junit.jupiter.params.provider.Arguments.of(List.of("--threads", "0"), "--threads must be >= 1, got 0"),
                 org.junit.jupiter.params.provider.Arguments.of(List.of("--heads", "-2"), "--heads must be >= 1, got -2"),
                 org.junit.jupiter.params.provider.Arguments.of(List.of("--lr", "fast"), "'fast' is not a double"),
-                org.junit.jupiter.params.provider.Arguments.of(List.of("--steps"), "Missing required parameter"));
+                org.junit.jupiter.params.provider.Arguments.of(List.of("--steps"), "Missing required parameter"),
+                org.junit.jupiter.params.provider.Arguments.of(List.of("--compare", "sgd"),
+                        "Invalid value for option '--compare'"));
     }
 
     @org.junit.jupiter.params.ParameterizedTest
