@@ -383,7 +383,7 @@ public final class Assignment {
     /**
      * The same decisions with row splits, at the lrs of the given configs.
      *
-     * @param splits the rule of each Muon parameter that has one, by name (checked by {@link RowSplitRules})
+     * @param splits the rule of each Muon parameter that has one, by name (checked by {@code RowSplitRules})
      * @param muon   the Muon group's config
      * @param adamW  the AdamW group's config
      * @return the assignment with the splits

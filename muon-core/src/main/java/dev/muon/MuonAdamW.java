@@ -53,6 +53,8 @@ import java.util.function.Supplier;
  *   ({@link Builder#noWeightDecayBelow2D(boolean)})</td></tr>
  *   <tr><td>empty Muon group</td><td>refused</td></tr>
  *   <tr><td>non-finite gradients</td><td>{@link NonFinitePolicy#SKIP}</td></tr>
+ *   <tr><td>row splits</td><td>none: each Muon parameter is orthogonalized whole
+ *   ({@link Builder#rowSplit(String, RowSplit)})</td></tr>
  *   <tr><td>metrics</td><td>off</td></tr>
  * </table>
  *

@@ -20,8 +20,8 @@ import java.util.Arrays;
  *
  * <p>Blocks of one shape run as one batch of Newton–Schulz iterations; blocks of different shapes run one after
  * the other. The momentum buffer stays the whole parameter's: only the orthogonalization is split. Set it on a
- * builder: {@link MuonAdamW.Builder#rowSplit(String, RowSplit)}, {@link Muon.Builder#rowSplit(
- * org.bytedeco.pytorch.Tensor, RowSplit)} or their predicate forms.
+ * builder: {@link MuonAdamW.Builder#rowSplit(String, RowSplit)}, {@link Muon.Builder#rowSplit} or their
+ * predicate forms. {@code docs/algorithm.md} states the update and why each block takes its own lr adjustment.
  *
  * <pre>{@code
  * MuonAdamW opt = MuonAdamW.builder(model.named_parameters())
