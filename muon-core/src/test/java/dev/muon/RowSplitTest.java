@@ -227,6 +227,30 @@ class RowSplitTest {
         assertEquals(1, target.stepCount());
     }
 
+    /**
+     * A distributed MuonAdamW (a group of one: the agreement, the shard plan and the owned updates all run) with row
+     * splits gives the single-process parameters bit for bit.
+     */
+    @Test
+    void distributed_groupOfOne_equalsSingleProcess() throws Exception {
+        int port;
+        try (java.net.ServerSocket socket = new java.net.ServerSocket(0)) {
+            port = socket.getLocalPort();
+        }
+        Map<String, Tensor> local = model(1);
+        MuonAdamW single = split(local).build();
+        train(single, 0, new ArrayList<>(local.values()), 2);
+        Map<String, Tensor> sharded = model(1);
+        try (dev.muon.distributed.DistributedGroup group = dev.muon.distributed.DistributedGroup.join(
+                dev.muon.distributed.GroupConfig.of("127.0.0.1", port, 0, 1))) {
+            MuonAdamW opt = split(sharded).distributed(group, dev.muon.distributed.ShardingConfig.defaults()).build();
+            train(opt, 0, new ArrayList<>(sharded.values()), 2);
+        }
+        for (String name : local.keySet()) {
+            assertTrue(local.get(name).equal(sharded.get(name)), name + " differs");
+        }
+    }
+
     @Test
     void muonCheckpoint_withAnotherRule_isRefused_andChangesNothing() {
         torch.manual_seed(4);
