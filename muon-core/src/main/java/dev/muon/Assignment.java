@@ -74,6 +74,7 @@ public final class Assignment {
      * @param optimizer the optimizer that updates it
      * @param reason    why (the rule or override that decided)
      * @param lr        the lr its update uses now: Muon's lr times the shape ratio and extra scale, or AdamW's lr
+     *                  (for a parameter orthogonalized in row blocks, its first block's; see {@link RowSplit})
      * @param stateBytes the optimizer state it holds: one buffer on Muon, two moments on AdamW, 0 for an alias
      */
     public record Row(String name, long[] shape, String dtype, OptimizerKind optimizer, String reason, double lr,
@@ -129,10 +130,19 @@ public final class Assignment {
     private final List<String> frozen;
     private final long adamWOnlyStateBytes;
     private final boolean noDecayBelow2D;
+    /** The {@link RowSplit} of each Muon parameter that has one, by name. */
+    private final Map<String, RowSplit> rowSplits;
 
     /** The table of {@code decisions} at the lrs of the given configs. */
     private Assignment(List<Decision> decisions, List<String> frozen, boolean noDecayBelow2D, MuonConfig muon,
                        AdamWConfig adamW) {
+        this(decisions, frozen, noDecayBelow2D, muon, adamW, Map.of());
+    }
+
+    /** The table of {@code decisions}, with row splits, at the lrs of the given configs. */
+    private Assignment(List<Decision> decisions, List<String> frozen, boolean noDecayBelow2D, MuonConfig muon,
+                       AdamWConfig adamW, Map<String, RowSplit> rowSplits) {
+        this.rowSplits = Map.copyOf(rowSplits);
         this.decisions = List.copyOf(decisions);
         this.frozen = List.copyOf(frozen);
         this.noDecayBelow2D = noDecayBelow2D;
@@ -149,6 +159,11 @@ public final class Assignment {
             adamWOnly += 2 * bytes;
             if (d.kind == OptimizerKind.MUON) {
                 MatrixLayout layout = MatrixLayout.of(d.tensor, muon, d.name);
+                RowSplit split = rowSplits.get(d.name);
+                if (split != null) {
+                    table.add(splitRow(d, shape, dtype, bytes, split, layout, muon));
+                    continue;
+                }
                 table.add(new Row(d.name, shape, dtype, OptimizerKind.MUON, d.reason,
                         muon.scaledLr(layout.rows(), layout.cols()), bytes
                                 + (muon.norMuon() == null ? 0 : NeuronNormalization.stateBytes(d.tensor))));
@@ -159,6 +174,27 @@ public final class Assignment {
         }
         this.rows = List.copyOf(table);
         this.adamWOnlyStateBytes = adamWOnly;
+    }
+
+    /**
+     * The row of a parameter orthogonalized in row blocks: its lr is the first block's, and the reason names the
+     * rule and, where the blocks' shapes give different lrs, each block's.
+     */
+    private static Row splitRow(Decision d, long[] shape, String dtype, long bytes, RowSplit split,
+                                MatrixLayout layout, MuonConfig muon) {
+        double[] lrs = new RowBlocks(split, layout, d.name).scaledLrs(muon);
+        StringBuilder why = new StringBuilder(d.reason).append("; NS per row block ").append(split);
+        boolean differ = false;
+        for (double lr : lrs) {
+            differ |= lr != lrs[0];
+        }
+        if (differ) {
+            why.append(", lr per block");
+            for (int k = 0; k < lrs.length; k++) {
+                why.append(k == 0 ? " " : ", ").append(String.format(Locale.ROOT, "%.4g", lrs[k]));
+            }
+        }
+        return new Row(d.name, shape, dtype, OptimizerKind.MUON, why.toString(), lrs[0], bytes);
     }
 
     private static String aliasReason(Decision d) {
@@ -342,7 +378,29 @@ public final class Assignment {
      * @return the table at those lrs
      */
     Assignment at(MuonConfig muon, AdamWConfig adamW) {
-        return new Assignment(decisions, frozen, noDecayBelow2D, muon, adamW);
+        return new Assignment(decisions, frozen, noDecayBelow2D, muon, adamW, rowSplits);
+    }
+
+    /**
+     * The same decisions with row splits, at the lrs of the given configs.
+     *
+     * @param splits the rule of each Muon parameter that has one, by name (checked by {@code RowSplitRules})
+     * @param muon   the Muon group's config
+     * @param adamW  the AdamW group's config
+     * @return the assignment with the splits
+     */
+    Assignment withRowSplits(Map<String, RowSplit> splits, MuonConfig muon, AdamWConfig adamW) {
+        return new Assignment(decisions, frozen, noDecayBelow2D, muon, adamW, splits);
+    }
+
+    /**
+     * The row split of a Muon parameter.
+     *
+     * @param name the parameter's name
+     * @return its rule, or null when it is orthogonalized whole
+     */
+    RowSplit rowSplit(String name) {
+        return rowSplits.get(name);
     }
 
     /** Every decision in the order given, aliases included. */
@@ -405,8 +463,9 @@ public final class Assignment {
     }
 
     /**
-     * One line per named parameter, aliases included: kind, name, shape, dtype and, for a tied alias, why. A
-     * checkpoint stores it and a load compares it field by field; its form is that of format version 1.
+     * One line per named parameter, aliases included: kind, name, shape, dtype, for a tied alias, why, and, for a
+     * parameter orthogonalized in row blocks only, its {@link RowSplit}. A checkpoint stores it and a load compares
+     * it field by field; without row splits its form is that of format version 1.
      *
      * @return the layout text
      */
@@ -415,7 +474,12 @@ public final class Assignment {
         for (Decision d : decisions) {
             text.append(d.isAlias() ? OptimizerKind.ADAMW : d.kind).append('\t').append(d.name).append('\t')
                     .append(Arrays.toString(d.tensor.shape())).append('\t').append(d.tensor.scalar_type())
-                    .append('\t').append(d.isAlias() ? aliasReason(d) : "").append('\n');
+                    .append('\t').append(d.isAlias() ? aliasReason(d) : "");
+            if (rowSplits.containsKey(d.name) && !d.isAlias()) {
+                // A sixth field only where a rule is set: files without one read as "no split".
+                text.append('\t').append(rowSplits.get(d.name));
+            }
+            text.append('\n');
         }
         return text.toString();
     }

@@ -29,7 +29,8 @@ import java.util.Map;
  *   format          "dev.muon.checkpoint"
  *   format_version  2 (1: the same entries, written before the checksum trailer; still read, with a warning)
  *   step            the step count
- *   assignment      the layout: one line per named parameter: kind, name, shape, dtype, the name it is tied to
+ *   assignment      the layout: one line per named parameter: kind, name, shape, dtype, the name it is tied to,
+ *                   and, only where one is set, its {@link RowSplit}
  *   muon_config, adamw_config   the configs as key=value text ({@link ConfigText}); no adamw_config for a Muon
  *   muon_groups, muon_config_g  a Muon with several groups: their count, and group g's config (g >= 1)
  *   schedule_initial_lrs, schedule   the optimizer's {@link ScheduleRecord}, when it has one
@@ -370,13 +371,18 @@ final class Checkpoint {
             throw new IllegalStateException("checkpoint " + path + " holds " + s.length
                     + " parameters but this optimizer has " + c.length);
         }
-        String[] fields = {"optimizer", "name", "shape", "dtype", "tying"};
+        String[] fields = {"optimizer", "name", "shape", "dtype", "tying", "row split"};
         for (int i = 0; i < s.length; i++) {
             String[] sf = s[i].split("\t", -1);
             String[] cf = c[i].split("\t", -1);
             for (int f = 0; f < fields.length; f++) {
                 String sv = f < sf.length ? sf[f] : "";
                 String cv = f < cf.length ? cf[f] : "";
+                if (f == 5) {
+                    // A row split is written only where one is set (RowSplit): an absent one reads as none.
+                    sv = sv.isEmpty() ? "none" : sv;
+                    cv = cv.isEmpty() ? "none" : cv;
+                }
                 if (!sv.equals(cv)) {
                     throw new IllegalStateException("checkpoint " + path + " does not match this optimizer: "
                             + "parameter " + i + " ('" + cf[1] + "') has " + fields[f] + " " + cv

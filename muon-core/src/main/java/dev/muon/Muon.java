@@ -73,6 +73,13 @@ import java.util.Optional;
  * only by the rounding of batched against single matrix products. {@link MuonConfig#withBatchSameShape} turns it
  * off.
  *
+ * <p><b>Row blocks.</b> A parameter given a {@link RowSplit} ({@link Builder#rowSplit}, {@link Builder#rowSplitWhen})
+ * is orthogonalized in row blocks: {@code O_k = NS(U_k)} for each block {@code U_k} of {@code U}'s rows, and
+ * {@code p_k = p_k − lr·ratio(rows_k, cols)·extraScale·O_k} with the block's own shape in the ratio. Blocks of equal
+ * rows run as one batch of Newton–Schulz iterations, unequal ones one by one; the momentum buffer, the Nesterov
+ * blend and the weight decay stay the whole parameter's. Such a parameter joins no same-shape batch, and its
+ * decay and update run on libtorch's ops (the fused stages below serve its momentum only).
+ *
  * <p><b>Fused device stages.</b> With {@code muon-cuda} on the class path, a parameter that its provider serves
  * (found by {@link java.util.ServiceLoader}, asked once per parameter at {@link Builder#build()}: a contiguous
  * float32 CUDA parameter with {@code nsPrecision} {@code BFLOAT16}) runs the momentum, Nesterov blend and bfloat16
@@ -393,7 +400,12 @@ public final class Muon implements TrainingOptimizer {
         for (ParameterState state : states) {
             text.append(OptimizerKind.MUON).append('\t').append(state.label).append('\t')
                     .append(Arrays.toString(state.layout.shape())).append('\t').append(state.param.scalar_type())
-                    .append("\t\n");
+                    .append("\t");
+            if (state.rowBlocks != null) {
+                // A sixth field only where a rule is set: files without one read as "no split".
+                text.append('\t').append(state.rowBlocks.rule);
+            }
+            text.append('\n');
         }
         return text.toString();
     }
@@ -447,6 +459,10 @@ public final class Muon implements TrainingOptimizer {
             Tensor buffer = advanceMomentum(state, g, scalars);
             u = config.nesterov() ? blendInto(scratch(state.matrix, state.matrix.scalar_type()), g, buffer, scalars)
                     : buffer;
+        }
+        if (state.rowBlocks != null) {
+            state.rowBlocks.orthogonalizeAndApply(state.matrix, u, state.orthogonalizer, config, scalars.decay);
+            return;
         }
         apply(state, state.orthogonalizer.orthogonalize(u), config, scalars);
     }
@@ -738,6 +754,11 @@ public final class Muon implements TrainingOptimizer {
         return stateOf(param).orthogonalizer;
     }
 
+    /** The row blocks of a parameter, or null when it is orthogonalized whole; for tests. */
+    RowBlocks rowBlocksOf(Tensor param) {
+        return stateOf(param).rowBlocks;
+    }
+
     /** The fused momentum and update stages serving a parameter, or null for libtorch's ops; for tests. */
     UpdateStages updateStagesOf(Tensor param) {
         return stateOf(param).updateStages;
@@ -777,7 +798,11 @@ public final class Muon implements TrainingOptimizer {
             text.append(ConfigText.of(group.config)).append('\n');
             for (ParameterState state : group.params) {
                 text.append(state.label).append(' ').append(Arrays.toString(state.layout.shape())).append(' ')
-                        .append(state.param.scalar_type()).append('\n');
+                        .append(state.param.scalar_type());
+                if (state.rowBlocks != null) {
+                    text.append(' ').append(state.rowBlocks.rule);
+                }
+                text.append('\n');
             }
         }
         return text.toString();
@@ -880,6 +905,10 @@ public final class Muon implements TrainingOptimizer {
         private ShardPlan reusedPlan;
         private List<String> labels;
         private QkClip qkClip;
+        /** Row splits by tensor, in the order given; resolved and checked at build. */
+        private final List<Map.Entry<Tensor, RowSplit>> rowSplits = new ArrayList<>();
+        private final List<Map.Entry<java.util.function.Predicate<Tensor>, RowSplit>> rowSplitRules =
+                new ArrayList<>();
 
         private Builder() {
         }
@@ -894,6 +923,40 @@ public final class Muon implements TrainingOptimizer {
          */
         public Builder qkClip(QkClip clip) {
             this.qkClip = Objects.requireNonNull(clip, "qkClip must not be null");
+            return this;
+        }
+
+        /**
+         * Orthogonalizes {@code param} in row blocks (see {@link RowSplit}). A rule set here wins over
+         * {@link #rowSplitWhen}; {@link #build()} checks that {@code param} is a parameter of the optimizer and that
+         * the blocks cover its rows.
+         *
+         * @param param a parameter of one of the groups (any handle on the same tensor)
+         * @param split the rule
+         * @return this builder
+         * @throws NullPointerException if an argument is null
+         */
+        public Builder rowSplit(Tensor param, RowSplit split) {
+            Objects.requireNonNull(param, "param must not be null");
+            Objects.requireNonNull(split, "split must not be null");
+            rowSplits.add(Map.entry(NativeLifetime.outliveScope(new Tensor(param)), split));
+            return this;
+        }
+
+        /**
+         * Orthogonalizes in row blocks every parameter for which {@code rule} holds and that no
+         * {@link #rowSplit(Tensor, RowSplit)} names; when several rules hold, the first one added wins.
+         * {@link #build()} checks that the blocks cover the rows of every parameter the rule selects.
+         *
+         * @param rule  a predicate on the parameter
+         * @param split the rule's split
+         * @return this builder
+         * @throws NullPointerException if an argument is null
+         */
+        public Builder rowSplitWhen(java.util.function.Predicate<Tensor> rule, RowSplit split) {
+            Objects.requireNonNull(rule, "rule must not be null");
+            Objects.requireNonNull(split, "split must not be null");
+            rowSplitRules.add(Map.entry(rule, split));
             return this;
         }
 
@@ -967,8 +1030,9 @@ public final class Muon implements TrainingOptimizer {
          * @throws IllegalArgumentException if there are no parameters, a group is empty, a parameter appears
          *                                  twice, is not a leaf tensor, shares memory with another parameter, or
          *                                  has a dtype or shape Muon does not accept, or, distributed, is not
-         *                                  contiguous; or if the {@link #qkClip} hook names a tensor that is not
-         *                                  one of the parameters
+         *                                  contiguous; or a row split names a tensor that is no parameter, gives one
+         *                                  tensor two rules, or does not fit its parameter's rows; or the
+         *                                  {@link #qkClip} hook names a tensor that is not one of the parameters
          * @throws IllegalStateException    distributed, if another rank failed to build or built from other
          *                                  parameters or settings, or the ranks cannot reach each other
          */
@@ -993,6 +1057,8 @@ public final class Muon implements TrainingOptimizer {
                     }
                 }
             }
+            Map<Long, RowSplit> splitByIdentity = RowSplitRules.byIdentity(rowSplits);
+            Map<Long, String> splitShapes = RowSplitRules.shapesByIdentity(rowSplits);
             OrthogonalizerSelection selection = new OrthogonalizerSelection();
             UpdateStagesSelection updateStages = new UpdateStagesSelection();
             Map<Long, String> seen = new HashMap<>();
@@ -1027,10 +1093,30 @@ public final class Muon implements TrainingOptimizer {
                         throw new IllegalArgumentException(label + " is not contiguous; a distributed optimizer "
                                 + "broadcasts parameters in place and needs contiguous ones");
                     }
+                    RowSplit split = splitByIdentity.get(ParameterState.identityOf(p));
+                    splitShapes.remove(ParameterState.identityOf(p));
+                    for (int r = 0; split == null && r < rowSplitRules.size(); r++) {
+                        if (rowSplitRules.get(r).getKey().test(p)) {
+                            split = rowSplitRules.get(r).getValue();
+                        }
+                    }
+                    if (split != null && config.norMuon() != null) {
+                        // RowBlocks applies each block's update itself, past NorMuon's per-row normalization; until
+                        // the two are defined together, refuse rather than silently drop one.
+                        throw new IllegalArgumentException(label + " has row split " + split + " and its group has "
+                                + "norMuon " + config.norMuon() + "; the two cannot be combined yet. Build without "
+                                + "the row split or without withNorMuon(...)");
+                    }
+                    RowBlocks blocks = split == null ? null : new RowBlocks(split, layout, label);
+                    // A split parameter's decay and update are per block on libtorch's ops (see the class comment).
                     states.add(new ParameterState(p, layout, selection.forParameter(config, p.device()), label,
-                            updateStages.forParameter(config, layout.matrixView(p), label)));
+                            updateStages.forParameter(config, layout.matrixView(p), label), blocks));
                 }
                 groups.add(new Group(config, states));
+            }
+            if (!splitShapes.isEmpty()) {
+                throw new IllegalArgumentException("rowSplit names a tensor of shape "
+                        + splitShapes.values().iterator().next() + " that is not a parameter of this optimizer");
             }
             List<ParameterState> all = new ArrayList<>();
             groups.forEach(g -> all.addAll(g.params));

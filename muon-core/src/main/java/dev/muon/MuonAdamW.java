@@ -53,6 +53,8 @@ import java.util.function.Supplier;
  *   ({@link Builder#noWeightDecayBelow2D(boolean)})</td></tr>
  *   <tr><td>empty Muon group</td><td>refused</td></tr>
  *   <tr><td>non-finite gradients</td><td>{@link NonFinitePolicy#SKIP}</td></tr>
+ *   <tr><td>row splits</td><td>none: each Muon parameter is orthogonalized whole
+ *   ({@link Builder#rowSplit(String, RowSplit)})</td></tr>
  *   <tr><td>metrics</td><td>off</td></tr>
  *   <tr><td>QK-Clip</td><td>off ({@link Builder#qkClip})</td></tr>
  * </table>
@@ -110,6 +112,10 @@ public final class MuonAdamW implements TrainingOptimizer {
     private final double[] lastMuonLr;
     /** Each Muon parameter's matrix shape (fixed at build), for the scaled lr of its updates. */
     private final List<MatrixLayout> muonLayouts;
+    /** Each Muon parameter's row split, null where it has none (fixed at build). */
+    private final List<RowSplit> muonRowSplits;
+    /** The rows that give each Muon parameter's recorded lr: its own, or its first row block's. */
+    private final long[] muonLrRows;
     /** Per AdamW parameter: the lr of its last update (NaN before one), for {@link #adamWState}. */
     private final double[] lastAdamWLr;
     /** The QK-Clip hook run after each applied step, or null (the default: no clipping, no cost). */
@@ -155,6 +161,15 @@ public final class MuonAdamW implements TrainingOptimizer {
             layouts.add(MatrixLayout.of(muonParams.get(i), muonConfig, muonNames.get(i)));
         }
         this.muonLayouts = List.copyOf(layouts);
+        List<RowSplit> splits = new ArrayList<>();
+        this.muonLrRows = new long[muonParams.size()];
+        for (int i = 0; i < muonParams.size(); i++) {
+            RowSplit split = assignment.rowSplit(muonNames.get(i));
+            splits.add(split);
+            muonLrRows[i] = split == null ? layouts.get(i).rows()
+                    : split.blockRows(layouts.get(i).rows(), muonNames.get(i))[0];
+        }
+        this.muonRowSplits = Collections.unmodifiableList(splits);
         this.lastAdamWLr = new double[adamWParams.size()];
         Arrays.fill(lastMuonLr, Double.NaN);
         Arrays.fill(lastAdamWLr, Double.NaN);
@@ -234,6 +249,11 @@ public final class MuonAdamW implements TrainingOptimizer {
             return null;
         }
         Muon.Builder builder = Muon.builder().addGroup(muonParams, config).labels(labelsOf(muonNames));
+        for (int i = 0; i < muonParams.size(); i++) {
+            if (muonRowSplits.get(i) != null) {
+                builder.rowSplit(muonParams.get(i), muonRowSplits.get(i));
+            }
+        }
         if (group == null) {
             return builder.build();
         }
@@ -363,7 +383,7 @@ public final class MuonAdamW implements TrainingOptimizer {
         for (int i = 0; i < muonParams.size(); i++) {
             if (muonHasGrad[i]) {
                 MatrixLayout layout = muonLayouts.get(i);
-                lastMuonLr[i] = muonConfig.scaledLr(layout.rows(), layout.cols());
+                lastMuonLr[i] = muonConfig.scaledLr(muonLrRows[i], layout.cols());
             }
         }
         for (int i = 0; i < adamWParams.size(); i++) {
@@ -808,6 +828,8 @@ public final class MuonAdamW implements TrainingOptimizer {
         private boolean outputLayerOnAdamW = true;
         private boolean noWeightDecayBelow2D;
         private QkClip qkClip;
+        private final List<Map.Entry<String, RowSplit>> rowSplits = new ArrayList<>();
+        private final List<Map.Entry<BiPredicate<String, Tensor>, RowSplit>> rowSplitRules = new ArrayList<>();
 
         private Builder(Map<String, Tensor> named) {
             this.named = named;
@@ -930,6 +952,42 @@ public final class MuonAdamW implements TrainingOptimizer {
         }
 
         /**
+         * Orthogonalizes the Muon parameter {@code name} in row blocks (see {@link RowSplit}): a fused QKV weight
+         * as its three projections, or {@code W_q} per head. A rule set here wins over {@link #rowSplitWhen};
+         * {@link #build()} checks that {@code name} is a Muon parameter and that the blocks cover its rows, and the
+         * assignment table and checkpoints record the rule.
+         *
+         * @param name  a parameter name
+         * @param split the rule
+         * @return this builder
+         * @throws NullPointerException if an argument is null
+         */
+        public Builder rowSplit(String name, RowSplit split) {
+            Objects.requireNonNull(name, "name must not be null");
+            Objects.requireNonNull(split, "split must not be null");
+            rowSplits.add(Map.entry(name, split));
+            return this;
+        }
+
+        /**
+         * Orthogonalizes in row blocks every Muon parameter for which {@code rule} holds and that no
+         * {@link #rowSplit(String, RowSplit)} names (AdamW parameters are never split, whatever the rule says);
+         * when several rules hold, the first one added wins. {@link #build()} checks that the blocks cover the rows
+         * of every parameter the rule selects.
+         *
+         * @param rule  a predicate on (name, tensor)
+         * @param split the rule's split
+         * @return this builder
+         * @throws NullPointerException if an argument is null
+         */
+        public Builder rowSplitWhen(BiPredicate<String, Tensor> rule, RowSplit split) {
+            Objects.requireNonNull(rule, "rule must not be null");
+            Objects.requireNonNull(split, "split must not be null");
+            rowSplitRules.add(Map.entry(rule, split));
+            return this;
+        }
+
+        /**
          * Accepts a Muon group with no parameters (the optimizer is then plain AdamW). Off by default, because an
          * empty Muon group is almost always a naming mistake.
          *
@@ -982,8 +1040,9 @@ public final class MuonAdamW implements TrainingOptimizer {
          * @throws IllegalArgumentException if a name is in both override lists, an override or an
          *                                  orthogonality name names no trainable parameter (or one on AdamW),
          *                                  a tied weight is forced to Muon, Muon cannot take a parameter sent to
-         *                                  it, there are no trainable parameters, or the Muon group is empty and
-         *                                  {@link #allowEmptyMuon(boolean)} was not set; or if the
+         *                                  it, there are no trainable parameters, the Muon group is empty and
+         *                                  {@link #allowEmptyMuon(boolean)} was not set, or a row split names no
+         *                                  Muon parameter or does not fit its parameter's rows; or if the
          *                                  {@link #qkClip} hook names a tensor that is not a trainable parameter
          * @throws IllegalStateException    distributed, if another rank failed to build or built from another
          *                                  model or other settings, or the ranks cannot reach each other
@@ -1007,6 +1066,10 @@ public final class MuonAdamW implements TrainingOptimizer {
                     new Assignment.Rules(muonRule, customRule, forceMuon, forceAdamW, orthogonalityNames,
                             outputLayerOnAdamW, noWeightDecayBelow2D), muon,
                     adamWConfig);
+            if (!rowSplits.isEmpty() || !rowSplitRules.isEmpty()) {
+                classified = classified.withRowSplits(RowSplitRules.resolve(classified, rowSplits, rowSplitRules,
+                        muon), muon, adamWConfig);
+            }
             if (qkClip != null) {
                 List<Tensor> trainable = new ArrayList<>(classified.tensors(OptimizerKind.MUON));
                 trainable.addAll(classified.tensors(OptimizerKind.ADAMW));

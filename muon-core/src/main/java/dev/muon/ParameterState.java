@@ -10,7 +10,8 @@ import org.bytedeco.pytorch.global.torch;
 
 /**
  * One Muon parameter: its handle, its matrix layout, its orthogonalizer, its device's fused momentum and update
- * stages (null: libtorch's ops), its momentum buffer and, with NorMuon, its per-row second moment.
+ * stages (null: libtorch's ops), its row blocks (null: none), its momentum buffer and, with NorMuon, its per-row
+ * second moment.
  */
 final class ParameterState {
     final Tensor param;
@@ -21,6 +22,8 @@ final class ParameterState {
     final UpdateStages updateStages;
     final String label;
     final long identity;
+    /** The row blocks it is orthogonalized in ({@link RowSplit}); null for the whole matrix at once. */
+    final RowBlocks rowBlocks;
     private Tensor momentumBuffer;
     private Tensor momentumMatrix;
     /** NorMuon's per-row second moment ({@link NeuronNormalization}), null before its first update or when off. */
@@ -32,6 +35,11 @@ final class ParameterState {
 
     ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String label,
                    UpdateStages updateStages) {
+        this(param, layout, orthogonalizer, label, updateStages, null);
+    }
+
+    ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String label,
+                   UpdateStages updateStages, RowBlocks rowBlocks) {
         // Our own handle on the parameter, so that a PointerScope of the caller cannot free it under us.
         this.param = NativeLifetime.outliveScope(new Tensor(param));
         this.matrix = NativeLifetime.outliveScope(new Tensor(layout.matrixView(this.param)));
@@ -40,6 +48,7 @@ final class ParameterState {
         this.updateStages = updateStages;
         this.label = label;
         this.identity = identityOf(param);
+        this.rowBlocks = rowBlocks;
     }
 
     /** The address of the parameter's TensorImpl: equal for every handle on the same tensor. */

@@ -68,8 +68,9 @@ final class SameShapeBatch {
         Map<Key, List<Integer>> byKey = new LinkedHashMap<>();
         for (int j = 0; j < states.size(); j++) {
             ParameterState state = states.get(j);
-            // A stacked 3-D parameter is a batch already; it is never merged with others.
-            if (state.layout.batch() != 0 || !mine.test(first + j)) {
+            // A stacked 3-D parameter is a batch already, and a parameter split in row blocks batches its own
+            // blocks; neither is merged with others.
+            if (state.layout.batch() != 0 || state.rowBlocks != null || !mine.test(first + j)) {
                 continue;
             }
             byKey.computeIfAbsent(Key.of(state), k -> new ArrayList<>()).add(j);

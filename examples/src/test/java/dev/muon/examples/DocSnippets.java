@@ -8,6 +8,7 @@ import dev.muon.Muon;
 import dev.muon.MuonAdamW;
 import dev.muon.MuonConfig;
 import dev.muon.NorMuonConfig;
+import dev.muon.RowSplit;
 import dev.muon.distributed.DistributedGroup;
 import dev.muon.distributed.GroupConfig;
 import dev.muon.distributed.ShardingConfig;
@@ -143,6 +144,17 @@ final class DocSnippets {
                 .adamW(AdamWConfig.defaults().withLr(3e-4).withWeightDecay(0.1))
                 .noWeightDecayBelow2D(true)                                // nanoGPT's split
                 .build();
+        return opt;
+    }
+
+    // docs/api.md, "Split and per-head Newton–Schulz (RowSplit)".
+    static MuonAdamW apiRowSplit(java.util.Map<String, Tensor> named, int d, int headDim) {
+        MuonAdamW opt = MuonAdamW.builder(named)
+                .rowSplit("attn.qkv.weight", RowSplit.splitRows(d, d, d))      // fused [3d, d]: Q, K, V apart
+                .rowSplitWhen((name, p) -> name.endsWith(".q_proj.weight"),   // W_q [heads·headDim, d]
+                        RowSplit.perHead(headDim))
+                .build();
+        System.out.println(opt.assignment());                                 // "NS per row block ..."
         return opt;
     }
 

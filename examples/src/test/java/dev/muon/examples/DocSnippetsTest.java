@@ -125,6 +125,30 @@ class DocSnippetsTest {
         }
     }
 
+    /** The row-split snippet: the fused QKV in three blocks, W_q per head, the table says so, and it steps. */
+    @Test
+    void rowSplitSnippet_splitsQkvAndHeads_andTrains() {
+        try (PointerScope scope = new PointerScope()) {
+            torch.manual_seed(5);
+            java.util.Map<String, Tensor> named = new java.util.LinkedHashMap<>();
+            named.put("attn.qkv.weight", torch.randn(24, 8).requires_grad_(true));
+            named.put("attn.q_proj.weight", torch.randn(8, 8).requires_grad_(true));
+            named.put("mlp.weight", torch.randn(8, 8).requires_grad_(true));
+            named.put("lm_head.weight", torch.randn(10, 8).requires_grad_(true));
+            MuonAdamW opt = DocSnippets.apiRowSplit(named, 8, 4);
+            List<String> reasons = new ArrayList<>();
+            opt.assignment().rows().forEach(r -> reasons.add(r.name() + ": " + r.reason()));
+            assertEquals(List.of("attn.qkv.weight: hidden matrix; NS per row block splitRows(8, 8, 8)",
+                    "attn.q_proj.weight: hidden matrix; NS per row block perHead(4)", "mlp.weight: hidden matrix",
+                    "lm_head.weight: embedding or head ('lm_head')"), reasons);
+            Tensor before = named.get("attn.qkv.weight").clone();
+            named.values().forEach(t -> t.mutable_grad().put(torch.randn(t.shape())));
+            opt.step();
+            assertEquals(1, opt.stepCount());
+            assertFalse(before.equal(named.get("attn.qkv.weight")));
+        }
+    }
+
     @Test
     void checkpointSnippet_resumesFromTheSavedStep(@TempDir Path dir) {
         try (PointerScope scope = new PointerScope()) {
