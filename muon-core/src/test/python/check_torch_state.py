@@ -19,7 +19,7 @@ import torch
 MUON_GROUP_KEYS = {"lr", "weight_decay", "momentum", "nesterov", "ns_coefficients", "eps", "ns_steps",
                    "adjust_lr_fn", "params"}
 ADAMW_GROUP_KEYS = {"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach", "capturable",
-                    "differentiable", "fused", "params"}
+                    "differentiable", "fused", "decoupled_weight_decay", "params"}
 
 
 def fail(message):

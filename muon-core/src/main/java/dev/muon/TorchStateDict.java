@@ -37,7 +37,8 @@ import java.util.Set;
  *   muon         {"state": {i: {"momentum_buffer": T}}, "param_groups": [{lr, weight_decay, momentum, nesterov,
  *                 ns_coefficients, eps, ns_steps, adjust_lr_fn, params}]}
  *   adamw        {"state": {i: {"step": float32 scalar T, "exp_avg": T, "exp_avg_sq": T}}, "param_groups": [{lr,
- *                 betas, eps, weight_decay, amsgrad, maximize, foreach, capturable, differentiable, fused, params}]}
+ *                 betas, eps, weight_decay, amsgrad, maximize, foreach, capturable, differentiable, fused,
+ *                 decoupled_weight_decay, params}]}
  * </pre>
  * A read checks everything against the state the reader expects and returns a new state; the optimizer changes
  * nothing until then. Like PyTorch's {@code load_state_dict}, a read maps the file's parameter ids to the
@@ -148,6 +149,9 @@ final class TorchStateDict {
                 group.put("capturable", false);
                 group.put("differentiable", false);
                 group.put("fused", null);
+                // PyTorch 2.8+ runs AdamW as Adam with this flag, and a group that lacks it may load as Adam's L2
+                // decay; older versions keep the key and ignore it.
+                group.put("decoupled_weight_decay", true);
                 group.put("params", longs(ids));
                 adamWGroups.add(group);
             }

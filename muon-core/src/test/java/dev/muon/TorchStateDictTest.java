@@ -177,7 +177,8 @@ class TorchStateDictTest {
         assertEquals(2, groups.size());
         Map<?, ?> decayed = (Map<?, ?>) groups.get(0);
         assertEquals(List.of("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach", "capturable",
-                "differentiable", "fused", "params"), new ArrayList<>(decayed.keySet()));
+                "differentiable", "fused", "decoupled_weight_decay", "params"), new ArrayList<>(decayed.keySet()));
+        assertEquals(true, decayed.get("decoupled_weight_decay"));
         assertEquals(TorchPickle.Tuple.of(0.9, 0.999), decayed.get("betas"));
         assertEquals(0.01, decayed.get("weight_decay"));
         assertEquals(0.0, ((Map<?, ?>) groups.get(1)).get("weight_decay"));
@@ -335,6 +336,8 @@ class TorchStateDictTest {
                         "adamw.param_groups[0].amsgrad must be False"),
                 new BadFile("adamW_maximizeOn", r -> group(r, "adamw", 0).put("maximize", true),
                         "adamw.param_groups[0].maximize must be False"),
+                new BadFile("adamW_decoupledOff", r -> group(r, "adamw", 0).put("decoupled_weight_decay", false),
+                        "adamw.param_groups[0].decoupled_weight_decay must be True"),
                 new BadFile("adamW_betasOne", r -> group(r, "adamw", 0).put("betas", TorchPickle.Tuple.of(0.9)),
                         "adamw.param_groups[0].betas must hold 2 numbers, got 1"),
                 new BadFile("adamW_lrNegative", r -> group(r, "adamw", 0).put("lr", -1.0),
