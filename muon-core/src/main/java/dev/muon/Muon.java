@@ -350,7 +350,8 @@ public final class Muon implements TrainingOptimizer {
      * @throws IllegalStateException         if a group's config has no {@code torch.optim.Muon} equivalent (a
      *                                       per-step coefficient schedule, {@code adjustLr} other than
      *                                       {@code ORIGINAL} or {@code MATCH_RMS_ADAMW}, {@code extraScale} other
-     *                                       than 1), or another thread is inside this optimizer; nothing is written
+     *                                       than 1), or another thread is inside this optimizer, or the state exceeds
+     *                                       2 GiB (the file is built in memory); nothing is written
      * @throws UnsupportedOperationException if the optimizer is distributed
      * @throws java.io.UncheckedIOException  if the file cannot be written; {@code path} is then unchanged
      */

@@ -624,8 +624,9 @@ public final class MuonAdamW implements TrainingOptimizer {
      * @param path where to write
      * @throws IllegalStateException         if the Muon config has no {@code torch.optim.Muon} equivalent (a per-step
      *                                       coefficient schedule, {@code adjustLr} other than {@code ORIGINAL} or
-     *                                       {@code MATCH_RMS_ADAMW}, {@code extraScale} other than 1), or another
-     *                                       thread is inside this optimizer; nothing is written then
+     *                                       {@code MATCH_RMS_ADAMW}, {@code extraScale} other than 1), the state
+     *                                       exceeds 2 GiB (the file is built in memory), or another thread is
+     *                                       inside this optimizer; nothing is written then
      * @throws UnsupportedOperationException if the optimizer is distributed
      * @throws java.io.UncheckedIOException  if the file cannot be written; {@code path} is then unchanged
      */

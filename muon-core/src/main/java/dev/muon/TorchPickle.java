@@ -43,6 +43,8 @@ final class TorchPickle {
     /** The version record libtorch's writer puts in a pickle archive; Python 1.13 reads versions 1 to 10. */
     private static final String FILE_FORMAT_VERSION = "3\n";
     private static final String ROOT = "archive/";
+    /** The file is built, and read, as one Java array. */
+    static final long MAX_BYTES = Integer.MAX_VALUE - 64;
 
     private TorchPickle() {
     }
@@ -67,9 +69,15 @@ final class TorchPickle {
      *
      * @throws IllegalArgumentException if the tree holds a value of another type, or a tensor of a dtype Python
      *                                  has no storage class for here
+     * @throws IllegalStateException    if the tensors exceed {@link #MAX_BYTES}
      */
     static byte[] write(Object root) {
-        Pickler pickler = new Pickler();
+        return write(root, MAX_BYTES);
+    }
+
+    /** {@link #write(Object)} with another limit on the tensors' bytes (tests use a small one). */
+    static byte[] write(Object root, long maxBytes) {
+        Pickler pickler = new Pickler(maxBytes);
         pickler.out.write(0x80);
         pickler.out.write(2);
         pickler.value(root);
@@ -172,6 +180,12 @@ final class TorchPickle {
     private static final class Pickler {
         final ByteArrayOutputStream out = new ByteArrayOutputStream();
         final List<byte[]> tensors = new ArrayList<>();
+        private final long maxBytes;
+        private long total;
+
+        Pickler(long maxBytes) {
+            this.maxBytes = maxBytes;
+        }
 
         void value(Object v) {
             if (v == null) {
@@ -250,6 +264,11 @@ final class TorchPickle {
             Tensor c = t.detach().cpu().contiguous();
             String storage = storageClass(c);
             long numel = c.numel();
+            total += c.nbytes();
+            if (total > maxBytes) {
+                throw new IllegalStateException("the state's tensors exceed " + maxBytes + " bytes, the most this "
+                        + "torch.save writer holds in memory");
+            }
             byte[] data = new byte[(int) c.nbytes()];
             if (data.length > 0) {
                 new BytePointer(c.data_ptr()).capacity(data.length).get(data);

@@ -66,7 +66,8 @@ final class TorchStateDict {
     /**
      * Writes a state atomically: a temporary file in the target's directory, forced to disk, renamed over it.
      *
-     * @throws IllegalStateException if a config has no {@code torch.optim} equivalent
+     * @throws IllegalStateException if a config has no {@code torch.optim} equivalent, or the state exceeds
+     *                               {@link TorchPickle#MAX_BYTES}
      * @throws UncheckedIOException  if the file cannot be written; {@code path} is then unchanged
      */
     static void write(Path path, TorchState state) {
@@ -221,6 +222,11 @@ final class TorchStateDict {
     static TorchState read(Path path, TorchState expected) {
         byte[] bytes;
         try {
+            long size = Files.size(path);
+            if (size > TorchPickle.MAX_BYTES) {
+                throw new IllegalStateException("torch state dict " + path + " has " + size + " bytes; files over "
+                        + TorchPickle.MAX_BYTES + " bytes are not read (they are read as one Java array)");
+            }
             bytes = Files.readAllBytes(path);
         } catch (NoSuchFileException e) {
             throw new IllegalStateException("torch state dict " + path + " does not exist", e);

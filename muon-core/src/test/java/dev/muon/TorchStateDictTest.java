@@ -511,4 +511,38 @@ class TorchStateDictTest {
         assertTrue(t.equal(bf16));
         assertArrayEquals(new long[]{0, 4}, ((Tensor) back.get("empty")).shape());
     }
+
+    @Test
+    void pickle_tensorsOverTheLimit_areRefused() {
+        Map<String, Object> root = Map.of("a", torch.zeros(4), "b", torch.zeros(4));
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> TorchPickle.write(root, 31));
+        assertEquals("the state's tensors exceed 31 bytes, the most this torch.save writer holds in memory",
+                e.getMessage());
+        assertEquals(2, ((Map<?, ?>) TorchPickle.read(TorchPickle.write(root, 32))).size());
+    }
+
+    @Test
+    void import_fileOver2GiB_isRefused_beforeReading() throws IOException {
+        Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
+        MuonAdamW opt = optimizer(named, false);
+        Path file = dir.resolve("huge.pt");
+        // Sparse where the file system allows it: nothing is written or read.
+        try (java.io.RandomAccessFile raf = new java.io.RandomAccessFile(file.toFile(), "rw")) {
+            raf.setLength(TorchPickle.MAX_BYTES + 1);
+        }
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> opt.importTorchStateDict(file));
+        assertEquals("torch state dict " + file + " has " + (TorchPickle.MAX_BYTES + 1) + " bytes; files over "
+                + TorchPickle.MAX_BYTES + " bytes are not read (they are read as one Java array)", e.getMessage());
+    }
+
+    @Test
+    void export_intoMissingDirectory_throwsUncheckedIO_andLeavesNoFile() {
+        Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
+        MuonAdamW opt = optimizer(named, false);
+        Path file = dir.resolve("absent").resolve("state.pt");
+        java.io.UncheckedIOException e = assertThrows(java.io.UncheckedIOException.class,
+                () -> opt.exportTorchStateDict(file));
+        assertTrue(e.getMessage().startsWith("cannot export the torch state dict to " + file), e.getMessage());
+        assertFalse(Files.exists(file.getParent()));
+    }
 }

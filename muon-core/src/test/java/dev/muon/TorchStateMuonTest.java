@@ -107,12 +107,12 @@ class TorchStateMuonTest {
     }
 
     @Test
+    @SuppressWarnings("unchecked")
     void muon_import_otherNsSteps_isRefused_andChangesNothing() throws IOException {
         Muon muon = twoGroups();
         train(muon, 2);
         Path file = dir.resolve("muon.pt");
         muon.exportTorchStateDict(file);
-        @SuppressWarnings("unchecked")
         Map<String, Object> root = (Map<String, Object>) TorchPickle.read(Files.readAllBytes(file));
         Map<String, Object> muonPart = new LinkedHashMap<>((Map<String, Object>) root.get("muon"));
         List<Object> groups = new ArrayList<>((List<Object>) muonPart.get("param_groups"));
