@@ -367,6 +367,128 @@ public final class Muon implements TrainingOptimizer {
     }
 
     /**
+     * Exports the momentum buffers, the step count and every group's hyperparameters as a {@code torch.optim.Muon}
+     * state dict (key {@code "muon"}) in a file Python's {@code torch.load} reads, with the parameter labels by index
+     * ({@code "param_names"}); the layout of {@link MuonAdamW#exportTorchStateDict(Path)} without its AdamW part.
+     * Written next to {@code path} and renamed over it. See {@code docs/checkpoints.md}.
+     *
+     * @param path where to write
+     * @throws IllegalStateException         if a group's config has no {@code torch.optim.Muon} equivalent (a
+     *                                       per-step coefficient schedule, {@code adjustLr} other than
+     *                                       {@code ORIGINAL} or {@code MATCH_RMS_ADAMW}, {@code extraScale} other
+     *                                       than 1), or another thread is inside this optimizer, or the state exceeds
+     *                                       2 GiB (the file is built in memory); nothing is written
+     * @throws UnsupportedOperationException if the optimizer is distributed
+     * @throws java.io.UncheckedIOException  if the file cannot be written; {@code path} is then unchanged
+     */
+    public void exportTorchStateDict(Path path) {
+        Objects.requireNonNull(path, "path must not be null");
+        try (SingleThreadGuard.Entered entered = guard.enter("exportTorchStateDict");
+             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            requireSingleProcess("exportTorchStateDict");
+            TorchStateDict.write(path, torchState(true));
+        }
+    }
+
+    /**
+     * Imports a file of the layout {@link #exportTorchStateDict(Path)} writes (from Python too): the momentum
+     * buffers, the step count, and each group's {@code lr}, {@code weight_decay}, {@code momentum},
+     * {@code nesterov} and {@code adjust_lr_fn}. Each parameter's Newton–Schulz is built from
+     * {@code ns_coefficients}, {@code ns_steps} and {@code eps}, so those must be the ones this optimizer was built
+     * with. Everything is checked before anything changes.
+     *
+     * @param path the file
+     * @throws IllegalStateException         if the file is missing, not a {@code torch.load} file, or does not fit
+     *                                       this optimizer (the message names the key and the rule); nothing changes
+     * @throws UnsupportedOperationException if the optimizer is distributed
+     */
+    public void importTorchStateDict(Path path) {
+        Objects.requireNonNull(path, "path must not be null");
+        try (SingleThreadGuard.Entered entered = guard.enter("importTorchStateDict");
+             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            requireSingleProcess("importTorchStateDict");
+            TorchState read = TorchStateDict.read(path, torchState(false));
+            for (int g = 0; g < groups.size(); g++) {
+                MuonConfig built = groups.get(g).config;
+                MuonConfig file = read.muonConfigs().get(g);
+                if (!built.nsCoefficients().at(0).equals(file.nsCoefficients().at(0))
+                        || built.nsSteps() != file.nsSteps() || built.eps() != file.eps()) {
+                    throw new IllegalStateException("torch state dict " + path + ": muon.param_groups[" + g
+                            + "] has ns_coefficients " + file.nsCoefficients().at(0) + ", ns_steps "
+                            + file.nsSteps() + ", eps " + file.eps() + ", but this optimizer was built with "
+                            + built.nsCoefficients().at(0) + ", " + built.nsSteps() + ", " + built.eps()
+                            + " (Muon builds its Newton-Schulz from them: build it with the file's); nothing was "
+                            + "changed");
+                }
+            }
+            // Nothing below can fail: copies into buffers of checked shapes and dtypes.
+            for (int i = 0; i < states.size(); i++) {
+                Tensor momentum = read.momentum().get(i);
+                if (momentum != null) {
+                    states.get(i).momentumMatrix();
+                    states.get(i).momentumBuffer().copy_(momentum);
+                } else {
+                    states.get(i).dropMomentum();
+                }
+            }
+            for (int g = 0; g < groups.size(); g++) {
+                groups.get(g).config = read.muonConfigs().get(g);
+            }
+            stepCount = read.step();
+        }
+    }
+
+    private void requireSingleProcess(String operation) {
+        if (sharding != null) {
+            throw new UnsupportedOperationException(operation + " works on a single-process optimizer only; this "
+                    + "one is distributed (save and load work distributed)");
+        }
+        requireTorchExpressible(operation);
+    }
+
+    /**
+     * Refuses the state {@code torch.optim.Muon} has no place for: NorMuon's second moments and row splits. A file
+     * without them would continue differently in Python, and an import would have to invent them.
+     */
+    void requireTorchExpressible(String operation) {
+        for (int g = 0; g < groups.size(); g++) {
+            Group group = groups.get(g);
+            if (group.config.norMuon() != null) {
+                throw new UnsupportedOperationException(operation + " cannot carry NorMuon: group " + g + " has "
+                        + group.config.norMuon() + ", and torch.optim.Muon's state has no per-row second moment "
+                        + "(save and load keep it)");
+            }
+            for (ParameterState state : group.params) {
+                if (state.rowBlocks != null) {
+                    throw new UnsupportedOperationException(operation + " cannot carry row splits: " + state.label
+                            + " has " + state.rowBlocks.rule + ", and torch.optim.Muon orthogonalizes whole "
+                            + "matrices (save and load keep it)");
+                }
+            }
+        }
+    }
+
+    /** The state in PyTorch's terms, parameters indexed in group order; {@code withState}: the buffers too. */
+    private TorchState torchState(boolean withState) {
+        List<List<Integer>> indices = new ArrayList<>();
+        int next = 0;
+        for (Group group : groups) {
+            List<Integer> ids = new ArrayList<>();
+            for (int j = 0; j < group.params.size(); j++) {
+                ids.add(next++);
+            }
+            indices.add(ids);
+        }
+        Map<Integer, Tensor> momentum = new HashMap<>();
+        for (int i = 0; withState && i < states.size(); i++) {
+            if (states.get(i).momentumBuffer() != null) {
+                momentum.put(i, states.get(i).momentumBuffer());
+            }
+        }
+        return new TorchState(stepCount, labels, params, configs(), indices, momentum, null, List.of(), Map.of());
+    }
+
+    /**
      * The schedule record: each group's base lr and the schedule, recorded by the first {@link LrScheduler} made
      * for this optimizer, saved by {@link #save(Path)} and restored by {@link #load(Path)}.
      *

@@ -651,6 +651,138 @@ public final class MuonAdamW implements TrainingOptimizer {
     }
 
     /**
+     * Exports the optimizer state in PyTorch's layout: one file that Python's {@code torch.load} reads as a dict
+     * holding a {@code torch.optim.Muon} state dict for the Muon group ({@code "muon"}), a {@code torch.optim.AdamW}
+     * state dict for the AdamW group(s) ({@code "adamw"}), the parameter names by index ({@code "param_names"},
+     * the trained parameters in builder order, i.e. {@code named_parameters()} order) and the step count. The
+     * parameters themselves are not in it (PyTorch keeps them in the model's state dict). Written next to
+     * {@code path} and renamed over it, like {@link #save(Path)}. See {@code docs/checkpoints.md}.
+     *
+     * @param path where to write
+     * @throws IllegalStateException         if the Muon config has no {@code torch.optim.Muon} equivalent (a per-step
+     *                                       coefficient schedule, {@code adjustLr} other than {@code ORIGINAL} or
+     *                                       {@code MATCH_RMS_ADAMW}, {@code extraScale} other than 1), the state
+     *                                       exceeds 2 GiB (the file is built in memory), or another thread is
+     *                                       inside this optimizer; nothing is written then
+     * @throws UnsupportedOperationException if the optimizer is distributed
+     * @throws java.io.UncheckedIOException  if the file cannot be written; {@code path} is then unchanged
+     */
+    public void exportTorchStateDict(Path path) {
+        Objects.requireNonNull(path, "path must not be null");
+        try (SingleThreadGuard.Entered entered = guard.enter("exportTorchStateDict");
+             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            requireSingleProcess("exportTorchStateDict");
+            if (muon != null) {
+                muon.requireTorchExpressible("exportTorchStateDict");
+            }
+            TorchStateDict.write(path, torchState(true));
+        }
+    }
+
+    /**
+     * Imports a file of the layout {@link #exportTorchStateDict(Path)} writes, from this library or from Python
+     * ({@code torch.save} of the same dict made from {@code torch.optim} state dicts): the Muon momentum buffers,
+     * the AdamW moments and step counts, the step count, and the hyperparameters of the groups ({@code lr},
+     * {@code weight_decay}, and Muon's {@code momentum}, {@code nesterov}, {@code ns_coefficients}, {@code eps},
+     * {@code ns_steps}, {@code adjust_lr_fn}; AdamW's {@code betas} and {@code eps}), as PyTorch's
+     * {@code load_state_dict} does. Parameter values are not touched. Everything is checked before anything
+     * changes: the names, the number of groups and of parameters in each, every tensor's shape and dtype, options
+     * this optimizer cannot honour ({@code amsgrad}, {@code maximize}), and unknown keys.
+     *
+     * @param path the file
+     * @throws IllegalStateException         if the file is missing, not a {@code torch.load} file, or does not fit
+     *                                       this optimizer (the message names the key and the rule); nothing changes
+     * @throws UnsupportedOperationException if the optimizer is distributed
+     */
+    public void importTorchStateDict(Path path) {
+        Objects.requireNonNull(path, "path must not be null");
+        try (SingleThreadGuard.Entered entered = guard.enter("importTorchStateDict");
+             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            requireSingleProcess("importTorchStateDict");
+            if (muon != null) {
+                muon.requireTorchExpressible("importTorchStateDict");
+            }
+            TorchState read = TorchStateDict.read(path, torchState(false));
+            Muon freshMuon = newMuon(read.muonConfigs().get(0));
+            if (freshMuon != null) {
+                List<Tensor> momentum = new ArrayList<>();
+                read.muonGroups().get(0).forEach(index -> momentum.add(read.momentum().get(index)));
+                freshMuon.restoreMomentum(momentum);
+            }
+            AdamW freshAdamW = newAdamW(read.adamWConfig());
+            if (freshAdamW != null) {
+                try {
+                    freshAdamW.load(AdamWStateArchive.of(read.adamWGroups(), read.adamW(), read.adamWConfig()));
+                } catch (RuntimeException e) {
+                    throw new IllegalStateException("torch state dict " + path + ": libtorch's AdamW cannot take "
+                            + "its state: " + Messages.firstLine(e) + "; nothing was changed", e);
+                }
+            }
+            // Nothing below can fail.
+            muon = freshMuon;
+            adamW = freshAdamW;
+            muonConfig = read.muonConfigs().get(0);
+            adamWConfig = read.adamWConfig();
+            stepCount = read.step();
+            Arrays.fill(lastMuonLr, Double.NaN);
+            Arrays.fill(lastAdamWLr, Double.NaN);
+            lastStep = new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of());
+        }
+    }
+
+    private void requireSingleProcess(String operation) {
+        if (group != null) {
+            throw new UnsupportedOperationException(operation + " works on a single-process optimizer only; this "
+                    + "one is distributed over " + group.worldSize() + " ranks (save and load work distributed)");
+        }
+    }
+
+    /** The state in PyTorch's terms, by parameter index in builder order; {@code withState}: buffers and moments. */
+    private TorchState torchState(boolean withState) {
+        List<String> names = new ArrayList<>();
+        List<Tensor> params = new ArrayList<>();
+        for (Assignment.Decision d : assignment.decisions()) {
+            if (!d.isAlias()) {
+                names.add(d.name());
+                params.add(d.tensor());
+            }
+        }
+        List<Integer> muonIndices = indicesOf(names, muonNames);
+        List<List<Integer>> adamWGroups = new ArrayList<>();
+        adamWGroups.add(indicesOf(names, assignment.adamWNames(true)));
+        if (assignment.noDecayBelow2D()) {
+            adamWGroups.add(indicesOf(names, assignment.adamWNames(false)));
+        }
+        Map<Integer, Tensor> momentum = new LinkedHashMap<>();
+        Map<Integer, AdamWMoments> moments = new LinkedHashMap<>();
+        if (withState && muon != null) {
+            List<Tensor> buffers = muon.momentumForCheckpoint();
+            for (int i = 0; i < buffers.size(); i++) {
+                if (buffers.get(i) != null) {
+                    momentum.put(muonIndices.get(i), buffers.get(i));
+                }
+            }
+        }
+        if (withState && adamW != null) {
+            Map<Long, AdamWMoments> byIdentity = adamWMoments();
+            for (int i = 0; i < adamWParams.size(); i++) {
+                AdamWMoments m = byIdentity.get(ParameterState.identityOf(adamWParams.get(i)));
+                if (m != null) {
+                    moments.put(names.indexOf(adamWNames.get(i)), m);
+                }
+            }
+        }
+        return new TorchState(stepCount, names, params, List.of(muonConfig), List.of(muonIndices), momentum,
+                adamWConfig, adamWGroups, moments);
+    }
+
+    private static List<Integer> indicesOf(List<String> all, List<String> some) {
+        List<Integer> indices = new ArrayList<>();
+        some.forEach(name -> indices.add(all.indexOf(name)));
+        return indices;
+    }
+
+    /**
      * Runs part of a load; when it fails on something a builder setting explains, the message names the setting:
      * a parameter the output-layer rule sent to AdamW (a checkpoint saved before the rule, or with it off, has it
      * on Muon), or AdamW state whose parameter groups may come from the other {@code noWeightDecayBelow2D}.

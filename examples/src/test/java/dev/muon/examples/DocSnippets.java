@@ -230,4 +230,18 @@ final class DocSnippets {
         Tensor v = muon.secondMoment(hiddenMatrices.get(0)).orElseThrow();
         return v;
     }
+
+    // docs/api.md, "PyTorch-compatible optimizer state".
+    static MuonAdamW torchStateExchange(FashionMlp model, Tensor images, Tensor labels, Path dir) {
+        MuonAdamW optimizer = MuonAdamW.builder(model.named_parameters()).build();
+        optimizer.zeroGrad();
+        torch.cross_entropy_loss(model.forward(images), labels).backward();
+        optimizer.step();
+        // Python: torch.load("optimizer.pt") -> {"muon": ..., "adamw": ..., "param_names": [...], "step": ...}
+        optimizer.exportTorchStateDict(dir.resolve("optimizer.pt"));
+        // Back from Python (torch.save of the same layout), into an optimizer over the same parameters:
+        MuonAdamW resumed = MuonAdamW.builder(model.named_parameters()).build();
+        resumed.importTorchStateDict(dir.resolve("optimizer.pt"));
+        return resumed;
+    }
 }

@@ -210,4 +210,18 @@ class DocSnippetsTest {
             parent.setLevel(before);
         }
     }
+
+    /** The torch-state snippet: the exported file imports into a fresh optimizer with the same state. */
+    @Test
+    void torchStateSnippet_exportsAndImports(@TempDir Path dir) {
+        try (PointerScope scope = new PointerScope()) {
+            torch.manual_seed(5);
+            FashionMlp model = new FashionMlp();
+            MuonAdamW resumed = DocSnippets.torchStateExchange(model, torch.randn(8, 1, 28, 28),
+                    torch.randint(10, new long[] {8}), dir);
+            assertEquals(1, resumed.stepCount());
+            assertTrue(resumed.muonState("fc1.weight").isPresent());
+            assertTrue(Files.exists(dir.resolve("optimizer.pt")));
+        }
+    }
 }

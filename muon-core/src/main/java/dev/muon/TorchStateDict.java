@@ -1,0 +1,654 @@
+package dev.muon;
+
+import dev.muon.orthogonalize.CoefficientSchedule;
+import dev.muon.orthogonalize.Coefficients;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The PyTorch-compatible optimizer state file: a {@link TorchState} as the dict that Python's {@code torch.load}
+ * returns, with a {@code torch.optim.Muon} state dict for the Muon groups and a {@code torch.optim.AdamW} state
+ * dict for the AdamW groups (see {@code docs/checkpoints.md}, "PyTorch-compatible state"):
+ * <pre>
+ *   format       "dev.muon.torch_state_dict/1"
+ *   param_names  [name of parameter 0, name of parameter 1, ...]     named_parameters() order
+ *   step         the optimizer's step count
+ *   muon         {"state": {i: {"momentum_buffer": T}}, "param_groups": [{lr, weight_decay, momentum, nesterov,
+ *                 ns_coefficients, eps, ns_steps, adjust_lr_fn, params}]}
+ *   adamw        {"state": {i: {"step": float32 scalar T, "exp_avg": T, "exp_avg_sq": T}}, "param_groups": [{lr,
+ *                 betas, eps, weight_decay, amsgrad, maximize, foreach, capturable, differentiable, fused,
+ *                 decoupled_weight_decay, params}]}
+ * </pre>
+ * A read checks everything against the state the reader expects and returns a new state; the optimizer changes
+ * nothing until then. Like PyTorch's {@code load_state_dict}, a read maps the file's parameter ids to the
+ * optimizer's parameters by position within the groups, so a file written from Python's own optimizers (ids from
+ * 0 in each) reads as well as one written here (ids in {@code param_names}).
+ */
+final class TorchStateDict {
+    static final String FORMAT = "dev.muon.torch_state_dict/1";
+
+    private static final Set<String> TOP_KEYS = Set.of("format", "param_names", "step", "muon", "adamw");
+    private static final Set<String> MUON_GROUP_KEYS = Set.of("lr", "weight_decay", "momentum", "nesterov",
+            "ns_coefficients", "eps", "ns_steps", "adjust_lr_fn", "params");
+    private static final Set<String> ADAMW_GROUP_KEYS = Set.of("lr", "betas", "eps", "weight_decay", "params");
+    /** Keys PyTorch versions add to an AdamW group that change nothing here, or must hold the value checked. */
+    private static final Set<String> ADAMW_OPTIONAL_KEYS = Set.of("amsgrad", "maximize", "foreach", "capturable",
+            "differentiable", "fused", "decoupled_weight_decay");
+    /** Keys any PyTorch group may carry: LR schedulers add {@code initial_lr}, named parameters {@code param_names}. */
+    private static final Set<String> ANY_GROUP_KEYS = Set.of("initial_lr", "param_names");
+
+    private TorchStateDict() {
+    }
+
+    // ------------------------------------------------------------------ writing
+
+    /**
+     * Writes a state atomically: a temporary file in the target's directory, forced to disk, renamed over it.
+     *
+     * @throws IllegalStateException if a config has no {@code torch.optim} equivalent, or the state exceeds
+     *                               {@link TorchPickle#MAX_BYTES}
+     * @throws UncheckedIOException  if the file cannot be written; {@code path} is then unchanged
+     */
+    static void write(Path path, TorchState state) {
+        byte[] bytes = TorchPickle.write(toDict(state));
+        Path target = path.toAbsolutePath();
+        Path dir = target.getParent();
+        Path tmp = dir.resolve("." + target.getFileName() + ".tmp-" + ProcessHandle.current().pid() + "-"
+                + System.nanoTime());
+        try {
+            try (FileChannel channel = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW,
+                    StandardOpenOption.WRITE)) {
+                ByteBuffer buffer = ByteBuffer.wrap(bytes);
+                while (buffer.hasRemaining()) {
+                    channel.write(buffer);
+                }
+                channel.force(true);
+            }
+            try {
+                Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                throw new IOException("cannot replace " + target + " atomically on this file system", e);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot export the torch state dict to " + target + ": " + e.getMessage()
+                    + "; the previous file, if any, is intact", e);
+        } finally {
+            try {
+                Files.deleteIfExists(tmp);
+            } catch (IOException ignored) {
+                // best effort: the target is intact either way
+            }
+        }
+    }
+
+    /** The dict {@code torch.load} returns for a state. */
+    static Map<String, Object> toDict(TorchState state) {
+        Map<String, Object> root = new LinkedHashMap<>();
+        root.put("format", FORMAT);
+        root.put("param_names", new ArrayList<Object>(state.names()));
+        root.put("step", state.step());
+        Map<Object, Object> muonState = new LinkedHashMap<>();
+        List<Object> muonGroups = new ArrayList<>();
+        for (int g = 0; g < state.muonGroups().size(); g++) {
+            List<Integer> ids = state.muonGroups().get(g);
+            for (int id : ids) {
+                Tensor buffer = state.momentum().get(id);
+                if (buffer != null) {
+                    muonState.put((long) id, Map.of("momentum_buffer", buffer));
+                }
+            }
+            muonGroups.add(muonGroup(state.muonConfigs().get(g), g, ids));
+        }
+        root.put("muon", stateDict(muonState, muonGroups));
+        if (state.adamWConfig() != null) {
+            AdamWConfig c = state.adamWConfig();
+            Map<Object, Object> adamWState = new LinkedHashMap<>();
+            List<Object> adamWGroups = new ArrayList<>();
+            for (int g = 0; g < state.adamWGroups().size(); g++) {
+                List<Integer> ids = state.adamWGroups().get(g);
+                for (int id : ids) {
+                    AdamWMoments m = state.adamW().get(id);
+                    if (m != null) {
+                        Map<String, Object> s = new LinkedHashMap<>();
+                        // PyTorch keeps AdamW's step as a float32 scalar tensor (since 1.12).
+                        s.put("step", torch.scalar_tensor(new Scalar((double) m.step()),
+                                new TensorOptions(torch.ScalarType.Float)));
+                        s.put("exp_avg", m.expAvg());
+                        s.put("exp_avg_sq", m.expAvgSq());
+                        adamWState.put((long) id, s);
+                    }
+                }
+                Map<String, Object> group = new LinkedHashMap<>();
+                group.put("lr", c.lr());
+                group.put("betas", TorchPickle.Tuple.of(c.beta1(), c.beta2()));
+                group.put("eps", c.eps());
+                group.put("weight_decay", g == 0 ? c.weightDecay() : 0.0);
+                group.put("amsgrad", false);
+                group.put("maximize", false);
+                group.put("foreach", null);
+                group.put("capturable", false);
+                group.put("differentiable", false);
+                group.put("fused", null);
+                // PyTorch 2.8+ runs AdamW as Adam with this flag, and a group that lacks it may load as Adam's L2
+                // decay; older versions keep the key and ignore it.
+                group.put("decoupled_weight_decay", true);
+                group.put("params", longs(ids));
+                adamWGroups.add(group);
+            }
+            root.put("adamw", stateDict(adamWState, adamWGroups));
+        }
+        return root;
+    }
+
+    private static Map<String, Object> stateDict(Map<Object, Object> state, List<Object> groups) {
+        Map<String, Object> dict = new LinkedHashMap<>();
+        dict.put("state", state);
+        dict.put("param_groups", groups);
+        return dict;
+    }
+
+    private static Map<String, Object> muonGroup(MuonConfig c, int g, List<Integer> ids) {
+        if (!oneTriple(c.nsCoefficients())) {
+            throw new IllegalStateException("Muon group " + g + " cannot be exported: nsCoefficients must be one "
+                    + "(a, b, c) used at every step, as torch.optim.Muon's ns_coefficients is; got "
+                    + c.nsCoefficients().name());
+        }
+        String adjust = switch (c.adjustLr()) {
+            case ORIGINAL -> "original";
+            case MATCH_RMS_ADAMW -> "match_rms_adamw";
+            default -> throw new IllegalStateException("Muon group " + g + " cannot be exported: adjustLr "
+                    + c.adjustLr() + " has no torch.optim.Muon adjust_lr_fn (it takes 'original' or "
+                    + "'match_rms_adamw')");
+        };
+        if (c.extraScale() != 1.0) {
+            throw new IllegalStateException("Muon group " + g + " cannot be exported: extraScale must be 1 "
+                    + "(torch.optim.Muon has no such factor), got " + c.extraScale());
+        }
+        Coefficients abc = c.nsCoefficients().at(0);
+        Map<String, Object> group = new LinkedHashMap<>();
+        group.put("lr", c.lr());
+        group.put("weight_decay", c.weightDecay());
+        group.put("momentum", c.momentum());
+        group.put("nesterov", c.nesterov());
+        group.put("ns_coefficients", TorchPickle.Tuple.of(abc.a(), abc.b(), abc.c()));
+        group.put("eps", c.eps());
+        group.put("ns_steps", (long) c.nsSteps());
+        group.put("adjust_lr_fn", adjust);
+        group.put("params", longs(ids));
+        return group;
+    }
+
+    /** Whether torch.optim.Muon's ns_coefficients can express a schedule: one triple, no norm safety factor. */
+    private static boolean oneTriple(CoefficientSchedule schedule) {
+        return schedule.repeating() && schedule.normalizationSafety() == 1.0;
+    }
+
+    private static List<Object> longs(List<Integer> ids) {
+        List<Object> out = new ArrayList<>();
+        ids.forEach(i -> out.add((long) i));
+        return out;
+    }
+
+    // ------------------------------------------------------------------ reading
+
+    /**
+     * Reads and checks a file against the state the reader expects (its names, parameter handles, group
+     * structure and current configs); returns the file's state with the configs updated from its groups. The
+     * tensors belong to the caller's {@code PointerScope}.
+     *
+     * @throws IllegalStateException if the file is missing, unreadable, or does not fit, naming what and why
+     */
+    static TorchState read(Path path, TorchState expected) {
+        byte[] bytes;
+        try {
+            long size = Files.size(path);
+            if (size > TorchPickle.MAX_BYTES) {
+                throw new IllegalStateException("torch state dict " + path + " has " + size + " bytes; files over "
+                        + TorchPickle.MAX_BYTES + " bytes are not read (they are read as one Java array)");
+            }
+            bytes = Files.readAllBytes(path);
+        } catch (NoSuchFileException e) {
+            throw new IllegalStateException("torch state dict " + path + " does not exist", e);
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot read torch state dict " + path + ": " + e.getMessage(), e);
+        }
+        Object root;
+        try {
+            root = TorchPickle.read(bytes);
+        } catch (IllegalStateException e) {
+            throw new IllegalStateException("torch state dict " + path + " is " + e.getMessage(), e);
+        }
+        return new Reader(path, expected).read(root);
+    }
+
+    /** One read: the expected state and the file's name for the messages. */
+    private static final class Reader {
+        private final Path path;
+        private final TorchState expected;
+
+        Reader(Path path, TorchState expected) {
+            this.path = path;
+            this.expected = expected;
+        }
+
+        private IllegalStateException fail(String what) {
+            return new IllegalStateException("torch state dict " + path + ": " + what + "; nothing was changed");
+        }
+
+        TorchState read(Object rootObject) {
+            Map<String, Object> root = stringDict(rootObject, "the file");
+            for (String key : root.keySet()) {
+                if (!TOP_KEYS.contains(key)) {
+                    throw fail("unknown top-level key '" + key + "' (expected " + sorted(TOP_KEYS) + ")");
+                }
+            }
+            if (root.containsKey("format") && !FORMAT.equals(root.get("format"))) {
+                throw fail("format must be '" + FORMAT + "', got " + show(root.get("format")));
+            }
+            checkNames(require(root, "param_names", "the file"));
+            if (expected.adamWConfig() == null && root.containsKey("adamw")) {
+                throw fail("'adamw' is present, but this optimizer has no AdamW group");
+            }
+            Map<Integer, Tensor> momentum = new HashMap<>();
+            List<MuonConfig> muonConfigs = readMuon(stringDict(require(root, "muon", "the file"), "'muon'"),
+                    momentum);
+            AdamWConfig adamWConfig = null;
+            Map<Integer, AdamWMoments> adamW = new HashMap<>();
+            if (expected.adamWConfig() != null) {
+                adamWConfig = readAdamW(stringDict(require(root, "adamw", "the file"), "'adamw'"), adamW);
+            }
+            long step;
+            if (root.containsKey("step")) {
+                Object s = root.get("step");
+                if (!(s instanceof Long l) || l < 0) {
+                    throw fail("step must be an int >= 0, got " + show(s));
+                }
+                step = l;
+            } else {
+                // A file written from Python's optimizers alone: AdamW counts updates per parameter.
+                step = adamW.values().stream().mapToLong(AdamWMoments::step).max().orElse(0);
+            }
+            return new TorchState(step, expected.names(), expected.params(), muonConfigs, expected.muonGroups(),
+                    momentum, adamWConfig, expected.adamWGroups(), adamW);
+        }
+
+        private void checkNames(Object value) {
+            List<Object> names = list(value, "param_names");
+            if (names.size() != expected.names().size()) {
+                throw fail("param_names holds " + names.size() + " names, this optimizer trains "
+                        + expected.names().size() + " parameters " + expected.names());
+            }
+            for (int i = 0; i < names.size(); i++) {
+                if (!expected.names().get(i).equals(names.get(i))) {
+                    throw fail("param_names[" + i + "] is " + show(names.get(i)) + ", this optimizer's parameter "
+                            + i + " is '" + expected.names().get(i) + "'");
+                }
+            }
+        }
+
+        /** The Muon part; fills {@code momentum} by parameter index. */
+        private List<MuonConfig> readMuon(Map<String, Object> dict, Map<Integer, Tensor> momentum) {
+            List<Map<String, Object>> groups = groups(dict, "muon", expected.muonGroups());
+            Map<Long, Integer> ids = idMap(groups, "muon", expected.muonGroups());
+            List<MuonConfig> configs = new ArrayList<>();
+            for (int g = 0; g < groups.size(); g++) {
+                String where = "muon.param_groups[" + g + "]";
+                Map<String, Object> group = groups.get(g);
+                checkGroupKeys(group, where, MUON_GROUP_KEYS, Set.of());
+                configs.add(muonConfig(group, where, expected.muonConfigs().get(g)));
+            }
+            Map<Object, Object> state = dict(require(dict, "state", "'muon'"), "muon.state");
+            for (Map.Entry<Object, Object> e : state.entrySet()) {
+                int index = index(e.getKey(), ids, "muon");
+                String where = "muon.state[" + e.getKey() + "]";
+                Map<String, Object> s = stringDict(e.getValue(), where);
+                for (String key : s.keySet()) {
+                    if (!key.equals("momentum_buffer")) {
+                        throw fail(where + " has an unknown key '" + key + "' (expected [momentum_buffer])");
+                    }
+                }
+                momentum.put(index, tensor(require(s, "momentum_buffer", where), where + ".momentum_buffer",
+                        index));
+            }
+            return configs;
+        }
+
+        private MuonConfig muonConfig(Map<String, Object> group, String where, MuonConfig current) {
+            double[] abc = numbers(group.get("ns_coefficients"), 3, where + ".ns_coefficients");
+            Coefficients coefficients = new Coefficients(abc[0], abc[1], abc[2]);
+            CoefficientSchedule schedule = current.nsCoefficients();
+            if (!oneTriple(schedule)) {
+                throw fail(where + ".ns_coefficients cannot replace this optimizer's per-step schedule "
+                        + schedule.name() + " (torch.optim.Muon has one (a, b, c) for every step)");
+            }
+            if (!schedule.at(0).equals(coefficients)) {
+                schedule = CoefficientSchedule.constant(coefficients);
+            }
+            Object adjust = group.get("adjust_lr_fn");
+            AdjustLr adjustLr;
+            if (adjust == null || "original".equals(adjust)) {
+                adjustLr = AdjustLr.ORIGINAL;
+            } else if ("match_rms_adamw".equals(adjust)) {
+                adjustLr = AdjustLr.MATCH_RMS_ADAMW;
+            } else {
+                throw fail(where + ".adjust_lr_fn must be None, 'original' or 'match_rms_adamw', got "
+                        + show(adjust));
+            }
+            Object steps = group.get("ns_steps");
+            if (!(steps instanceof Long n) || n < 1 || n > Integer.MAX_VALUE) {
+                throw fail(where + ".ns_steps must be an int >= 1, got " + show(steps));
+            }
+            try {
+                return current.withNsCoefficients(schedule).withNsSteps((int) (long) n)
+                        .withLr(number(group.get("lr"), where + ".lr"))
+                        .withWeightDecay(number(group.get("weight_decay"), where + ".weight_decay"))
+                        .withMomentum(number(group.get("momentum"), where + ".momentum"))
+                        .withNesterov(bool(group.get("nesterov"), where + ".nesterov"))
+                        .withEps(number(group.get("eps"), where + ".eps"))
+                        .withAdjustLr(adjustLr);
+            } catch (IllegalArgumentException e) {
+                throw fail(where + ": " + e.getMessage());
+            }
+        }
+
+        /** The AdamW part; fills {@code moments} by parameter index. */
+        private AdamWConfig readAdamW(Map<String, Object> dict, Map<Integer, AdamWMoments> moments) {
+            List<Map<String, Object>> groups = groups(dict, "adamw", expected.adamWGroups());
+            Map<Long, Integer> ids = idMap(groups, "adamw", expected.adamWGroups());
+            AdamWConfig config = null;
+            for (int g = 0; g < groups.size(); g++) {
+                String where = "adamw.param_groups[" + g + "]";
+                Map<String, Object> group = groups.get(g);
+                checkGroupKeys(group, where, ADAMW_GROUP_KEYS, ADAMW_OPTIONAL_KEYS);
+                for (String off : List.of("amsgrad", "maximize")) {
+                    if (group.containsKey(off) && !Boolean.FALSE.equals(group.get(off))) {
+                        throw fail(where + "." + off + " must be False (libtorch's AdamW here runs without it), got "
+                                + show(group.get(off)));
+                    }
+                }
+                if (group.containsKey("decoupled_weight_decay")
+                        && !Boolean.TRUE.equals(group.get("decoupled_weight_decay"))) {
+                    throw fail(where + ".decoupled_weight_decay must be True (AdamW), got "
+                            + show(group.get("decoupled_weight_decay")));
+                }
+                double lr = number(group.get("lr"), where + ".lr");
+                double[] betas = numbers(group.get("betas"), 2, where + ".betas");
+                double eps = number(group.get("eps"), where + ".eps");
+                double decay = number(group.get("weight_decay"), where + ".weight_decay");
+                if (g == 0) {
+                    try {
+                        config = new AdamWConfig(lr, betas[0], betas[1], eps, decay);
+                    } catch (IllegalArgumentException e) {
+                        throw fail(where + ": " + e.getMessage());
+                    }
+                } else {
+                    // One AdamWConfig serves both groups; the second differs only by having no decay.
+                    if (lr != config.lr() || betas[0] != config.beta1() || betas[1] != config.beta2()
+                            || eps != config.eps()) {
+                        throw fail(where + " must have group 0's lr, betas and eps (" + config.lr() + ", ("
+                                + config.beta1() + ", " + config.beta2() + "), " + config.eps() + "), got " + lr
+                                + ", (" + betas[0] + ", " + betas[1] + "), " + eps);
+                    }
+                    if (decay != 0.0) {
+                        throw fail(where + ".weight_decay must be 0 (the group of parameters below 2-D that "
+                                + "noWeightDecayBelow2D keeps undecayed), got " + decay);
+                    }
+                }
+            }
+            Map<Object, Object> state = dict(require(dict, "state", "'adamw'"), "adamw.state");
+            for (Map.Entry<Object, Object> e : state.entrySet()) {
+                int index = index(e.getKey(), ids, "adamw");
+                String where = "adamw.state[" + e.getKey() + "]";
+                Map<String, Object> s = stringDict(e.getValue(), where);
+                for (String key : s.keySet()) {
+                    if (!Set.of("step", "exp_avg", "exp_avg_sq").contains(key)) {
+                        throw fail(where + " has an unknown key '" + key + "' (expected [exp_avg, exp_avg_sq, "
+                                + "step]" + (key.equals("max_exp_avg_sq") ? "; amsgrad is not supported" : "")
+                                + ")");
+                    }
+                }
+                long step = adamWStep(require(s, "step", where), where + ".step");
+                Tensor expAvg = tensor(require(s, "exp_avg", where), where + ".exp_avg", index);
+                Tensor expAvgSq = tensor(require(s, "exp_avg_sq", where), where + ".exp_avg_sq", index);
+                moments.put(index, new AdamWMoments(expAvg, expAvgSq, step));
+            }
+            return config;
+        }
+
+        private long adamWStep(Object value, String where) {
+            double step;
+            if (value instanceof Tensor t) {
+                if (t.numel() != 1) {
+                    throw fail(where + " must be a scalar tensor, got shape " + Arrays.toString(t.shape()));
+                }
+                step = t.item_double();
+            } else if (value instanceof Long || value instanceof Double) {
+                step = ((Number) value).doubleValue();
+            } else {
+                throw fail(where + " must be a scalar tensor or a number, got " + show(value));
+            }
+            if (!(step >= 0) || step != Math.rint(step) || step > (double) (1L << 53)) {
+                throw fail(where + " must be a whole number >= 0, got " + step);
+            }
+            return (long) step;
+        }
+
+        /** The groups of one part, as many as expected, each with as many params as expected. */
+        private List<Map<String, Object>> groups(Map<String, Object> dict, String part,
+                                                 List<List<Integer>> expectedGroups) {
+            for (String key : dict.keySet()) {
+                if (!key.equals("state") && !key.equals("param_groups")) {
+                    throw fail("'" + part + "' has an unknown key '" + key + "' (expected [param_groups, state])");
+                }
+            }
+            List<Object> raw = list(require(dict, "param_groups", "'" + part + "'"), part + ".param_groups");
+            if (raw.size() != expectedGroups.size()) {
+                throw fail(part + ".param_groups holds " + raw.size() + " group(s), this optimizer has "
+                        + expectedGroups.size());
+            }
+            List<Map<String, Object>> groups = new ArrayList<>();
+            for (int g = 0; g < raw.size(); g++) {
+                groups.add(stringDict(raw.get(g), part + ".param_groups[" + g + "]"));
+            }
+            return groups;
+        }
+
+        /** The file's parameter ids to this optimizer's indices, by position within the groups (as PyTorch does). */
+        private Map<Long, Integer> idMap(List<Map<String, Object>> groups, String part,
+                                         List<List<Integer>> expectedGroups) {
+            Map<Long, Integer> ids = new HashMap<>();
+            for (int g = 0; g < groups.size(); g++) {
+                String where = part + ".param_groups[" + g + "].params";
+                List<Object> params = list(require(groups.get(g), "params", part + ".param_groups[" + g + "]"),
+                        where);
+                List<Integer> mine = expectedGroups.get(g);
+                if (params.size() != mine.size()) {
+                    throw fail(where + " holds " + params.size() + " parameter(s), this optimizer's group holds "
+                            + mine.size() + " " + namesOf(mine));
+                }
+                for (int j = 0; j < params.size(); j++) {
+                    if (!(params.get(j) instanceof Long id)) {
+                        throw fail(where + "[" + j + "] must be an int, got " + show(params.get(j)));
+                    }
+                    if (ids.put(id, mine.get(j)) != null) {
+                        throw fail(where + " repeats parameter id " + id);
+                    }
+                }
+                if (groups.get(g).containsKey("param_names")) {
+                    List<Object> names = list(groups.get(g).get("param_names"), where.replace(".params",
+                            ".param_names"));
+                    if (!names.equals(new ArrayList<Object>(namesOf(mine)))) {
+                        throw fail(part + ".param_groups[" + g + "].param_names is " + names + ", this optimizer's "
+                                + "group holds " + namesOf(mine));
+                    }
+                }
+            }
+            return ids;
+        }
+
+        private List<String> namesOf(List<Integer> indices) {
+            List<String> names = new ArrayList<>();
+            indices.forEach(i -> names.add(expected.names().get(i)));
+            return names;
+        }
+
+        private int index(Object key, Map<Long, Integer> ids, String part) {
+            if (!(key instanceof Long id) || !ids.containsKey(id)) {
+                throw fail(part + ".state has an entry for " + show(key) + ", which is no parameter id of "
+                        + part + ".param_groups " + sorted(ids.keySet()));
+            }
+            return ids.get(id);
+        }
+
+        private void checkGroupKeys(Map<String, Object> group, String where, Set<String> required,
+                                    Set<String> optional) {
+            for (String key : required) {
+                if (!group.containsKey(key)) {
+                    throw fail(where + " has no '" + key + "'");
+                }
+            }
+            for (String key : group.keySet()) {
+                if (!required.contains(key) && !optional.contains(key) && !ANY_GROUP_KEYS.contains(key)) {
+                    throw fail(where + " has an unknown key '" + key + "' (expected " + sorted(required) + ")");
+                }
+            }
+        }
+
+        /** A state tensor of the parameter's shape and dtype. */
+        private Tensor tensor(Object value, String where, int index) {
+            if (!(value instanceof Tensor t)) {
+                throw fail(where + " must be a tensor, got " + show(value));
+            }
+            Tensor param = expected.params().get(index);
+            String name = expected.names().get(index);
+            if (!Arrays.equals(t.shape(), param.shape())) {
+                throw fail(where + " has shape " + Arrays.toString(t.shape()) + ", parameter '" + name + "' has "
+                        + Arrays.toString(param.shape()));
+            }
+            // The bindings hand out a new ScalarType object per call: compare the names.
+            if (!t.scalar_type().toString().equals(param.scalar_type().toString())) {
+                throw fail(where + " has dtype " + t.scalar_type() + ", parameter '" + name + "' has "
+                        + param.scalar_type());
+            }
+            // On the parameter's device, where the optimizer keeps its state; the file's tensors are on the CPU.
+            return torch.empty_like(param).copy_(t);
+        }
+
+        private double number(Object value, String where) {
+            if (value instanceof Double d) {
+                return d;
+            }
+            if (value instanceof Long l) {
+                return l;
+            }
+            throw fail(where + " must be a number, got " + show(value));
+        }
+
+        private double[] numbers(Object value, int count, String where) {
+            List<Object> items;
+            if (value instanceof TorchPickle.Tuple t) {
+                items = t.items();
+            } else if (value instanceof List<?> l) {
+                items = new ArrayList<>(l);
+            } else {
+                throw fail(where + " must be a tuple of " + count + " numbers, got " + show(value));
+            }
+            if (items.size() != count) {
+                throw fail(where + " must hold " + count + " numbers, got " + items.size());
+            }
+            double[] out = new double[count];
+            for (int i = 0; i < count; i++) {
+                out[i] = number(items.get(i), where + "[" + i + "]");
+            }
+            return out;
+        }
+
+        private boolean bool(Object value, String where) {
+            if (value instanceof Boolean b) {
+                return b;
+            }
+            throw fail(where + " must be True or False, got " + show(value));
+        }
+
+        private Object require(Map<String, Object> dict, String key, String where) {
+            if (!dict.containsKey(key)) {
+                throw fail(where + " has no '" + key + "'");
+            }
+            return dict.get(key);
+        }
+
+        private Map<Object, Object> dict(Object value, String where) {
+            if (!(value instanceof Map<?, ?> map)) {
+                throw fail(where + " must be a dict, got " + show(value));
+            }
+            return new LinkedHashMap<>(map);
+        }
+
+        private Map<String, Object> stringDict(Object value, String where) {
+            Map<String, Object> out = new LinkedHashMap<>();
+            for (Map.Entry<Object, Object> e : dict(value, where).entrySet()) {
+                if (!(e.getKey() instanceof String key)) {
+                    throw fail(where + " has a key that is not a string: " + show(e.getKey()));
+                }
+                out.put(key, e.getValue());
+            }
+            return out;
+        }
+
+        private List<Object> list(Object value, String where) {
+            if (value instanceof List<?> l) {
+                return new ArrayList<>(l);
+            }
+            if (value instanceof TorchPickle.Tuple t) {
+                return t.items();
+            }
+            throw fail(where + " must be a list, got " + show(value));
+        }
+    }
+
+    private static String show(Object value) {
+        if (value == null) {
+            return "None";
+        }
+        if (value instanceof String s) {
+            return "'" + s + "'";
+        }
+        if (value instanceof Tensor t) {
+            return "a tensor of shape " + Arrays.toString(t.shape());
+        }
+        if (value instanceof Map<?, ?>) {
+            return "a dict";
+        }
+        if (value instanceof List<?>) {
+            return "a list";
+        }
+        return String.valueOf(value);
+    }
+
+    private static <T extends Comparable<T>> List<T> sorted(Set<T> set) {
+        List<T> out = new ArrayList<>(new HashSet<>(set));
+        out.sort(null);
+        return out;
+    }
+}
