@@ -7,10 +7,6 @@ import org.bytedeco.pytorch.OutputArchive;
 import org.bytedeco.pytorch.StringVector;
 import org.bytedeco.pytorch.Tensor;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -30,28 +26,12 @@ record AdamWMoments(Tensor expAvg, Tensor expAvgSq, long step) {
      * belong to the caller's {@code PointerScope}.
      */
     static Map<Long, AdamWMoments> readAll(AdamW adamW) {
-        Path file = null;
-        try {
-            file = Files.createTempFile("muon-adamw-state", ".pt");
-            OutputArchive out = new OutputArchive();
-            adamW.save(out);
-            out.save_to(file.toString());
-            InputArchive in = new InputArchive();
-            in.load_from(file.toString());
-            InputArchive state = new InputArchive();
-            in.read("state", state);
-            return read(state);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        } finally {
-            if (file != null) {
-                try {
-                    Files.deleteIfExists(file);
-                } catch (IOException ignored) {
-                    // a leftover temporary file is harmless
-                }
-            }
-        }
+        OutputArchive out = new OutputArchive();
+        adamW.save(out);
+        InputArchive in = ArchiveRoundTrip.of(out);
+        InputArchive state = new InputArchive();
+        in.read("state", state);
+        return read(state);
     }
 
     /** Parses the {@code state} archive written by libtorch's AdamW. */

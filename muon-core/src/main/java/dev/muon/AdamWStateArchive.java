@@ -8,10 +8,6 @@ import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.Tuple;
 import org.bytedeco.pytorch.global.torch;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 
@@ -70,33 +66,11 @@ final class AdamWStateArchive {
             paramGroups.write("param_groups/" + g, group);
         }
         out.write("param_groups", paramGroups);
-        return roundTrip(out);
+        return ArchiveRoundTrip.of(out);
     }
 
     /** Keys from 1: libtorch turns them back into pointers, and 0 would be the null one. */
     private static String key(int index) {
         return Long.toString(index + 1L);
-    }
-
-    /** An output archive becomes an input archive only through bytes; the bindings offer a file. */
-    private static InputArchive roundTrip(OutputArchive out) {
-        Path file = null;
-        try {
-            file = Files.createTempFile("muon-adamw-import", ".pt");
-            out.save_to(file.toString());
-            InputArchive in = new InputArchive();
-            in.load_from(file.toString());
-            return in;
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        } finally {
-            if (file != null) {
-                try {
-                    Files.deleteIfExists(file);
-                } catch (IOException ignored) {
-                    // a leftover temporary file is harmless
-                }
-            }
-        }
     }
 }

@@ -5,6 +5,7 @@ import dev.muon.distributed.GradientAveraging;
 import dev.muon.distributed.ShardPlan;
 import dev.muon.distributed.ShardingConfig;
 import dev.muon.internal.Messages;
+import dev.muon.internal.NamedParameters;
 import dev.muon.internal.NativeLifetime;
 import dev.muon.internal.TorchNatives;
 import org.bytedeco.javacpp.PointerScope;
@@ -14,7 +15,6 @@ import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.OptimizerParamGroup;
 import org.bytedeco.pytorch.OptimizerParamGroupVector;
 import org.bytedeco.pytorch.StringTensorDict;
-import org.bytedeco.pytorch.StringTensorDictItem;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
 
@@ -187,13 +187,7 @@ public final class MuonAdamW implements TrainingOptimizer {
      * @throws NullPointerException if the argument is null
      */
     public static Builder builder(StringTensorDict namedParameters) {
-        Objects.requireNonNull(namedParameters, "namedParameters must not be null");
-        Map<String, Tensor> map = new LinkedHashMap<>();
-        for (long i = 0; i < namedParameters.size(); i++) {
-            StringTensorDictItem item = namedParameters.get(i);
-            map.put(item.key().getString(), item.value());
-        }
-        return new Builder(map);
+        return new Builder(NamedParameters.ordered(namedParameters));
     }
 
     /**

@@ -1,11 +1,11 @@
 package dev.muon;
 
 import dev.muon.distributed.DistributedGroup;
+import dev.muon.internal.NamedParameters;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.StringTensorDict;
-import org.bytedeco.pytorch.StringTensorDictItem;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
@@ -80,13 +80,7 @@ public final class QkClip {
      * @throws NullPointerException if the argument is null
      */
     public static Builder builder(StringTensorDict namedParameters) {
-        Objects.requireNonNull(namedParameters, "namedParameters must not be null");
-        Map<String, Tensor> map = new LinkedHashMap<>();
-        for (long i = 0; i < namedParameters.size(); i++) {
-            StringTensorDictItem item = namedParameters.get(i);
-            map.put(item.key().getString(), item.value());
-        }
-        return new Builder(map);
+        return new Builder(NamedParameters.ordered(namedParameters));
     }
 
     /**

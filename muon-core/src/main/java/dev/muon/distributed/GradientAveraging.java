@@ -1,10 +1,10 @@
 package dev.muon.distributed;
 
+import dev.muon.internal.NamedParameters;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.StringTensorDict;
-import org.bytedeco.pytorch.StringTensorDictItem;
 import org.bytedeco.pytorch.Tensor;
 
 import java.util.ArrayList;
@@ -43,15 +43,8 @@ public final class GradientAveraging {
      *                               contiguous, or a peer fails
      */
     public static void averageGradients(DistributedGroup group, StringTensorDict namedParameters) {
-        Objects.requireNonNull(namedParameters, "namedParameters must not be null");
-        List<String> names = new ArrayList<>();
-        List<Tensor> params = new ArrayList<>();
-        for (long i = 0; i < namedParameters.size(); i++) {
-            StringTensorDictItem item = namedParameters.get(i);
-            names.add(item.key().getString());
-            params.add(item.value());
-        }
-        averageGradients(group, names, params);
+        Map<String, Tensor> named = NamedParameters.ordered(namedParameters);
+        averageGradients(group, new ArrayList<>(named.keySet()), new ArrayList<>(named.values()));
     }
 
     /**
