@@ -19,6 +19,8 @@ class ThreadPoolsTest {
     @Test
     void openBlasThreads_followLibtorchsIntraOpThreads() {
         int original = torch.get_num_threads();
+        // Other processes on a shared machine would take threads away (CpuContentionTest covers that).
+        OpenBlasThreadsProbe.pauseContentionSampling(true);
         try {
             // 512x1024 float32 runs the Gram kernel on OpenBLAS.
             NewtonSchulz ns = new NewtonSchulz(NewtonSchulzConfig.defaults());
@@ -30,6 +32,7 @@ class ThreadPoolsTest {
             }
         } finally {
             torch.set_num_threads(original);
+            OpenBlasThreadsProbe.pauseContentionSampling(false);
         }
     }
 

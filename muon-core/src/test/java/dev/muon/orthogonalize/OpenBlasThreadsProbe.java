@@ -13,4 +13,13 @@ public final class OpenBlasThreadsProbe {
     public static int openBlasThreads() {
         return OpenBlas.threads();
     }
+
+    /**
+     * Pins OpenBLAS's thread count to libtorch's (no contention sampling) until called with false.
+     *
+     * @param paused whether sampling is off
+     */
+    public static void pauseContentionSampling(boolean paused) {
+        CpuContention.pausedForTests = paused;
+    }
 }
