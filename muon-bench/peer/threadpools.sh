@@ -6,13 +6,16 @@
 # idle threads sleep at once instead of spinning about a tenth of a second after each product).
 # Prerequisites (Debian, once): apt-get install -y python3-torch libopenblas0-pthread
 # Usage, from the repository root after `mvn -B -DskipTests package`:  muon-bench/peer/threadpools.sh
-# ENVIRONMENTS="passive passive-blas" picks environments; PEER=no skips PyTorch.
+# ENVIRONMENTS="passive passive-blas" picks environments; PEER=no skips PyTorch; our JVMs run with adaptive
+# OpenBLAS threads (-Ddev.muon.blas.adaptiveThreads=true, docs/api.md) unless ADAPTIVE=no.
 # Writes OUT_DIR (default muon-bench/target/threadpools)/{step,peer}-{quiet,busy}-ENVIRONMENT.json.
 set -euo pipefail
 threads=${THREADS:-2}
 out=${OUT_DIR:-muon-bench/target/threadpools}
 environments=${ENVIRONMENTS:-default passive passive-blas}
 peer=${PEER:-yes}
+jvm_args=()
+[ "${ADAPTIVE:-yes}" = yes ] && jvm_args=(-jvmArgsAppend -Ddev.muon.blas.adaptiveThreads=true)
 mkdir -p "$out"
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 jar=muon-bench/target/benchmarks.jar
@@ -32,7 +35,7 @@ for load in quiet busy; do
       *) echo "unknown environment $environment (default, passive, passive-blas)" >&2; exit 2 ;;
     esac
     env "${settings[@]}" java -jar "$jar" MuonStepBenchmark -p model=gpt2-small-width -p batching=on \
-      -p optimizer=muon-adamw -p nsAlgorithm=AUTO -p nsPrecision=float32,bfloat16 \
+      -p optimizer=muon-adamw -p nsAlgorithm=AUTO -p nsPrecision=float32,bfloat16 "${jvm_args[@]}" \
       -rf json -rff "$out/step-$load-$environment.json"
     if [ "$peer" = yes ]; then
       env "${settings[@]}" /usr/bin/python3 muon-bench/peer/pytorch_peer.py --threads "$threads" \

@@ -23,20 +23,26 @@ import java.util.OptionalInt;
  * most every {@value #SAMPLE_INTERVAL_MS} ms, and the median of the last {@value #WINDOW} samples counts: one
  * sample can be off either way (the two files are read at slightly different instants while our JIT compilers or
  * a kernel thread come and go; on a quiet 2-core machine 5 of 80 samples saw another runnable thread), a process
- * that keeps a core busy is in every one. Elsewhere, or with
- * {@code -D}{@value #DISABLE_PROPERTY}{@code =true}, nothing is measured and OpenBLAS keeps libtorch's thread
- * count.
+ * that keeps a core busy is in every one. Elsewhere nothing is measured.
+ *
+ * <p>Off unless {@code -D}{@value #ENABLE_PROPERTY}{@code =true}: OpenBLAS's results can depend on its thread count
+ * (a {@code ?gemm} with a transposed 256×784 operand differs in the last bits between 1 and 2 threads), and the
+ * thread count applies to every OpenBLAS call of the process, the model's own products included. With it, the
+ * same seed can train to different last bits from run to run (Fashion-MNIST MLP, seed 42: 88.91 % test accuracy
+ * with the thread count fixed, every run; 88.96 % and 88.97 % in two runs with this on); without it, OpenBLAS
+ * keeps libtorch's thread count, which the user chose.
  */
 final class CpuContention {
-    /** Set to {@code true} to keep OpenBLAS at libtorch's thread count whatever else runs. */
-    static final String DISABLE_PROPERTY = "dev.muon.blas.fixedThreads";
+    /** Set to {@code true} to let OpenBLAS give up the cores other processes keep busy. */
+    static final String ENABLE_PROPERTY = "dev.muon.blas.adaptiveThreads";
     static final long SAMPLE_INTERVAL_MS = 200;
     static final int WINDOW = 5;
 
     private static final Path LOADAVG = Path.of("/proc/loadavg");
     private static final Path OWN_TASKS = Path.of("/proc/self/task");
-    static final boolean ENABLED = !Boolean.getBoolean(DISABLE_PROPERTY) && Files.isReadable(LOADAVG)
-            && Files.isDirectory(OWN_TASKS);
+    /** Whether this machine shows the counts (Linux). */
+    static final boolean PROC_READABLE = Files.isReadable(LOADAVG) && Files.isDirectory(OWN_TASKS);
+    static final boolean ENABLED = Boolean.getBoolean(ENABLE_PROPERTY) && PROC_READABLE;
 
     private static final int[] recent = new int[WINDOW];
     private static int samples;

@@ -59,8 +59,8 @@ final class OpenBlas {
      * Keeps OpenBLAS's pool at libtorch's intra-op thread count ({@code torch.get_num_threads()}), so that
      * {@code torch.set_num_threads(n)} from Java bounds both pools: left alone, OpenBLAS starts as many threads as
      * cores whatever libtorch was told, and a step alternating between the two pools runs twice the threads the
-     * user asked for. Fewer when other processes keep cores busy ({@link CpuContention}). Two native calls when
-     * nothing changed; called at the start of each kernel.
+     * user asked for. With adaptive threads on, fewer when other processes keep cores busy ({@link CpuContention}).
+     * Two native calls when nothing changed; called at the start of each kernel.
      */
     static void followTorchThreads() {
         int wanted = CpuContention.threadsFor(org.bytedeco.pytorch.global.torch.get_num_threads());

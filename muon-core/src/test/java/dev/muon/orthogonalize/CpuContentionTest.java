@@ -12,7 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-/** OpenBLAS gives up the cores other processes keep busy, and only those. */
+/** With adaptive threads on, OpenBLAS gives up the cores other processes keep busy, and only those. */
 class CpuContentionTest {
     @ParameterizedTest(name = "{0} wanted, {1} cores, {2} busy elsewhere -> {3}")
     @CsvSource({"2,2,0,2", "2,2,1,1", "2,2,7,1", "8,16,4,8", "8,8,3,5", "1,2,1,1", "4,2,0,2", "2,2,-1,2"})
@@ -35,6 +35,16 @@ class CpuContentionTest {
     }
 
     @Test
+    void adaptiveThreads_areOffByDefault_soThatTheThreadCountStaysTheUsers() {
+        assertEquals(Boolean.getBoolean(CpuContention.ENABLE_PROPERTY) && CpuContention.PROC_READABLE,
+                CpuContention.ENABLED);
+        if (!CpuContention.ENABLED) {
+            assertEquals(2, CpuContention.threadsFor(2));
+            assertEquals(7, CpuContention.threadsFor(7));
+        }
+    }
+
+    @Test
     void loadavgLine_withoutTheRunningField_isRejectedNamingIt() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> CpuContention.othersRunnable("0.45 1.39 2.12", 1));
@@ -50,7 +60,7 @@ class CpuContentionTest {
 
     @Test
     void aSpinningProcess_isSeenAsBusyElsewhere() throws Exception {
-        assumeTrue(CpuContention.ENABLED, "needs Linux's /proc and no -D" + CpuContention.DISABLE_PROPERTY);
+        assumeTrue(CpuContention.PROC_READABLE, "needs Linux's /proc");
         Process spinner = new ProcessBuilder("sh", "-c", "while :; do :; done").start();
         try {
             // The two files are read at slightly different instants, so our own threads (the JIT compilers, say)
