@@ -121,14 +121,7 @@ class MuonCheckpointTest {
             p.addAll(target.parameters(g));
         }
         train(target, p, 1);
-        List<Tensor> before = snapshot(target, p);
-        IllegalStateException e = assertThrows(IllegalStateException.class, () -> target.load(file));
-        assertTrue(e.getMessage().contains(message), e.getMessage());
-        List<Tensor> after = snapshot(target, p);
-        for (int i = 0; i < before.size(); i++) {
-            assertTrue(before.get(i).equal(after.get(i)), "tensor " + i + " changed");
-        }
-        assertEquals(1, target.stepCount());
+        assertLoadRefusedAndNothingChanged(target, p, file, message);
     }
 
     @Test
@@ -143,11 +136,27 @@ class MuonCheckpointTest {
         assertTrue(Files.exists(file));
     }
 
+    /**
+     * {@code target.load(file)} throws naming {@code message}, and the parameters, momentum and NorMuon second
+     * moments of {@code p} and the step count (1) are as they were.
+     */
+    static void assertLoadRefusedAndNothingChanged(Muon target, List<Tensor> p, Path file, String message) {
+        List<Tensor> before = snapshot(target, p);
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> target.load(file));
+        assertTrue(e.getMessage().contains(message), e.getMessage());
+        List<Tensor> after = snapshot(target, p);
+        for (int i = 0; i < before.size(); i++) {
+            assertTrue(before.get(i).equal(after.get(i)), "tensor " + i + " changed");
+        }
+        assertEquals(1, target.stepCount());
+    }
+
     private static List<Tensor> snapshot(Muon muon, List<Tensor> p) {
         List<Tensor> copy = new ArrayList<>();
         for (Tensor t : p) {
             copy.add(t.clone());
             copy.add(muon.momentumBuffer(t).map(Tensor::clone).orElse(torch.zeros(0)));
+            copy.add(muon.secondMoment(t).map(Tensor::clone).orElse(torch.zeros(0)));
         }
         return copy;
     }

@@ -16,9 +16,6 @@ import java.util.List;
 import java.util.function.Function;
 import java.util.stream.Stream;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Files whose NorMuon entries do not fit their configs or parameters, written through {@link Checkpoint#write} as
@@ -94,23 +91,6 @@ class NorMuonDamagedCheckpointTest {
         }
         Muon target = builder.build();
         MuonCheckpointTest.train(target, params, 1);
-        List<Tensor> before = snapshot(target, params);
-        IllegalStateException e = assertThrows(IllegalStateException.class, () -> target.load(file));
-        assertTrue(e.getMessage().contains(damage.message()), e.getMessage());
-        List<Tensor> after = snapshot(target, params);
-        for (int i = 0; i < before.size(); i++) {
-            assertTrue(before.get(i).equal(after.get(i)), "tensor " + i + " changed");
-        }
-        assertEquals(1, target.stepCount());
-    }
-
-    private static List<Tensor> snapshot(Muon muon, List<Tensor> p) {
-        List<Tensor> copy = new ArrayList<>();
-        for (Tensor t : p) {
-            copy.add(t.clone());
-            copy.add(muon.momentumBuffer(t).map(Tensor::clone).orElse(torch.zeros(0)));
-            copy.add(muon.secondMoment(t).map(Tensor::clone).orElse(torch.zeros(0)));
-        }
-        return copy;
+        MuonCheckpointTest.assertLoadRefusedAndNothingChanged(target, params, file, damage.message());
     }
 }
