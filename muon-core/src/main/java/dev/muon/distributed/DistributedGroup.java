@@ -247,9 +247,14 @@ public final class DistributedGroup implements AutoCloseable {
      */
     public void allReduceSum(Tensor tensor, String what) {
         requireOpen("all-reduce of " + what);
+        allReduce(tensor, ReduceOp.RedOpType.SUM, what);
+    }
+
+    /** Reduces {@code tensor} in place over all ranks with {@code op}; the group is open. */
+    private void allReduce(Tensor tensor, ReduceOp.RedOpType op, String what) {
         run("all-reduce of " + what, tensor, vector -> {
             AllreduceOptions options = new AllreduceOptions();
-            options.reduceOp(new ReduceOp(ReduceOp.RedOpType.SUM));
+            options.reduceOp(new ReduceOp(op));
             options.timeout(timeoutMillis());
             return backend.allreduce(vector, options);
         });
@@ -378,12 +383,7 @@ public final class DistributedGroup implements AutoCloseable {
         }
         try (PointerScope scope = new PointerScope()) {
             Tensor maxima = Tensor.create(values).to(device, torch.ScalarType.Double);
-            run("all-reduce of " + what, maxima, vector -> {
-                AllreduceOptions options = new AllreduceOptions();
-                options.reduceOp(new ReduceOp(ReduceOp.RedOpType.MAX));
-                options.timeout(timeoutMillis());
-                return backend.allreduce(vector, options);
-            });
+            allReduce(maxima, ReduceOp.RedOpType.MAX, what);
             double[] out = new double[values.length];
             maxima.cpu().contiguous().data_ptr_double().get(out);
             return out;
