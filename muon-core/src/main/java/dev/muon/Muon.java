@@ -385,7 +385,7 @@ public final class Muon implements TrainingOptimizer {
         Objects.requireNonNull(path, "path must not be null");
         try (SingleThreadGuard.Entered entered = guard.enter("exportTorchStateDict");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            requireSingleProcess("exportTorchStateDict");
+            requireTorchExchangeable("exportTorchStateDict");
             TorchStateDict.write(path, torchState(true));
         }
     }
@@ -406,7 +406,7 @@ public final class Muon implements TrainingOptimizer {
         Objects.requireNonNull(path, "path must not be null");
         try (SingleThreadGuard.Entered entered = guard.enter("importTorchStateDict");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            requireSingleProcess("importTorchStateDict");
+            requireTorchExchangeable("importTorchStateDict");
             TorchState read = TorchStateDict.read(path, torchState(false));
             for (int g = 0; g < groups.size(); g++) {
                 MuonConfig built = groups.get(g).config;
@@ -438,7 +438,8 @@ public final class Muon implements TrainingOptimizer {
         }
     }
 
-    private void requireSingleProcess(String operation) {
+    /** What a PyTorch state file can be exchanged with: a single process, and state PyTorch can hold. */
+    private void requireTorchExchangeable(String operation) {
         if (sharding != null) {
             throw new UnsupportedOperationException(operation + " works on a single-process optimizer only; this "
                     + "one is distributed (save and load work distributed)");

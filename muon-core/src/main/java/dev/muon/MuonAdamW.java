@@ -665,10 +665,7 @@ public final class MuonAdamW implements TrainingOptimizer {
         Objects.requireNonNull(path, "path must not be null");
         try (SingleThreadGuard.Entered entered = guard.enter("exportTorchStateDict");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            requireSingleProcess("exportTorchStateDict");
-            if (muon != null) {
-                muon.requireTorchExpressible("exportTorchStateDict");
-            }
+            requireTorchExchangeable("exportTorchStateDict");
             TorchStateDict.write(path, torchState(true));
         }
     }
@@ -692,10 +689,7 @@ public final class MuonAdamW implements TrainingOptimizer {
         Objects.requireNonNull(path, "path must not be null");
         try (SingleThreadGuard.Entered entered = guard.enter("importTorchStateDict");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            requireSingleProcess("importTorchStateDict");
-            if (muon != null) {
-                muon.requireTorchExpressible("importTorchStateDict");
-            }
+            requireTorchExchangeable("importTorchStateDict");
             TorchState read = TorchStateDict.read(path, torchState(false));
             Muon freshMuon = newMuon(read.muonConfigs().get(0));
             if (freshMuon != null) {
@@ -724,10 +718,14 @@ public final class MuonAdamW implements TrainingOptimizer {
         }
     }
 
-    private void requireSingleProcess(String operation) {
+    /** What a PyTorch state file can be exchanged with: a single process, and Muon state PyTorch can hold. */
+    private void requireTorchExchangeable(String operation) {
         if (group != null) {
             throw new UnsupportedOperationException(operation + " works on a single-process optimizer only; this "
                     + "one is distributed over " + group.worldSize() + " ranks (save and load work distributed)");
+        }
+        if (muon != null) {
+            muon.requireTorchExpressible(operation);
         }
     }
 
