@@ -13,6 +13,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.BiPredicate;
+import java.util.function.Function;
+import java.util.function.Predicate;
 
 /**
  * Which optimizer of a {@link MuonAdamW} updates each named parameter, and why: a table that prints well
@@ -415,13 +417,7 @@ public final class Assignment {
      * @return the tensors
      */
     List<Tensor> tensors(OptimizerKind optimizer) {
-        List<Tensor> tensors = new ArrayList<>();
-        for (Decision d : decisions) {
-            if (d.kind == optimizer && !d.isAlias()) {
-                tensors.add(d.tensor);
-            }
-        }
-        return tensors;
+        return select(d -> d.kind == optimizer, d -> d.tensor);
     }
 
     /**
@@ -432,13 +428,7 @@ public final class Assignment {
      * @return the tensors
      */
     List<Tensor> adamWTensors(boolean decayedGroup) {
-        List<Tensor> tensors = new ArrayList<>();
-        for (Decision d : decisions) {
-            if (d.kind == OptimizerKind.ADAMW && !d.isAlias() && decayed(d) == decayedGroup) {
-                tensors.add(d.tensor);
-            }
-        }
-        return tensors;
+        return select(d -> d.kind == OptimizerKind.ADAMW && decayed(d) == decayedGroup, d -> d.tensor);
     }
 
     /**
@@ -448,13 +438,18 @@ public final class Assignment {
      * @return the names
      */
     List<String> adamWNames(boolean decayedGroup) {
-        List<String> names = new ArrayList<>();
+        return select(d -> d.kind == OptimizerKind.ADAMW && decayed(d) == decayedGroup, d -> d.name);
+    }
+
+    /** {@code what} of every decision that is not an alias and satisfies {@code which}, in table order. */
+    private <T> List<T> select(Predicate<Decision> which, Function<Decision, T> what) {
+        List<T> out = new ArrayList<>();
         for (Decision d : decisions) {
-            if (d.kind == OptimizerKind.ADAMW && !d.isAlias() && decayed(d) == decayedGroup) {
-                names.add(d.name);
+            if (!d.isAlias() && which.test(d)) {
+                out.add(what.apply(d));
             }
         }
-        return names;
+        return out;
     }
 
     /** Whether AdamW's parameters with fewer than 2 dims form a group without weight decay. */
@@ -543,13 +538,7 @@ public final class Assignment {
      * @return the names, in order; aliases of tied weights excluded
      */
     public List<String> names(OptimizerKind optimizer) {
-        List<String> names = new ArrayList<>();
-        for (Decision d : decisions) {
-            if (d.kind == optimizer && !d.isAlias()) {
-                names.add(d.name);
-            }
-        }
-        return names;
+        return select(d -> d.kind == optimizer, d -> d.name);
     }
 
     /**
