@@ -59,10 +59,15 @@ final class CpuContention {
      * @param wanted libtorch's intra-op thread count
      * @return the count to give OpenBLAS
      */
-    static synchronized int threadsFor(int wanted) {
+    static int threadsFor(int wanted) {
+        // Called before every OpenBLAS iteration: off (the default), it costs no lock.
         if (!ENABLED || pausedForTests || wanted <= 1) {
             return wanted;
         }
+        return sampledThreadsFor(wanted);
+    }
+
+    private static synchronized int sampledThreadsFor(int wanted) {
         long now = System.nanoTime();
         if (samples == 0 || now - lastSampleNanos >= SAMPLE_INTERVAL_MS * 1_000_000L) {
             lastSampleNanos = now;
