@@ -27,8 +27,7 @@ class DistributedGroupTest {
 
     @BeforeAll
     void join() throws Exception {
-        single = DistributedGroup.join(GroupConfig.of("127.0.0.1", WorkerLauncher.freePort(), 0, 1)
-                .withTimeout(Duration.ofSeconds(20)));
+        single = WorkerLauncher.groupOfOne();
     }
 
     @AfterAll

@@ -5,6 +5,7 @@ import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -22,6 +23,12 @@ final class WorkerLauncher {
             socket.setReuseAddress(true);
             return socket.getLocalPort();
         }
+    }
+
+    /** A group of this process alone, on a free port, with a 20 s timeout: for tests of one rank in this JVM. */
+    static DistributedGroup groupOfOne() throws IOException {
+        return DistributedGroup.join(GroupConfig.of("127.0.0.1", freePort(), 0, 1)
+                .withTimeout(Duration.ofSeconds(20)));
     }
 
     /**
