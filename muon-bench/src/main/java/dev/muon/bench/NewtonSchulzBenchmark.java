@@ -31,7 +31,7 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Variants: {@code ns-auto} is {@link NewtonSchulz} (5 steps, Keller Jordan's triple) with its default kernel
  * choice ({@link NsAlgorithm#AUTO}); {@code ns-gemm}, {@code ns-symmetric} and {@code ns-gram} force one kernel
- * (a kernel that does not apply, e.g. symmetric in bfloat16, runs GEMMs); {@code gemm} runs the
+ * (a kernel that does not apply, e.g. symmetric on a GPU, runs GEMMs); {@code gemm} runs the
  * same three products per step ({@code X·Xᵀ}, {@code A·A}, {@code B·X}) with {@code mm_out} into preallocated
  * tensors and nothing else, the floor of any GEMM-based implementation; {@code naive} is the textbook
  * form with out-of-place {@code matmul}, scalar multiplies and adds, as most ports write it;

@@ -31,8 +31,9 @@ import java.util.Objects;
  * runs on libtorch ops, on any device, for single matrices and batches alike (a matrix gives the same bits alone
  * and in a batch, which keeps same-shape batching and sharded training bit-identical to a plain run). The
  * symmetric and Gram kernels run on OpenBLAS on the CPU in float32 and float64 ({@code BlasKernels}), every pass
- * of them included; the Gram kernel runs on libtorch elsewhere. Which kernel runs is {@link NsAlgorithm}'s
- * documented rule. Everything is written into workspaces created once per shape and reused for every later call
+ * of them included; elsewhere they run on libtorch ops, with their symmetric products as row blocks of GEMMs
+ * (the symmetric kernel on the CPU only, {@code SymmetricIteration}; the Gram kernel on any device,
+ * {@code GramIteration}). Which kernel runs is {@link NsAlgorithm}'s documented rule. Everything is written into workspaces created once per shape and reused for every later call
  * (and every parameter of that shape), so a steady-state call allocates no large tensors.
  *
  * <table>
@@ -70,6 +71,14 @@ public final class NewtonSchulz implements Orthogonalizer {
      * {@code a = 4}.
      */
     public static final int GRAM_MIN_ASPECT = 2;
+
+    /**
+     * The smallest {@code min(rows, cols)} for which {@link NsAlgorithm#AUTO} picks the symmetric kernel in
+     * bfloat16 (below {@value #GRAM_MIN_ASPECT}'s aspect ratio). bfloat16 has no half product to call, so the
+     * symmetric products are row blocks of GEMMs ({@code SymmetricIteration}); measured on our 2-core CPU they
+     * lose to the plain kernel at 1024² (95 against 84 ms) and win from 1280² (152 against 162 ms) up.
+     */
+    public static final int BFLOAT16_SYMMETRIC_MIN_ROWS = 1280;
 
     private static final long[] LAST_TWO_DIMS = {-2, -1};
 
@@ -184,6 +193,9 @@ public final class NewtonSchulz implements Orthogonalizer {
         } else if (kernel == NsAlgorithm.GRAM) {
             normalizeInto(ws.x, g);
             x = kernels.gram().iterate(config.nsSteps(), linear, cubic, quintic);
+        } else if (kernel == NsAlgorithm.SYMMETRIC) {
+            normalizeInto(ws.x, g);
+            x = kernels.symmetric().iterate(config.nsSteps(), linear, cubic, quintic);
         } else {
             if (!device.normalizeInto(ws.x, update)) {
                 normalizeInto(ws.x, g);
@@ -241,7 +253,7 @@ public final class NewtonSchulz implements Orthogonalizer {
             return NsAlgorithm.GRAM;
         }
         if (requested == NsAlgorithm.SYMMETRIC) {
-            return usesOpenBlas(update) ? NsAlgorithm.SYMMETRIC : NsAlgorithm.GEMM;
+            return update.device().is_cpu() ? NsAlgorithm.SYMMETRIC : NsAlgorithm.GEMM;
         }
         return autoKernel(update.device().is_cpu(), config.nsPrecision(), m, n);
     }
@@ -249,8 +261,8 @@ public final class NewtonSchulz implements Orthogonalizer {
     /**
      * The kernel that {@link NsAlgorithm#AUTO} picks for one matrix (not a batch): on a CPU, for at least
      * {@value #SYMMETRIC_MIN_ROWS} rows after the tall transpose, {@code GRAM} from an aspect ratio of
-     * {@value #GRAM_MIN_ASPECT}, else {@code SYMMETRIC} in float32/float64 when OpenBLAS loads; {@code GEMM}
-     * everywhere else.
+     * {@value #GRAM_MIN_ASPECT}, else {@code SYMMETRIC} in float32/float64 when OpenBLAS loads and in bfloat16
+     * from {@value #BFLOAT16_SYMMETRIC_MIN_ROWS} rows; {@code GEMM} everywhere else.
      *
      * @param cpu       whether the matrix is on the CPU
      * @param precision the iteration's dtype
@@ -267,7 +279,11 @@ public final class NewtonSchulz implements Orthogonalizer {
         if (n >= GRAM_MIN_ASPECT * m) {
             return NsAlgorithm.GRAM;
         }
-        return openBlasServes(true, precision) ? NsAlgorithm.SYMMETRIC : NsAlgorithm.GEMM;
+        if (openBlasServes(true, precision)
+                || precision == NsPrecision.BFLOAT16 && m >= BFLOAT16_SYMMETRIC_MIN_ROWS) {
+            return NsAlgorithm.SYMMETRIC;
+        }
+        return NsAlgorithm.GEMM;
     }
 
     /**

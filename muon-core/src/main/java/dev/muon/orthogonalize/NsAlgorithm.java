@@ -9,16 +9,19 @@ public enum NsAlgorithm {
      * The default. For a single matrix on the CPU with at least {@value NewtonSchulz#SYMMETRIC_MIN_ROWS} rows
      * after the tall transpose: {@link #GRAM} when the long side is at least
      * {@value NewtonSchulz#GRAM_MIN_ASPECT} times the short one (any dtype), else {@link #SYMMETRIC} in float32
-     * and float64 (if OpenBLAS loads). Everything else (batches, GPUs, small matrices, bfloat16 below the aspect
-     * ratio): {@link #GEMM}.
+     * and float64 (if OpenBLAS loads) and in bfloat16 from {@value NewtonSchulz#BFLOAT16_SYMMETRIC_MIN_ROWS} rows
+     * (where its row-blocked products start to win). Everything else (batches, GPUs, small matrices, bfloat16
+     * squares below that size): {@link #GEMM}.
      */
     AUTO,
     /** Three plain libtorch GEMMs per step: any device, any dtype, batches. Forces the fast paths off. */
     GEMM,
     /**
-     * Exploits the symmetry of {@code X·Xᵀ} and {@code A·A}: OpenBLAS {@code ?syrk} computes one triangle of each
-     * (half the multiply-adds) and {@code ?symm} applies the symmetric polynomial. CPU, float32/float64, single
-     * matrices; where it does not apply, {@code GEMM} runs instead.
+     * Exploits the symmetry of {@code X·Xᵀ} and {@code A·A}: in float32/float64 OpenBLAS {@code ?syrk} computes
+     * one triangle of each (half the multiply-adds) and {@code ?symm} applies the symmetric polynomial; in
+     * bfloat16 (or without OpenBLAS) each is formed from row blocks of GEMMs above the diagonal, which saves
+     * less and pays for its smaller GEMMs below about 1280 rows. CPU, single matrices; on other devices and for
+     * batches, {@code GEMM} runs instead.
      */
     SYMMETRIC,
     /**

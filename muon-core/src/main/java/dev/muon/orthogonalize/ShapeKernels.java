@@ -8,6 +8,7 @@ package dev.muon.orthogonalize;
 final class ShapeKernels {
     final Workspace ws;
     private GramIteration gram;
+    private SymmetricIteration symmetric;
     private BlasKernels blas;
 
     ShapeKernels(Workspace ws) {
@@ -24,6 +25,14 @@ final class ShapeKernels {
             blas = new BlasKernels(ws, float64);
         }
         return blas;
+    }
+
+    /** The libtorch form of the symmetric kernel for this shape, created on first use. */
+    SymmetricIteration symmetric() {
+        if (symmetric == null) {
+            symmetric = new SymmetricIteration(ws);
+        }
+        return symmetric;
     }
 
     /** The libtorch form of the Gram kernel for this shape, created on first use. */

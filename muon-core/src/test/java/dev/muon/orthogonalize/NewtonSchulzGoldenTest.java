@@ -32,6 +32,7 @@ class NewtonSchulzGoldenTest {
                 Arguments.of(c, NsPrecision.FLOAT64, NsAlgorithm.GRAM, ScalarType.Double, 1e-12),
                 Arguments.of(c, NsPrecision.FLOAT32, NsAlgorithm.GRAM, ScalarType.Float, 1e-5),
                 Arguments.of(c, NsPrecision.BFLOAT16, NsAlgorithm.AUTO, ScalarType.Float, 0.25),
+                Arguments.of(c, NsPrecision.BFLOAT16, NsAlgorithm.SYMMETRIC, ScalarType.Float, 0.25),
                 Arguments.of(c, NsPrecision.BFLOAT16, NsAlgorithm.GRAM, ScalarType.Float, 0.25)));
     }
 

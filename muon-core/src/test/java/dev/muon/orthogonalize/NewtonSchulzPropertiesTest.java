@@ -265,15 +265,62 @@ class NewtonSchulzPropertiesTest {
         double[] gemm = Tensors.values(ns.orthogonalize(g));
         Workspace ws = new Workspace(0, 300, 700, ScalarType.Double, g.device());
         ns.normalizeInto(ws.x, g);
+        org.bytedeco.pytorch.Scalar[][] abc = coefficientScalars(f64, steps);
+        double[] gram = Tensors.values(new GramIteration(ws).iterate(steps, abc[0], abc[1], abc[2]));
+        assertTrue(Tensors.relativeError(gram, gemm) <= 1e-12, steps + " steps: libtorch Gram form differs from GEMM");
+    }
+
+    /** The {a, b, c} coefficients of the first {@code steps} steps, as the libtorch iterations take them. */
+    private static org.bytedeco.pytorch.Scalar[][] coefficientScalars(NewtonSchulzConfig config, int steps) {
         org.bytedeco.pytorch.Scalar[][] abc = new org.bytedeco.pytorch.Scalar[3][steps];
         for (int k = 0; k < steps; k++) {
-            Coefficients c = f64.nsCoefficients().at(k);
+            Coefficients c = config.nsCoefficients().at(k);
             abc[0][k] = new org.bytedeco.pytorch.Scalar(c.a());
             abc[1][k] = new org.bytedeco.pytorch.Scalar(c.b());
             abc[2][k] = new org.bytedeco.pytorch.Scalar(c.c());
         }
-        double[] gram = Tensors.values(new GramIteration(ws).iterate(steps, abc[0], abc[1], abc[2]));
-        assertTrue(Tensors.relativeError(gram, gemm) <= 1e-12, steps + " steps: libtorch Gram form differs from GEMM");
+        return abc;
+    }
+
+    static Stream<Arguments> symmetricIterationShapes() {
+        // One block, two full blocks, and partial blocks of GramProduct's 256 rows; square and wide.
+        return Stream.of(Arguments.of(200, 200, 5), Arguments.of(512, 512, 1), Arguments.of(520, 600, 5),
+                Arguments.of(300, 590, 3));
+    }
+
+    @ParameterizedTest(name = "{0}x{1}, {2} steps")
+    @MethodSource("symmetricIterationShapes")
+    void libtorchSymmetricIteration_equalsGemmKernel(int rows, int cols, int steps) {
+        // bfloat16's symmetric kernel, driven in float64 (where the CPU would run BlasKernels instead): it must
+        // agree with the plain iteration to rounding.
+        Tensor g = withCondition(rows, cols, 50).to(ScalarType.Double);
+        NewtonSchulzConfig f64 = NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.FLOAT64).withNsSteps(steps);
+        NewtonSchulz ns = new NewtonSchulz(f64.withNsAlgorithm(NsAlgorithm.GEMM));
+        double[] gemm = Tensors.values(ns.orthogonalize(g));
+        Workspace ws = new Workspace(0, rows, cols, ScalarType.Double, g.device());
+        ns.normalizeInto(ws.x, g);
+        org.bytedeco.pytorch.Scalar[][] abc = coefficientScalars(f64, steps);
+        double[] symmetric = Tensors.values(new SymmetricIteration(ws).iterate(steps, abc[0], abc[1], abc[2]));
+        assertTrue(Tensors.relativeError(symmetric, gemm) <= 1e-12,
+                rows + "x" + cols + ", " + steps + " steps: libtorch symmetric form differs from GEMM");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("spectra")
+    void bf16SymmetricKernel_straysNoFurtherThanTwiceThePlainBf16Kernel(String spectrum) {
+        Tensor g = withSpectrum(spectrum, 600, 600);
+        double[] exact = Tensors.values(new NewtonSchulz(NewtonSchulzConfig.defaults()
+                .withNsPrecision(NsPrecision.FLOAT64).withNsAlgorithm(NsAlgorithm.GEMM)).orthogonalize(g));
+        NewtonSchulzConfig bf16 = NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.BFLOAT16);
+        Tensor input = g.to(ScalarType.Float);
+        NewtonSchulz symmetric = new NewtonSchulz(bf16.withNsAlgorithm(NsAlgorithm.SYMMETRIC));
+        assertEquals(NsAlgorithm.SYMMETRIC, symmetric.kernelFor(input, false, 600, 600));
+        double plain = Tensors.relativeError(Tensors.values(new NewtonSchulz(bf16.withNsAlgorithm(NsAlgorithm.GEMM))
+                .orthogonalize(input)), exact);
+        double error = Tensors.relativeError(Tensors.values(symmetric.orthogonalize(input)), exact);
+        assertTrue(error <= 2 * plain, spectrum + ": bfloat16 symmetric kernel error " + error
+                + " exceeds twice the plain bfloat16 kernel's " + plain);
+        assertTrue(error <= 0.25, spectrum + ": bfloat16 symmetric kernel error " + error + " exceeds 0.25");
     }
 
     static Stream<Arguments> gramShapes() {
@@ -291,7 +338,16 @@ class NewtonSchulzPropertiesTest {
         assertEquals(NsAlgorithm.GEMM, auto.kernelFor(cpu, true, 1024, 4096), "batches use GEMMs");
         NewtonSchulz bf16 = new NewtonSchulz(NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.BFLOAT16));
         assertEquals(NsAlgorithm.GRAM, bf16.kernelFor(cpu, false, 1024, 4096), "bfloat16 rectangles use Gram");
-        assertEquals(NsAlgorithm.GEMM, bf16.kernelFor(cpu, false, 1024, 1024), "no bfloat16 symmetric kernel");
+        int crossover = NewtonSchulz.BFLOAT16_SYMMETRIC_MIN_ROWS;
+        assertEquals(NsAlgorithm.GEMM, bf16.kernelFor(cpu, false, crossover - 1, crossover),
+                "bfloat16 squares below the crossover");
+        assertEquals(NsAlgorithm.SYMMETRIC, bf16.kernelFor(cpu, false, crossover, crossover + 1),
+                "bfloat16 squares from the crossover");
+        assertEquals(NsAlgorithm.GRAM, bf16.kernelFor(cpu, false, crossover, 2 * crossover), "aspect 2 in bfloat16");
+        NewtonSchulz bf16Symmetric = new NewtonSchulz(NewtonSchulzConfig.defaults()
+                .withNsPrecision(NsPrecision.BFLOAT16).withNsAlgorithm(NsAlgorithm.SYMMETRIC));
+        assertEquals(NsAlgorithm.SYMMETRIC, bf16Symmetric.kernelFor(cpu, false, 8, 8), "requested: any size");
+        assertEquals(NsAlgorithm.GEMM, bf16Symmetric.kernelFor(cpu, true, 8, 8), "requested: batches use GEMMs");
         NewtonSchulz forced = new NewtonSchulz(NewtonSchulzConfig.defaults().withNsAlgorithm(NsAlgorithm.GEMM));
         assertEquals(NsAlgorithm.GEMM, forced.kernelFor(cpu, false, 1024, 4096), "the switch forces GEMMs");
     }
@@ -339,9 +395,11 @@ class NewtonSchulzPropertiesTest {
         assertTrue(gram <= 0.25, spectrum + ": bfloat16 Gram kernel error " + gram + " exceeds 0.25");
     }
 
-    @Test
-    void symmetricKernel_zeroInput_givesZeros() {
-        NewtonSchulzConfig config = NewtonSchulzConfig.defaults().withNsAlgorithm(NsAlgorithm.SYMMETRIC);
+    @ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.EnumSource(NsPrecision.class)
+    void symmetricKernel_zeroInput_givesZeros(NsPrecision precision) {
+        NewtonSchulzConfig config = NewtonSchulzConfig.defaults().withNsAlgorithm(NsAlgorithm.SYMMETRIC)
+                .withNsPrecision(precision);
         for (double v : Tensors.values(new NewtonSchulz(config).orthogonalize(torch.zeros(6, 9)))) {
             assertEquals(0.0, v);
         }

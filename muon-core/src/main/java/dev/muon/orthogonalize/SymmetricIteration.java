@@ -1,0 +1,54 @@
+package dev.muon.orthogonalize;
+
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+
+/**
+ * The symmetric kernel on libtorch ops: the plain iteration with its two products of a symmetric matrix formed as
+ * row blocks of GEMMs ({@link GramProduct}), for the CPU where OpenBLAS does not serve the dtype (bfloat16).
+ *
+ * <p>Each step: {@code A = X·Xᵀ} and {@code A² = A·Aᵀ} by {@link GramProduct}, then {@code B = c·A² + b·A + a·I}
+ * and {@code X' = B·X} as one GEMM. With {@code b} row blocks the two Gram products cost {@code (b + 1)/(2b)} of a
+ * GEMM each, so a square step costs about {@code 2.2} GEMMs' multiply-adds at {@code m = 2048} against 3. The
+ * blocks are smaller GEMMs, and the mirror copies and the two elementwise passes over {@code m × m} are extra;
+ * in bfloat16 on our 2-core machine that lost below {@code m ≈ 1280} and won from there (measured with 256-row
+ * blocks: 152 against 162 ms at 1280², 235 against 270 ms at 1536², 559 against 645 ms at 2048², 1 781 against
+ * 2 316 ms at 3072²), which is where {@link NewtonSchulz#BFLOAT16_SYMMETRIC_MIN_ROWS} puts
+ * {@link NsAlgorithm#AUTO}'s switch.
+ *
+ * <p>It computes the same polynomial as the plain kernel, {@code a·I + b·A + c·A²}, with different rounding
+ * (the plain kernel forms {@code A·(c·A + b·I)}); in float64 the two agree to 1e-12 and in bfloat16 this one
+ * passes the golden README's tolerance on every golden case (tested).
+ */
+final class SymmetricIteration {
+    private final Workspace ws;
+    private final GramProduct gram;
+
+    SymmetricIteration(Workspace ws) {
+        this.ws = ws;
+        gram = new GramProduct(ws.x.size(0), ws.x.options());
+    }
+
+    /**
+     * Runs the iteration on the workspace's {@code x}, which holds the normalised wide input on entry, and returns
+     * the buffer holding the result ({@code ws.x} or {@code ws.y}). Uses {@code ws.a}, {@code ws.t} and
+     * {@code ws.b}.
+     */
+    Tensor iterate(int steps, Scalar[] linear, Scalar[] cubic, Scalar[] quintic) {
+        Tensor x = ws.x;
+        Tensor next = ws.y;
+        for (int k = 0; k < steps; k++) {
+            gram.into(ws.a, x);
+            gram.into(ws.t, ws.a);
+            torch.mul_out(ws.b, ws.t, quintic[k]);
+            ws.b.add_(ws.a, cubic[k]);
+            ws.b.diagonal().add_(linear[k]);
+            torch.mm_out(next, ws.b, x);
+            Tensor done = x;
+            x = next;
+            next = done;
+        }
+        return x;
+    }
+}
