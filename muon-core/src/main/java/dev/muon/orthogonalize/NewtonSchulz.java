@@ -76,9 +76,10 @@ public final class NewtonSchulz implements Orthogonalizer {
      * The smallest {@code min(rows, cols)} for which {@link NsAlgorithm#AUTO} picks the symmetric kernel in
      * bfloat16 (below {@value #GRAM_MIN_ASPECT}'s aspect ratio). bfloat16 has no half product to call, so the
      * symmetric products are row blocks of GEMMs ({@code SymmetricIteration}); measured on our 2-core CPU they
-     * lose to the plain kernel at 1024² (95 against 84 ms) and win from 1280² (152 against 162 ms) up.
+     * lose to the plain kernel at 1024² (95 against 84 ms), tie at 1280² (three interleaved runs: 162, 159 and
+     * 168 against 164, 161 and 168 ms) and win from 1536² (242–249 against 266–273 ms) up.
      */
-    public static final int BFLOAT16_SYMMETRIC_MIN_ROWS = 1280;
+    public static final int BFLOAT16_SYMMETRIC_MIN_ROWS = 1536;
 
     private static final long[] LAST_TWO_DIMS = {-2, -1};
 

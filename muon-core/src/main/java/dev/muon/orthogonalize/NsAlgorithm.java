@@ -20,7 +20,7 @@ public enum NsAlgorithm {
      * Exploits the symmetry of {@code X·Xᵀ} and {@code A·A}: in float32/float64 OpenBLAS {@code ?syrk} computes
      * one triangle of each (half the multiply-adds) and {@code ?symm} applies the symmetric polynomial; in
      * bfloat16 (or without OpenBLAS) each is formed from row blocks of GEMMs above the diagonal, which saves
-     * less and pays for its smaller GEMMs below about 1280 rows. CPU, single matrices; on other devices and for
+     * less and loses to the plain kernel below about 1536 rows. CPU, single matrices; on other devices and for
      * batches, {@code GEMM} runs instead.
      */
     SYMMETRIC,
