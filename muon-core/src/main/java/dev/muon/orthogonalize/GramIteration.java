@@ -12,9 +12,14 @@ import org.bytedeco.pytorch.global.torch;
  * R_k·Z_k²} ({@code Z_k} is a polynomial in {@code R_k}, so they commute). Only the Gram matrices
  * {@code X_r X_rᵀ} and the products {@code Q·X_r} touch the long dimension.
  *
- * <p>Every product of a symmetric matrix with itself ({@code X_r X_rᵀ}, {@code R_k²}, {@code Z_k²}) is formed by
- * {@link GramProduct} at about half the multiply-adds of a GEMM and comes out exactly symmetric; the two
- * products of commuting matrices ({@code R_k·Z_k²}, {@code Z_k·Q_k}) are plain GEMMs. For 5 steps at
+ * <p>Every product of a symmetric matrix with itself ({@code X_r X_rᵀ}, {@code R_k²}, {@code Z_k²}) can be formed
+ * by {@link GramProduct} at about half the multiply-adds of a GEMM, exactly symmetric; the two products of
+ * commuting matrices ({@code R_k·Z_k²}, {@code Z_k·Q_k}) are plain GEMMs. {@code X_r X_rᵀ}, whose inner dimension
+ * is the long side, always is; the {@code m × m} squares only from a size the caller gives, because on the CPU
+ * in bfloat16 row blocks of an {@code m × m × m} product lose to one GEMM below about 1536 rows (see
+ * {@link NewtonSchulz#BFLOAT16_SYMMETRIC_MIN_ROWS}): one GEMM for them measured 73 against 76 ms at 768 × 3072
+ * and 162 against 175 ms at 1024 × 4096 (5 steps, medians of 7–9), with no larger error. Their rounding is then
+ * not exactly symmetric, which the restart absorbs like any other rounding (the spectra tests hold). For 5 steps at
  * {@code n = 4m} that is about {@code 22m³} multiply-adds with true half products (OpenBLAS {@code ?syrk},
  * {@link BlasKernels#gram}, which runs instead of this class on the CPU in float32 and float64) against
  * {@code 45m³} for the plain iteration. This class is the libtorch form: bfloat16, and any device.
@@ -52,10 +57,30 @@ final class GramIteration {
 
     private final Workspace ws;
     private final GramProduct gram;
+    /** Whether the {@code m × m} self products ({@code R_k²}, {@code Z_k²}) run as row blocks or as one GEMM. */
+    private final boolean blockedSquares;
 
-    GramIteration(Workspace ws) {
+    /**
+     * Prepares the libtorch form for the workspace's shape.
+     *
+     * @param ws                    the buffers, {@code x} holding the normalised input at each call
+     * @param blockedSquaresMinRows the smallest {@code m} from which the {@code m × m} self products run as
+     *                              {@link GramProduct}'s row blocks rather than one GEMM ({@code X_r X_rᵀ}, whose
+     *                              inner dimension is the long side, always runs as row blocks)
+     */
+    GramIteration(Workspace ws, int blockedSquaresMinRows) {
         this.ws = ws;
         gram = new GramProduct(ws.x.size(0), ws.x.options());
+        blockedSquares = ws.x.size(0) >= blockedSquaresMinRows;
+    }
+
+    /** {@code out = s·s} for a symmetric {@code s}: row blocks or one GEMM, as {@link #blockedSquares} says. */
+    private void squareInto(Tensor out, Tensor s) {
+        if (blockedSquares) {
+            gram.into(out, s);
+        } else {
+            torch.mm_out(out, s, s);
+        }
     }
 
     /**
@@ -71,7 +96,7 @@ final class GramIteration {
 
             @Override
             public void polynomial(Tensor z, Tensor r, int k, Tensor scratch) {
-                gram.into(scratch, r);
+                squareInto(scratch, r);
                 torch.mul_out(z, scratch, quintic[k]);
                 z.add_(r, cubic[k]);
                 z.diagonal().add_(linear[k]);
@@ -84,7 +109,7 @@ final class GramIteration {
 
             @Override
             public void squareTimes(Tensor out, Tensor z, Tensor r, Tensor scratch) {
-                gram.into(scratch, z);
+                squareInto(scratch, z);
                 torch.mm_out(out, r, scratch);
             }
 

@@ -38,7 +38,9 @@ final class ShapeKernels {
     /** The libtorch form of the Gram kernel for this shape, created on first use. */
     GramIteration gram() {
         if (gram == null) {
-            gram = new GramIteration(ws);
+            // Row-blocked m x m squares were measured on the CPU only; other devices keep them everywhere.
+            int blockedSquaresMinRows = ws.x.device().is_cpu() ? NewtonSchulz.BFLOAT16_SYMMETRIC_MIN_ROWS : 0;
+            gram = new GramIteration(ws, blockedSquaresMinRows);
         }
         return gram;
     }

@@ -254,9 +254,15 @@ class NewtonSchulzPropertiesTest {
         assertTrue(Tensors.relativeError(gram, gemm) <= 1e-12, steps + " steps: Gram and GEMM kernels differ");
     }
 
-    @ParameterizedTest(name = "{0} steps")
-    @org.junit.jupiter.params.provider.ValueSource(ints = {1, 3, 4, 5, 7})
-    void libtorchGramIteration_equalsGemmKernel(int steps) {
+    static Stream<Arguments> libtorchGramForms() {
+        // Squares as row blocks (other devices, and large CPU matrices) and as one GEMM (CPU below the crossover).
+        return Stream.of(1, 3, 4, 5, 7).flatMap(steps -> Stream.of(Arguments.of(steps, 0),
+                Arguments.of(steps, Integer.MAX_VALUE)));
+    }
+
+    @ParameterizedTest(name = "{0} steps, squares blocked from {1} rows")
+    @MethodSource("libtorchGramForms")
+    void libtorchGramIteration_equalsGemmKernel(int steps, int blockedSquaresMinRows) {
         // On the CPU with OpenBLAS, float64 runs BlasKernels; this drives the libtorch form (bfloat16's, and every
         // other device's) directly, in float64, where it must agree with the plain iteration to rounding.
         Tensor g = withCondition(300, 700, 50).to(ScalarType.Double);
@@ -266,7 +272,7 @@ class NewtonSchulzPropertiesTest {
         Workspace ws = new Workspace(0, 300, 700, ScalarType.Double, g.device());
         ns.normalizeInto(ws.x, g);
         org.bytedeco.pytorch.Scalar[][] abc = coefficientScalars(f64, steps);
-        double[] gram = Tensors.values(new GramIteration(ws).iterate(steps, abc[0], abc[1], abc[2]));
+        double[] gram = Tensors.values(new GramIteration(ws, blockedSquaresMinRows).iterate(steps, abc[0], abc[1], abc[2]));
         assertTrue(Tensors.relativeError(gram, gemm) <= 1e-12, steps + " steps: libtorch Gram form differs from GEMM");
     }
 
