@@ -17,7 +17,7 @@ import org.bytedeco.pytorch.global.torch;
  * commuting matrices ({@code R_k·Z_k²}, {@code Z_k·Q_k}) are plain GEMMs. {@code X_r X_rᵀ}, whose inner dimension
  * is the long side, always is; the {@code m × m} squares only from a size the caller gives, because on the CPU
  * in bfloat16 row blocks of an {@code m × m × m} product lose to one GEMM below about 1536 rows (see
- * {@link NewtonSchulz#BFLOAT16_SYMMETRIC_MIN_ROWS}): one GEMM for them measured 73 against 76 ms at 768 × 3072
+ * {@link GramProduct#CPU_SQUARE_MIN_ROWS}): one GEMM for them measured 73 against 76 ms at 768 × 3072
  * and 162 against 175 ms at 1024 × 4096 (5 steps, medians of 7–9), with no larger error. Their rounding is then
  * not exactly symmetric, which the restart absorbs like any other rounding (the spectra tests hold). For 5 steps at
  * {@code n = 4m} that is about {@code 22m³} multiply-adds with true half products (OpenBLAS {@code ?syrk},

@@ -28,6 +28,14 @@ final class GramProduct {
      */
     static final int BLOCK_ROWS = 256;
 
+    /**
+     * The smallest {@code m} from which, on the CPU, an {@code m × m × m} self product ({@code A·Aᵀ} for a square
+     * {@code A}) formed from these row blocks beats one GEMM: measured in bfloat16 through the symmetric kernel,
+     * which loses at 1024², ties at 1280² and wins from 1536² (see
+     * {@link NewtonSchulz#BFLOAT16_SYMMETRIC_MIN_ROWS}, which is this value).
+     */
+    static final int CPU_SQUARE_MIN_ROWS = 1536;
+
     private final int rows;
     /** Scratch for mirroring the diagonal tiles. */
     private final Tensor tile;

@@ -79,7 +79,7 @@ public final class NewtonSchulz implements Orthogonalizer {
      * lose to the plain kernel at 1024² (95 against 84 ms), tie at 1280² (three interleaved runs: 162, 159 and
      * 168 against 164, 161 and 168 ms) and win from 1536² (242–249 against 266–273 ms) up.
      */
-    public static final int BFLOAT16_SYMMETRIC_MIN_ROWS = 1536;
+    public static final int BFLOAT16_SYMMETRIC_MIN_ROWS = GramProduct.CPU_SQUARE_MIN_ROWS;
 
     private static final long[] LAST_TWO_DIMS = {-2, -1};
 

@@ -39,7 +39,7 @@ final class ShapeKernels {
     GramIteration gram() {
         if (gram == null) {
             // Row-blocked m x m squares were measured on the CPU only; other devices keep them everywhere.
-            int blockedSquaresMinRows = ws.x.device().is_cpu() ? NewtonSchulz.BFLOAT16_SYMMETRIC_MIN_ROWS : 0;
+            int blockedSquaresMinRows = ws.x.device().is_cpu() ? GramProduct.CPU_SQUARE_MIN_ROWS : 0;
             gram = new GramIteration(ws, blockedSquaresMinRows);
         }
         return gram;

@@ -14,7 +14,7 @@ import org.bytedeco.pytorch.global.torch;
  * blocks are smaller GEMMs, and the mirror copies and the two elementwise passes over {@code m × m} are extra;
  * in bfloat16 on our 2-core machine that lost at 1024², tied at 1280² and won from 1536² (measured with 256-row
  * blocks, against the plain kernel: 242–249 against 266–273 ms at 1536², 559 against 645 ms at 2048², 1 781
- * against 2 316 ms at 3072²), which is where {@link NewtonSchulz#BFLOAT16_SYMMETRIC_MIN_ROWS} puts
+ * against 2 316 ms at 3072²), which is where {@link GramProduct#CPU_SQUARE_MIN_ROWS} puts
  * {@link NsAlgorithm#AUTO}'s switch.
  *
  * <p>It computes the same polynomial as the plain kernel, {@code a·I + b·A + c·A²}, with different rounding
