@@ -109,7 +109,8 @@ public final class Muon implements TrainingOptimizer {
      *   <li>at least {@link #BATCH_MIN_PARAMETERS} of them, in one group, are updated by this process in the step
      *       (distributed: owned by this rank) and share a 2-D matrix shape (conv filters after flattening; a 3-D
      *       stack is a batch already and joins no other), a dtype, a device and an orthogonalizer;</li>
-     *   <li>{@code max(rows, cols) <= BATCH_MAX_SIDE};</li>
+     *   <li>{@code max(rows, cols) <= BATCH_MAX_SIDE}, or {@code <= BATCH_MAX_SIDE_BFLOAT16_CPU} with
+     *       {@code nsPrecision} bfloat16 on a CPU;</li>
      *   <li>{@link MuonConfig#batchSameShape()} is on and the orthogonalization is Newton–Schulz (the exact SVD
      *       reference is never batched);</li>
      *   <li>{@link NsAlgorithm} is {@code GEMM}, or {@code AUTO} where a single matrix would run the GEMM kernel
@@ -117,15 +118,29 @@ public final class Muon implements TrainingOptimizer {
      *       symmetric or Gram kernel runs instead). A batch always runs the GEMM kernel, so an explicitly
      *       requested {@code SYMMETRIC} or {@code GRAM} is never batched either.</li>
      * </ul>
+     * A batch holds at most {@link #BATCH_MAX_ELEMENTS} matrix elements; more parameters of one shape are split
+     * into batches of equal size (within one).
      *
      * <p>Why: batching saves the fixed cost of each call (some forty libtorch ops per Newton–Schulz run, each
      * with its dispatch, and on GPUs a kernel launch each), which dominates for small matrices and vanishes
      * against the multiply-adds of large ones; and it must not cost a matrix the symmetric kernel, whose saving
      * in multiply-adds (up to 1.5× for square matrices) outweighs that fixed cost from 256 on. 512 is the bound
      * the batching issue proposed, not a measured crossover: {@code MuonStepBenchmark -p model=small-24x256
-     * -p batching=on,off} measures the 256×256 case (see {@code docs/benchmarks.md}).
+     * -p batching=on,off} measures the 256×256 case (see {@code docs/benchmarks.md}). In bfloat16 on a CPU the
+     * bound is measured: a batch beat the same matrices one by one at every size from 384² to 1280² (by 1.04× at
+     * 768² on a quiet machine and 1.2–1.6× with a neighbour's load on it, see {@code docs/benchmarks.md}), and
+     * from 1536 rows a square matrix runs the symmetric kernel alone instead.
      */
     public static final int BATCH_MAX_SIDE = SameShapeBatch.MAX_SIDE;
+
+    /** The bound of {@link #BATCH_MAX_SIDE} for bfloat16 Newton–Schulz on a CPU. */
+    public static final int BATCH_MAX_SIDE_BFLOAT16_CPU = SameShapeBatch.BFLOAT16_CPU_MAX_SIDE;
+
+    /**
+     * The most matrix elements ({@code members × rows × cols}) in one batch, which bounds the memory of its
+     * buffers (see {@link #BATCH_MAX_SIDE}).
+     */
+    public static final long BATCH_MAX_ELEMENTS = SameShapeBatch.MAX_ELEMENTS;
 
     /** The fewest parameters of one shape that are orthogonalized as a batch (see {@link #BATCH_MAX_SIDE}). */
     public static final int BATCH_MIN_PARAMETERS = SameShapeBatch.MIN_PARAMETERS;

@@ -4,6 +4,7 @@ import dev.muon.internal.NativeLifetime;
 import dev.muon.internal.UpdateStages;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NsAlgorithm;
+import dev.muon.orthogonalize.NsPrecision;
 import dev.muon.orthogonalize.Orthogonalizer;
 import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
@@ -12,6 +13,7 @@ import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -27,11 +29,27 @@ import java.util.function.IntPredicate;
  */
 final class SameShapeBatch {
     /**
-     * The largest {@code max(rows, cols)} that batches. 512 is the bound the batching issue proposed, not a
-     * measured crossover; {@code MuonStepBenchmark -p model=small-24x256 -p batching=on,off} measures the 256×256
-     * case (see {@code docs/benchmarks.md}).
+     * The largest {@code max(rows, cols)} that batches, except in bfloat16 on a CPU. 512 is the bound the batching
+     * issue proposed, not a measured crossover; {@code MuonStepBenchmark -p model=small-24x256 -p batching=on,off}
+     * measures the 256×256 case (see {@code docs/benchmarks.md}).
      */
     static final int MAX_SIDE = 512;
+
+    /**
+     * The largest {@code max(rows, cols)} that batches in bfloat16 on a CPU: measured up to 1280² (where a batch
+     * still beat the matrices one by one) and no further, since from 1536 rows {@code AUTO} gives square matrices
+     * the symmetric kernel, which a batch would cost them. bfloat16 products go to oneDNN, whose batched product
+     * runs whole matrices per thread instead of splitting each matrix across threads.
+     */
+    static final int BFLOAT16_CPU_MAX_SIDE = 1280;
+
+    /**
+     * The most matrix elements one batch holds ({@code members × rows × cols}); more members of one shape are
+     * split into batches of equal size. It bounds the batch's buffers (the stack and the five Newton–Schulz
+     * workspaces, {@code [members, rows, cols]} each): 2^24 elements is 168 MB of bfloat16 workspaces, 28
+     * matrices of 768², 10 of 1280², and more than any model batched at 512 before this bound existed.
+     */
+    static final long MAX_ELEMENTS = 1L << 24;
 
     /** The fewest parameters of one shape, updated by this process in a step, that run as a batch. */
     static final int MIN_PARAMETERS = 2;
@@ -90,9 +108,33 @@ final class SameShapeBatch {
             }
             ScalarType stackType = head.updateStages != null ? config.nsPrecision().scalarType()
                     : head.matrix.scalar_type();
-            batches.add(new SameShapeBatch(members, positions, stackType));
+            for (int[] chunk : chunks(indices.size(), head.layout.rows() * head.layout.cols())) {
+                if (chunk[1] < MIN_PARAMETERS) {
+                    continue;
+                }
+                batches.add(new SameShapeBatch(members.subList(chunk[0], chunk[0] + chunk[1]),
+                        Arrays.copyOfRange(positions, chunk[0], chunk[0] + chunk[1]), stackType));
+            }
         }
         return batches;
+    }
+
+    /**
+     * Splits {@code count} same-shape matrices of {@code elements} each into as few batches as
+     * {@link #MAX_ELEMENTS} allows, of sizes differing by at most one (so that they mostly share one workspace
+     * shape); each entry is {@code {first, size}}.
+     */
+    static List<int[]> chunks(int count, long elements) {
+        int perBatch = (int) Math.max(MIN_PARAMETERS, Math.min(count, MAX_ELEMENTS / elements));
+        int batches = (count + perBatch - 1) / perBatch;
+        List<int[]> chunks = new ArrayList<>(batches);
+        int first = 0;
+        for (int b = 0; b < batches; b++) {
+            int size = count / batches + (b < count % batches ? 1 : 0);
+            chunks.add(new int[]{first, size});
+            first += size;
+        }
+        return chunks;
     }
 
     /**
@@ -105,7 +147,7 @@ final class SameShapeBatch {
      */
     static boolean allows(MuonConfig config, long rows, long cols, int count, boolean cpu) {
         if (!config.batchSameShape() || config.orthogonalization() != Orthogonalization.NEWTON_SCHULZ
-                || count < MIN_PARAMETERS || Math.max(rows, cols) > MAX_SIDE) {
+                || count < MIN_PARAMETERS || Math.max(rows, cols) > maxSide(config, cpu)) {
             return false;
         }
         NsAlgorithm kernel = config.nsAlgorithm();
@@ -114,6 +156,11 @@ final class SameShapeBatch {
         }
         return kernel == NsAlgorithm.AUTO
                 && NewtonSchulz.autoKernel(cpu, config.nsPrecision(), rows, cols) == NsAlgorithm.GEMM;
+    }
+
+    /** The largest {@code max(rows, cols)} that batches for this configuration and device. */
+    static int maxSide(MuonConfig config, boolean cpu) {
+        return cpu && config.nsPrecision() == NsPrecision.BFLOAT16 ? BFLOAT16_CPU_MAX_SIDE : MAX_SIDE;
     }
 
     /**

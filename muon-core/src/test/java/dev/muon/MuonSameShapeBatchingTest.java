@@ -84,6 +84,7 @@ class MuonSameShapeBatchingTest {
         MuonConfig bf16 = d.withNsPrecision(NsPrecision.BFLOAT16);
         MuonConfig gemm = d.withNsAlgorithm(NsAlgorithm.GEMM);
         int max = Muon.BATCH_MAX_SIDE;
+        int bf16Max = Muon.BATCH_MAX_SIDE_BFLOAT16_CPU;
         int symmetric = NewtonSchulz.SYMMETRIC_MIN_ROWS;
         return Stream.of(
                 rule("small_two_isBatched", d, 64, 32, 2, true, true),
@@ -106,8 +107,16 @@ class MuonSameShapeBatchingTest {
                 rule("gpu_float32_256_isBatched", d, 256, 256, 24, false, true),
                 rule("gpu_maxSide_atBound_isBatched", d, max, max, 2, false, true),
                 rule("gpu_rows_aboveBound_isNot", d, max + 1, 8, 4, false, false),
-                rule("cpu_cols_aboveBound_isNot", bf16, 8, max + 1, 4, true, false),
-                rule("gemm_gptWidth_isNot", gemm, 768, 768, 16, true, false));
+                rule("cpu_cols_aboveBound_isNot", bf16, 8, bf16Max + 1, 4, true, false),
+                rule("gemm_gptWidth_isNot", gemm, 768, 768, 16, true, false),
+                // bfloat16 on a CPU: batched up to its own, measured bound, below the symmetric kernel's rows.
+                rule("cpu_bfloat16_gptWidth_isBatched", bf16, 768, 768, 16, true, true),
+                rule("cpu_bfloat16_atItsBound_isBatched", bf16, bf16Max, bf16Max, 2, true, true),
+                rule("cpu_bfloat16_aboveItsBound_isNot", bf16, bf16Max + 1, 8, 2, true, false),
+                rule("cpu_bfloat16_gemm_aboveTheOtherBound_isBatched", bf16.withNsAlgorithm(NsAlgorithm.GEMM),
+                        max + 1, max + 1, 2, true, true),
+                rule("gpu_bfloat16_aboveTheOtherBound_isNot", bf16, max + 1, max + 1, 2, false, false),
+                rule("cpu_float32_gemm_aboveTheOtherBound_isNot", gemm, max + 1, 8, 2, true, false));
     }
 
     private static Arguments rule(String name, MuonConfig config, long rows, long cols, int count, boolean cpu,
@@ -120,6 +129,55 @@ class MuonSameShapeBatchingTest {
     void rule_batchesOnlyWhereDocumented(String name, MuonConfig config, long rows, long cols, int count,
                                          boolean cpu, boolean expected) {
         assertEquals(expected, SameShapeBatch.allows(config, rows, cols, count, cpu));
+    }
+
+    static Stream<Arguments> chunkTable() {
+        long square768 = 768L * 768;
+        long budget = Muon.BATCH_MAX_ELEMENTS;
+        return Stream.of(
+                Arguments.of("fits", 24, square768, new int[]{24}),
+                Arguments.of("twoEqual", 48, square768, new int[]{24, 24}),
+                Arguments.of("unevenSplitsWithinOne", 29, square768, new int[]{15, 14}),
+                Arguments.of("atTheBudget", (int) (budget / 4096), 4096L, new int[]{(int) (budget / 4096)}),
+                Arguments.of("oneOverTheBudget", (int) (budget / 4096) + 1, 4096L,
+                        new int[]{(int) (budget / 8192) + 1, (int) (budget / 8192)}),
+                Arguments.of("hugeMatrices_pairsAtLeast", 3, budget, new int[]{2, 1}));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("chunkTable")
+    void chunks_splitIntoEqualBatchesWithinTheElementBudget(String name, int count, long elements, int[] sizes) {
+        List<int[]> chunks = SameShapeBatch.chunks(count, elements);
+        int first = 0;
+        assertEquals(sizes.length, chunks.size(), name);
+        for (int i = 0; i < sizes.length; i++) {
+            assertArrayEquals(new int[]{first, sizes[i]}, chunks.get(i), name + " chunk " + i);
+            assertTrue(sizes[i] * elements <= Muon.BATCH_MAX_ELEMENTS || sizes[i] <= Muon.BATCH_MIN_PARAMETERS,
+                    name + " chunk " + i + " exceeds the budget");
+            first += sizes[i];
+        }
+        assertEquals(count, first, name + ": every matrix in exactly one chunk");
+    }
+
+    @Test
+    void plan_splitsAShapeAboveTheElementBudget_andStepsEveryChunk() {
+        // 2^24 / (1024 x 512) = 32 per batch: 40 matrices become two batches of 20, and a step runs both.
+        MuonConfig config = MuonConfig.defaults().withLr(0.02).withNsPrecision(NsPrecision.BFLOAT16)
+                .withNsAlgorithm(NsAlgorithm.GEMM);
+        List<Tensor> big = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+            big.add(param(ScalarType.Float, 1024, 512));
+        }
+        Muon muon = Muon.of(big, config);
+        List<List<Tensor>> batches = muon.sameShapeBatches(0);
+        assertEquals(2, batches.size());
+        assertMembers(big.subList(0, 20), batches.get(0));
+        assertMembers(big.subList(20, 40), batches.get(1));
+        for (Tensor p : big) {
+            p.mutable_grad().put(torch.randn(1024, 512));
+        }
+        muon.step();
+        assertEquals(40, muon.batchedLastStep());
     }
 
     @Test

@@ -43,9 +43,10 @@ import java.util.concurrent.TimeUnit;
  * {@code muon-adamw} is {@link MuonAdamW} over the named parameters (its default rules make the same split, and
  * its step adds the non-finite check of every gradient). {@code nsPrecision}, {@code nsAlgorithm} and
  * {@code batching} ({@link MuonConfig#withBatchSameShape}) apply to the Muon side. Under the rule of
- * {@link Muon#BATCH_MAX_SIDE} only {@code small-24x256} has matrices that batch, and on a CPU only with
- * {@code nsPrecision=bfloat16} or {@code nsAlgorithm=GEMM}: with float32 and {@code AUTO} its 256×256 matrices
- * keep the symmetric kernel, so {@code on} and {@code off} run the same code there.
+ * {@link Muon#BATCH_MAX_SIDE}, on a CPU, {@code small-24x256} batches with {@code nsPrecision=bfloat16} or
+ * {@code nsAlgorithm=GEMM} (with float32 and {@code AUTO} its 256×256 matrices keep the symmetric kernel, so
+ * {@code on} and {@code off} run the same code there), and {@code gpt2-small-width} batches its 16 square
+ * 768×768 matrices with {@code nsPrecision=bfloat16} only.
  *
  * <p>How to run: {@code java -jar muon-bench/target/benchmarks.jar MuonStepBenchmark}; the batching question
  * alone: {@code java -jar muon-bench/target/benchmarks.jar MuonStepBenchmark -p model=small-24x256
