@@ -45,11 +45,11 @@ final class SameShapeBatch {
 
     /**
      * The most matrix elements one batch holds ({@code members × rows × cols}); more members of one shape are
-     * split into batches of equal size. It bounds the batch's buffers (the stack and the five Newton–Schulz
-     * workspaces, {@code [members, rows, cols]} each): 2^24 elements is 168 MB of bfloat16 workspaces, 28
-     * matrices of 768², 10 of 1280², and more than any model batched at 512 before this bound existed.
+     * split into batches of equal size (within one), which share their workspaces. It bounds the workspaces
+     * (five Newton–Schulz buffers of {@code [members, rows, cols]}): 2^23 elements is 84 MB in bfloat16, 14
+     * matrices of 768², 5 of 1280², 32 of 512². (The stack, one update-sized slice per member, is per batch.)
      */
-    static final long MAX_ELEMENTS = 1L << 24;
+    static final long MAX_ELEMENTS = 1L << 23;
 
     /** The fewest parameters of one shape, updated by this process in a step, that run as a batch. */
     static final int MIN_PARAMETERS = 2;

@@ -134,10 +134,12 @@ class MuonSameShapeBatchingTest {
     static Stream<Arguments> chunkTable() {
         long square768 = 768L * 768;
         long budget = Muon.BATCH_MAX_ELEMENTS;
+        int per768 = (int) (budget / square768);
         return Stream.of(
-                Arguments.of("fits", 24, square768, new int[]{24}),
-                Arguments.of("twoEqual", 48, square768, new int[]{24, 24}),
-                Arguments.of("unevenSplitsWithinOne", 29, square768, new int[]{15, 14}),
+                Arguments.of("fits", per768, square768, new int[]{per768}),
+                Arguments.of("twoEqual", 2 * per768, square768, new int[]{per768, per768}),
+                Arguments.of("unevenSplitsWithinOne", 2 * per768 + 1, square768,
+                        new int[]{(2 * per768 + 3) / 3, (2 * per768 + 2) / 3, (2 * per768 + 1) / 3}),
                 Arguments.of("atTheBudget", (int) (budget / 4096), 4096L, new int[]{(int) (budget / 4096)}),
                 Arguments.of("oneOverTheBudget", (int) (budget / 4096) + 1, 4096L,
                         new int[]{(int) (budget / 8192) + 1, (int) (budget / 8192)}),
@@ -161,7 +163,7 @@ class MuonSameShapeBatchingTest {
 
     @Test
     void plan_splitsAShapeAboveTheElementBudget_andStepsEveryChunk() {
-        // 2^24 / (1024 x 512) = 32 per batch: 40 matrices become two batches of 20, and a step runs both.
+        // 2^23 / (1024 x 512) = 16 per batch: 40 matrices become batches of 14, 13 and 13, and a step runs all.
         MuonConfig config = MuonConfig.defaults().withLr(0.02).withNsPrecision(NsPrecision.BFLOAT16)
                 .withNsAlgorithm(NsAlgorithm.GEMM);
         List<Tensor> big = new ArrayList<>();
@@ -170,9 +172,10 @@ class MuonSameShapeBatchingTest {
         }
         Muon muon = Muon.of(big, config);
         List<List<Tensor>> batches = muon.sameShapeBatches(0);
-        assertEquals(2, batches.size());
-        assertMembers(big.subList(0, 20), batches.get(0));
-        assertMembers(big.subList(20, 40), batches.get(1));
+        assertEquals(3, batches.size());
+        assertMembers(big.subList(0, 14), batches.get(0));
+        assertMembers(big.subList(14, 27), batches.get(1));
+        assertMembers(big.subList(27, 40), batches.get(2));
         for (Tensor p : big) {
             p.mutable_grad().put(torch.randn(1024, 512));
         }
