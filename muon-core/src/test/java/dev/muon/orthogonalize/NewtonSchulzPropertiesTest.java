@@ -265,15 +265,29 @@ class NewtonSchulzPropertiesTest {
     void libtorchGramIteration_equalsGemmKernel(int steps, int blockedSquaresMinRows) {
         // On the CPU with OpenBLAS, float64 runs BlasKernels; this drives the libtorch form (bfloat16's, and every
         // other device's) directly, in float64, where it must agree with the plain iteration to rounding.
-        Tensor g = withCondition(300, 700, 50).to(ScalarType.Double);
+        assertLibtorchFormEqualsGemm(300, 700, steps, "libtorch Gram form",
+                (ws, abc) -> new GramIteration(ws, blockedSquaresMinRows).iterate(steps, abc[0], abc[1], abc[2]));
+    }
+
+    /** One of the libtorch iterations, run on a workspace holding the normalised input, with its coefficients. */
+    private interface LibtorchForm {
+        Tensor iterate(Workspace ws, org.bytedeco.pytorch.Scalar[][] abc);
+    }
+
+    /**
+     * Runs {@code form} in float64 on a {@code rows × cols} input of condition 50 and asserts that it agrees with
+     * the plain (GEMM) iteration to 1e-12.
+     */
+    private static void assertLibtorchFormEqualsGemm(int rows, int cols, int steps, String name, LibtorchForm form) {
+        Tensor g = withCondition(rows, cols, 50).to(ScalarType.Double);
         NewtonSchulzConfig f64 = NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.FLOAT64).withNsSteps(steps);
         NewtonSchulz ns = new NewtonSchulz(f64.withNsAlgorithm(NsAlgorithm.GEMM));
         double[] gemm = Tensors.values(ns.orthogonalize(g));
-        Workspace ws = new Workspace(0, 300, 700, ScalarType.Double, g.device());
+        Workspace ws = new Workspace(0, rows, cols, ScalarType.Double, g.device());
         ns.normalizeInto(ws.x, g);
-        org.bytedeco.pytorch.Scalar[][] abc = coefficientScalars(f64, steps);
-        double[] gram = Tensors.values(new GramIteration(ws, blockedSquaresMinRows).iterate(steps, abc[0], abc[1], abc[2]));
-        assertTrue(Tensors.relativeError(gram, gemm) <= 1e-12, steps + " steps: libtorch Gram form differs from GEMM");
+        double[] result = Tensors.values(form.iterate(ws, coefficientScalars(f64, steps)));
+        assertTrue(Tensors.relativeError(result, gemm) <= 1e-12,
+                rows + "x" + cols + ", " + steps + " steps: " + name + " differs from GEMM");
     }
 
     /** The {a, b, c} coefficients of the first {@code steps} steps, as the libtorch iterations take them. */
@@ -299,16 +313,8 @@ class NewtonSchulzPropertiesTest {
     void libtorchSymmetricIteration_equalsGemmKernel(int rows, int cols, int steps) {
         // bfloat16's symmetric kernel, driven in float64 (where the CPU would run BlasKernels instead): it must
         // agree with the plain iteration to rounding.
-        Tensor g = withCondition(rows, cols, 50).to(ScalarType.Double);
-        NewtonSchulzConfig f64 = NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.FLOAT64).withNsSteps(steps);
-        NewtonSchulz ns = new NewtonSchulz(f64.withNsAlgorithm(NsAlgorithm.GEMM));
-        double[] gemm = Tensors.values(ns.orthogonalize(g));
-        Workspace ws = new Workspace(0, rows, cols, ScalarType.Double, g.device());
-        ns.normalizeInto(ws.x, g);
-        org.bytedeco.pytorch.Scalar[][] abc = coefficientScalars(f64, steps);
-        double[] symmetric = Tensors.values(new SymmetricIteration(ws).iterate(steps, abc[0], abc[1], abc[2]));
-        assertTrue(Tensors.relativeError(symmetric, gemm) <= 1e-12,
-                rows + "x" + cols + ", " + steps + " steps: libtorch symmetric form differs from GEMM");
+        assertLibtorchFormEqualsGemm(rows, cols, steps, "libtorch symmetric form",
+                (ws, abc) -> new SymmetricIteration(ws).iterate(steps, abc[0], abc[1], abc[2]));
     }
 
 
