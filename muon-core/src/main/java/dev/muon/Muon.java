@@ -129,7 +129,9 @@ public final class Muon implements TrainingOptimizer {
      * -p batching=on,off} measures the 256×256 case (see {@code docs/benchmarks.md}). In bfloat16 on a CPU the
      * bound is measured: a batch beat the same matrices one by one at every size from 384² to 1280² (by 1.04× at
      * 768² on a quiet machine and 1.2–1.6× with a neighbour's load on it, see {@code docs/benchmarks.md}), and
-     * from 1536 rows a square matrix runs the symmetric kernel alone instead.
+     * from 1536 rows a square matrix runs the symmetric kernel alone instead; where muon-core's native bfloat16
+     * half product runs (AVX512_BF16), from 512 rows, because alone on that kernel it beats the batch
+     * ({@link NewtonSchulz#BFLOAT16_NATIVE_SYMMETRIC_MIN_ROWS}).
      */
     public static final int BATCH_MAX_SIDE = SameShapeBatch.MAX_SIDE;
 

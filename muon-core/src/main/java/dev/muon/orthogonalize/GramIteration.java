@@ -65,12 +65,15 @@ final class GramIteration {
      *
      * @param ws                    the buffers, {@code x} holding the normalised input at each call
      * @param blockedSquaresMinRows the smallest {@code m} from which the {@code m × m} self products run as
-     *                              {@link GramProduct}'s row blocks rather than one GEMM ({@code X_r X_rᵀ}, whose
-     *                              inner dimension is the long side, always runs as row blocks)
+     *                              {@link GramProduct}'s half products rather than one GEMM ({@code X_r X_rᵀ},
+     *                              whose inner dimension is the long side, always runs as a half product)
+     * @param nativeKernel          whether the half products run on the native bfloat16 kernel (only where
+     *                              {@link GramProduct#nativeServes} says it can), the polynomial fused into
+     *                              {@code R_k²}; else on row blocks of GEMMs
      */
-    GramIteration(Workspace ws, int blockedSquaresMinRows) {
+    GramIteration(Workspace ws, int blockedSquaresMinRows, boolean nativeKernel) {
         this.ws = ws;
-        gram = new GramProduct(ws.x.size(0), ws.x.options());
+        gram = new GramProduct(ws.x.size(0), ws.x.options(), nativeKernel);
         blockedSquares = ws.x.size(0) >= blockedSquaresMinRows;
     }
 
@@ -96,6 +99,10 @@ final class GramIteration {
 
             @Override
             public void polynomial(Tensor z, Tensor r, int k, Tensor scratch) {
+                if (gram.isNative() && blockedSquares) {
+                    gram.polynomialInto(z, r, linear[k].toDouble(), cubic[k].toDouble(), quintic[k].toDouble());
+                    return;
+                }
                 squareInto(scratch, r);
                 torch.mul_out(z, scratch, quintic[k]);
                 z.add_(r, cubic[k]);

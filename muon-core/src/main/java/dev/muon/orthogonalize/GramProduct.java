@@ -4,12 +4,19 @@ import dev.muon.internal.NativeLifetime;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 
 /**
  * {@code out = x·xᵀ} for a row-major {@code m × k} matrix {@code x}, with both triangles of {@code out} written,
  * in about {@code (b + 1)/(2b)} of a GEMM's multiply-adds for {@code b} row blocks (0.625 at {@code m = 1024}), on
- * libtorch ops for any dtype and device. Every product of the form {@code S·S} with {@code S} symmetric is one of
- * these, since {@code S·S = S·Sᵀ}.
+ * libtorch ops for any dtype and device; or, for bfloat16 on a CPU with AVX512_BF16, in half a GEMM's
+ * multiply-adds by muon-core's native kernel ({@link NativeKernels}). Every product of the form {@code S·S} with
+ * {@code S} symmetric is one of these, since {@code S·S = S·Sᵀ}.
+ *
+ * <p>The native kernel accumulates each entry in float32 over the whole of {@code k} and rounds it once to bfloat16,
+ * as a GEMM does, and writes each value to both of its places. Against libtorch's GEMM for the same product, in
+ * one process on our 2-core CPU ({@code docs/benchmarks.md}): 0.63 of its time at 768 × 768, 0.61 at 768 × 3072,
+ * 0.65 at 1024 × 1024, 0.58 at 1024 × 4096 and 1536 × 1536, 0.67 at 512 × 512, 0.73–0.88 at 256 × 256.
  *
  * <p>Row blocks of {@value #BLOCK_ROWS} rows, each one GEMM {@code out[i, i:] = x[i]·x[i:]ᵀ} straight into a view
  * of {@code out} (libtorch writes a GEMM into a strided row slice without a copy); then the blocks left of the
@@ -18,7 +25,8 @@ import org.bytedeco.pytorch.global.torch;
  * (On the CPU in float32 and float64, OpenBLAS {@code ?syrk} does this with exactly half the work; see
  * {@link BlasKernels}.)
  *
- * <p>Buffers are made at construction for one shape; calls allocate no large tensors.
+ * <p>Buffers are made at construction for one shape, and the native kernel's packing scratch at the first call
+ * with a longer {@code k} than before; later calls allocate no large tensors.
  */
 final class GramProduct {
     /**
@@ -37,19 +45,34 @@ final class GramProduct {
     static final int CPU_SQUARE_MIN_ROWS = 1536;
 
     private final int rows;
-    /** Scratch for mirroring the diagonal tiles. */
+    /** Scratch for mirroring the diagonal tiles; null for the native kernel. */
     private final Tensor tile;
+    /** Whether the native bfloat16 kernel forms the products. */
+    private final boolean nativeKernel;
+    /** The native kernel's packing scratch, grown to the longest {@code k} seen; null before the first call. */
+    private Tensor packed;
 
     /**
      * Prepares products with {@code rows × rows} results.
      *
-     * @param rows    {@code m}
-     * @param options the dtype and device of the tensors
+     * @param rows         {@code m}
+     * @param options      the dtype and device of the tensors
+     * @param nativeKernel whether the native kernel forms them: only where {@link #nativeServes} says it can
      */
-    GramProduct(long rows, TensorOptions options) {
+    GramProduct(long rows, TensorOptions options, boolean nativeKernel) {
         this.rows = Math.toIntExact(rows);
+        this.nativeKernel = nativeKernel;
         long side = Math.min(BLOCK_ROWS, rows);
-        this.tile = NativeLifetime.outliveScope(torch.empty(new long[]{side, side}, options, null));
+        this.tile = nativeKernel ? null : NativeLifetime.outliveScope(torch.empty(new long[]{side, side}, options, null));
+    }
+
+    /**
+     * Whether the native half product serves tensors like {@code t}: bfloat16 on the CPU, with the kernel
+     * available here.
+     */
+    static boolean nativeServes(Tensor t) {
+        return t.scalar_type().value == ScalarType.BFloat16.value && t.device().is_cpu()
+                && NativeKernels.isAvailable();
     }
 
     /**
@@ -59,6 +82,10 @@ final class GramProduct {
      * @param x   a contiguous {@code m × k} tensor
      */
     void into(Tensor out, Tensor x) {
+        if (nativeKernel) {
+            nativeInto(out, x);
+            return;
+        }
         Tensor xt = x.t();
         for (int r0 = 0; r0 < rows; r0 += BLOCK_ROWS) {
             int height = Math.min(BLOCK_ROWS, rows - r0);
@@ -79,5 +106,57 @@ final class GramProduct {
             diagonal.triu_(0);
             diagonal.add_(strictUpper.t());
         }
+    }
+
+    /** Whether the native kernel forms the products, so that {@link #polynomialInto} can run. */
+    boolean isNative() {
+        return nativeKernel;
+    }
+
+    /**
+     * Writes the Newton–Schulz polynomial {@code a·I + b·s + c·s·s} of an exactly symmetric {@code m × m} {@code s}
+     * into {@code out} with the native kernel, in one pass: the product's half, the sum formed in float32 from the
+     * unrounded product and rounded once. Only where {@link #isNative()}.
+     *
+     * @param out a contiguous {@code m × m} tensor, not overlapping {@code s}
+     * @param s   a contiguous, exactly symmetric {@code m × m} tensor
+     */
+    void polynomialInto(Tensor out, Tensor s, double a, double b, double c) {
+        if (!nativeKernel) {
+            throw new IllegalStateException("the fused polynomial needs the native kernel, which this product lacks");
+        }
+        requireNativeOperands(out, s);
+        NativeKernels.bfloat16Polynomial(s.data_ptr().address(), 1, rows, out.data_ptr().address(),
+                scratchFor(rows), torch.get_num_threads(), (float) a, (float) b, (float) c);
+    }
+
+    private void nativeInto(Tensor out, Tensor x) {
+        requireNativeOperands(out, x);
+        int k = Math.toIntExact(x.size(1));
+        NativeKernels.bfloat16SelfProduct(x.data_ptr().address(), 1, rows, k, out.data_ptr().address(),
+                scratchFor(k), torch.get_num_threads());
+    }
+
+    private void requireNativeOperands(Tensor out, Tensor x) {
+        // The kernel reads and writes raw memory: a view or another dtype here would be a bug in the caller.
+        if (!x.is_contiguous() || !out.is_contiguous() || x.dim() != 2 || out.dim() != 2 || x.size(0) != rows
+                || out.size(0) != rows || out.size(1) != rows || !nativeServes(x) || !nativeServes(out)) {
+            throw new IllegalStateException("the native half product needs contiguous 2-D bfloat16 CPU tensors of "
+                    + rows + " rows, got x " + x.size(0) + "x" + x.size(-1) + " (contiguous: " + x.is_contiguous()
+                    + ") and out " + out.size(0) + "x" + out.size(-1) + " (contiguous: " + out.is_contiguous() + ")");
+        }
+    }
+
+    /** The packing scratch's address for a {@code k}-column operand, grown to the longest {@code k} so far. */
+    private long scratchFor(int k) {
+        long bytes = NativeKernels.bfloat16PackBytes(rows, k);
+        if (packed == null || packed.numel() < bytes) {
+            if (packed != null) {
+                packed.close();
+            }
+            packed = NativeLifetime.outliveScope(torch.empty(new long[]{bytes},
+                    new TensorOptions(ScalarType.Byte), null));
+        }
+        return packed.data_ptr().address();
     }
 }

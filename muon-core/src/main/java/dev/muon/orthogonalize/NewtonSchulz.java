@@ -74,12 +74,23 @@ public final class NewtonSchulz implements Orthogonalizer {
 
     /**
      * The smallest {@code min(rows, cols)} for which {@link NsAlgorithm#AUTO} picks the symmetric kernel in
-     * bfloat16 (below {@value #GRAM_MIN_ASPECT}'s aspect ratio). bfloat16 has no half product to call, so the
+     * bfloat16 (below {@value #GRAM_MIN_ASPECT}'s aspect ratio) where muon-core's native half product does not run
+     * ({@link #BFLOAT16_NATIVE_SYMMETRIC_MIN_ROWS} where it does). libtorch has no bfloat16 half product, so the
      * symmetric products are row blocks of GEMMs ({@code SymmetricIteration}); measured on our 2-core CPU they
      * lose to the plain kernel at 1024² (95 against 84 ms), tie at 1280² (three interleaved runs: 162, 159 and
      * 168 against 164, 161 and 168 ms) and win from 1536² (242–249 against 266–273 ms) up.
      */
     public static final int BFLOAT16_SYMMETRIC_MIN_ROWS = GramProduct.CPU_SQUARE_MIN_ROWS;
+
+    /**
+     * The smallest {@code min(rows, cols)} for which {@link NsAlgorithm#AUTO} picks the symmetric kernel in
+     * bfloat16 where muon-core's native half product runs (a CPU with AVX512_BF16; see {@code docs/api.md}); it
+     * replaces {@value #BFLOAT16_SYMMETRIC_MIN_ROWS} there. Measured on our 2-core CPU as {@code Muon} steps of 12
+     * same-shape matrices, one by one on this kernel against one batch on the plain kernel (the alternative a
+     * same-shape group has, {@code Muon.BATCH_MAX_SIDE}): 1.03× the batch's time at 384², 0.86× at 512²,
+     * 0.78× at 640² to 1024²; alone against the plain kernel, 0.87× at 512² and 1.0× at 256².
+     */
+    public static final int BFLOAT16_NATIVE_SYMMETRIC_MIN_ROWS = 512;
 
     private static final long[] LAST_TWO_DIMS = {-2, -1};
 
@@ -263,7 +274,8 @@ public final class NewtonSchulz implements Orthogonalizer {
      * The kernel that {@link NsAlgorithm#AUTO} picks for one matrix (not a batch): on a CPU, for at least
      * {@value #SYMMETRIC_MIN_ROWS} rows after the tall transpose, {@code GRAM} from an aspect ratio of
      * {@value #GRAM_MIN_ASPECT}, else {@code SYMMETRIC} in float32/float64 when OpenBLAS loads and in bfloat16
-     * from {@value #BFLOAT16_SYMMETRIC_MIN_ROWS} rows; {@code GEMM} everywhere else.
+     * from {@value #BFLOAT16_NATIVE_SYMMETRIC_MIN_ROWS} rows where the native half product runs, from
+     * {@value #BFLOAT16_SYMMETRIC_MIN_ROWS} rows where it does not; {@code GEMM} everywhere else.
      *
      * @param cpu       whether the matrix is on the CPU
      * @param precision the iteration's dtype
@@ -281,10 +293,15 @@ public final class NewtonSchulz implements Orthogonalizer {
             return NsAlgorithm.GRAM;
         }
         if (openBlasServes(true, precision)
-                || precision == NsPrecision.BFLOAT16 && m >= BFLOAT16_SYMMETRIC_MIN_ROWS) {
+                || precision == NsPrecision.BFLOAT16 && m >= bfloat16SymmetricMinRows(NativeKernels.isAvailable())) {
             return NsAlgorithm.SYMMETRIC;
         }
         return NsAlgorithm.GEMM;
+    }
+
+    /** Where {@link NsAlgorithm#AUTO} starts the bfloat16 symmetric kernel, with or without the native kernel. */
+    static int bfloat16SymmetricMinRows(boolean nativeKernel) {
+        return nativeKernel ? BFLOAT16_NATIVE_SYMMETRIC_MIN_ROWS : BFLOAT16_SYMMETRIC_MIN_ROWS;
     }
 
     /**

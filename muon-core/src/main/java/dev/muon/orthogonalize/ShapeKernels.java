@@ -30,7 +30,7 @@ final class ShapeKernels {
     /** The libtorch form of the symmetric kernel for this shape, created on first use. */
     SymmetricIteration symmetric() {
         if (symmetric == null) {
-            symmetric = new SymmetricIteration(ws);
+            symmetric = new SymmetricIteration(ws, GramProduct.nativeServes(ws.x));
         }
         return symmetric;
     }
@@ -38,9 +38,12 @@ final class ShapeKernels {
     /** The libtorch form of the Gram kernel for this shape, created on first use. */
     GramIteration gram() {
         if (gram == null) {
-            // Row-blocked m x m squares were measured on the CPU only; other devices keep them everywhere.
-            int blockedSquaresMinRows = ws.x.device().is_cpu() ? GramProduct.CPU_SQUARE_MIN_ROWS : 0;
-            gram = new GramIteration(ws, blockedSquaresMinRows);
+            // Row-blocked m x m squares lose to one GEMM on the CPU below CPU_SQUARE_MIN_ROWS (measured there
+            // only; other devices keep them everywhere); the native half product wins at every size it serves.
+            boolean nativeKernel = GramProduct.nativeServes(ws.x);
+            boolean rowBlocksOnCpu = ws.x.device().is_cpu() && !nativeKernel;
+            int blockedSquaresMinRows = rowBlocksOnCpu ? GramProduct.CPU_SQUARE_MIN_ROWS : 0;
+            gram = new GramIteration(ws, blockedSquaresMinRows, nativeKernel);
         }
         return gram;
     }

@@ -266,7 +266,7 @@ class NewtonSchulzPropertiesTest {
         // On the CPU with OpenBLAS, float64 runs BlasKernels; this drives the libtorch form (bfloat16's, and every
         // other device's) directly, in float64, where it must agree with the plain iteration to rounding.
         assertLibtorchFormEqualsGemm(300, 700, steps, "libtorch Gram form",
-                (ws, abc) -> new GramIteration(ws, blockedSquaresMinRows).iterate(steps, abc[0], abc[1], abc[2]));
+                (ws, abc) -> new GramIteration(ws, blockedSquaresMinRows, false).iterate(steps, abc[0], abc[1], abc[2]));
     }
 
     /** One of the libtorch iterations, run on a workspace holding the normalised input, with its coefficients. */
@@ -314,7 +314,7 @@ class NewtonSchulzPropertiesTest {
         // bfloat16's symmetric kernel, driven in float64 (where the CPU would run BlasKernels instead): it must
         // agree with the plain iteration to rounding.
         assertLibtorchFormEqualsGemm(rows, cols, steps, "libtorch symmetric form",
-                (ws, abc) -> new SymmetricIteration(ws).iterate(steps, abc[0], abc[1], abc[2]));
+                (ws, abc) -> new SymmetricIteration(ws, false).iterate(steps, abc[0], abc[1], abc[2]));
     }
 
 
@@ -333,7 +333,9 @@ class NewtonSchulzPropertiesTest {
         assertEquals(NsAlgorithm.GEMM, auto.kernelFor(cpu, true, 1024, 4096), "batches use GEMMs");
         NewtonSchulz bf16 = new NewtonSchulz(NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.BFLOAT16));
         assertEquals(NsAlgorithm.GRAM, bf16.kernelFor(cpu, false, 1024, 4096), "bfloat16 rectangles use Gram");
-        int crossover = NewtonSchulz.BFLOAT16_SYMMETRIC_MIN_ROWS;
+        int crossover = NewtonSchulz.bfloat16SymmetricMinRows(NativeKernels.isAvailable());
+        assertEquals(NewtonSchulz.BFLOAT16_NATIVE_SYMMETRIC_MIN_ROWS, NewtonSchulz.bfloat16SymmetricMinRows(true));
+        assertEquals(NewtonSchulz.BFLOAT16_SYMMETRIC_MIN_ROWS, NewtonSchulz.bfloat16SymmetricMinRows(false));
         assertEquals(NsAlgorithm.GEMM, bf16.kernelFor(cpu, false, crossover - 1, crossover),
                 "bfloat16 squares below the crossover");
         assertEquals(NsAlgorithm.SYMMETRIC, bf16.kernelFor(cpu, false, crossover, crossover + 1),
@@ -372,26 +374,35 @@ class NewtonSchulzPropertiesTest {
     }
 
     static Stream<Arguments> bf16KernelsOnSpectra() {
-        // The Gram kernel on a wide matrix, the symmetric one on a square of three GramProduct row blocks.
-        return spectra().flatMap(spectrum -> Stream.of(
-                Arguments.of(NsAlgorithm.GRAM, 256, 1024, spectrum.get()[0]),
-                Arguments.of(NsAlgorithm.SYMMETRIC, 600, 600, spectrum.get()[0])));
+        // The Gram kernel on a wide matrix, the symmetric one on a square of three GramProduct row blocks; each on
+        // GramProduct's row blocks of GEMMs and on the native half product (where this CPU runs it).
+        return spectra().flatMap(spectrum -> Stream.of(false, true).flatMap(nativeKernel -> Stream.of(
+                Arguments.of(NsAlgorithm.GRAM, 256, 1024, spectrum.get()[0], nativeKernel),
+                Arguments.of(NsAlgorithm.SYMMETRIC, 600, 600, spectrum.get()[0], nativeKernel))));
     }
 
-    @ParameterizedTest(name = "{0} {1}x{2} {3}")
+    @ParameterizedTest(name = "{0} {1}x{2} {3}, native {4}")
     @MethodSource("bf16KernelsOnSpectra")
     void bf16Kernel_straysNoFurtherThanTwiceThePlainBf16Kernel(NsAlgorithm kernel, int rows, int cols,
-                                                               String spectrum) {
+                                                               String spectrum, boolean nativeKernel) {
+        assumeTrue(!nativeKernel || NativeKernels.isAvailable(),
+                () -> "native kernel off: " + NativeKernels.unavailabilityCause());
         Tensor g = withSpectrum(spectrum, rows, cols);
         double[] exact = Tensors.values(new NewtonSchulz(NewtonSchulzConfig.defaults()
                 .withNsPrecision(NsPrecision.FLOAT64).withNsAlgorithm(NsAlgorithm.GEMM)).orthogonalize(g));
         NewtonSchulzConfig bf16 = NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.BFLOAT16);
         Tensor input = g.to(ScalarType.Float);
-        NewtonSchulz tested = new NewtonSchulz(bf16.withNsAlgorithm(kernel));
-        assertEquals(kernel, tested.kernelFor(input, false, rows, cols));
         double plain = Tensors.relativeError(Tensors.values(new NewtonSchulz(bf16.withNsAlgorithm(NsAlgorithm.GEMM))
                 .orthogonalize(input)), exact);
-        double error = Tensors.relativeError(Tensors.values(tested.orthogonalize(input)), exact);
+        NewtonSchulz ns = new NewtonSchulz(bf16);
+        Workspace ws = new Workspace(0, rows, cols, ScalarType.BFloat16, input.device());
+        ns.normalizeInto(ws.x, input);
+        org.bytedeco.pytorch.Scalar[][] abc = coefficientScalars(bf16, bf16.nsSteps());
+        Tensor result = kernel == NsAlgorithm.GRAM
+                ? new GramIteration(ws, nativeKernel ? 0 : GramProduct.CPU_SQUARE_MIN_ROWS, nativeKernel)
+                        .iterate(bf16.nsSteps(), abc[0], abc[1], abc[2])
+                : new SymmetricIteration(ws, nativeKernel).iterate(bf16.nsSteps(), abc[0], abc[1], abc[2]);
+        double error = Tensors.relativeError(Tensors.values(result), exact);
         // Gram, measured at 512 x 2048 with the restart after 3 steps: 0.6-1.5x the plain kernel's error. Without
         // the restart the decaying, power-law and low-rank cases land 10-360x above the plain kernel and fail here.
         assertTrue(error <= 2 * plain, spectrum + ": bfloat16 " + kernel + " kernel error " + error

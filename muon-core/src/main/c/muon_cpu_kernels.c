@@ -1,0 +1,252 @@
+/*
+ * muon-core's CPU kernels in C, called through JNI from dev.muon.orthogonalize.NativeKernels.
+ *
+ * One kernel: the bfloat16 self product out = x·xᵀ (a "syrk") for a row-major m × k matrix, float32 accumulation,
+ * both triangles written, rounded once to bfloat16 (round to nearest even). libtorch has no half product for
+ * bfloat16 and a GEMM does all m² dot products; this one computes the lower triangle only (about half the
+ * multiply-adds) with AVX512_BF16's vdpbf16ps and writes each value to both of its places, so the result is
+ * exactly symmetric by construction. Measured against libtorch's own GEMM in docs/benchmarks.md.
+ *
+ * Its polynomial form, for a symmetric m × m s: out = a·I + b·s + c·s·s, the Newton–Schulz polynomial, with the
+ * sum formed in float32 from the unrounded product and rounded once (libtorch's ops would round s·s first and then
+ * make two more passes over m × m).
+ *
+ * Built without AVX-512 flags: only the functions marked KERNEL use the AVX-512 instructions, and Java calls them
+ * only after muon_bf16_supported() said yes, so loading this library on any x86-64 CPU is safe.
+ *
+ * Threads: libgomp's OpenMP, which is libtorch's own pool once libtorch is loaded (same soname), so the kernel
+ * neither adds a thread pool nor competes with libtorch's spinning threads.
+ */
+#include <jni.h>
+#include <immintrin.h>
+#include <omp.h>
+#include <stdint.h>
+#include <string.h>
+
+#define KERNEL __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+/* Rows of x per packed panel, which is also the width (columns of out) of one register tile. */
+#define PANEL 32
+/* Rows of out per register tile: 8 × 32 float32 accumulators in 16 zmm registers. */
+#define TILE_ROWS 8
+
+/*
+ * The packed layout: x's rows in panels of PANEL rows; within a panel, for each pair of columns (2q, 2q+1), the
+ * PANEL rows' two values side by side, so that one 64-byte load gives 16 rows' pairs (vdpbf16ps's B operand) and
+ * one row's pair is a 32-bit broadcast (its A operand). Rows past m and the column past an odd k are zero.
+ */
+static inline size_t panel_elems(int pairs) {
+    return (size_t) pairs * PANEL * 2;
+}
+
+static void pack_panels(const uint16_t *x, int m, int k, uint16_t *packed, int first_panel, int end_panel) {
+    int pairs = (k + 1) / 2;
+    for (int p = first_panel; p < end_panel; p++) {
+        uint32_t *dst = (uint32_t *) (packed + (size_t) p * panel_elems(pairs));
+        for (int r = 0; r < PANEL; r++) {
+            int row = p * PANEL + r;
+            uint32_t *d = dst + r;
+            if (row >= m) {
+                for (int q = 0; q < pairs; q++) {
+                    d[(size_t) q * PANEL] = 0;
+                }
+                continue;
+            }
+            const uint16_t *src = x + (size_t) row * k;
+            int full = k / 2;
+            for (int q = 0; q < full; q++) {
+                uint32_t v;
+                memcpy(&v, src + 2 * q, sizeof v);
+                d[(size_t) q * PANEL] = v;
+            }
+            if (k & 1) {
+                d[(size_t) full * PANEL] = src[k - 1];
+            }
+        }
+    }
+}
+
+/* The polynomial form's operands: out = a·I + b·s + c·(s·s); s is null for the plain product. */
+typedef struct {
+    const uint16_t *s;
+    float a, b, c;
+} epilogue;
+
+/* bfloat16 to float32 of 16 values, the lanes past n zero (no read past them). */
+KERNEL static inline __m512 load_bf16(const uint16_t *p, int n) {
+    __mmask16 mask = n >= 16 ? (__mmask16) 0xFFFF : (__mmask16) ((1u << (n > 0 ? n : 0)) - 1u);
+    __m256i v = _mm256_maskz_loadu_epi16(mask, p);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+}
+
+/*
+ * One register tile: rows [row0, row0 + rows) of out against the PANEL columns of panel col_panel, over all k.
+ * Values with column <= row are stored at (row, col) and (col, row); the rest of a tile that crosses the diagonal
+ * is the mirror of values another row of the same tile column stores.
+ */
+KERNEL static void tile(const uint16_t *packed, int pairs, int m, int row0, int rows, int col_panel, uint16_t *out,
+                        const epilogue *poly) {
+    const uint16_t *a = packed + (size_t) (row0 / PANEL) * panel_elems(pairs) + (row0 % PANEL) * 2;
+    const uint16_t *b = packed + (size_t) col_panel * panel_elems(pairs);
+    __m512 acc[TILE_ROWS][2];
+    for (int r = 0; r < TILE_ROWS; r++) {
+        acc[r][0] = _mm512_setzero_ps();
+        acc[r][1] = _mm512_setzero_ps();
+    }
+    for (int q = 0; q < pairs; q++) {
+        __m512bh b0 = (__m512bh) _mm512_loadu_si512(b + (size_t) q * PANEL * 2);
+        __m512bh b1 = (__m512bh) _mm512_loadu_si512(b + (size_t) q * PANEL * 2 + PANEL);
+        const uint16_t *aq = a + (size_t) q * PANEL * 2;
+#pragma GCC unroll 8
+        for (int r = 0; r < TILE_ROWS; r++) {
+            uint32_t pair;
+            memcpy(&pair, aq + 2 * r, sizeof pair);
+            __m512bh av = (__m512bh) _mm512_set1_epi32((int) pair);
+            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+        }
+    }
+    int col0 = col_panel * PANEL;
+    int cols = m - col0 < PANEL ? m - col0 : PANEL;
+    if (poly->s != NULL) {
+        __m512 vc = _mm512_set1_ps(poly->c);
+        __m512 vb = _mm512_set1_ps(poly->b);
+        for (int r = 0; r < rows; r++) {
+            int row = row0 + r;
+            const uint16_t *srow = poly->s + (size_t) row * m + col0;
+            for (int h = 0; h < 2; h++) {
+                __m512 sv = load_bf16(srow + 16 * h, cols - 16 * h);
+                acc[r][h] = _mm512_fmadd_ps(acc[r][h], vc, _mm512_mul_ps(sv, vb));
+                int lane = row - col0 - 16 * h;
+                if (lane >= 0 && lane < 16) {
+                    acc[r][h] = _mm512_mask_add_ps(acc[r][h], (__mmask16) (1u << lane), acc[r][h],
+                                                   _mm512_set1_ps(poly->a));
+                }
+            }
+        }
+    }
+    uint16_t values[TILE_ROWS][PANEL];
+    for (int r = 0; r < TILE_ROWS; r++) {
+        _mm256_storeu_si256((__m256i *) values[r], (__m256i) _mm512_cvtneps_pbh(acc[r][0]));
+        _mm256_storeu_si256((__m256i *) (values[r] + 16), (__m256i) _mm512_cvtneps_pbh(acc[r][1]));
+    }
+    for (int r = 0; r < rows; r++) {
+        int row = row0 + r;
+        int below = row - col0 + 1; /* columns col0 .. row are on or below the diagonal */
+        int n = below < cols ? below : cols;
+        memcpy(out + (size_t) row * m + col0, values[r], (size_t) n * sizeof(uint16_t));
+        for (int c = 0; c < n; c++) {
+            out[(size_t) (col0 + c) * m + row] = values[r][c];
+        }
+    }
+}
+
+/* The lower-triangle tiles, numbered panel by panel: tile t of panel p covers rows from p's first row down. */
+static inline int row_tiles(int m) {
+    return (m + TILE_ROWS - 1) / TILE_ROWS;
+}
+
+KERNEL static void tiles(const uint16_t *packed, int pairs, int m, uint16_t *out, const epilogue *poly, long first,
+                         long end) {
+    int panels = (m + PANEL - 1) / PANEL;
+    int total_rows = row_tiles(m);
+    long index = 0;
+    for (int p = 0; p < panels && index < end; p++) {
+        int start = p * PANEL / TILE_ROWS;
+        long count = total_rows - start;
+        if (index + count <= first) {
+            index += count;
+            continue;
+        }
+        for (int t = start; t < total_rows; t++, index++) {
+            if (index < first) {
+                continue;
+            }
+            if (index >= end) {
+                break;
+            }
+            int row0 = t * TILE_ROWS;
+            int rows = m - row0 < TILE_ROWS ? m - row0 : TILE_ROWS;
+            tile(packed, pairs, m, row0, rows, p, out, poly);
+        }
+    }
+}
+
+static long lower_tiles(int m) {
+    int panels = (m + PANEL - 1) / PANEL;
+    long total = 0;
+    for (int p = 0; p < panels; p++) {
+        total += row_tiles(m) - p * PANEL / TILE_ROWS;
+    }
+    return total;
+}
+
+static void self_product(const uint16_t *x, int m, int k, uint16_t *out, uint16_t *packed, int threads,
+                         const epilogue *poly) {
+    int pairs = (k + 1) / 2;
+    int panels = (m + PANEL - 1) / PANEL;
+    long total = lower_tiles(m);
+#pragma omp parallel num_threads(threads)
+    {
+        int t = omp_get_thread_num();
+        int n = omp_get_num_threads();
+        pack_panels(x, m, k, packed, (int) ((long) panels * t / n), (int) ((long) panels * (t + 1) / n));
+#pragma omp barrier
+        /* Equal tile counts: every tile is the same work (k pairs by 8 × 32). */
+        tiles(packed, pairs, m, out, poly, total * t / n, total * (t + 1) / n);
+    }
+}
+
+static int bf16_supported(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+           && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+}
+
+JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_NativeKernels_bfloat16Supported(JNIEnv *env, jclass cls) {
+    (void) env;
+    (void) cls;
+    return bf16_supported() ? JNI_TRUE : JNI_FALSE;
+}
+
+/* Bytes of packing scratch that one call of bfloat16SelfProduct needs for an m × k matrix. */
+JNIEXPORT jlong JNICALL Java_dev_muon_orthogonalize_NativeKernels_bfloat16PackBytes(JNIEnv *env, jclass cls,
+                                                                                      jint m, jint k) {
+    (void) env;
+    (void) cls;
+    int panels = (m + PANEL - 1) / PANEL;
+    return (jlong) ((size_t) panels * panel_elems((k + 1) / 2) * sizeof(uint16_t));
+}
+
+/*
+ * out[i] = x[i]·x[i]ᵀ for i < batch: x is batch × m × k and out batch × m × m, both contiguous bfloat16; packed
+ * has bfloat16PackBytes(m, k) bytes. The caller checked shapes, dtypes, contiguity and CPU support.
+ */
+JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_bfloat16SelfProduct(
+        JNIEnv *env, jclass cls, jlong x, jint batch, jint m, jint k, jlong out, jlong packed, jint threads) {
+    (void) env;
+    (void) cls;
+    epilogue none = {NULL, 0.0f, 0.0f, 0.0f};
+    for (int i = 0; i < batch; i++) {
+        self_product((const uint16_t *) (intptr_t) x + (size_t) i * m * k, m, k,
+                     (uint16_t *) (intptr_t) out + (size_t) i * m * m, (uint16_t *) (intptr_t) packed, threads, &none);
+    }
+}
+
+/*
+ * out[i] = a·I + b·s[i] + c·s[i]·s[i] for i < batch, each s[i] an exactly symmetric m × m matrix (the product is
+ * formed as s·sᵀ): s and out are batch × m × m contiguous bfloat16, not overlapping; packed has
+ * bfloat16PackBytes(m, m) bytes. The result is exactly symmetric.
+ */
+JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_bfloat16Polynomial(
+        JNIEnv *env, jclass cls, jlong s, jint batch, jint m, jlong out, jlong packed, jint threads, jfloat a, jfloat b,
+        jfloat c) {
+    (void) env;
+    (void) cls;
+    for (int i = 0; i < batch; i++) {
+        const uint16_t *si = (const uint16_t *) (intptr_t) s + (size_t) i * m * m;
+        epilogue poly = {si, a, b, c};
+        self_product(si, m, m, (uint16_t *) (intptr_t) out + (size_t) i * m * m, (uint16_t *) (intptr_t) packed,
+                     threads, &poly);
+    }
+}

@@ -1,0 +1,156 @@
+package dev.muon.orthogonalize;
+
+import dev.muon.internal.TorchNatives;
+import org.bytedeco.javacpp.Loader;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+
+/**
+ * muon-core's own native CPU kernel, {@code libmuoncpu.so} (source: {@code src/main/c/muon_cpu_kernels.c}): the
+ * bfloat16 half product {@code out = x·xᵀ} on AVX512_BF16, which libtorch lacks (it forms {@code x·xᵀ} as a full
+ * GEMM). Built into the jar for Linux x86-64 when gcc is at hand at build time.
+ *
+ * <p>Probed once, at the first use: the platform, the library in the jar, libtorch loaded first (the kernel's OpenMP
+ * threads are then libtorch's own pool, through the one {@code libgomp.so.1}), and the CPU's AVX512_BF16. Without
+ * any of them, or with {@code -Ddev.muon.native.disable=true}, bfloat16 products run on libtorch GEMMs as before,
+ * and the cause is logged once in one sentence.
+ */
+final class NativeKernels {
+    static {
+        // Before anything here loads libtorch: see TorchNatives for the crash this prevents.
+        TorchNatives.extract();
+    }
+
+    /** Set to {@code true} to force libtorch's products, e.g. to compare the two. */
+    static final String DISABLE_PROPERTY = "dev.muon.native.disable";
+
+    /** Where the build puts the library in the jar. */
+    static final String LIBRARY_RESOURCE = "/dev/muon/orthogonalize/native/linux-x86_64/libmuoncpu.so";
+
+    private static final System.Logger LOG = System.getLogger(NativeKernels.class.getName());
+
+    private static final Throwable UNAVAILABILITY_CAUSE = load();
+
+    private NativeKernels() {
+    }
+
+    private static Throwable load() {
+        Throwable cause = probe(Boolean.getBoolean(DISABLE_PROPERTY), System.getProperty("os.name"),
+                System.getProperty("os.arch"), NativeKernels.class.getResource(LIBRARY_RESOURCE) != null);
+        if (cause == null) {
+            try {
+                // libtorch first, so that our libgomp.so.1 is libtorch's and its OpenMP pool is the one we use.
+                Loader.load(org.bytedeco.pytorch.global.torch.class);
+                loadLibrary();
+                if (!bfloat16Supported()) {
+                    cause = new UnsupportedOperationException("this CPU lacks AVX512_BF16 (it needs an Intel Cooper "
+                            + "Lake, Sapphire Rapids or later, or an AMD Zen 4 or later)");
+                }
+            } catch (Throwable t) {
+                cause = t;
+            }
+        }
+        if (cause != null) {
+            LOG.log(System.Logger.Level.INFO, "muon-core's native bfloat16 half product is off, so bfloat16 "
+                    + "Newton-Schulz on the CPU forms its symmetric products from libtorch GEMMs (slower): " + cause);
+        }
+        return cause;
+    }
+
+    /**
+     * Why the native kernel cannot run, from what can be known before loading it; null if nothing stands in the way.
+     *
+     * @param disabled        whether {@value #DISABLE_PROPERTY} is set
+     * @param os              {@code os.name}
+     * @param arch            {@code os.arch}
+     * @param libraryInJar    whether the jar holds the library
+     * @return the cause, or null
+     */
+    static Throwable probe(boolean disabled, String os, String arch, boolean libraryInJar) {
+        if (disabled) {
+            return new UnsupportedOperationException("disabled by -D" + DISABLE_PROPERTY + "=true");
+        }
+        if (!"Linux".equals(os) || !("amd64".equals(arch) || "x86_64".equals(arch))) {
+            return new UnsupportedOperationException("it is built for Linux x86-64 only, and this is " + os + " "
+                    + arch);
+        }
+        if (!libraryInJar) {
+            return new UnsupportedOperationException("the muon-core jar holds no " + LIBRARY_RESOURCE
+                    + ": it was built without gcc (build it with gcc on PATH)");
+        }
+        return null;
+    }
+
+    /** Copies the library out of the jar and loads it; the copy is deleted at once (the mapping stays). */
+    private static void loadLibrary() throws IOException {
+        Path file = Files.createTempFile("libmuoncpu", ".so");
+        try (InputStream in = NativeKernels.class.getResourceAsStream(LIBRARY_RESOURCE)) {
+            if (in == null) {
+                throw new IOException("resource " + LIBRARY_RESOURCE + " vanished");
+            }
+            Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
+            System.load(file.toAbsolutePath().toString());
+        } finally {
+            Files.deleteIfExists(file);
+        }
+    }
+
+    /** Whether the kernel runs here; false means {@link #unavailabilityCause()} says why. */
+    static boolean isAvailable() {
+        return UNAVAILABILITY_CAUSE == null;
+    }
+
+    /** Why the kernel does not run here, or null if it does. */
+    static Throwable unavailabilityCause() {
+        return UNAVAILABILITY_CAUSE;
+    }
+
+    /** Whether this CPU and OS run AVX512_BF16 (and AVX512 F, BW, VL). */
+    private static native boolean bfloat16Supported();
+
+    /**
+     * Bytes of packing scratch one {@link #bfloat16SelfProduct} call needs for an {@code m × k} matrix.
+     *
+     * @param m rows
+     * @param k columns
+     * @return the bytes
+     */
+    static native long bfloat16PackBytes(int m, int k);
+
+    /**
+     * {@code out[i] = x[i]·x[i]ᵀ} for each of {@code batch} matrices, float32 accumulation rounded once to bfloat16,
+     * both triangles written and exactly symmetric. No checks on this side of JNI: the caller passes contiguous
+     * bfloat16 CPU memory of the stated shapes.
+     *
+     * @param x       address of {@code batch × m × k} bfloat16 values
+     * @param batch   matrices
+     * @param m       rows of each
+     * @param k       columns of each
+     * @param out     address of {@code batch × m × m} bfloat16 values, not overlapping {@code x}
+     * @param packed  address of {@link #bfloat16PackBytes}{@code (m, k)} bytes of scratch
+     * @param threads the OpenMP threads to use
+     */
+    static native void bfloat16SelfProduct(long x, int batch, int m, int k, long out, long packed, int threads);
+
+    /**
+     * {@code out[i] = a·I + b·s[i] + c·s[i]·s[i]} for each of {@code batch} exactly symmetric matrices, the sum formed
+     * in float32 from the unrounded product and rounded once to bfloat16; exactly symmetric. Same contract as
+     * {@link #bfloat16SelfProduct} with {@code x = s} and {@code k = m}.
+     *
+     * @param s       address of {@code batch × m × m} bfloat16 values
+     * @param batch   matrices
+     * @param m       rows and columns of each
+     * @param out     address of {@code batch × m × m} bfloat16 values, not overlapping {@code s}
+     * @param packed  address of {@link #bfloat16PackBytes}{@code (m, m)} bytes of scratch
+     * @param threads the OpenMP threads to use
+     * @param a       the coefficient of {@code I}
+     * @param b       the coefficient of {@code s}
+     * @param c       the coefficient of {@code s·s}
+     */
+    static native void bfloat16Polynomial(long s, int batch, int m, long out, long packed, int threads, float a,
+                                          float b, float c);
+}

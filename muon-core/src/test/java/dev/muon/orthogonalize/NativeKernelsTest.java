@@ -1,0 +1,175 @@
+package dev.muon.orthogonalize;
+
+import dev.muon.golden.NativeScopePerTest;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The native bfloat16 half product and its polynomial form against float64, entry by entry, with the bound that
+ * float32 accumulation and one rounding to bfloat16 allow; and the probe's causes. The kernel tests skip, with the
+ * probe's cause, on a machine where the kernel cannot run (no AVX512_BF16, or a jar built without gcc).
+ */
+@ExtendWith(NativeScopePerTest.class)
+class NativeKernelsTest {
+    /** Half a bfloat16 unit in the last place, relative: the one rounding of each result. */
+    private static final double HALF_ULP = Math.pow(2, -8);
+    /** float32's unit roundoff; k of them bound a k-term float32 sum, relative to the sum of magnitudes. */
+    private static final double FLOAT32_ROUNDOFF = Math.pow(2, -24);
+
+    @BeforeEach
+    void seed() {
+        torch.manual_seed(11);
+    }
+
+    static Stream<Arguments> probeCases() {
+        return Stream.of(
+                Arguments.of(true, "Linux", "amd64", true, "disabled by -Ddev.muon.native.disable=true"),
+                Arguments.of(false, "Mac OS X", "aarch64", true,
+                        "it is built for Linux x86-64 only, and this is Mac OS X aarch64"),
+                Arguments.of(false, "Linux", "aarch64", true,
+                        "it is built for Linux x86-64 only, and this is Linux aarch64"),
+                Arguments.of(false, "Linux", "amd64", false, "the muon-core jar holds no "
+                        + NativeKernels.LIBRARY_RESOURCE + ": it was built without gcc (build it with gcc on PATH)"));
+    }
+
+    @ParameterizedTest(name = "{1} {2}, disabled {0}, in jar {3}")
+    @MethodSource("probeCases")
+    void probe_namesWhyTheKernelCannotRun(boolean disabled, String os, String arch, boolean inJar, String message) {
+        Throwable cause = NativeKernels.probe(disabled, os, arch, inJar);
+        assertEquals(UnsupportedOperationException.class, cause.getClass());
+        assertEquals(message, cause.getMessage());
+    }
+
+    @Test
+    void probe_findsNothingInTheWay_onLinuxX86WithTheLibrary() {
+        assertNull(NativeKernels.probe(false, "Linux", "amd64", true));
+        assertNull(NativeKernels.probe(false, "Linux", "x86_64", true));
+    }
+
+    @Test
+    void theBuildPutsTheLibraryInTheJar_onLinuxX86() {
+        // CI builds with gcc on Linux x86-64: a build step that silently stopped producing the library fails here.
+        assumeTrue("Linux".equals(System.getProperty("os.name")) && "amd64".equals(System.getProperty("os.arch")));
+        assertTrue(NativeKernels.class.getResource(NativeKernels.LIBRARY_RESOURCE) != null,
+                "no " + NativeKernels.LIBRARY_RESOURCE + " on the class path");
+    }
+
+    private static void assumeKernel() {
+        assumeTrue(NativeKernels.isAvailable(), () -> "native kernel off: " + NativeKernels.unavailabilityCause());
+    }
+
+    static Stream<Arguments> productShapes() {
+        // Around the kernel's 8-row tiles and 32-row panels, odd k (a half-filled column pair), k = 1, one row.
+        return Stream.of(Arguments.of(1, 1), Arguments.of(1, 9), Arguments.of(7, 3), Arguments.of(8, 8),
+                Arguments.of(31, 64), Arguments.of(33, 65), Arguments.of(100, 1), Arguments.of(257, 300),
+                Arguments.of(130, 1001));
+    }
+
+    @ParameterizedTest(name = "{0}x{1}")
+    @MethodSource("productShapes")
+    void halfProduct_isWithinOneRoundingOfFloat64_andExactlySymmetric(int m, int k) {
+        assumeKernel();
+        Tensor x = torch.randn(m, k).to(ScalarType.BFloat16);
+        // NaN in the output, as a reused workspace may hold: every entry must be overwritten.
+        Tensor out = torch.full(new long[]{m, m}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
+        new GramProduct(m, x.options(), true).into(out, x);
+
+        Tensor x64 = x.to(ScalarType.Double);
+        Tensor exact = x64.matmul(x64.t());
+        Tensor magnitudes = x64.abs().matmul(x64.abs().t());
+        // |fl32(sum) - sum| <= k u sum|terms|, then one rounding: |out - e| <= 2^-8 (|e| + err32) + err32.
+        Tensor err32 = magnitudes.mul(new Scalar(k * FLOAT32_ROUNDOFF));
+        assertWithin(out, exact, exact.abs().add(err32).mul(new Scalar(HALF_ULP)).add(err32), m + "x" + k);
+        assertEquals(0.0, out.sub(out.t()).abs().max().item_double(), "the result is not exactly symmetric");
+    }
+
+    @ParameterizedTest(name = "{0}x{0}")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {1, 9, 40, 257})
+    void polynomial_isWithinOneRoundingOfFloat64_andExactlySymmetric(int m) {
+        assumeKernel();
+        double a = 3.4445;
+        double b = -4.7750;
+        double c = 2.0315;
+        Tensor g = torch.randn(m, m).to(ScalarType.Double).div(new Scalar(Math.sqrt(m)));
+        Tensor s = g.add(g.t()).to(ScalarType.BFloat16); // exactly symmetric: each entry rounds the same sum
+        Tensor out = torch.full(new long[]{m, m}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
+        new GramProduct(m, s.options(), true).polynomialInto(out, s, a, b, c);
+
+        Tensor s64 = s.to(ScalarType.Double);
+        Tensor eye = torch.eye(m).to(ScalarType.Double);
+        Tensor exact = s64.matmul(s64).mul(new Scalar(c)).add(s64.mul(new Scalar(b))).add(eye.mul(new Scalar(a)));
+        Tensor squareMagnitudes = s64.abs().matmul(s64.abs()).mul(new Scalar(Math.abs(c)));
+        Tensor termMagnitudes = squareMagnitudes.add(s64.abs().mul(new Scalar(Math.abs(b))))
+                .add(eye.mul(new Scalar(Math.abs(a))));
+        // The product's float32 sum, then c·p + b·s (one fused rounding) and + a on the diagonal (one more).
+        Tensor err32 = squareMagnitudes.mul(new Scalar(m * FLOAT32_ROUNDOFF))
+                .add(termMagnitudes.mul(new Scalar(2 * FLOAT32_ROUNDOFF)));
+        assertWithin(out, exact, exact.abs().add(err32).mul(new Scalar(HALF_ULP)).add(err32), m + "x" + m);
+        assertEquals(0.0, out.sub(out.t()).abs().max().item_double(), "the result is not exactly symmetric");
+    }
+
+    private static void assertWithin(Tensor out, Tensor exact, Tensor bound, String what) {
+        Tensor excess = out.to(ScalarType.Double).sub(exact).abs().sub(bound);
+        double worst = excess.max().item_double();
+        assertTrue(worst <= 0, what + ": an entry is " + worst + " beyond its rounding bound (NaN: not written)");
+    }
+
+    @Test
+    void result_isTheSameBits_forAnyThreadCount_andAloneOrInABatch() {
+        assumeKernel();
+        int m = 70;
+        int k = 90;
+        Tensor x = torch.randn(3, m, k).to(ScalarType.BFloat16);
+        Tensor scratch = torch.empty(new long[]{NativeKernels.bfloat16PackBytes(m, k)},
+                new TensorOptions(ScalarType.Byte), null);
+        Tensor batch = torch.empty(new long[]{3, m, m}, x.options(), null);
+        NativeKernels.bfloat16SelfProduct(x.data_ptr().address(), 3, m, k, batch.data_ptr().address(),
+                scratch.data_ptr().address(), 2);
+        for (int threads = 1; threads <= 3; threads++) {
+            for (int i = 0; i < 3; i++) {
+                Tensor xi = x.select(0, i).contiguous();
+                Tensor alone = torch.empty(new long[]{m, m}, x.options(), null);
+                NativeKernels.bfloat16SelfProduct(xi.data_ptr().address(), 1, m, k, alone.data_ptr().address(),
+                        scratch.data_ptr().address(), threads);
+                assertTrue(torch.equal(alone, batch.select(0, i)), "matrix " + i + " with " + threads
+                        + " threads differs from the batch run");
+            }
+        }
+    }
+
+    @Test
+    void nativeProduct_rejectsAView() {
+        assumeKernel();
+        Tensor x = torch.randn(16, 12).to(ScalarType.BFloat16);
+        Tensor out = torch.empty(new long[]{12, 12}, x.options(), null);
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> new GramProduct(12, x.options(), true).into(out, x.t()));
+        assertEquals("the native half product needs contiguous 2-D bfloat16 CPU tensors of 12 rows, got x 12x16 "
+                + "(contiguous: false) and out 12x12 (contiguous: true)", e.getMessage());
+    }
+
+    @Test
+    void polynomial_withoutTheNativeKernel_isRefused() {
+        Tensor s = torch.eye(4).to(ScalarType.BFloat16);
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> new GramProduct(4, s.options(), false).polynomialInto(torch.empty_like(s), s, 1, 1, 1));
+        assertEquals("the fused polynomial needs the native kernel, which this product lacks", e.getMessage());
+    }
+}
