@@ -2,6 +2,7 @@ package dev.muon;
 
 import dev.muon.golden.NativeScopePerTest;
 import dev.muon.golden.Tensors;
+import dev.muon.orthogonalize.NativeKernels;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
@@ -86,6 +87,7 @@ class MuonSameShapeBatchingTest {
         int max = Muon.BATCH_MAX_SIDE;
         int bf16Max = Muon.BATCH_MAX_SIDE_BFLOAT16_CPU;
         int symmetric = NewtonSchulz.SYMMETRIC_MIN_ROWS;
+        boolean nativeKernel = NativeKernels.isAvailable();
         return Stream.of(
                 rule("small_two_isBatched", d, 64, 32, 2, true, true),
                 rule("small_one_isNot", d, 64, 32, 1, true, false),
@@ -109,9 +111,14 @@ class MuonSameShapeBatchingTest {
                 rule("gpu_rows_aboveBound_isNot", d, max + 1, 8, 4, false, false),
                 rule("cpu_cols_aboveBound_isNot", bf16, 8, bf16Max + 1, 4, true, false),
                 rule("gemm_gptWidth_isNot", gemm, 768, 768, 16, true, false),
-                // bfloat16 on a CPU: batched up to its own, measured bound, below the symmetric kernel's rows.
-                rule("cpu_bfloat16_gptWidth_isBatched", bf16, 768, 768, 16, true, true),
-                rule("cpu_bfloat16_atItsBound_isBatched", bf16, bf16Max, bf16Max, 2, true, true),
+                // bfloat16 on a CPU: batched up to its own, measured bound, below the symmetric kernel's rows, which
+                // start at 512 where muon-core's native half product runs and at 1536 where it does not.
+                rule("cpu_bfloat16_belowTheNativeSymmetricKernel_isBatched", bf16,
+                        NewtonSchulz.BFLOAT16_NATIVE_SYMMETRIC_MIN_ROWS - 1,
+                        NewtonSchulz.BFLOAT16_NATIVE_SYMMETRIC_MIN_ROWS - 1, 16, true, true),
+                rule("cpu_bfloat16_gptWidth_isBatched_unlessNative", bf16, 768, 768, 16, true, !nativeKernel),
+                rule("cpu_bfloat16_atItsBound_isBatched_unlessNative", bf16, bf16Max, bf16Max, 2, true,
+                        !nativeKernel),
                 rule("cpu_bfloat16_aboveItsBound_isNot", bf16, bf16Max + 1, 8, 2, true, false),
                 rule("cpu_bfloat16_gemm_aboveTheOtherBound_isBatched", bf16.withNsAlgorithm(NsAlgorithm.GEMM),
                         max + 1, max + 1, 2, true, true),

@@ -10,7 +10,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 
 /**
- * muon-core's own native CPU kernel, {@code libmuoncpu.so} (source: {@code src/main/c/muon_cpu_kernels.c}): the
+ * Whether muon-core's own native CPU kernel runs here, and why not: {@code libmuoncpu.so} (source: {@code src/main/c/muon_cpu_kernels.c}): the
  * bfloat16 half product {@code out = x·xᵀ} on AVX512_BF16, which libtorch lacks (it forms {@code x·xᵀ} as a full
  * GEMM). Built into the jar for Linux x86-64 when gcc is at hand at build time.
  *
@@ -18,8 +18,14 @@ import java.nio.file.StandardCopyOption;
  * threads are then libtorch's own pool, through the one {@code libgomp.so.1}), and the CPU's AVX512_BF16. Without
  * any of them, or with {@code -Ddev.muon.native.disable=true}, bfloat16 products run on libtorch GEMMs as before,
  * and the cause is logged once in one sentence.
+ *
+ * <pre>{@code
+ * if (!NativeKernels.isAvailable()) {
+ *     System.out.println("bfloat16 Newton-Schulz on libtorch GEMMs: " + NativeKernels.unavailabilityCause());
+ * }
+ * }</pre>
  */
-final class NativeKernels {
+public final class NativeKernels {
     static {
         // Before anything here loads libtorch: see TorchNatives for the crash this prevents.
         TorchNatives.extract();
@@ -99,14 +105,35 @@ final class NativeKernels {
         }
     }
 
-    /** Whether the kernel runs here; false means {@link #unavailabilityCause()} says why. */
-    static boolean isAvailable() {
+    /**
+     * Whether the native kernel runs in this process (probed once, at the first call of any method here).
+     *
+     * @return true if bfloat16 symmetric products on the CPU use it; false means {@link #unavailabilityCause()}
+     *         says why
+     */
+    public static boolean isAvailable() {
         return UNAVAILABILITY_CAUSE == null;
     }
 
-    /** Why the kernel does not run here, or null if it does. */
-    static Throwable unavailabilityCause() {
+    /**
+     * Why the native kernel does not run in this process.
+     *
+     * @return the cause, or null if it runs
+     */
+    public static Throwable unavailabilityCause() {
         return UNAVAILABILITY_CAUSE;
+    }
+
+    /**
+     * Throws unless the native kernel runs in this process: for a deployment that must not fall back silently.
+     *
+     * @throws UnsupportedOperationException naming the cause, which it carries
+     */
+    public static void ensureAvailable() {
+        if (UNAVAILABILITY_CAUSE != null) {
+            throw new UnsupportedOperationException("muon-core's native bfloat16 kernel cannot run here: "
+                    + UNAVAILABILITY_CAUSE.getMessage(), UNAVAILABILITY_CAUSE);
+        }
     }
 
     /** Whether this CPU and OS run AVX512_BF16 (and AVX512 F, BW, VL). */

@@ -64,6 +64,20 @@ class NativeKernelsTest {
     }
 
     @Test
+    void ensureAvailable_throwsTheCause_exactlyWhenUnavailable() {
+        if (NativeKernels.isAvailable()) {
+            NativeKernels.ensureAvailable();
+            assertNull(NativeKernels.unavailabilityCause());
+        } else {
+            UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
+                    NativeKernels::ensureAvailable);
+            assertEquals("muon-core's native bfloat16 kernel cannot run here: "
+                    + NativeKernels.unavailabilityCause().getMessage(), e.getMessage());
+            assertEquals(NativeKernels.unavailabilityCause(), e.getCause());
+        }
+    }
+
+    @Test
     void theBuildPutsTheLibraryInTheJar_onLinuxX86() {
         // CI builds with gcc on Linux x86-64: a build step that silently stopped producing the library fails here.
         assumeTrue("Linux".equals(System.getProperty("os.name")) && "amd64".equals(System.getProperty("os.arch")));
