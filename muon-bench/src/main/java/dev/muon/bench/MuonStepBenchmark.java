@@ -46,7 +46,9 @@ import java.util.concurrent.TimeUnit;
  * {@link Muon#BATCH_MAX_SIDE}, on a CPU, {@code small-24x256} batches with {@code nsPrecision=bfloat16} or
  * {@code nsAlgorithm=GEMM} (with float32 and {@code AUTO} its 256×256 matrices keep the symmetric kernel, so
  * {@code on} and {@code off} run the same code there), and {@code gpt2-small-width} batches its 16 square
- * 768×768 matrices with {@code nsPrecision=bfloat16} only.
+ * 768×768 matrices with {@code nsPrecision=bfloat16} only, and only where muon-core's native bfloat16 half product
+ * does not run ({@code NativeKernels}): where it runs, they take the symmetric kernel one by one, so {@code on} and
+ * {@code off} run the same code.
  *
  * <p>How to run: {@code java -jar muon-bench/target/benchmarks.jar MuonStepBenchmark}; the batching question
  * alone: {@code java -jar muon-bench/target/benchmarks.jar MuonStepBenchmark -p model=small-24x256
