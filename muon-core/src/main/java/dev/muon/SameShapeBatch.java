@@ -39,7 +39,9 @@ final class SameShapeBatch {
      * The largest {@code max(rows, cols)} that batches in bfloat16 on a CPU: measured up to 1280² (where a batch
      * still beat the matrices one by one) and no further, since from 1536 rows {@code AUTO} gives square matrices
      * the symmetric kernel, which a batch would cost them. bfloat16 products go to oneDNN, whose batched product
-     * runs whole matrices per thread instead of splitting each matrix across threads.
+     * runs whole matrices per thread instead of splitting each matrix across threads. Where muon-core's native
+     * half product runs, {@code AUTO} gives squares the symmetric kernel from 512 rows, and {@link #allows} keeps
+     * them out of batches from there.
      */
     static final int BFLOAT16_CPU_MAX_SIDE = 1280;
 

@@ -9,9 +9,10 @@ public enum NsAlgorithm {
      * The default. For a single matrix on the CPU with at least {@value NewtonSchulz#SYMMETRIC_MIN_ROWS} rows
      * after the tall transpose: {@link #GRAM} when the long side is at least
      * {@value NewtonSchulz#GRAM_MIN_ASPECT} times the short one (any dtype), else {@link #SYMMETRIC} in float32
-     * and float64 (if OpenBLAS loads) and in bfloat16 from {@value NewtonSchulz#BFLOAT16_SYMMETRIC_MIN_ROWS} rows
-     * (where its row-blocked products start to win). Everything else (batches, GPUs, small matrices, bfloat16
-     * squares below that size): {@link #GEMM}.
+     * and float64 (if OpenBLAS loads) and in bfloat16 from {@value NewtonSchulz#BFLOAT16_NATIVE_SYMMETRIC_MIN_ROWS}
+     * rows where muon-core's native half product runs ({@link NativeKernels}), from
+     * {@value NewtonSchulz#BFLOAT16_SYMMETRIC_MIN_ROWS} where it does not (where its row-blocked products start
+     * to win). Everything else (batches, GPUs, small matrices, bfloat16 squares below that size): {@link #GEMM}.
      */
     AUTO,
     /** Three plain libtorch GEMMs per step: any device, any dtype, batches. Forces the fast paths off. */
@@ -19,9 +20,10 @@ public enum NsAlgorithm {
     /**
      * Exploits the symmetry of {@code X·Xᵀ} and {@code A·A}: in float32/float64 OpenBLAS {@code ?syrk} computes
      * one triangle of each (half the multiply-adds) and {@code ?symm} applies the symmetric polynomial; in
-     * bfloat16 (or without OpenBLAS) each is formed from row blocks of GEMMs above the diagonal, which saves
-     * less and loses to the plain kernel below about 1536 rows. CPU, single matrices; on other devices and for
-     * batches, {@code GEMM} runs instead.
+     * bfloat16 on a CPU with AVX512_BF16 muon-core's native half product does the same, the polynomial fused into
+     * {@code A·A}; otherwise (bfloat16 without it, or no OpenBLAS) each is formed from row blocks of GEMMs above
+     * the diagonal, which saves less and loses to the plain kernel below about 1536 rows. CPU, single matrices;
+     * on other devices and for batches, {@code GEMM} runs instead.
      */
     SYMMETRIC,
     /**
