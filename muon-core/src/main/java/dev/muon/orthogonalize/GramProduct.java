@@ -63,7 +63,8 @@ final class GramProduct {
         this.rows = Math.toIntExact(rows);
         this.nativeKernel = nativeKernel;
         long side = Math.min(BLOCK_ROWS, rows);
-        this.tile = nativeKernel ? null : NativeLifetime.outliveScope(torch.empty(new long[]{side, side}, options, null));
+        this.tile = nativeKernel ? null
+                : NativeLifetime.outliveScope(torch.empty(new long[]{side, side}, options, null));
     }
 
     /**

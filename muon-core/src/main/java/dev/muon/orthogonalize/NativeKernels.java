@@ -10,9 +10,10 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 
 /**
- * Whether muon-core's own native CPU kernel runs here, and why not: {@code libmuoncpu.so} (source: {@code src/main/c/muon_cpu_kernels.c}): the
- * bfloat16 half product {@code out = x·xᵀ} on AVX512_BF16, which libtorch lacks (it forms {@code x·xᵀ} as a full
- * GEMM). Built into the jar for Linux x86-64 when gcc is at hand at build time.
+ * Whether muon-core's own native CPU kernel runs in this process, and why not. The kernel, {@code libmuoncpu.so}
+ * (source: {@code muon-core/src/main/c/muon_cpu_kernels.c}), is the bfloat16 half product {@code out = x·xᵀ} on
+ * AVX512_BF16, which libtorch lacks (it forms {@code x·xᵀ} as a full GEMM); the build puts it into the jar for
+ * Linux x86-64 when gcc is at hand.
  *
  * <p>Probed once, at the first use: the platform, the library in the jar, libtorch loaded first (the kernel's OpenMP
  * threads are then libtorch's own pool, through the one {@code libgomp.so.1}), and the CPU's AVX512_BF16. Without

@@ -81,7 +81,8 @@ class NativeKernelsTest {
     void theBuildPutsTheLibraryInTheJar_whereGccIsOnPath() {
         // CI builds with gcc on Linux x86-64: a build step that silently stopped producing the library fails here.
         assumeTrue("Linux".equals(System.getProperty("os.name")) && "amd64".equals(System.getProperty("os.arch")));
-        boolean gcc = java.util.Arrays.stream(System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator))
+        String path = System.getenv().getOrDefault("PATH", "");
+        boolean gcc = java.util.Arrays.stream(path.split(java.io.File.pathSeparator))
                 .anyMatch(dir -> java.nio.file.Files.isExecutable(java.nio.file.Path.of(dir, "gcc")));
         assumeTrue(gcc, "no gcc on PATH: the build skips the native library");
         assertTrue(NativeKernels.class.getResource(NativeKernels.LIBRARY_RESOURCE) != null,
