@@ -106,9 +106,8 @@ public final class CudaSupport {
                         + "NVIDIA GPU and driver");
             }
         } catch (Throwable t) {
-            return new UnsupportedOperationException("libtorch was loaded without CUDA (" + brief(t)
-                    + "); put org.bytedeco:pytorch:<version>:linux-x86_64-gpu on the class path and run with "
-                    + "-Dorg.bytedeco.javacpp.platform.extension=-gpu", t);
+            return withoutCuda(t, loader.getResource(GPU_NATIVES_RESOURCE) != null,
+                    System.getProperty(PLATFORM_EXTENSION_PROPERTY));
         }
         try {
             int result = cuInit(0);
@@ -121,6 +120,40 @@ public final class CudaSupport {
                     + "); put org.bytedeco:cuda:13.1-9.19-1.5.13:linux-x86_64 on the class path", t);
         }
         return null;
+    }
+
+    /** A file of libtorch's GPU natives jar ({@code org.bytedeco:pytorch:<version>:linux-x86_64-gpu}). */
+    static final String GPU_NATIVES_RESOURCE = "org/bytedeco/pytorch/linux-x86_64-gpu/libjnitorch_cuda.so";
+
+    /** JavaCPP's choice between the CPU and the GPU natives of a preset. */
+    static final String PLATFORM_EXTENSION_PROPERTY = "org.bytedeco.javacpp.platform.extension";
+
+    /**
+     * Why libtorch's CUDA side did not load, told apart by what is at hand, so that the message names the step
+     * that is missing: the GPU natives jar, the property that makes JavaCPP load it, or (both there) the CUDA
+     * libraries those natives link against, which no jar brings.
+     *
+     * @param error              what touching libtorch's CUDA side threw
+     * @param gpuNativesOnPath   whether the class path holds the GPU natives ({@link #GPU_NATIVES_RESOURCE})
+     * @param platformExtension  the value of {@value #PLATFORM_EXTENSION_PROPERTY}, or null
+     * @return the cause, carrying {@code error}
+     */
+    static UnsupportedOperationException withoutCuda(Throwable error, boolean gpuNativesOnPath,
+                                                     String platformExtension) {
+        String message;
+        if (!gpuNativesOnPath) {
+            message = "libtorch was loaded without CUDA (" + brief(error) + "); put "
+                    + "org.bytedeco:pytorch:<version>:linux-x86_64-gpu on the class path and run with -D"
+                    + PLATFORM_EXTENSION_PROPERTY + "=-gpu";
+        } else if (!"-gpu".equals(platformExtension)) {
+            message = "libtorch's GPU natives are on the class path, but JavaCPP loaded its CPU build ("
+                    + brief(error) + "); run with -D" + PLATFORM_EXTENSION_PROPERTY + "=-gpu";
+        } else {
+            message = "libtorch's GPU natives are on the class path and selected, but did not load (" + brief(error)
+                    + "); the CUDA libraries they link against (cuBLAS, cuDNN, NCCL, ...) must be on the library "
+                    + "path: the GPU test bundle's run.sh libs lists which are missing (docs/cuda.md)";
+        }
+        return new UnsupportedOperationException(message, error);
     }
 
     /** The error's type and the start of its message, without the library path that a link error lists. */

@@ -63,6 +63,36 @@ class CudaSupportTest {
         }
     }
 
+    static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> withoutCudaCases() {
+        return java.util.stream.Stream.of(
+                org.junit.jupiter.params.provider.Arguments.of(false, null,
+                        "libtorch was loaded without CUDA (UnsatisfiedLinkError: no jnicudart); put "
+                                + "org.bytedeco:pytorch:<version>:linux-x86_64-gpu on the class path and run with "
+                                + "-Dorg.bytedeco.javacpp.platform.extension=-gpu"),
+                org.junit.jupiter.params.provider.Arguments.of(true, null,
+                        "libtorch's GPU natives are on the class path, but JavaCPP loaded its CPU build "
+                                + "(UnsatisfiedLinkError: no jnicudart); run with "
+                                + "-Dorg.bytedeco.javacpp.platform.extension=-gpu"),
+                org.junit.jupiter.params.provider.Arguments.of(true, "",
+                        "libtorch's GPU natives are on the class path, but JavaCPP loaded its CPU build "
+                                + "(UnsatisfiedLinkError: no jnicudart); run with "
+                                + "-Dorg.bytedeco.javacpp.platform.extension=-gpu"),
+                org.junit.jupiter.params.provider.Arguments.of(true, "-gpu",
+                        "libtorch's GPU natives are on the class path and selected, but did not load "
+                                + "(UnsatisfiedLinkError: no jnicudart); the CUDA libraries they link against "
+                                + "(cuBLAS, cuDNN, NCCL, ...) must be on the library path: the GPU test bundle's "
+                                + "run.sh libs lists which are missing (docs/cuda.md)"));
+    }
+
+    @org.junit.jupiter.params.ParameterizedTest(name = "GPU natives on the class path {0}, extension {1}")
+    @org.junit.jupiter.params.provider.MethodSource("withoutCudaCases")
+    void withoutCuda_namesTheMissingStep(boolean gpuNatives, String extension, String message) {
+        UnsatisfiedLinkError error = new UnsatisfiedLinkError("no jnicudart in java.library.path: /usr/lib");
+        UnsupportedOperationException cause = CudaSupport.withoutCuda(error, gpuNatives, extension);
+        assertEquals(message, cause.getMessage());
+        assertSame(error, cause.getCause());
+    }
+
     @Test
     void withoutCudaLibtorch_theCauseNamesTheGpuNatives() {
         if (getClass().getClassLoader().getResource(CudaKernels.SYMMETRIC_IMAGE) == null) {
@@ -72,7 +102,8 @@ class CudaSupportTest {
         Throwable cause = CudaSupport.probe(null, getClass().getClassLoader());
         if (cause != null) {
             System.out.println("CudaSupportTest: probe says: " + cause.getMessage());
-            assertTrue(cause.getMessage().contains("linux-x86_64-gpu") || cause.getMessage().contains("NVIDIA")
+            assertTrue(cause.getMessage().contains("linux-x86_64-gpu") || cause.getMessage().contains("GPU natives")
+                    || cause.getMessage().contains("NVIDIA")
                     || cause.getMessage().contains("org.bytedeco:cuda"), cause.getMessage());
         } else {
             assertNull(CudaSupport.unavailabilityCause());
