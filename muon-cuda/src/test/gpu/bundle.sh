@@ -41,7 +41,7 @@ rm -rf "$repo/muon-cuda/target/dependency"
 (cd "$repo" && mvn -B -q ${MUON_MVN_ARGS:-} -Pgpu -pl muon-cuda -am -DskipTests -Dmuon.cuda.requireNvcc=true \
     package "$dependency_plugin:copy-dependencies" -DincludeScope=test \
     -DexcludeGroupIds=org.junit.jupiter,org.junit.platform,org.opentest4j,org.apiguardian)
-jar=$(ls "$repo"/muon-cuda/target/muon-cuda-*.jar | grep -v -- '-tests\.jar$' | head -n 1)
+jar=$(ls "$repo"/muon-cuda/target/muon-cuda-*.jar | grep -v -E -- '-(tests|javadoc|sources)\.jar$' | head -n 1)
 for image in ns_symmetric.fatbin ns_symmetric_sm90.fatbin ns_elementwise.fatbin; do
     unzip -l "$jar" "dev/muon/cuda/$image" >/dev/null || { say "$jar holds no $image"; exit 1; }
 done
