@@ -3,11 +3,8 @@ package dev.muon.orthogonalize;
 import dev.muon.internal.TorchNatives;
 import org.bytedeco.javacpp.Loader;
 
+import java.io.File;
 import java.io.IOException;
-import java.io.InputStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 
 /**
  * Whether muon-core's own native CPU kernel runs in this process, and why not. The kernel, {@code libmuoncpu.so}
@@ -92,18 +89,17 @@ public final class NativeKernels {
         return null;
     }
 
-    /** Copies the library out of the jar and loads it; the copy is deleted at once (the mapping stays). */
+    /**
+     * Extracts the library into JavaCPP's cache, beside libtorch's natives ({@code ~/.javacpp/cache}, or
+     * {@code -Dorg.bytedeco.javacpp.cachedir}), and loads it: JavaCPP keys the copy by the jar, re-extracts it when
+     * the jar changes, and serialises concurrent JVMs; where libtorch's natives load, this one does too.
+     */
     private static void loadLibrary() throws IOException {
-        Path file = Files.createTempFile("libmuoncpu", ".so");
-        try (InputStream in = NativeKernels.class.getResourceAsStream(LIBRARY_RESOURCE)) {
-            if (in == null) {
-                throw new IOException("resource " + LIBRARY_RESOURCE + " vanished");
-            }
-            Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
-            System.load(file.toAbsolutePath().toString());
-        } finally {
-            Files.deleteIfExists(file);
+        File file = Loader.cacheResource(NativeKernels.class, LIBRARY_RESOURCE);
+        if (file == null) {
+            throw new IOException("resource " + LIBRARY_RESOURCE + " vanished");
         }
+        System.load(file.getAbsolutePath());
     }
 
     /**
