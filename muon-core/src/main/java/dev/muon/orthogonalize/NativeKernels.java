@@ -95,10 +95,8 @@ public final class NativeKernels {
      * the jar changes, and serialises concurrent JVMs; where libtorch's natives load, this one does too.
      */
     private static void loadLibrary() throws IOException {
+        // Not null: probe() saw the resource.
         File file = Loader.cacheResource(NativeKernels.class, LIBRARY_RESOURCE);
-        if (file == null) {
-            throw new IOException("resource " + LIBRARY_RESOURCE + " vanished");
-        }
         System.load(file.getAbsolutePath());
     }
 
