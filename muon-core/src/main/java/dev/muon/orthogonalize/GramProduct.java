@@ -44,10 +44,21 @@ final class GramProduct {
      */
     static final int CPU_SQUARE_MIN_ROWS = 1536;
 
+    /**
+     * The largest {@code m·k} for which the native kernel forms {@code x·xᵀ}; larger products run as row blocks of
+     * GEMMs. The kernel streams each 8-row tile of {@code x} past every 32-row panel, and once {@code x} outgrows
+     * the cache that stream costs more than the half of the multiply-adds it saves. Native against row blocks, in
+     * one process on our 2-core CPU: 11.9 against 15.3 ms at 1024 × 4096, 27.7 against 32.2 at 2048²; 31.7
+     * against 30.6 at 1024 × 8192, 57.4 against 55.1 at 2048 × 4096, 15.2 against 17.3 at 512 × 16384 (all
+     * {@code 2^23}); 27.2 against 25.9 at 768 × 12288, 67 against 57 at 1024 × 16384, 130 against 106 at
+     * 2048 × 8192, 271 against 216 at 4096².
+     */
+    static final long NATIVE_MAX_ELEMENTS = 1L << 23;
+
     private final int rows;
-    /** Scratch for mirroring the diagonal tiles; null for the native kernel. */
+    /** Scratch for mirroring the diagonal tiles of the row-blocked form. */
     private final Tensor tile;
-    /** Whether the native bfloat16 kernel forms the products. */
+    /** Whether the native bfloat16 kernel forms the products up to {@link #NATIVE_MAX_ELEMENTS}. */
     private final boolean nativeKernel;
     /** The native kernel's packing scratch, grown to the longest {@code k} seen; null before the first call. */
     private Tensor packed;
@@ -63,8 +74,7 @@ final class GramProduct {
         this.rows = Math.toIntExact(rows);
         this.nativeKernel = nativeKernel;
         long side = Math.min(BLOCK_ROWS, rows);
-        this.tile = nativeKernel ? null
-                : NativeLifetime.outliveScope(torch.empty(new long[]{side, side}, options, null));
+        this.tile = NativeLifetime.outliveScope(torch.empty(new long[]{side, side}, options, null));
     }
 
     /**
@@ -83,7 +93,7 @@ final class GramProduct {
      * @param x   a contiguous {@code m × k} tensor
      */
     void into(Tensor out, Tensor x) {
-        if (nativeKernel) {
+        if (usesNativeFor(x.size(1))) {
             nativeInto(out, x);
             return;
         }
@@ -109,9 +119,14 @@ final class GramProduct {
         }
     }
 
-    /** Whether the native kernel forms the products, so that {@link #polynomialInto} can run. */
+    /** Whether the native kernel forms a product with a {@code k}-column operand. */
+    boolean usesNativeFor(long k) {
+        return nativeKernel && rows * k <= NATIVE_MAX_ELEMENTS;
+    }
+
+    /** Whether the native kernel forms {@code m × m} self products, so that {@link #polynomialInto} can run. */
     boolean isNative() {
-        return nativeKernel;
+        return usesNativeFor(rows);
     }
 
     /**
@@ -125,6 +140,10 @@ final class GramProduct {
     void polynomialInto(Tensor out, Tensor s, double a, double b, double c) {
         if (!nativeKernel) {
             throw new IllegalStateException("the fused polynomial needs the native kernel, which this product lacks");
+        }
+        if (!isNative()) {
+            throw new IllegalStateException("the fused polynomial runs natively up to " + NATIVE_MAX_ELEMENTS
+                    + " elements, and " + rows + " x " + rows + " is more");
         }
         requireNativeOperands(out, s);
         NativeKernels.bfloat16Polynomial(s.data_ptr().address(), 1, rows, out.data_ptr().address(),

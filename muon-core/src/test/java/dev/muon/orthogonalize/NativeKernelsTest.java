@@ -16,6 +16,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -94,10 +95,11 @@ class NativeKernelsTest {
     }
 
     static Stream<Arguments> productShapes() {
-        // Around the kernel's 8-row tiles and 32-row panels, odd k (a half-filled column pair), k = 1, one row.
+        // Around the kernel's 8-row tiles and 32-row panels, odd k (a half-filled column pair), k = 1, one row, and
+        // long inner dimensions (even and odd).
         return Stream.of(Arguments.of(1, 1), Arguments.of(1, 9), Arguments.of(7, 3), Arguments.of(8, 8),
                 Arguments.of(31, 64), Arguments.of(33, 65), Arguments.of(100, 1), Arguments.of(257, 300),
-                Arguments.of(130, 1001));
+                Arguments.of(130, 1001), Arguments.of(33, 8192), Arguments.of(40, 9001));
     }
 
     @ParameterizedTest(name = "{0}x{1}")
@@ -153,7 +155,7 @@ class NativeKernelsTest {
     void result_isTheSameBits_forAnyThreadCount_andAloneOrInABatch() {
         assumeKernel();
         int m = 70;
-        int k = 90;
+        int k = 4100;
         Tensor x = torch.randn(3, m, k).to(ScalarType.BFloat16);
         Tensor scratch = torch.empty(new long[]{NativeKernels.bfloat16PackBytes(m, k)},
                 new TensorOptions(ScalarType.Byte), null);
@@ -189,5 +191,21 @@ class NativeKernelsTest {
         IllegalStateException e = assertThrows(IllegalStateException.class,
                 () -> new GramProduct(4, s.options(), false).polynomialInto(torch.empty_like(s), s, 1, 1, 1));
         assertEquals("the fused polynomial needs the native kernel, which this product lacks", e.getMessage());
+        IllegalStateException tooLarge = assertThrows(IllegalStateException.class,
+                () -> new GramProduct(4096, s.options(), true).polynomialInto(torch.empty_like(s), s, 1, 1, 1));
+        assertEquals("the fused polynomial runs natively up to 8388608 elements, and 4096 x 4096 is more",
+                tooLarge.getMessage());
+    }
+
+    @Test
+    void largeProducts_runAsRowBlocks() {
+        Tensor s = torch.eye(4).to(ScalarType.BFloat16);
+        long limit = GramProduct.NATIVE_MAX_ELEMENTS;
+        GramProduct product = new GramProduct(1024, s.options(), true);
+        assertTrue(product.usesNativeFor(limit / 1024), "at the limit");
+        assertFalse(product.usesNativeFor(limit / 1024 + 1), "past the limit");
+        assertTrue(product.isNative(), "1024 x 1024 squares");
+        assertFalse(new GramProduct(4096, s.options(), true).isNative(), "4096 x 4096 squares: row blocks");
+        assertFalse(new GramProduct(8, s.options(), false).usesNativeFor(8), "the native kernel not chosen");
     }
 }
