@@ -57,8 +57,6 @@ final class GramIteration {
 
     private final Workspace ws;
     private final GramProduct gram;
-    /** Whether the {@code m × m} self products ({@code R_k²}, {@code Z_k²}) run as row blocks or as one GEMM. */
-    private final boolean blockedSquares;
 
     /**
      * Prepares the libtorch form for the workspace's shape.
@@ -73,17 +71,7 @@ final class GramIteration {
      */
     GramIteration(Workspace ws, int blockedSquaresMinRows, boolean nativeKernel) {
         this.ws = ws;
-        gram = new GramProduct(ws.x.size(0), ws.x.options(), nativeKernel);
-        blockedSquares = ws.x.size(0) >= blockedSquaresMinRows;
-    }
-
-    /** {@code out = s·s} for a symmetric {@code s}: row blocks or one GEMM, as {@link #blockedSquares} says. */
-    private void squareInto(Tensor out, Tensor s) {
-        if (blockedSquares) {
-            gram.into(out, s);
-        } else {
-            torch.mm_out(out, s, s);
-        }
+        gram = new GramProduct(ws.x.size(0), ws.x.options(), nativeKernel, blockedSquaresMinRows);
     }
 
     /**
@@ -99,14 +87,7 @@ final class GramIteration {
 
             @Override
             public void polynomial(Tensor z, Tensor r, int k, Tensor scratch) {
-                if (gram.isNative() && blockedSquares) {
-                    gram.polynomialInto(z, r, linear[k].toDouble(), cubic[k].toDouble(), quintic[k].toDouble());
-                    return;
-                }
-                squareInto(scratch, r);
-                torch.mul_out(z, scratch, quintic[k]);
-                z.add_(r, cubic[k]);
-                z.diagonal().add_(linear[k]);
+                gram.polynomialInto(z, r, scratch, linear[k], cubic[k], quintic[k]);
             }
 
             @Override
@@ -116,7 +97,7 @@ final class GramIteration {
 
             @Override
             public void squareTimes(Tensor out, Tensor z, Tensor r, Tensor scratch) {
-                squareInto(scratch, z);
+                gram.squareInto(scratch, z);
                 torch.mm_out(out, r, scratch);
             }
 

@@ -1,6 +1,7 @@
 package dev.muon.orthogonalize;
 
 import dev.muon.internal.NativeLifetime;
+import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
@@ -60,19 +61,26 @@ final class GramProduct {
     private final Tensor tile;
     /** Whether the native bfloat16 kernel forms the products up to {@link #NATIVE_MAX_ELEMENTS}. */
     private final boolean nativeKernel;
+    /** Whether {@link #squareInto} forms {@code m × m} self products as half products rather than one GEMM. */
+    private final boolean halfSquares;
     /** The native kernel's packing scratch, grown to the longest {@code k} seen; null before the first call. */
     private Tensor packed;
 
     /**
      * Prepares products with {@code rows × rows} results.
      *
-     * @param rows         {@code m}
-     * @param options      the dtype and device of the tensors
-     * @param nativeKernel whether the native kernel forms them: only where {@link #nativeServes} says it can
+     * @param rows                {@code m}
+     * @param options             the dtype and device of the tensors
+     * @param nativeKernel        whether the native kernel forms them: only where {@link #nativeServes} says it
+     *                            can
+     * @param halfSquaresMinRows  the smallest {@code m} from which {@link #squareInto} and {@link #polynomialInto}
+     *                            form {@code m × m} self products as half products rather than one GEMM ({@code 0}:
+     *                            always); {@link #into} always forms half products
      */
-    GramProduct(long rows, TensorOptions options, boolean nativeKernel) {
+    GramProduct(long rows, TensorOptions options, boolean nativeKernel, int halfSquaresMinRows) {
         this.rows = Math.toIntExact(rows);
         this.nativeKernel = nativeKernel;
+        this.halfSquares = rows >= halfSquaresMinRows;
         long side = Math.min(BLOCK_ROWS, rows);
         this.tile = NativeLifetime.outliveScope(torch.empty(new long[]{side, side}, options, null));
     }
@@ -124,9 +132,41 @@ final class GramProduct {
         return nativeKernel && rows * k <= NATIVE_MAX_ELEMENTS;
     }
 
-    /** Whether the native kernel forms {@code m × m} self products, so that {@link #polynomialInto} can run. */
+    /** Whether the native kernel forms {@code m × m} self products, so that {@link #fusedPolynomialInto} can run. */
     boolean isNative() {
         return usesNativeFor(rows);
+    }
+
+    /**
+     * {@code out = s·s} for a symmetric {@code m × m} {@code s}: a half product ({@link #into}) from the
+     * constructor's {@code halfSquaresMinRows}, else one GEMM, whose rounding is not exactly symmetric.
+     */
+    void squareInto(Tensor out, Tensor s) {
+        if (halfSquares) {
+            into(out, s);
+        } else {
+            torch.mm_out(out, s, s);
+        }
+    }
+
+    /**
+     * Writes the Newton–Schulz polynomial {@code a·I + b·s + c·s·s} of a symmetric {@code m × m} {@code s} into
+     * {@code out}: in one pass of the native kernel where it forms the half squares ({@link #fusedPolynomialInto}),
+     * else {@code s·s} by {@link #squareInto} into {@code scratch} and three libtorch passes.
+     *
+     * @param out     an {@code m × m} tensor, not overlapping {@code s}
+     * @param s       an exactly symmetric {@code m × m} tensor
+     * @param scratch an {@code m × m} tensor, overwritten on the libtorch path
+     */
+    void polynomialInto(Tensor out, Tensor s, Tensor scratch, Scalar a, Scalar b, Scalar c) {
+        if (halfSquares && isNative()) {
+            fusedPolynomialInto(out, s, a.toDouble(), b.toDouble(), c.toDouble());
+            return;
+        }
+        squareInto(scratch, s);
+        torch.mul_out(out, scratch, c);
+        out.add_(s, b);
+        out.diagonal().add_(a);
     }
 
     /**
@@ -137,7 +177,7 @@ final class GramProduct {
      * @param out a contiguous {@code m × m} tensor, not overlapping {@code s}
      * @param s   a contiguous, exactly symmetric {@code m × m} tensor
      */
-    void polynomialInto(Tensor out, Tensor s, double a, double b, double c) {
+    void fusedPolynomialInto(Tensor out, Tensor s, double a, double b, double c) {
         if (!nativeKernel) {
             throw new IllegalStateException("the fused polynomial needs the native kernel, which this product lacks");
         }

@@ -8,7 +8,7 @@ import org.bytedeco.pytorch.global.torch;
  * The symmetric kernel on libtorch ops: the plain iteration with its two products of a symmetric matrix formed as
  * row blocks of GEMMs ({@link GramProduct}), for the CPU where OpenBLAS does not serve the dtype (bfloat16); or,
  * where the CPU runs AVX512_BF16, formed by muon-core's native half product, with {@code B} in the same pass as
- * {@code A²} ({@link GramProduct#polynomialInto}), which wins from 512² (see {@link NewtonSchulz#autoKernel}).
+ * {@code A²} ({@link GramProduct#fusedPolynomialInto}), which wins from 512² (see {@link NewtonSchulz#autoKernel}).
  *
  * <p>Each step: {@code A = X·Xᵀ} and {@code A² = A·Aᵀ} by {@link GramProduct}, then {@code B = c·A² + b·A + a·I}
  * and {@code X' = B·X} as one GEMM. With {@code b} row blocks the two Gram products cost {@code (b + 1)/(2b)} of a
@@ -34,7 +34,8 @@ final class SymmetricIteration {
      */
     SymmetricIteration(Workspace ws, boolean nativeKernel) {
         this.ws = ws;
-        gram = new GramProduct(ws.x.size(0), ws.x.options(), nativeKernel);
+        // Half products at any size: asking for this kernel is asking for them.
+        gram = new GramProduct(ws.x.size(0), ws.x.options(), nativeKernel, 0);
     }
 
     /**
@@ -47,14 +48,7 @@ final class SymmetricIteration {
         Tensor next = ws.y;
         for (int k = 0; k < steps; k++) {
             gram.into(ws.a, x);
-            if (gram.isNative()) {
-                gram.polynomialInto(ws.b, ws.a, linear[k].toDouble(), cubic[k].toDouble(), quintic[k].toDouble());
-            } else {
-                gram.into(ws.t, ws.a);
-                torch.mul_out(ws.b, ws.t, quintic[k]);
-                ws.b.add_(ws.a, cubic[k]);
-                ws.b.diagonal().add_(linear[k]);
-            }
+            gram.polynomialInto(ws.b, ws.a, ws.t, linear[k], cubic[k], quintic[k]);
             torch.mm_out(next, ws.b, x);
             Tensor done = x;
             x = next;

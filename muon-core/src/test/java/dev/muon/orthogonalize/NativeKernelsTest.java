@@ -109,7 +109,7 @@ class NativeKernelsTest {
         Tensor x = torch.randn(m, k).to(ScalarType.BFloat16);
         // NaN in the output, as a reused workspace may hold: every entry must be overwritten.
         Tensor out = torch.full(new long[]{m, m}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
-        new GramProduct(m, x.options(), true).into(out, x);
+        new GramProduct(m, x.options(), true, 0).into(out, x);
 
         Tensor x64 = x.to(ScalarType.Double);
         Tensor exact = x64.matmul(x64.t());
@@ -130,7 +130,7 @@ class NativeKernelsTest {
         Tensor g = torch.randn(m, m).to(ScalarType.Double).div(new Scalar(Math.sqrt(m)));
         Tensor s = g.add(g.t()).to(ScalarType.BFloat16); // exactly symmetric: each entry rounds the same sum
         Tensor out = torch.full(new long[]{m, m}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
-        new GramProduct(m, s.options(), true).polynomialInto(out, s, a, b, c);
+        new GramProduct(m, s.options(), true, 0).fusedPolynomialInto(out, s, a, b, c);
 
         Tensor s64 = s.to(ScalarType.Double);
         Tensor eye = torch.eye(m).to(ScalarType.Double);
@@ -180,7 +180,7 @@ class NativeKernelsTest {
         Tensor x = torch.randn(16, 12).to(ScalarType.BFloat16);
         Tensor out = torch.empty(new long[]{12, 12}, x.options(), null);
         IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> new GramProduct(12, x.options(), true).into(out, x.t()));
+                () -> new GramProduct(12, x.options(), true, 0).into(out, x.t()));
         assertEquals("the native half product needs contiguous 2-D bfloat16 CPU tensors of 12 rows, got x 12x16 "
                 + "(contiguous: false) and out 12x12 (contiguous: true)", e.getMessage());
     }
@@ -189,10 +189,11 @@ class NativeKernelsTest {
     void polynomial_withoutTheNativeKernel_isRefused() {
         Tensor s = torch.eye(4).to(ScalarType.BFloat16);
         IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> new GramProduct(4, s.options(), false).polynomialInto(torch.empty_like(s), s, 1, 1, 1));
+                () -> new GramProduct(4, s.options(), false, 0).fusedPolynomialInto(torch.empty_like(s), s, 1, 1, 1));
         assertEquals("the fused polynomial needs the native kernel, which this product lacks", e.getMessage());
         IllegalStateException tooLarge = assertThrows(IllegalStateException.class,
-                () -> new GramProduct(4096, s.options(), true).polynomialInto(torch.empty_like(s), s, 1, 1, 1));
+                () -> new GramProduct(4096, s.options(), true, 0)
+                        .fusedPolynomialInto(torch.empty_like(s), s, 1, 1, 1));
         assertEquals("the fused polynomial runs natively up to 8388608 elements, and 4096 x 4096 is more",
                 tooLarge.getMessage());
     }
@@ -201,11 +202,11 @@ class NativeKernelsTest {
     void largeProducts_runAsRowBlocks() {
         Tensor s = torch.eye(4).to(ScalarType.BFloat16);
         long limit = GramProduct.NATIVE_MAX_ELEMENTS;
-        GramProduct product = new GramProduct(1024, s.options(), true);
+        GramProduct product = new GramProduct(1024, s.options(), true, 0);
         assertTrue(product.usesNativeFor(limit / 1024), "at the limit");
         assertFalse(product.usesNativeFor(limit / 1024 + 1), "past the limit");
         assertTrue(product.isNative(), "1024 x 1024 squares");
-        assertFalse(new GramProduct(4096, s.options(), true).isNative(), "4096 x 4096 squares: row blocks");
-        assertFalse(new GramProduct(8, s.options(), false).usesNativeFor(8), "the native kernel not chosen");
+        assertFalse(new GramProduct(4096, s.options(), true, 0).isNative(), "4096 x 4096 squares: row blocks");
+        assertFalse(new GramProduct(8, s.options(), false, 0).usesNativeFor(8), "the native kernel not chosen");
     }
 }
