@@ -3,6 +3,7 @@ package dev.muon;
 import dev.muon.golden.NativeScopePerTest;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
+import dev.muon.orthogonalize.NsPrecision;
 import dev.muon.orthogonalize.OpenBlasThreadsProbe;
 import org.bytedeco.pytorch.global.torch;
 import org.junit.jupiter.api.Test;
@@ -22,8 +23,9 @@ class ThreadPoolsTest {
         // Other processes on a shared machine would take threads away (CpuContentionTest covers that).
         OpenBlasThreadsProbe.pauseContentionSampling(true);
         try {
-            // 512x1024 float32 runs the Gram kernel on OpenBLAS.
-            NewtonSchulz ns = new NewtonSchulz(NewtonSchulzConfig.defaults());
+            // 512x1024 float64 runs the Gram kernel on OpenBLAS (float32 may run it on the native kernels, which
+            // set OpenBLAS's pool all the same).
+            NewtonSchulz ns = new NewtonSchulz(NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.FLOAT64));
             for (int threads : new int[]{1, 2, 1}) {
                 torch.set_num_threads(threads);
                 ns.orthogonalize(torch.randn(512, 1024));

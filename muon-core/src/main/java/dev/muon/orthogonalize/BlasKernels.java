@@ -17,6 +17,10 @@ import org.bytedeco.pytorch.global.torch;
  * for {@code m²(3n + m)} multiply-adds against {@code m²(4n + 2m)} for the plain step. The Gram kernel is
  * described at {@link #gram}.
  *
+ * <p>In float32, where muon-core's native kernels run ({@link NativeKernels}), every product runs on them instead
+ * ({@link NativeFloat32Products}): the same algebra, with both triangles of each symmetric result written by the
+ * kernel, on libtorch's OpenMP pool, and the normalisation on libtorch (same pool): no OpenBLAS call at all.
+ *
  * <p>The plain kernel is not here: it stays on libtorch so that a matrix gives the same bits alone and inside a
  * same-shape batch ({@code bmm}).
  */
@@ -24,23 +28,46 @@ final class BlasKernels {
     private final OpenBlas blas;
     private final Workspace ws;
     private final Tensor ones;
+    /** The float32 products on muon-core's native kernels where they run (null: every product on OpenBLAS). */
+    private final NativeFloat32Products nativeProducts;
 
-    BlasKernels(Workspace ws, boolean float64) {
+    /**
+     * Prepares the kernels for the workspace's shape.
+     *
+     * @param ws            the buffers
+     * @param float64       the iteration's dtype: float64, or float32
+     * @param nativeFloat32 in float32, whether the products run on muon-core's native kernels
+     *                      ({@link NativeFloat32Products}), and the normalisation on libtorch
+     */
+    BlasKernels(Workspace ws, boolean float64, boolean nativeFloat32) {
         this.ws = ws;
         this.blas = new OpenBlas(float64);
         this.ones = NativeLifetime.outliveScope(torch.ones(new long[]{ws.x.size(0)}, ws.x.options()));
+        this.nativeProducts = nativeFloat32 && !float64 ? new NativeFloat32Products() : null;
+    }
+
+    /** Whether the products run on the native float32 kernels. */
+    boolean isNative() {
+        return nativeProducts != null;
     }
 
     /**
      * Writes the normalised input into the workspace's {@code x} if OpenBLAS can read {@code update} directly
-     * (contiguous, of the iteration's dtype), and says whether it did; otherwise the caller normalises on libtorch.
+     * (contiguous, of the iteration's dtype) and the products run on OpenBLAS, and says whether it did; otherwise
+     * the caller normalises on libtorch.
      *
      * @param update the input as given (tall inputs are read transposed)
      * @param tall   whether {@code update} has more rows than columns
      */
     boolean normalize(Tensor update, boolean tall, NewtonSchulzConfig config) {
-        // Every OpenBLAS iteration starts here: the one place to bring OpenBLAS's pool to libtorch's size.
+        // Every iteration here starts here: the one place to bring OpenBLAS's pool to libtorch's size (libtorch's
+        // own float32 GEMMs use that pool too, whichever products run here).
         OpenBlas.followTorchThreads();
+        if (nativeProducts != null) {
+            // libtorch's normalisation runs on the OpenMP pool the native products use; OpenBLAS's pool would wake
+            // up once per call and alternate with it (docs/benchmarks.md).
+            return false;
+        }
         if (!update.is_contiguous() || update.scalar_type().value != ws.x.scalar_type().value) {
             return false;
         }
@@ -55,8 +82,8 @@ final class BlasKernels {
         for (int k = 0; k < config.nsSteps(); k++) {
             Coefficients c = config.nsCoefficients().at(k);
             gramOf(ws.a, x);
-            polynomialUpper(ws.b, ws.a, c);
-            blas.symmUpperTimes(ws.b, x, next);
+            polynomial(ws.b, ws.a, c);
+            symmetricTimes(next, ws.b, x);
             Tensor done = x;
             x = next;
             next = done;
@@ -84,24 +111,34 @@ final class BlasKernels {
 
             @Override
             public void polynomial(Tensor z, Tensor r, int k, Tensor scratch) {
-                polynomialUpper(z, r, config.nsCoefficients().at(k));
-                blas.mirrorUpper(z);
+                BlasKernels.this.polynomial(z, r, config.nsCoefficients().at(k));
+                if (nativeProducts == null) {
+                    blas.mirrorUpper(z);
+                }
             }
 
             @Override
             public void symmetricTimes(Tensor out, Tensor s, Tensor b) {
-                blas.symmUpperTimes(s, b, out);
+                BlasKernels.this.symmetricTimes(out, s, b);
             }
 
             @Override
             public void squareTimes(Tensor out, Tensor z, Tensor r, Tensor scratch) {
-                blas.syrkUpper(1.0, z, 0.0, scratch);
-                blas.symmUpperTimes(scratch, r, out);
+                if (nativeProducts != null) {
+                    nativeProducts.selfProduct(scratch, z, true);
+                } else {
+                    blas.syrkUpper(1.0, z, 0.0, scratch);
+                }
+                BlasKernels.this.symmetricTimes(out, scratch, r);
             }
 
             @Override
             public void times(Tensor out, Tensor q, Tensor x) {
-                blas.gemm(q, x, out);
+                if (nativeProducts != null) {
+                    nativeProducts.times(out, q, false, x);
+                } else {
+                    blas.gemm(q, x, out);
+                }
             }
         };
         return GramIteration.run(products, config.nsSteps(), ws);
@@ -109,14 +146,34 @@ final class BlasKernels {
 
     /** {@code out = x·xᵀ}, both triangles. */
     private void gramOf(Tensor out, Tensor x) {
+        if (nativeProducts != null) {
+            nativeProducts.selfProduct(out, x, false);
+            return;
+        }
         blas.syrkUpper(1.0, x, 0.0, out);
         blas.mirrorUpper(out);
     }
 
-    /** The upper triangle of {@code out = c·A² + b·A + a·I} for the symmetric {@code A} (one syrk). */
-    private void polynomialUpper(Tensor out, Tensor gram, Coefficients c) {
+    /**
+     * {@code out = c·A² + b·A + a·I} for the symmetric {@code A}: both triangles natively, the upper one on OpenBLAS
+     * (one syrk).
+     */
+    private void polynomial(Tensor out, Tensor gram, Coefficients c) {
+        if (nativeProducts != null) {
+            nativeProducts.polynomial(out, gram, c);
+            return;
+        }
         blas.copy(gram, out);
         blas.syrkUpper(c.c(), gram, c.b(), out);
         blas.addToDiagonal(out, c.a(), ones);
+    }
+
+    /** {@code out = s·b} for the symmetric {@code s} (whose upper triangle is all OpenBLAS reads). */
+    private void symmetricTimes(Tensor out, Tensor s, Tensor b) {
+        if (nativeProducts != null) {
+            nativeProducts.times(out, s, true, b);
+        } else {
+            blas.symmUpperTimes(s, b, out);
+        }
     }
 }

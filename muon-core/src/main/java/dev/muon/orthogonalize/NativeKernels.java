@@ -7,19 +7,26 @@ import java.io.File;
 import java.io.IOException;
 
 /**
- * Whether muon-core's own native CPU kernel runs in this process, and why not. The kernel, {@code libmuoncpu.so}
- * (source: {@code muon-core/src/main/c/muon_cpu_kernels.c}), is the bfloat16 half product {@code out = x·xᵀ} on
- * AVX512_BF16, which libtorch lacks (it forms {@code x·xᵀ} as a full GEMM); the build puts it into the jar for
- * Linux x86-64 when gcc is at hand.
+ * Whether muon-core's own native CPU kernels run in this process, and why not. The library, {@code libmuoncpu.so}
+ * (source: {@code muon-core/src/main/c}), holds two sets of Newton–Schulz products; the build puts it into the jar
+ * for Linux x86-64 when gcc is at hand:
+ * <ul>
+ *   <li>the bfloat16 half product {@code out = x·xᵀ} on AVX512_BF16 ({@code muon_cpu_kernels.c}), which libtorch
+ *       lacks (it forms {@code x·xᵀ} as a full GEMM);</li>
+ *   <li>the float32 half product, polynomial and full products on AVX-512 ({@code muon_f32_kernels.c}) for the
+ *       float32 symmetric and Gram kernels, in place of OpenBLAS's {@code ?syrk} (about 0.65 of its GEMM's time for
+ *       half the multiply-adds; ours about 0.55) and of its thread pool, which alternates with libtorch's.</li>
+ * </ul>
  *
- * <p>Probed once, at the first use: the platform, the library in the jar, libtorch loaded first (the kernel's OpenMP
- * threads are then libtorch's own pool, through the one {@code libgomp.so.1}), and the CPU's AVX512_BF16. Without
- * any of them, or with {@code -Ddev.muon.native.disable=true}, bfloat16 products run on libtorch GEMMs as before,
- * and the cause is logged once in one sentence.
+ * <p>Probed once, at the first use: the platform, the library in the jar, libtorch loaded first (the kernels' OpenMP
+ * threads are then libtorch's own pool, through the one {@code libgomp.so.1}), and the CPU's AVX512_BF16 (which
+ * implies the AVX-512 the float32 kernels use; both were measured on such CPUs only). Without any of them, or with
+ * {@code -Ddev.muon.native.disable=true}, bfloat16 products run on libtorch GEMMs and float32 ones on OpenBLAS as
+ * before, and the cause is logged once in one sentence.
  *
  * <pre>{@code
  * if (!NativeKernels.isAvailable()) {
- *     System.out.println("bfloat16 Newton-Schulz on libtorch GEMMs: " + NativeKernels.unavailabilityCause());
+ *     System.out.println("Newton-Schulz products on libtorch and OpenBLAS: " + NativeKernels.unavailabilityCause());
  * }
  * }</pre>
  */
@@ -59,8 +66,9 @@ public final class NativeKernels {
             }
         }
         if (cause != null) {
-            LOG.log(System.Logger.Level.INFO, "muon-core's native bfloat16 half product is off, so bfloat16 "
-                    + "Newton-Schulz on the CPU forms its symmetric products from libtorch GEMMs (slower): " + cause);
+            LOG.log(System.Logger.Level.INFO, "muon-core's native CPU kernels are off, so bfloat16 Newton-Schulz "
+                    + "forms its symmetric products from libtorch GEMMs and float32 runs on OpenBLAS (slower): "
+                    + cause);
         }
         return cause;
     }
@@ -103,8 +111,8 @@ public final class NativeKernels {
     /**
      * Whether the native kernel runs in this process (probed once, at the first call of any method here).
      *
-     * @return true if bfloat16 symmetric products on the CPU use it; false means {@link #unavailabilityCause()}
-     *         says why
+     * @return true if the symmetric and Gram kernels' products on the CPU use it in bfloat16 and float32; false
+     *         means {@link #unavailabilityCause()} says why
      */
     public static boolean isAvailable() {
         return UNAVAILABILITY_CAUSE == null;
@@ -126,7 +134,7 @@ public final class NativeKernels {
      */
     public static void ensureAvailable() {
         if (UNAVAILABILITY_CAUSE != null) {
-            throw new UnsupportedOperationException("muon-core's native bfloat16 kernel cannot run here: "
+            throw new UnsupportedOperationException("muon-core's native CPU kernels cannot run here: "
                     + UNAVAILABILITY_CAUSE.getMessage(), UNAVAILABILITY_CAUSE);
         }
     }
@@ -175,4 +183,62 @@ public final class NativeKernels {
      */
     static native void bfloat16Polynomial(long s, int batch, int m, long out, long packed, int threads, float a,
                                           float b, float c);
+
+    /**
+     * Bytes of packing scratch one float32 call needs: {@link #float32SelfProduct} of an {@code m × n} matrix,
+     * {@link #float32Polynomial} with {@code n = m}, or {@link #float32Times} of {@code m × m} by {@code m × n}.
+     *
+     * @param m rows
+     * @param n columns
+     * @return the bytes
+     */
+    static native long float32PackBytes(int m, int n);
+
+    /**
+     * {@code out = x·xᵀ} in float32 from the upper triangle's products (about half a GEMM's multiply-adds), both
+     * triangles written and exactly symmetric; the same bits for any thread count. No checks on this side of JNI:
+     * the caller passes contiguous float32 CPU memory of the stated shapes.
+     *
+     * @param x          address of {@code m × k} float32 values
+     * @param m          rows
+     * @param k          columns
+     * @param symmetricX whether {@code x} is exactly symmetric ({@code k = m}), which packs it faster
+     * @param out        address of {@code m × m} float32 values, not overlapping {@code x}
+     * @param packed     address of {@link #float32PackBytes}{@code (m, k)} bytes of scratch
+     * @param threads    the OpenMP threads to use
+     */
+    static native void float32SelfProduct(long x, int m, int k, boolean symmetricX, long out, long packed,
+                                          int threads);
+
+    /**
+     * {@code out = a·I + b·s + c·s·s} in float32 for the exactly symmetric {@code m × m} {@code s}, the sum formed in
+     * the same pass as the half product; exactly symmetric. Same contract as {@link #float32SelfProduct}.
+     *
+     * @param s       address of {@code m × m} float32 values
+     * @param m       rows and columns
+     * @param out     address of {@code m × m} float32 values, not overlapping {@code s}
+     * @param packed  address of {@link #float32PackBytes}{@code (m, m)} bytes of scratch
+     * @param threads the OpenMP threads to use
+     * @param a       the coefficient of {@code I}
+     * @param b       the coefficient of {@code s}
+     * @param c       the coefficient of {@code s·s}
+     */
+    static native void float32Polynomial(long s, int m, long out, long packed, int threads, float a, float b,
+                                         float c);
+
+    /**
+     * {@code out = l·r} in float32 for the {@code m × m} {@code l} and the {@code m × n} {@code r}; the same bits for
+     * any thread count. Same contract as {@link #float32SelfProduct}.
+     *
+     * @param l             address of {@code m × m} float32 values
+     * @param leftSymmetric whether {@code l} is exactly symmetric, which packs it faster
+     * @param r             address of {@code m × n} float32 values
+     * @param m             rows of {@code l} and {@code r}
+     * @param n             columns of {@code r}
+     * @param out           address of {@code m × n} float32 values, overlapping neither operand
+     * @param packed        address of {@link #float32PackBytes}{@code (m, n)} bytes of scratch
+     * @param threads       the OpenMP threads to use
+     */
+    static native void float32Times(long l, boolean leftSymmetric, long r, int m, int n, long out, long packed,
+                                    int threads);
 }

@@ -16,13 +16,14 @@ final class ShapeKernels {
     }
 
     /**
-     * The OpenBLAS kernels for this shape, created on first use (CPU, float32 or float64 only).
+     * The OpenBLAS kernels for this shape, created on first use (CPU, float32 or float64 only); in float32 their
+     * products run on muon-core's native kernels where those run ({@link NativeKernels}).
      *
      * @param float64 whether the workspace is float64
      */
     BlasKernels blas(boolean float64) {
         if (blas == null) {
-            blas = new BlasKernels(ws, float64);
+            blas = new BlasKernels(ws, float64, NativeKernels.isAvailable());
         }
         return blas;
     }

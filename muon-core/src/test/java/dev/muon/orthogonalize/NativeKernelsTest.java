@@ -72,7 +72,7 @@ class NativeKernelsTest {
         } else {
             UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
                     NativeKernels::ensureAvailable);
-            assertEquals("muon-core's native bfloat16 kernel cannot run here: "
+            assertEquals("muon-core's native CPU kernels cannot run here: "
                     + NativeKernels.unavailabilityCause().getMessage(), e.getMessage());
             assertEquals(NativeKernels.unavailabilityCause(), e.getCause());
         }

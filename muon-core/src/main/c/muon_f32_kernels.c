@@ -1,0 +1,408 @@
+/*
+ * muon-core's float32 Newton–Schulz products in C, called through JNI from dev.muon.orthogonalize.NativeKernels.
+ *
+ * Three products, all on row-major float32 matrices, float32 accumulation:
+ *   self product   out = x·xᵀ for an m × k x: the upper triangle only (about half the multiply-adds of a GEMM),
+ *                  mirrored, so the result is exactly symmetric;
+ *   polynomial     out = a·I + b·s + c·s·s for a symmetric m × m s: the self product of s with the sum formed
+ *                  in the same pass;
+ *   times          out = l·r for an m × m l (symmetric or not) and an m × n r.
+ *
+ * Why our own, when OpenBLAS has ?syrk and ?symm: OpenBLAS's ?syrk runs at about 0.65 of its ?gemm's time for half
+ * the multiply-adds, and its thread pool alternates with libtorch's OpenMP pool inside a Newton–Schulz step. These
+ * run the half product at about 0.55 of ?gemm's time, the full products at ?gemm's rate, all on libgomp's OpenMP
+ * pool (libtorch's own once libtorch is loaded). Measured in docs/benchmarks.md.
+ *
+ * The design is a GEMM's: the inner dimension in blocks of DEPTH columns; for each block, both operands packed into
+ * panels of PANEL rows (for each column q of the block, the panel's PANEL values side by side, 64-byte aligned);
+ * a register tile of up to 12 output rows × 32 output columns accumulates over the block in 24 zmm registers
+ * (two 16-float loads and 12 broadcasts per column for 24 fused multiply-adds) and is added into out. A panel of
+ * the left operand splits into tiles of 12, 12 and 8 rows, which read their broadcasts straight from the panel, so
+ * the left operand needs no pack of its own where it is the right one (the self product).
+ *
+ * The tile holds out's rows J.. and columns I..: row j of the tile is Σ_q left[q][j]·right[q][i], which for the
+ * self product is out[J + j][I + i] with both operands x's transposed panels; so the self product fills the tiles
+ * on and above the diagonal and copies the upper triangle down at the end.
+ *
+ * Each output value is summed over the inner dimension in the same order whatever the thread count (a tile's
+ * block belongs to one thread, blocks follow each other), so the result's bits do not depend on it.
+ *
+ * Only the functions marked KERNEL use AVX-512; Java calls them only after NativeKernels' probe said yes.
+ */
+#include <jni.h>
+#include <immintrin.h>
+#include <omp.h>
+#include <stdint.h>
+#include <string.h>
+
+#define KERNEL __attribute__((target("avx512f")))
+
+/* Rows per packed panel, and the width (output columns) of a register tile. */
+#define PANEL 32
+/* Inner-dimension block: a left tile's 12 × 256 floats stay in L1 while the right panels stream from L2. */
+#define DEPTH 256
+
+/* Tiles per left panel: rows PANEL_TILE_START[t] .. + PANEL_TILE_ROWS[t]. */
+#define TILES_PER_PANEL 3
+static const int PANEL_TILE_START[TILES_PER_PANEL] = {0, 12, 24};
+static const int PANEL_TILE_ROWS[TILES_PER_PANEL] = {12, 12, 8};
+
+static inline int panels_of(int rows) {
+    return (rows + PANEL - 1) / PANEL;
+}
+
+static inline int min_int(int a, int b) {
+    return a < b ? a : b;
+}
+
+/* The packing scratch one call needs, in floats: the right operand's panels (at most max(m, n) rows) and the left
+ * operand's (m rows). */
+static size_t pack_floats(int m, int n) {
+    int widest = m > n ? m : n;
+    return ((size_t) panels_of(widest) + (size_t) panels_of(m)) * PANEL * DEPTH;
+}
+
+static float *aligned(jlong address) {
+    return (float *) (((uintptr_t) address + 63) & ~(uintptr_t) 63);
+}
+
+/* In-register transpose of 16 rows of 16 floats: r[c] becomes column c. */
+KERNEL static inline void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* r[4i + j], lane L: rows 4i .. 4i+3 of column 4L + j */
+    for (int i = 0; i < 4; i++) {
+        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int j = 0; j < 4; j++) {
+        t[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
+        t[4 + j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
+        t[8 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+        t[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
+    }
+    for (int j = 0; j < 4; j++) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
+        r[4 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88);
+        r[12 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xDD);
+    }
+}
+
+/* packed[q·PANEL + r] = src[(row0 + r)·ld + q0 + q]: rows of src become a panel's columns (rows past m: zero). */
+KERNEL static void pack_rows(const float *src, long ld, int row0, int rows, int q0, int depth, float *packed) {
+    for (int half = 0; half < 2; half++) {
+        for (int qb = 0; qb < depth; qb += 16) {
+            int width = min_int(depth - qb, 16);
+            __mmask16 mask = (__mmask16) ((1u << width) - 1);
+            __m512 r[16];
+            for (int i = 0; i < 16; i++) {
+                int row = half * 16 + i;
+                r[i] = row < rows ? _mm512_maskz_loadu_ps(mask, src + (long) (row0 + row) * ld + q0 + qb)
+                                  : _mm512_setzero_ps();
+            }
+            transpose16(r);
+            for (int c = 0; c < width; c++) {
+                _mm512_store_ps(packed + (long) (qb + c) * PANEL + half * 16, r[c]);
+            }
+        }
+    }
+}
+
+/* packed[q·PANEL + c] = src[(q0 + q)·ld + col0 + c]: a block of src's columns as they lie (columns past n: zero). */
+static void pack_columns(const float *src, long ld, int col0, int cols, int q0, int depth, float *packed) {
+    for (int q = 0; q < depth; q++) {
+        float *to = packed + (long) q * PANEL;
+        memcpy(to, src + (long) (q0 + q) * ld + col0, (size_t) cols * sizeof(float));
+        if (cols < PANEL) {
+            memset(to + cols, 0, (size_t) (PANEL - cols) * sizeof(float));
+        }
+    }
+}
+
+/* What a tile does with its sums: add them to out (later blocks), and in the last block of a polynomial,
+ * out = c·sum + b·s + a on the diagonal. */
+typedef struct {
+    int accumulate;
+    const float *s; /* the polynomial's s at the tile's origin (same leading dimension as out), or NULL */
+    float a, b, c;
+    int diagonal; /* the tile column that row 0 of the tile meets the diagonal in: I - J, negated */
+} epilogue;
+
+/* The register tile: out[j][i] (+)= Σ_q left[q·PANEL + j]·right[q·PANEL + i] for j < rows, i < cols. */
+KERNEL static inline __attribute__((always_inline)) void tile_body(const int tile_rows, int depth, const float *restrict right,
+                                                            const float *restrict left, float *restrict out,
+                                                            long ld, int rows, int cols, const epilogue *e) {
+    __m512 lo[12], hi[12];
+#pragma GCC unroll 12
+    for (int j = 0; j < tile_rows; j++) {
+        lo[j] = _mm512_setzero_ps();
+        hi[j] = _mm512_setzero_ps();
+    }
+    for (int q = 0; q < depth; q++) {
+        __m512 r0 = _mm512_load_ps(right);
+        __m512 r1 = _mm512_load_ps(right + 16);
+#pragma GCC unroll 12
+        for (int j = 0; j < tile_rows; j++) {
+            __m512 l = _mm512_set1_ps(left[j]);
+            lo[j] = _mm512_fmadd_ps(r0, l, lo[j]);
+            hi[j] = _mm512_fmadd_ps(r1, l, hi[j]);
+        }
+        right += PANEL;
+        left += PANEL;
+    }
+    __mmask16 mask_lo = cols >= 16 ? 0xFFFF : (__mmask16) ((1u << cols) - 1);
+    __mmask16 mask_hi = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (__mmask16) ((1u << (cols - 16)) - 1);
+    for (int j = 0; j < tile_rows && j < rows; j++) {
+        float *row = out + (long) j * ld;
+        __m512 v0 = lo[j];
+        __m512 v1 = hi[j];
+        if (e->accumulate) {
+            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(mask_lo, row));
+            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(mask_hi, row + 16));
+        }
+        if (e->s != NULL) {
+            const float *s = e->s + (long) j * ld;
+            __m512 b = _mm512_set1_ps(e->b);
+            __m512 c = _mm512_set1_ps(e->c);
+            v0 = _mm512_fmadd_ps(b, _mm512_maskz_loadu_ps(mask_lo, s), _mm512_mul_ps(c, v0));
+            v1 = _mm512_fmadd_ps(b, _mm512_maskz_loadu_ps(mask_hi, s + 16), _mm512_mul_ps(c, v1));
+        }
+        _mm512_mask_storeu_ps(row, mask_lo, v0);
+        _mm512_mask_storeu_ps(row + 16, mask_hi, v1);
+        if (e->s != NULL) {
+            int i = e->diagonal + j;
+            if (i >= 0 && i < cols) {
+                row[i] += e->a;
+            }
+        }
+    }
+}
+
+KERNEL static void tile12(int depth, const float *right, const float *left, float *out, long ld, int rows, int cols,
+                          const epilogue *e) {
+    tile_body(12, depth, right, left, out, ld, rows, cols, e);
+}
+
+KERNEL static void tile8(int depth, const float *right, const float *left, float *out, long ld, int rows, int cols,
+                         const epilogue *e) {
+    tile_body(8, depth, right, left, out, ld, rows, cols, e);
+}
+
+/* Tile t (0, 1, 2) of a left panel against a right panel. */
+static void tile(int t, int depth, const float *right_panel, const float *left_panel, float *out, long ld, int rows,
+                 int cols, const epilogue *e) {
+    const float *left = left_panel + PANEL_TILE_START[t];
+    if (PANEL_TILE_ROWS[t] == 12) {
+        tile12(depth, right_panel, left, out, ld, rows, cols, e);
+    } else {
+        tile8(depth, right_panel, left, out, ld, rows, cols, e);
+    }
+}
+
+/* out[i][j] = out[j][i] below the diagonal, in 32 × 32 blocks; block rows dealt round-robin to the threads. */
+static void mirror_upper(float *out, int m, int thread, int threads) {
+    int blocks = panels_of(m);
+    for (int bi = thread; bi < blocks; bi += threads) {
+        int i_end = min_int(bi * PANEL + PANEL, m);
+        for (int bj = 0; bj <= bi; bj++) {
+            int j_end = min_int(bj * PANEL + PANEL, m);
+            for (int i = bi * PANEL; i < i_end; i++) {
+                for (int j = bj * PANEL; j < j_end && j < i; j++) {
+                    out[(long) i * m + j] = out[(long) j * m + i];
+                }
+            }
+        }
+    }
+}
+
+/* The panels of one operand for one block of the inner dimension: x's rows transposed, or (copy) x's columns. */
+static void pack_block(const float *x, long ld, int rows_total, int transpose, int q0, int depth, int first_panel,
+                       int end_panel, float *packed) {
+    for (int p = first_panel; p < end_panel; p++) {
+        int rows = min_int(rows_total - p * PANEL, PANEL);
+        float *to = packed + (long) p * PANEL * depth;
+        if (transpose) {
+            pack_rows(x, ld, p * PANEL, rows, q0, depth, to);
+        } else {
+            pack_columns(x, ld, p * PANEL, rows, q0, depth, to);
+        }
+    }
+}
+
+/* What the threads pack for each block of the inner dimension, each its share of the panels. */
+typedef struct {
+    const float *right; /* the operand packed into the right panels */
+    long right_ld;
+    int right_rows;     /* its rows (transpose) or columns (copy) that become panel rows */
+    int right_transpose;
+    const float *left;  /* the left operand, or NULL where the left panels are the right ones */
+    long left_ld;
+    int left_rows;
+    int left_transpose;
+    int inner;          /* the inner dimension */
+} blocked_operands;
+
+static void pack_share(const blocked_operands *ops, int q0, int thread, int threads, float *buffer) {
+    int depth = min_int(ops->inner - q0, DEPTH);
+    int right_panels = panels_of(ops->right_rows);
+    pack_block(ops->right, ops->right_ld, ops->right_rows, ops->right_transpose, q0, depth,
+               (int) ((long) right_panels * thread / threads), (int) ((long) right_panels * (thread + 1) / threads),
+               buffer);
+    if (ops->left != NULL) {
+        int left_panels = panels_of(ops->left_rows);
+        pack_block(ops->left, ops->left_ld, ops->left_rows, ops->left_transpose, q0, depth,
+                   (int) ((long) left_panels * thread / threads), (int) ((long) left_panels * (thread + 1) / threads),
+                   buffer + (size_t) panels_of(ops->right_rows) * PANEL * depth);
+    }
+}
+
+/*
+ * out = x·xᵀ (poly == NULL) or a·I + b·s + c·x·xᵀ with s = x (poly != NULL) for the m × k x; symmetric_x: x is
+ * symmetric (m == k), so its transposed panels are plain copies.
+ */
+static void self_product(const float *x, int m, int k, int symmetric_x, float *out, float *packed, int threads,
+                         const epilogue *poly) {
+    int panels = panels_of(m);
+    /* Tiles on and above the diagonal: left panel p meets right panels p .. panels - 1. */
+    long total = 0;
+    for (int p = 0; p < panels; p++) {
+        total += (long) TILES_PER_PANEL * (panels - p);
+    }
+    blocked_operands ops = {x, k, m, !symmetric_x, NULL, 0, 0, 0, k};
+#pragma omp parallel num_threads(threads)
+    {
+        int thread = omp_get_thread_num();
+        int count = omp_get_num_threads();
+        long first = total * thread / count;
+        long end = total * (thread + 1) / count;
+        for (int q0 = 0; q0 < k; q0 += DEPTH) {
+            int depth = min_int(k - q0, DEPTH);
+            int last = q0 + depth >= k;
+            pack_share(&ops, q0, thread, count, packed);
+#pragma omp barrier
+            long index = 0;
+            for (int lp = 0; lp < panels && index < end; lp++) {
+                for (int t = 0; t < TILES_PER_PANEL; t++) {
+                    long tiles = panels - lp;
+                    int row0 = lp * PANEL + PANEL_TILE_START[t];
+                    if (index + tiles <= first || row0 >= m) {
+                        index += tiles;
+                        continue;
+                    }
+                    int rows = min_int(m - row0, PANEL_TILE_ROWS[t]);
+                    for (int rp = lp; rp < panels; rp++, index++) {
+                        if (index < first || index >= end) {
+                            continue;
+                        }
+                        int col0 = rp * PANEL;
+                        epilogue e = {q0 > 0, NULL, 0.0f, 0.0f, 0.0f, row0 - col0};
+                        if (last && poly != NULL) {
+                            e.s = poly->s + (long) row0 * m + col0;
+                            e.a = poly->a;
+                            e.b = poly->b;
+                            e.c = poly->c;
+                        }
+                        tile(t, depth, packed + (long) rp * PANEL * depth, packed + (long) lp * PANEL * depth, out + (long) row0 * m + col0, m, rows,
+                             min_int(m - col0, PANEL), &e);
+                    }
+                }
+            }
+            /* The next block repacks what other threads may still read. (Packing it into a second buffer while
+             * the tiles run, one barrier per block instead of two, measured no faster.) */
+#pragma omp barrier
+        }
+        mirror_upper(out, m, thread, count);
+    }
+}
+
+/* out = l·r for the m × m l and the m × n r; symmetric_l: l's transposed panels are plain copies. */
+static void times(const float *l, int symmetric_l, const float *r, int m, int n, float *out, float *packed,
+                  int threads) {
+    int right_panels = panels_of(n);
+    int left_panels = panels_of(m);
+    long total = (long) TILES_PER_PANEL * left_panels * right_panels;
+    blocked_operands ops = {r, n, n, 0, l, m, m, !symmetric_l, m};
+#pragma omp parallel num_threads(threads)
+    {
+        int thread = omp_get_thread_num();
+        int count = omp_get_num_threads();
+        long first = total * thread / count;
+        long end = total * (thread + 1) / count;
+        for (int q0 = 0; q0 < m; q0 += DEPTH) {
+            int depth = min_int(m - q0, DEPTH);
+            pack_share(&ops, q0, thread, count, packed);
+            const float *left_packed = packed + (size_t) right_panels * PANEL * depth;
+#pragma omp barrier
+            epilogue e = {q0 > 0, NULL, 0.0f, 0.0f, 0.0f, 0};
+            /* Consecutive tiles share a left tile (in L1) and stream the right panels. */
+            for (long index = first; index < end; index++) {
+                long left_tile = index / right_panels;
+                int rp = (int) (index % right_panels);
+                int lp = (int) (left_tile / TILES_PER_PANEL);
+                int t = (int) (left_tile % TILES_PER_PANEL);
+                int row0 = lp * PANEL + PANEL_TILE_START[t];
+                if (row0 >= m) {
+                    continue;
+                }
+                int col0 = rp * PANEL;
+                tile(t, depth, packed + (long) rp * PANEL * depth, left_packed + (long) lp * PANEL * depth,
+                     out + (long) row0 * n + col0, n, min_int(m - row0, PANEL_TILE_ROWS[t]),
+                     min_int(n - col0, PANEL), &e);
+            }
+#pragma omp barrier
+        }
+    }
+}
+
+/* Bytes of packing scratch that one call needs for an m × k self product or an m × m by m × n product. */
+JNIEXPORT jlong JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32PackBytes(JNIEnv *env, jclass cls, jint m,
+                                                                                    jint n) {
+    (void) env;
+    (void) cls;
+    return (jlong) (pack_floats(m, n) * sizeof(float) + 64);
+}
+
+/*
+ * out = x·xᵀ for the contiguous m × k float32 x (symmetricX: x is symmetric, m == k); out is m × m, not
+ * overlapping x, exactly symmetric. packed has float32PackBytes(m, k) bytes. The caller checked shapes, dtypes,
+ * contiguity and CPU support.
+ */
+JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32SelfProduct(
+        JNIEnv *env, jclass cls, jlong x, jint m, jint k, jboolean symmetricX, jlong out, jlong packed, jint threads) {
+    (void) env;
+    (void) cls;
+    self_product((const float *) (intptr_t) x, m, k, symmetricX == JNI_TRUE, (float *) (intptr_t) out,
+                 aligned(packed), threads, NULL);
+}
+
+/*
+ * out = a·I + b·s + c·s·s for the exactly symmetric m × m float32 s; s and out contiguous, not overlapping;
+ * packed has float32PackBytes(m, m) bytes. The result is exactly symmetric.
+ */
+JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32Polynomial(
+        JNIEnv *env, jclass cls, jlong s, jint m, jlong out, jlong packed, jint threads, jfloat a, jfloat b,
+        jfloat c) {
+    (void) env;
+    (void) cls;
+    epilogue poly = {0, (const float *) (intptr_t) s, a, b, c, 0};
+    self_product((const float *) (intptr_t) s, m, m, 1, (float *) (intptr_t) out, aligned(packed), threads, &poly);
+}
+
+/*
+ * out = l·r for the m × m l (leftSymmetric: exactly symmetric) and the m × n r, all contiguous float32, out not
+ * overlapping either; packed has float32PackBytes(m, n) bytes.
+ */
+JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32Times(
+        JNIEnv *env, jclass cls, jlong l, jboolean leftSymmetric, jlong r, jint m, jint n, jlong out, jlong packed,
+        jint threads) {
+    (void) env;
+    (void) cls;
+    times((const float *) (intptr_t) l, leftSymmetric == JNI_TRUE, (const float *) (intptr_t) r, m, n,
+          (float *) (intptr_t) out, aligned(packed), threads);
+}

@@ -1,0 +1,100 @@
+package dev.muon.orthogonalize;
+
+import dev.muon.internal.NativeLifetime;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+/**
+ * The float32 products of the symmetric and Gram kernels on muon-core's native kernels ({@link NativeKernels},
+ * {@code muon_f32_kernels.c}), for one CPU workspace: the half product {@code x·xᵀ}, the Newton–Schulz polynomial
+ * {@code a·I + b·s + c·s·s} formed with it, and {@code l·r}. Every result is written whole (both triangles of the
+ * symmetric ones, exactly symmetric), and its bits do not depend on the thread count.
+ *
+ * <p>Why not OpenBLAS, which the kernels used before: its {@code ssyrk} takes about 0.65 of its {@code sgemm}'s time
+ * for half the multiply-adds where ours takes about 0.55, and every pass of an iteration here runs on libtorch's
+ * OpenMP pool, so no second pool's spinning threads wait between the passes (docs/benchmarks.md).
+ *
+ * <p>Holds the packing scratch, grown to the largest call so far; use it from one thread at a time, as the
+ * workspace it serves.
+ */
+final class NativeFloat32Products {
+    private Tensor packed;
+
+    /** {@code out = x·xᵀ}; {@code symmetricX} says {@code x} is exactly symmetric, which packs it faster. */
+    void selfProduct(Tensor out, Tensor x, boolean symmetricX) {
+        int m = rows(x);
+        int k = Math.toIntExact(x.size(1));
+        require(x, m, k);
+        require(out, m, m);
+        requireApart(out, x);
+        NativeKernels.float32SelfProduct(x.data_ptr().address(), m, k, symmetricX, out.data_ptr().address(),
+                scratchFor(m, k), threads());
+    }
+
+    /** {@code out = a·I + b·s + c·s·s} for the exactly symmetric {@code s}. */
+    void polynomial(Tensor out, Tensor s, Coefficients c) {
+        int m = rows(s);
+        require(s, m, m);
+        require(out, m, m);
+        requireApart(out, s);
+        NativeKernels.float32Polynomial(s.data_ptr().address(), m, out.data_ptr().address(), scratchFor(m, m),
+                threads(), (float) c.a(), (float) c.b(), (float) c.c());
+    }
+
+    /** {@code out = l·r} for the square {@code l}; {@code leftSymmetric} says {@code l} is exactly symmetric. */
+    void times(Tensor out, Tensor l, boolean leftSymmetric, Tensor r) {
+        int m = rows(l);
+        int n = Math.toIntExact(r.size(1));
+        require(l, m, m);
+        require(r, m, n);
+        require(out, m, n);
+        requireApart(out, l);
+        requireApart(out, r);
+        NativeKernels.float32Times(l.data_ptr().address(), leftSymmetric, r.data_ptr().address(), m, n,
+                out.data_ptr().address(), scratchFor(m, n), threads());
+    }
+
+    /** The OpenMP threads a call uses: what OpenBLAS would have been given ({@link OpenBlas#followTorchThreads}). */
+    private static int threads() {
+        return CpuContention.threadsFor(torch.get_num_threads());
+    }
+
+    private static int rows(Tensor t) {
+        return Math.toIntExact(t.size(0));
+    }
+
+    private static void require(Tensor t, int rows, int cols) {
+        // The kernels read and write raw memory: a view or another dtype here would be a bug in the caller, not
+        // bad input.
+        if (t.dim() != 2 || t.size(0) != rows || t.size(1) != cols || !t.is_contiguous() || !t.device().is_cpu()
+                || t.scalar_type().value != ScalarType.Float.value) {
+            throw new IllegalStateException("the native float32 products need contiguous " + rows + "x" + cols
+                    + " float32 CPU tensors, got " + t.size(0) + "x" + t.size(-1) + " " + t.scalar_type()
+                    + " (contiguous: " + t.is_contiguous() + ")");
+        }
+    }
+
+    private static void requireApart(Tensor out, Tensor operand) {
+        long o = out.data_ptr().address();
+        long p = operand.data_ptr().address();
+        if (o < p + operand.nbytes() && p < o + out.nbytes()) {
+            throw new IllegalStateException("the native float32 products write out beside their operands, not "
+                    + "over them");
+        }
+    }
+
+    /** The packing scratch's address for an {@code m × n} call, grown to the largest call so far. */
+    private long scratchFor(int m, int n) {
+        long bytes = NativeKernels.float32PackBytes(m, n);
+        if (packed == null || packed.numel() < bytes) {
+            if (packed != null) {
+                packed.close();
+            }
+            packed = NativeLifetime.outliveScope(torch.empty(new long[]{bytes},
+                    new TensorOptions(ScalarType.Byte), null));
+        }
+        return packed.data_ptr().address();
+    }
+}

@@ -1,0 +1,249 @@
+package dev.muon.orthogonalize;
+
+import dev.muon.golden.NativeScopePerTest;
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.util.function.Consumer;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The native float32 products ({@link NativeFloat32Products}) against float64, entry by entry, with the bound that a
+ * float32 sum allows; exact symmetry; the same bits for any thread count; and the symmetric and Gram kernels on
+ * them against the same kernels on OpenBLAS. Skips, with the probe's cause, where the kernels cannot run.
+ */
+@ExtendWith(NativeScopePerTest.class)
+class NativeFloat32ProductsTest {
+    /** float32's unit roundoff; k of them bound a k-term float32 sum, relative to the sum of magnitudes. */
+    private static final double FLOAT32_ROUNDOFF = Math.pow(2, -24);
+
+    @BeforeEach
+    void seed() {
+        torch.manual_seed(13);
+    }
+
+    private static void assumeKernels() {
+        assumeTrue(NativeKernels.isAvailable(), () -> "native kernels off: " + NativeKernels.unavailabilityCause());
+    }
+
+    /** NaN, as a reused workspace may hold: every entry must be overwritten. */
+    private static Tensor poisoned(long rows, long cols) {
+        return torch.full(new long[]{rows, cols}, new Scalar(Double.NaN)).to(ScalarType.Float);
+    }
+
+    private static Tensor randn(long rows, long cols) {
+        return torch.randn(rows, cols);
+    }
+
+    private static Tensor symmetric(int m) {
+        Tensor g = torch.randn(m, m).div(new Scalar(Math.sqrt(m)));
+        return g.add(g.t()); // exactly symmetric: each entry rounds the same sum
+    }
+
+    static Stream<Arguments> selfProductShapes() {
+        // Around the 12- and 8-row tiles, the 32-row panels and the 16-column transposes of the pack, one row,
+        // k = 1, several 256-column blocks of the inner dimension (with a ragged last one), and a long one.
+        return Stream.of(Arguments.of(1, 1), Arguments.of(1, 9), Arguments.of(7, 3), Arguments.of(12, 12),
+                Arguments.of(13, 17), Arguments.of(31, 64), Arguments.of(33, 65), Arguments.of(100, 1),
+                Arguments.of(45, 600), Arguments.of(257, 300), Arguments.of(130, 1001), Arguments.of(40, 9001));
+    }
+
+    @ParameterizedTest(name = "{0}x{1}")
+    @MethodSource("selfProductShapes")
+    void selfProduct_isWithinAFloat32SumOfFloat64_andExactlySymmetric(int m, int k) {
+        assumeKernels();
+        Tensor x = randn(m, k);
+        Tensor out = poisoned(m, m);
+        new NativeFloat32Products().selfProduct(out, x, false);
+
+        Tensor x64 = x.to(ScalarType.Double);
+        Tensor bound = x64.abs().matmul(x64.abs().t()).mul(new Scalar(k * FLOAT32_ROUNDOFF));
+        assertWithin(out, x64.matmul(x64.t()), bound, m + "x" + k);
+        assertExactlySymmetric(out);
+    }
+
+    @ParameterizedTest(name = "{0}x{0}")
+    @ValueSource(ints = {1, 9, 40, 257, 300})
+    void selfProduct_ofASymmetricMatrix_readAsOne_isItsSquare(int m) {
+        assumeKernels();
+        Tensor s = symmetric(m);
+        Tensor out = poisoned(m, m);
+        new NativeFloat32Products().selfProduct(out, s, true);
+
+        Tensor s64 = s.to(ScalarType.Double);
+        Tensor bound = s64.abs().matmul(s64.abs()).mul(new Scalar(m * FLOAT32_ROUNDOFF));
+        assertWithin(out, s64.matmul(s64), bound, m + "x" + m);
+        assertExactlySymmetric(out);
+    }
+
+    @ParameterizedTest(name = "{0}x{0}")
+    @ValueSource(ints = {1, 9, 40, 257, 300})
+    void polynomial_isWithinAFloat32SumOfFloat64_andExactlySymmetric(int m) {
+        assumeKernels();
+        Coefficients c = new Coefficients(3.4445, -4.7750, 2.0315);
+        Tensor s = symmetric(m);
+        Tensor out = poisoned(m, m);
+        new NativeFloat32Products().polynomial(out, s, c);
+
+        Tensor s64 = s.to(ScalarType.Double);
+        Tensor eye = torch.eye(m).to(ScalarType.Double);
+        Tensor exact = s64.matmul(s64).mul(new Scalar(c.c())).add(s64.mul(new Scalar(c.b())))
+                .add(eye.mul(new Scalar(c.a())));
+        Tensor squareMagnitudes = s64.abs().matmul(s64.abs()).mul(new Scalar(Math.abs(c.c())));
+        Tensor termMagnitudes = squareMagnitudes.add(s64.abs().mul(new Scalar(Math.abs(c.b()))))
+                .add(eye.mul(new Scalar(Math.abs(c.a()))));
+        // The product's float32 sum, then c·p + b·s (a multiply and a fused multiply-add) and + a on the diagonal.
+        Tensor bound = squareMagnitudes.mul(new Scalar(m * FLOAT32_ROUNDOFF))
+                .add(termMagnitudes.mul(new Scalar(3 * FLOAT32_ROUNDOFF)));
+        assertWithin(out, exact, bound, m + "x" + m);
+        assertExactlySymmetric(out);
+    }
+
+    static Stream<Arguments> timesShapes() {
+        // m × m by m × n: ragged tiles and panels on both sides, n narrower than a tile, m over one 256-row block.
+        return Stream.of(Arguments.of(1, 1), Arguments.of(5, 3), Arguments.of(12, 40), Arguments.of(33, 31),
+                Arguments.of(100, 257), Arguments.of(300, 70), Arguments.of(40, 1000));
+    }
+
+    @ParameterizedTest(name = "{0}x{0} by {0}x{1}")
+    @MethodSource("timesShapes")
+    void times_isWithinAFloat32SumOfFloat64_forAnyAndForASymmetricLeft(int m, int n) {
+        assumeKernels();
+        Tensor r = randn(m, n);
+        Tensor r64 = r.to(ScalarType.Double);
+        for (boolean leftSymmetric : new boolean[]{false, true}) {
+            Tensor l = leftSymmetric ? symmetric(m) : randn(m, m);
+            Tensor out = poisoned(m, n);
+            new NativeFloat32Products().times(out, l, leftSymmetric, r);
+
+            Tensor l64 = l.to(ScalarType.Double);
+            Tensor bound = l64.abs().matmul(r64.abs()).mul(new Scalar(m * FLOAT32_ROUNDOFF));
+            assertWithin(out, l64.matmul(r64), bound, m + "x" + n + (leftSymmetric ? " symmetric" : ""));
+        }
+    }
+
+    @Test
+    void results_areTheSameBits_forAnyThreadCount() {
+        assumeKernels();
+        int m = 70;
+        int k = 700;
+        Tensor x = randn(m, k);
+        Tensor s = symmetric(m);
+        Tensor scratch = torch.empty(new long[]{NativeKernels.float32PackBytes(m, k)},
+                new TensorOptions(ScalarType.Byte), null);
+        Tensor[] reference = null;
+        for (int threads = 1; threads <= 3; threads++) {
+            Tensor gram = poisoned(m, m);
+            Tensor poly = poisoned(m, m);
+            Tensor product = poisoned(m, k);
+            NativeKernels.float32SelfProduct(x.data_ptr().address(), m, k, false, gram.data_ptr().address(),
+                    scratch.data_ptr().address(), threads);
+            NativeKernels.float32Polynomial(s.data_ptr().address(), m, poly.data_ptr().address(),
+                    scratch.data_ptr().address(), threads, 3.4445f, -4.7750f, 2.0315f);
+            NativeKernels.float32Times(s.data_ptr().address(), false, x.data_ptr().address(), m, k,
+                    product.data_ptr().address(), scratch.data_ptr().address(), threads);
+            Tensor[] results = {gram, poly, product};
+            if (reference == null) {
+                reference = results;
+                continue;
+            }
+            for (int i = 0; i < results.length; i++) {
+                assertTrue(torch.equal(results[i], reference[i]), "product " + i + " with " + threads
+                        + " threads differs from one thread");
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"SYMMETRIC", "GRAM"})
+    void kernels_onTheNativeProducts_agreeWithOpenBlas(NsAlgorithm algorithm) {
+        assumeKernels();
+        assumeTrue(OpenBlas.isAvailable(), () -> "OpenBLAS off: " + OpenBlas.unavailabilityCause());
+        int m = 96;
+        int n = algorithm == NsAlgorithm.GRAM ? 400 : 130;
+        NewtonSchulzConfig config = new NewtonSchulzConfig(CoefficientSchedule.constant(
+                new Coefficients(3.4445, -4.7750, 2.0315)), 5, 1e-7, NsPrecision.FLOAT32, algorithm);
+        Tensor update = randn(m, n);
+        Tensor[] results = new Tensor[2];
+        for (int i = 0; i < 2; i++) {
+            boolean nativeProducts = i == 0;
+            Workspace ws = new Workspace(0, m, n, ScalarType.Float, new Device("cpu"));
+            BlasKernels kernels = new BlasKernels(ws, false, nativeProducts);
+            assertEquals(nativeProducts, kernels.isNative());
+            // Natively, libtorch normalises (same thread pool); else OpenBLAS.
+            boolean normalizedByBlas = kernels.normalize(update, false, config);
+            assertEquals(!nativeProducts, normalizedByBlas);
+            if (!normalizedByBlas) {
+                new NewtonSchulz(config).normalizeInto(ws.x, update);
+            }
+            Tensor out = algorithm == NsAlgorithm.GRAM ? kernels.gram(config) : kernels.symmetric(config);
+            results[i] = out.clone();
+        }
+        double relative = results[0].sub(results[1]).norm().item_double() / results[1].norm().item_double();
+        assertTrue(relative < 1e-5, algorithm + ": native and OpenBLAS differ by " + relative);
+        assertTrue(results[0].isfinite().all().item_bool());
+    }
+
+    @Test
+    void float32Kernels_useTheNativeProducts_exactlyWhereTheyRun() {
+        ShapeKernels kernels = new ShapeKernels(new Workspace(0, 8, 16, ScalarType.Float, new Device("cpu")));
+        assertEquals(NativeKernels.isAvailable(), kernels.blas(false).isNative());
+        ShapeKernels float64 = new ShapeKernels(new Workspace(0, 8, 16, ScalarType.Double, new Device("cpu")));
+        assertEquals(false, float64.blas(true).isNative());
+    }
+
+    static Stream<Arguments> misuse() {
+        Consumer<NativeFloat32Products> view = p -> p.selfProduct(poisoned(12, 12), randn(16, 12).t(), false);
+        Consumer<NativeFloat32Products> float64 = p -> p.times(poisoned(4, 4),
+                torch.eye(4).to(ScalarType.Double), true, randn(4, 4));
+        Consumer<NativeFloat32Products> overlap = p -> {
+            Tensor s = symmetric(4);
+            p.polynomial(s, s, new Coefficients(1, 1, 1));
+        };
+        Consumer<NativeFloat32Products> wrongOut = p -> p.times(poisoned(4, 5), randn(4, 4), false, randn(4, 6));
+        return Stream.of(
+                Arguments.of("a view", view, "the native float32 products need contiguous 12x16 float32 CPU tensors, "
+                        + "got 12x16 Float (contiguous: false)"),
+                Arguments.of("float64", float64, "the native float32 products need contiguous 4x4 float32 CPU "
+                        + "tensors, got 4x4 Double (contiguous: true)"),
+                Arguments.of("out over an operand", overlap,
+                        "the native float32 products write out beside their operands, not over them"),
+                Arguments.of("out of another shape", wrongOut, "the native float32 products need contiguous 4x6 "
+                        + "float32 CPU tensors, got 4x5 Float (contiguous: true)"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("misuse")
+    void products_refuseWhatTheKernelsCannotRead(String what, Consumer<NativeFloat32Products> call, String message) {
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> call.accept(new NativeFloat32Products()));
+        assertEquals(message, e.getMessage());
+    }
+
+    private static void assertWithin(Tensor out, Tensor exact, Tensor bound, String what) {
+        // A float32 sum's error, plus the rounding of the result to float32 and a floor for exact zeros.
+        Tensor allowed = bound.add(exact.abs().mul(new Scalar(FLOAT32_ROUNDOFF))).add(new Scalar(1e-30));
+        double worst = out.to(ScalarType.Double).sub(exact).abs().sub(allowed).max().item_double();
+        assertTrue(worst <= 0, what + ": an entry is " + worst + " beyond its rounding bound (NaN: not written)");
+    }
+
+    private static void assertExactlySymmetric(Tensor out) {
+        assertEquals(0.0, out.sub(out.t()).abs().max().item_double(), "the result is not exactly symmetric");
+    }
+}
