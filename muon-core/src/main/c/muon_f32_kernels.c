@@ -205,17 +205,30 @@ static void tile(int t, int depth, const float *right_panel, const float *left_p
     }
 }
 
-/* out[i][j] = out[j][i] below the diagonal, in 32 × 32 blocks; block rows dealt round-robin to the threads. */
-static void mirror_upper(float *out, int m, int thread, int threads) {
-    int blocks = panels_of(m);
+/*
+ * out[i][j] = out[j][i] below the diagonal: 16 × 16 blocks of the upper triangle transposed in registers and stored
+ * below it, block rows dealt round-robin to the threads (a scalar copy took about 1 % of a 768² step).
+ */
+KERNEL static void mirror_upper(float *out, int m, int thread, int threads) {
+    int blocks = (m + 15) / 16;
     for (int bi = thread; bi < blocks; bi += threads) {
-        int i_end = min_int(bi * PANEL + PANEL, m);
-        for (int bj = 0; bj <= bi; bj++) {
-            int j_end = min_int(bj * PANEL + PANEL, m);
-            for (int i = bi * PANEL; i < i_end; i++) {
-                for (int j = bj * PANEL; j < j_end && j < i; j++) {
-                    out[(long) i * m + j] = out[(long) j * m + i];
-                }
+        int i0 = bi * 16;
+        int rows = min_int(16, m - i0);
+        __mmask16 mask = (__mmask16) ((1u << rows) - 1);
+        for (int bj = 0; bj < bi; bj++) {
+            int j0 = bj * 16;
+            __m512 r[16];
+            for (int t = 0; t < 16; t++) {
+                r[t] = _mm512_maskz_loadu_ps(mask, out + (long) (j0 + t) * m + i0);
+            }
+            transpose16(r);
+            for (int c = 0; c < rows; c++) {
+                _mm512_storeu_ps(out + (long) (i0 + c) * m + j0, r[c]);
+            }
+        }
+        for (int i = i0; i < i0 + rows; i++) {
+            for (int j = i0; j < i; j++) {
+                out[(long) i * m + j] = out[(long) j * m + i];
             }
         }
     }
