@@ -6,7 +6,8 @@
  *                  mirrored, so the result is exactly symmetric;
  *   polynomial     out = a·I + b·s + c·s·s for a symmetric m × m s: the self product of s with the sum formed
  *                  in the same pass;
- *   times          out = l·r for an m × m l (symmetric or not) and an m × n r.
+ *   times          out = l·r for an m × m l (symmetric or not) and an m × n r;
+ *   normalize      out = g / max(safety·‖g‖_F, eps), the iteration's first pass, for the same reason: one pool.
  *
  * Why our own, when OpenBLAS has ?syrk and ?symm: OpenBLAS's ?syrk runs at about 0.65 of its ?gemm's time for half
  * the multiply-adds, and its thread pool alternates with libtorch's OpenMP pool inside a Newton–Schulz step. These
@@ -33,6 +34,7 @@
 #include <immintrin.h>
 #include <omp.h>
 #include <stdint.h>
+#include <math.h>
 #include <string.h>
 
 #define KERNEL __attribute__((target("avx512f")))
@@ -373,6 +375,96 @@ static void times(const float *l, int symmetric_l, const float *r, int m, int n,
     }
 }
 
+/* Σ g[i]² of n floats, in double, in a fixed order (eight lanes, then the lanes summed, then the tail). */
+KERNEL static double sum_of_squares(const float *g, int n) {
+    __m512d acc = _mm512_setzero_pd();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(g + i));
+        acc = _mm512_fmadd_pd(v, v, acc);
+    }
+    double sum = _mm512_reduce_add_pd(acc);
+    for (; i < n; i++) {
+        sum += (double) g[i] * g[i];
+    }
+    return sum;
+}
+
+/* out[i·n + j] = scale · g[j·m + i]: the m × n out from the n × m g, 16 × 16 blocks transposed in registers. */
+KERNEL static void scale_transposed(const float *g, int m, int n, float scale, float *out, int first_block,
+                                    int end_block) {
+    __m512 s = _mm512_set1_ps(scale);
+    int column_blocks = (m + 15) / 16;
+    for (int b = first_block; b < end_block; b++) {
+        int j0 = (b / column_blocks) * 16;
+        int i0 = (b % column_blocks) * 16;
+        int rows = min_int(16, n - j0);
+        int cols = min_int(16, m - i0);
+        __mmask16 col_mask = (__mmask16) ((1u << cols) - 1);
+        __mmask16 row_mask = (__mmask16) ((1u << rows) - 1);
+        __m512 r[16];
+        for (int t = 0; t < 16; t++) {
+            r[t] = t < rows ? _mm512_maskz_loadu_ps(col_mask, g + (long) (j0 + t) * m + i0) : _mm512_setzero_ps();
+        }
+        transpose16(r);
+        for (int c = 0; c < cols; c++) {
+            _mm512_mask_storeu_ps(out + (long) (i0 + c) * n + j0, row_mask, _mm512_mul_ps(r[c], s));
+        }
+    }
+}
+
+KERNEL static void scale_plain(const float *g, long first, long end, float scale, float *out) {
+    __m512 s = _mm512_set1_ps(scale);
+    long i = first;
+    for (; i + 16 <= end; i += 16) {
+        _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_loadu_ps(g + i), s));
+    }
+    for (; i < end; i++) {
+        out[i] = g[i] * scale;
+    }
+}
+
+/*
+ * out = g / max(safety·‖g‖_F, eps) for the wide m × n out; g is m × n, or (transposed) the transpose of the
+ * contiguous n × m g. As OpenBLAS's path computes it (snrm2, then a multiplication by the reciprocal): the norm is
+ * summed in double and rounded to float32, the reciprocal taken in double and rounded to float32. Each source row
+ * is summed on its own and the rows in order, so the bits do not depend on the thread count. row_sums holds one
+ * double per source row.
+ */
+static void normalize(const float *g, int m, int n, int transposed, float *out, double safety, double eps,
+                      int threads, double *row_sums) {
+    int source_rows = transposed ? n : m;
+    int source_cols = transposed ? m : n;
+    long count = (long) m * n;
+    float scale = 0.0f;
+#pragma omp parallel num_threads(threads)
+    {
+        int thread = omp_get_thread_num();
+        int parts = omp_get_num_threads();
+#pragma omp for schedule(static)
+        for (int r = 0; r < source_rows; r++) {
+            row_sums[r] = sum_of_squares(g + (long) r * source_cols, source_cols);
+        }
+#pragma omp single
+        {
+            double sum = 0.0;
+            for (int r = 0; r < source_rows; r++) {
+                sum += row_sums[r];
+            }
+            float norm = (float) sqrt(sum);
+            double denominator = safety * (double) norm;
+            scale = (float) (1.0 / (denominator > eps ? denominator : eps));
+        }
+        if (transposed) {
+            long blocks = (long) ((n + 15) / 16) * ((m + 15) / 16);
+            scale_transposed(g, m, n, scale, out, (int) (blocks * thread / parts),
+                             (int) (blocks * (thread + 1) / parts));
+        } else {
+            scale_plain(g, count * thread / parts, count * (thread + 1) / parts, scale, out);
+        }
+    }
+}
+
 /* Bytes of packing scratch that one call needs for an m × k self product or an m × m by m × n product. */
 JNIEXPORT jlong JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32PackBytes(JNIEnv *env, jclass cls, jint m,
                                                                                     jint n) {
@@ -418,4 +510,17 @@ JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32Times(
     (void) cls;
     times((const float *) (intptr_t) l, leftSymmetric == JNI_TRUE, (const float *) (intptr_t) r, m, n,
           (float *) (intptr_t) out, aligned(packed), threads);
+}
+
+/*
+ * out = g / max(safety·‖g‖_F, eps) for the m × n float32 out; g is m × n, or (transposed) the transpose of a
+ * contiguous n × m float32 matrix; out overlaps nothing. packed has float32PackBytes(m, n) bytes.
+ */
+JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32Normalize(
+        JNIEnv *env, jclass cls, jlong g, jint m, jint n, jboolean transposed, jlong out, jlong packed, jint threads,
+        jdouble safety, jdouble eps) {
+    (void) env;
+    (void) cls;
+    normalize((const float *) (intptr_t) g, m, n, transposed == JNI_TRUE, (float *) (intptr_t) out, safety, eps,
+              threads, (double *) aligned(packed));
 }

@@ -19,7 +19,7 @@ import org.bytedeco.pytorch.global.torch;
  *
  * <p>In float32, where muon-core's native kernels run ({@link NativeKernels}), every product runs on them instead
  * ({@link NativeFloat32Products}): the same algebra, with both triangles of each symmetric result written by the
- * kernel, on libtorch's OpenMP pool, and the normalisation on libtorch (same pool): no OpenBLAS call at all.
+ * kernel, and the normalisation, all on libtorch's OpenMP pool: no OpenBLAS call at all.
  *
  * <p>The plain kernel is not here: it stays on libtorch so that a matrix gives the same bits alone and inside a
  * same-shape batch ({@code bmm}).
@@ -37,7 +37,7 @@ final class BlasKernels {
      * @param ws            the buffers
      * @param float64       the iteration's dtype: float64, or float32
      * @param nativeFloat32 in float32, whether the products run on muon-core's native kernels
-     *                      ({@link NativeFloat32Products}), and the normalisation on libtorch
+     *                      ({@link NativeFloat32Products}), the normalisation included
      */
     BlasKernels(Workspace ws, boolean float64, boolean nativeFloat32) {
         this.ws = ws;
@@ -52,9 +52,9 @@ final class BlasKernels {
     }
 
     /**
-     * Writes the normalised input into the workspace's {@code x} if OpenBLAS can read {@code update} directly
-     * (contiguous, of the iteration's dtype) and the products run on OpenBLAS, and says whether it did; otherwise
-     * the caller normalises on libtorch.
+     * Writes the normalised input into the workspace's {@code x} if OpenBLAS, or the native float32 kernels, can
+     * read {@code update} directly (contiguous, of the iteration's dtype), and says whether it did; otherwise the
+     * caller normalises on libtorch.
      *
      * @param update the input as given (tall inputs are read transposed)
      * @param tall   whether {@code update} has more rows than columns
@@ -63,13 +63,16 @@ final class BlasKernels {
         // Every iteration here starts here: the one place to bring OpenBLAS's pool to libtorch's size (libtorch's
         // own float32 GEMMs use that pool too, whichever products run here).
         OpenBlas.followTorchThreads();
-        if (nativeProducts != null) {
-            // libtorch's normalisation runs on the OpenMP pool the native products use; OpenBLAS's pool would wake
-            // up once per call and alternate with it (docs/benchmarks.md).
-            return false;
-        }
         if (!update.is_contiguous() || update.scalar_type().value != ws.x.scalar_type().value) {
             return false;
+        }
+        if (nativeProducts != null) {
+            // On the OpenMP pool the products use (OpenBLAS's pool would wake up once per call and alternate with
+            // it), with the norm summed in double as OpenBLAS's snrm2 does: libtorch's float32 norm measured up to
+            // 7x the error against float64 after five steps (docs/benchmarks.md).
+            nativeProducts.normalize(ws.x, update, tall, config.nsCoefficients().normalizationSafety(),
+                    config.eps());
+            return true;
         }
         blas.normalizeInto(ws.x, update, tall, config.nsCoefficients().normalizationSafety(), config.eps());
         return true;

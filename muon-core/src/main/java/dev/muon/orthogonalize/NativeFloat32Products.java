@@ -9,7 +9,7 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 /**
  * The float32 products of the symmetric and Gram kernels on muon-core's native kernels ({@link NativeKernels},
  * {@code muon_f32_kernels.c}), for one CPU workspace: the half product {@code x·xᵀ}, the Newton–Schulz polynomial
- * {@code a·I + b·s + c·s·s} formed with it, and {@code l·r}. Every result is written whole (both triangles of the
+ * {@code a·I + b·s + c·s·s} formed with it, {@code l·r}, and the normalisation before them. Every result is written whole (both triangles of the
  * symmetric ones, exactly symmetric), and its bits do not depend on the thread count.
  *
  * <p>Why not OpenBLAS, which the kernels used before: its {@code ssyrk} takes about 0.65 of its {@code sgemm}'s time
@@ -54,6 +54,20 @@ final class NativeFloat32Products {
         requireApart(out, r);
         NativeKernels.float32Times(l.data_ptr().address(), leftSymmetric, r.data_ptr().address(), m, n,
                 out.data_ptr().address(), scratchFor(m, n), threads());
+    }
+
+    /**
+     * {@code out = g / max(safety·‖g‖_F, eps)} for the wide {@code out}; {@code g} is of its shape or, with
+     * {@code transposed}, of the transposed one (a tall input, read transposed).
+     */
+    void normalize(Tensor out, Tensor g, boolean transposed, double safety, double eps) {
+        int m = rows(out);
+        int n = Math.toIntExact(out.size(1));
+        require(out, m, n);
+        require(g, transposed ? n : m, transposed ? m : n);
+        requireApart(out, g);
+        NativeKernels.float32Normalize(g.data_ptr().address(), m, n, transposed, out.data_ptr().address(),
+                scratchFor(m, n), threads(), safety, eps);
     }
 
     /** The OpenMP threads a call uses: what OpenBLAS would have been given ({@link OpenBlas#followTorchThreads}). */

@@ -241,4 +241,23 @@ public final class NativeKernels {
      */
     static native void float32Times(long l, boolean leftSymmetric, long r, int m, int n, long out, long packed,
                                     int threads);
+
+    /**
+     * {@code out = g / max(safety·‖g‖_F, eps)} in float32, as the OpenBLAS path computes it: the norm summed in
+     * double and rounded to float32, then a multiplication by the float32 reciprocal; the same bits for any thread
+     * count. Same contract as {@link #float32SelfProduct}.
+     *
+     * @param g          address of {@code m × n} float32 values, or with {@code transposed} of {@code n × m} ones
+     *                   whose transpose is meant
+     * @param m          rows of {@code out}
+     * @param n          columns of {@code out}
+     * @param transposed whether {@code g} holds the transpose
+     * @param out        address of {@code m × n} float32 values, not overlapping {@code g}
+     * @param packed     address of {@link #float32PackBytes}{@code (m, n)} bytes of scratch
+     * @param threads    the OpenMP threads to use
+     * @param safety     the factor on the norm
+     * @param eps        the smallest denominator
+     */
+    static native void float32Normalize(long g, int m, int n, boolean transposed, long out, long packed, int threads,
+                                        double safety, double eps);
 }
