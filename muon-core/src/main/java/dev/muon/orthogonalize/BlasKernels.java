@@ -103,7 +103,9 @@ final class BlasKernels {
      *   Q' = Z·Q                              symm (Z's upper triangle)        (Q' = Z after a restart)
      *   R' = Z²·R                             syrk for Z²'s upper triangle, then symm
      * </pre>
-     * and the long side only in the Gram matrices and the products {@code Q·X_r} (gemm).
+     * and the long side only in the Gram matrices and the products {@code Q·X_r} (gemm). Natively the same, with
+     * {@code Z·Q} and {@code Z²·R} formed as half products too: each is a product of two polynomials in one Gram
+     * matrix, so it is symmetric in exact arithmetic.
      */
     Tensor gram(NewtonSchulzConfig config) {
         GramIteration.Products products = new GramIteration.Products() {
@@ -122,7 +124,7 @@ final class BlasKernels {
 
             @Override
             public void symmetricTimes(Tensor out, Tensor s, Tensor b) {
-                BlasKernels.this.symmetricTimes(out, s, b);
+                commutingTimes(out, s, b);
             }
 
             @Override
@@ -132,7 +134,20 @@ final class BlasKernels {
                 } else {
                     blas.syrkUpper(1.0, z, 0.0, scratch);
                 }
-                BlasKernels.this.symmetricTimes(out, scratch, r);
+                commutingTimes(out, scratch, r);
+            }
+
+            /**
+             * {@code out = s·b} for commuting {@code s} and {@code b}: natively as a half product (float32: the
+             * error against float64 within 1.14x of the full product's on four spectra, docs/benchmarks.md), on
+             * OpenBLAS as {@code ?symm}.
+             */
+            private void commutingTimes(Tensor out, Tensor s, Tensor b) {
+                if (nativeProducts != null) {
+                    nativeProducts.commutingTimes(out, s, b);
+                } else {
+                    blas.symmUpperTimes(s, b, out);
+                }
             }
 
             @Override

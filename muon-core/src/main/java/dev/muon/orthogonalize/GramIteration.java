@@ -45,7 +45,10 @@ final class GramIteration {
         /** {@code z = a·I + b·r + c·r²} with step {@code k}'s coefficients, both triangles; may use {@code scratch}. */
         void polynomial(Tensor z, Tensor r, int k, Tensor scratch);
 
-        /** {@code out = s·b} for a symmetric {@code s}. */
+        /**
+         * {@code out = s·b} for a symmetric {@code s} that commutes with {@code b} (both are polynomials in one Gram
+         * matrix, so the product is symmetric in exact arithmetic).
+         */
         void symmetricTimes(Tensor out, Tensor s, Tensor b);
 
         /** {@code out = z²·r} for the symmetric, commuting {@code z} and {@code r}; may use {@code scratch}. */

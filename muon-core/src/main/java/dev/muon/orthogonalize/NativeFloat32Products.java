@@ -9,7 +9,8 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 /**
  * The float32 products of the symmetric and Gram kernels on muon-core's native kernels ({@link NativeKernels},
  * {@code muon_f32_kernels.c}), for one CPU workspace: the half product {@code x·xᵀ}, the Newton–Schulz polynomial
- * {@code a·I + b·s + c·s·s} formed with it, {@code l·r}, and the normalisation before them. Every result is written whole (both triangles of the
+ * {@code a·I + b·s + c·s·s} formed with it, {@code l·r} (as a half product where {@code l} and {@code r} commute),
+ * and the normalisation before them. Every result is written whole (both triangles of the
  * symmetric ones, exactly symmetric), and its bits do not depend on the thread count.
  *
  * <p>Why not OpenBLAS, which the kernels used before: its {@code ssyrk} takes about 0.65 of its {@code sgemm}'s time
@@ -45,15 +46,28 @@ final class NativeFloat32Products {
 
     /** {@code out = l·r} for the square {@code l}; {@code leftSymmetric} says {@code l} is exactly symmetric. */
     void times(Tensor out, Tensor l, boolean leftSymmetric, Tensor r) {
+        product(out, l, leftSymmetric, r, false);
+    }
+
+    /**
+     * {@code out = s·t} for the exactly symmetric {@code s} and a square {@code t} that commutes with it (in the
+     * Gram iteration both are polynomials in one Gram matrix, so the product is symmetric in exact arithmetic):
+     * the upper triangle only, about half the multiply-adds, mirrored, so the result is exactly symmetric.
+     */
+    void commutingTimes(Tensor out, Tensor s, Tensor t) {
+        product(out, s, true, t, true);
+    }
+
+    private void product(Tensor out, Tensor l, boolean leftSymmetric, Tensor r, boolean symmetricOut) {
         int m = rows(l);
-        int n = Math.toIntExact(r.size(1));
+        int n = symmetricOut ? m : Math.toIntExact(r.size(1));
         require(l, m, m);
         require(r, m, n);
         require(out, m, n);
         requireApart(out, l);
         requireApart(out, r);
         NativeKernels.float32Times(l.data_ptr().address(), leftSymmetric, r.data_ptr().address(), m, n,
-                out.data_ptr().address(), scratchFor(m, n), threads());
+                symmetricOut, out.data_ptr().address(), scratchFor(m, n), threads());
     }
 
     /**

@@ -235,12 +235,15 @@ public final class NativeKernels {
      * @param r             address of {@code m × n} float32 values
      * @param m             rows of {@code l} and {@code r}
      * @param n             columns of {@code r}
+     * @param symmetricOut  ({@code n = m}) whether {@code l} and {@code r} commute, so that the product is
+     *                      symmetric in exact arithmetic: then only its upper triangle is formed (half the
+     *                      multiply-adds) and mirrored, and the result is exactly symmetric
      * @param out           address of {@code m × n} float32 values, overlapping neither operand
      * @param packed        address of {@link #float32PackBytes}{@code (m, n)} bytes of scratch
      * @param threads       the OpenMP threads to use
      */
-    static native void float32Times(long l, boolean leftSymmetric, long r, int m, int n, long out, long packed,
-                                    int threads);
+    static native void float32Times(long l, boolean leftSymmetric, long r, int m, int n, boolean symmetricOut,
+                                    long out, long packed, int threads);
 
     /**
      * {@code out = g / max(safety·‖g‖_F, eps)} in float32, as the OpenBLAS path computes it: the norm summed in

@@ -138,6 +138,22 @@ class NativeFloat32ProductsTest {
         }
     }
 
+    @ParameterizedTest(name = "{0}x{0}")
+    @ValueSource(ints = {1, 9, 40, 257, 300})
+    void commutingTimes_ofTwoPolynomialsInOneMatrix_isWithinAFloat32SumOfFloat64_andExactlySymmetric(int m) {
+        assumeKernels();
+        Tensor s = symmetric(m);
+        Tensor t = torch.eye(m).mul(new Scalar(0.5)).add(s.matmul(s)); // a polynomial in s: they commute
+        Tensor out = poisoned(m, m);
+        new NativeFloat32Products().commutingTimes(out, s, t);
+
+        Tensor s64 = s.to(ScalarType.Double);
+        Tensor t64 = t.to(ScalarType.Double);
+        Tensor bound = s64.abs().matmul(t64.abs()).mul(new Scalar(m * FLOAT32_ROUNDOFF));
+        assertWithin(out, s64.matmul(t64), bound, m + "x" + m);
+        assertExactlySymmetric(out);
+    }
+
     @Test
     void results_areTheSameBits_forAnyThreadCount() {
         assumeKernels();
@@ -156,13 +172,16 @@ class NativeFloat32ProductsTest {
                     scratch.data_ptr().address(), threads);
             NativeKernels.float32Polynomial(s.data_ptr().address(), m, poly.data_ptr().address(),
                     scratch.data_ptr().address(), threads, 3.4445f, -4.7750f, 2.0315f);
-            NativeKernels.float32Times(s.data_ptr().address(), false, x.data_ptr().address(), m, k,
+            NativeKernels.float32Times(s.data_ptr().address(), false, x.data_ptr().address(), m, k, false,
                     product.data_ptr().address(), scratch.data_ptr().address(), threads);
+            Tensor commuting = poisoned(m, m);
+            NativeKernels.float32Times(s.data_ptr().address(), true, gram.data_ptr().address(), m, m, true,
+                    commuting.data_ptr().address(), scratch.data_ptr().address(), threads);
             Tensor normalized = poisoned(m, k);
             Tensor tall = x.t().contiguous();
             NativeKernels.float32Normalize(tall.data_ptr().address(), m, k, true, normalized.data_ptr().address(),
                     scratch.data_ptr().address(), threads, 1.0, 1e-7);
-            Tensor[] results = {gram, poly, product, normalized};
+            Tensor[] results = {gram, poly, product, normalized, commuting};
             if (reference == null) {
                 reference = results;
                 continue;
