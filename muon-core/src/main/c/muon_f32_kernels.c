@@ -278,62 +278,137 @@ static void pack_share(const blocked_operands *ops, int q0, int thread, int thre
     }
 }
 
-/*
- * out = x·xᵀ (poly == NULL) or a·I + b·s + c·x·xᵀ with s = x (poly != NULL) for the m × k x; symmetric_x: x is
- * symmetric (m == k), so its transposed panels are plain copies.
- */
-static void self_product(const float *x, int m, int k, int symmetric_x, float *out, float *packed, int threads,
-                         const epilogue *poly) {
+/* Tiles on and above the diagonal of an m × m out: left panel p meets right panels p .. panels - 1. */
+static long upper_tile_count(int m) {
     int panels = panels_of(m);
-    /* Tiles on and above the diagonal: left panel p meets right panels p .. panels - 1. */
     long total = 0;
     for (int p = 0; p < panels; p++) {
         total += (long) TILES_PER_PANEL * (panels - p);
     }
-    blocked_operands ops = {x, k, m, !symmetric_x, NULL, 0, 0, 0, k};
+    return total;
+}
+
+/*
+ * This thread's share [first, end) of the tiles on and above the diagonal of the m × m out, for one block of the
+ * inner dimension: right and left panels packed, out (+)= their products. poly (NULL for none) is applied in the
+ * last block.
+ */
+static void upper_tiles(const float *right_packed, const float *left_packed, int m, int depth, float *out,
+                        int accumulate, const epilogue *poly, long first, long end) {
+    int panels = panels_of(m);
+    long index = 0;
+    for (int lp = 0; lp < panels && index < end; lp++) {
+        for (int t = 0; t < TILES_PER_PANEL; t++) {
+            long tiles = panels - lp;
+            int row0 = lp * PANEL + PANEL_TILE_START[t];
+            if (index + tiles <= first || row0 >= m) {
+                index += tiles;
+                continue;
+            }
+            int rows = min_int(m - row0, PANEL_TILE_ROWS[t]);
+            for (int rp = lp; rp < panels; rp++, index++) {
+                if (index < first || index >= end) {
+                    continue;
+                }
+                int col0 = rp * PANEL;
+                epilogue e = {accumulate, NULL, 0.0f, 0.0f, 0.0f, row0 - col0};
+                if (poly != NULL) {
+                    e.s = poly->s + (long) row0 * m + col0;
+                    e.a = poly->a;
+                    e.b = poly->b;
+                    e.c = poly->c;
+                }
+                tile(t, depth, right_packed + (long) rp * PANEL * depth, left_packed + (long) lp * PANEL * depth,
+                     out + (long) row0 * m + col0, m, rows, min_int(m - col0, PANEL), &e);
+            }
+        }
+    }
+}
+
+/* The tiles of one block of the inner dimension [q0, q0 + depth), this thread's share [first, end) of them. */
+typedef void (*block_tiles)(const void *job, const float *packed, int q0, int depth, long first, long end);
+
+/*
+ * The blocked product on threads OpenMP threads: for each block of the inner dimension, every thread packs its
+ * share of the panels, then forms its share of the total tiles; mirror_m > 0 mirrors the m × m mirror_out's upper
+ * triangle at the end.
+ */
+static void run_blocked(const blocked_operands *ops, long total, int threads, float *packed, block_tiles tiles,
+                        const void *job, float *mirror_out, int mirror_m) {
 #pragma omp parallel num_threads(threads)
     {
         int thread = omp_get_thread_num();
         int count = omp_get_num_threads();
         long first = total * thread / count;
         long end = total * (thread + 1) / count;
-        for (int q0 = 0; q0 < k; q0 += DEPTH) {
-            int depth = min_int(k - q0, DEPTH);
-            int last = q0 + depth >= k;
-            pack_share(&ops, q0, thread, count, packed);
+        for (int q0 = 0; q0 < ops->inner; q0 += DEPTH) {
+            pack_share(ops, q0, thread, count, packed);
 #pragma omp barrier
-            long index = 0;
-            for (int lp = 0; lp < panels && index < end; lp++) {
-                for (int t = 0; t < TILES_PER_PANEL; t++) {
-                    long tiles = panels - lp;
-                    int row0 = lp * PANEL + PANEL_TILE_START[t];
-                    if (index + tiles <= first || row0 >= m) {
-                        index += tiles;
-                        continue;
-                    }
-                    int rows = min_int(m - row0, PANEL_TILE_ROWS[t]);
-                    for (int rp = lp; rp < panels; rp++, index++) {
-                        if (index < first || index >= end) {
-                            continue;
-                        }
-                        int col0 = rp * PANEL;
-                        epilogue e = {q0 > 0, NULL, 0.0f, 0.0f, 0.0f, row0 - col0};
-                        if (last && poly != NULL) {
-                            e.s = poly->s + (long) row0 * m + col0;
-                            e.a = poly->a;
-                            e.b = poly->b;
-                            e.c = poly->c;
-                        }
-                        tile(t, depth, packed + (long) rp * PANEL * depth, packed + (long) lp * PANEL * depth, out + (long) row0 * m + col0, m, rows,
-                             min_int(m - col0, PANEL), &e);
-                    }
-                }
-            }
+            tiles(job, packed, q0, min_int(ops->inner - q0, DEPTH), first, end);
             /* The next block repacks what other threads may still read. (Packing it into a second buffer while
              * the tiles run, one barrier per block instead of two, measured no faster.) */
 #pragma omp barrier
         }
-        mirror_upper(out, m, thread, count);
+        if (mirror_m > 0) {
+            mirror_upper(mirror_out, mirror_m, thread, count);
+        }
+    }
+}
+
+typedef struct {
+    int m;
+    int k;
+    float *out;
+    const epilogue *poly;
+} self_product_job;
+
+static void self_product_tiles(const void *job, const float *packed, int q0, int depth, long first, long end) {
+    const self_product_job *j = job;
+    int last = q0 + depth >= j->k;
+    upper_tiles(packed, packed, j->m, depth, j->out, q0 > 0, last ? j->poly : NULL, first, end);
+}
+
+/*
+ * out = x·xᵀ (poly == NULL) or a·I + b·s + c·x·xᵀ with s = x (poly != NULL) for the m × k x; symmetric_x: x is
+ * symmetric (m == k), so its transposed panels are plain copies.
+ */
+static void self_product(const float *x, int m, int k, int symmetric_x, float *out, float *packed, int threads,
+                         const epilogue *poly) {
+    blocked_operands ops = {x, k, m, !symmetric_x, NULL, 0, 0, 0, k};
+    self_product_job job = {m, k, out, poly};
+    run_blocked(&ops, upper_tile_count(m), threads, packed, self_product_tiles, &job, out, m);
+}
+
+typedef struct {
+    int m;
+    int n;
+    float *out;
+    int symmetric_out;
+} times_job;
+
+static void times_tiles(const void *job, const float *packed, int q0, int depth, long first, long end) {
+    const times_job *j = job;
+    int right_panels = panels_of(j->n);
+    const float *left_packed = packed + (size_t) right_panels * PANEL * depth;
+    if (j->symmetric_out) {
+        upper_tiles(packed, left_packed, j->m, depth, j->out, q0 > 0, NULL, first, end);
+        return;
+    }
+    epilogue e = {q0 > 0, NULL, 0.0f, 0.0f, 0.0f, 0};
+    /* Consecutive tiles share a left tile (in L1) and stream the right panels. */
+    for (long index = first; index < end; index++) {
+        long left_tile = index / right_panels;
+        int rp = (int) (index % right_panels);
+        int lp = (int) (left_tile / TILES_PER_PANEL);
+        int t = (int) (left_tile % TILES_PER_PANEL);
+        int row0 = lp * PANEL + PANEL_TILE_START[t];
+        if (row0 >= j->m) {
+            continue;
+        }
+        int col0 = rp * PANEL;
+        tile(t, depth, packed + (long) rp * PANEL * depth, left_packed + (long) lp * PANEL * depth,
+             j->out + (long) row0 * j->n + col0, j->n, min_int(j->m - row0, PANEL_TILE_ROWS[t]),
+             min_int(j->n - col0, PANEL), &e);
     }
 }
 
@@ -344,73 +419,10 @@ static void self_product(const float *x, int m, int k, int symmetric_x, float *o
  */
 static void times(const float *l, int symmetric_l, const float *r, int m, int n, float *out, float *packed,
                   int threads, int symmetric_out) {
-    int right_panels = panels_of(n);
-    int left_panels = panels_of(m);
-    long total = (long) TILES_PER_PANEL * left_panels * right_panels;
-    if (symmetric_out) {
-        total = 0;
-        for (int p = 0; p < left_panels; p++) {
-            total += (long) TILES_PER_PANEL * (right_panels - p);
-        }
-    }
+    long total = symmetric_out ? upper_tile_count(m) : (long) TILES_PER_PANEL * panels_of(m) * panels_of(n);
     blocked_operands ops = {r, n, n, 0, l, m, m, !symmetric_l, m};
-#pragma omp parallel num_threads(threads)
-    {
-        int thread = omp_get_thread_num();
-        int count = omp_get_num_threads();
-        long first = total * thread / count;
-        long end = total * (thread + 1) / count;
-        for (int q0 = 0; q0 < m; q0 += DEPTH) {
-            int depth = min_int(m - q0, DEPTH);
-            pack_share(&ops, q0, thread, count, packed);
-            const float *left_packed = packed + (size_t) right_panels * PANEL * depth;
-#pragma omp barrier
-            epilogue e = {q0 > 0, NULL, 0.0f, 0.0f, 0.0f, 0};
-            if (symmetric_out) {
-                long index = 0;
-                for (int lp = 0; lp < left_panels && index < end; lp++) {
-                    for (int t = 0; t < TILES_PER_PANEL; t++) {
-                        long tiles = right_panels - lp;
-                        int row0 = lp * PANEL + PANEL_TILE_START[t];
-                        if (index + tiles <= first || row0 >= m) {
-                            index += tiles;
-                            continue;
-                        }
-                        for (int rp = lp; rp < right_panels; rp++, index++) {
-                            if (index < first || index >= end) {
-                                continue;
-                            }
-                            int col0 = rp * PANEL;
-                            tile(t, depth, packed + (long) rp * PANEL * depth, left_packed + (long) lp * PANEL * depth,
-                                 out + (long) row0 * n + col0, n, min_int(m - row0, PANEL_TILE_ROWS[t]),
-                                 min_int(n - col0, PANEL), &e);
-                        }
-                    }
-                }
-#pragma omp barrier
-                continue;
-            }
-            /* Consecutive tiles share a left tile (in L1) and stream the right panels. */
-            for (long index = first; index < end; index++) {
-                long left_tile = index / right_panels;
-                int rp = (int) (index % right_panels);
-                int lp = (int) (left_tile / TILES_PER_PANEL);
-                int t = (int) (left_tile % TILES_PER_PANEL);
-                int row0 = lp * PANEL + PANEL_TILE_START[t];
-                if (row0 >= m) {
-                    continue;
-                }
-                int col0 = rp * PANEL;
-                tile(t, depth, packed + (long) rp * PANEL * depth, left_packed + (long) lp * PANEL * depth,
-                     out + (long) row0 * n + col0, n, min_int(m - row0, PANEL_TILE_ROWS[t]),
-                     min_int(n - col0, PANEL), &e);
-            }
-#pragma omp barrier
-        }
-        if (symmetric_out) {
-            mirror_upper(out, m, thread, count);
-        }
-    }
+    times_job job = {m, n, out, symmetric_out};
+    run_blocked(&ops, total, threads, packed, times_tiles, &job, out, symmetric_out ? m : 0);
 }
 
 /* Σ g[i]² of n floats, in double, in a fixed order (eight lanes, then the lanes summed, then the tail). */

@@ -64,7 +64,7 @@ final class GramProduct {
     /** Whether {@link #squareInto} forms {@code m × m} self products as half products rather than one GEMM. */
     private final boolean halfSquares;
     /** The native kernel's packing scratch, grown to the longest {@code k} seen; null before the first call. */
-    private Tensor packed;
+    private final PackingScratch scratch = new PackingScratch();
 
     /**
      * Prepares products with {@code rows × rows} results.
@@ -209,14 +209,6 @@ final class GramProduct {
 
     /** The packing scratch's address for a {@code k}-column operand, grown to the longest {@code k} so far. */
     private long scratchFor(int k) {
-        long bytes = NativeKernels.bfloat16PackBytes(rows, k);
-        if (packed == null || packed.numel() < bytes) {
-            if (packed != null) {
-                packed.close();
-            }
-            packed = NativeLifetime.outliveScope(torch.empty(new long[]{bytes},
-                    new TensorOptions(ScalarType.Byte), null));
-        }
-        return packed.data_ptr().address();
+        return scratch.address(NativeKernels.bfloat16PackBytes(rows, k));
     }
 }

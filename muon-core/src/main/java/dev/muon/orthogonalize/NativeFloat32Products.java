@@ -1,8 +1,6 @@
 package dev.muon.orthogonalize;
 
-import dev.muon.internal.NativeLifetime;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
@@ -21,7 +19,7 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
  * workspace it serves.
  */
 final class NativeFloat32Products {
-    private Tensor packed;
+    private final PackingScratch scratch = new PackingScratch();
 
     /** {@code out = x·xᵀ}; {@code symmetricX} says {@code x} is exactly symmetric, which packs it faster. */
     void selfProduct(Tensor out, Tensor x, boolean symmetricX) {
@@ -113,16 +111,8 @@ final class NativeFloat32Products {
         }
     }
 
-    /** The packing scratch's address for an {@code m × n} call, grown to the largest call so far. */
+    /** The packing scratch's address for an {@code m × n} call. */
     private long scratchFor(int m, int n) {
-        long bytes = NativeKernels.float32PackBytes(m, n);
-        if (packed == null || packed.numel() < bytes) {
-            if (packed != null) {
-                packed.close();
-            }
-            packed = NativeLifetime.outliveScope(torch.empty(new long[]{bytes},
-                    new TensorOptions(ScalarType.Byte), null));
-        }
-        return packed.data_ptr().address();
+        return scratch.address(NativeKernels.float32PackBytes(m, n));
     }
 }
