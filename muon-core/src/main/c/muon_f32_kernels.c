@@ -1,7 +1,7 @@
 /*
  * muon-core's float32 Newton–Schulz products in C, called through JNI from dev.muon.orthogonalize.NativeKernels.
  *
- * Three products, all on row-major float32 matrices, float32 accumulation:
+ * Three products and the normalisation before them, all on row-major float32 matrices, float32 accumulation:
  *   self product   out = x·xᵀ for an m × k x: the upper triangle only (about half the multiply-adds of a GEMM),
  *                  mirrored, so the result is exactly symmetric;
  *   polynomial     out = a·I + b·s + c·s·s for a symmetric m × m s: the self product of s with the sum formed
@@ -134,7 +134,7 @@ typedef struct {
     int accumulate;
     const float *s; /* the polynomial's s at the tile's origin (same leading dimension as out), or NULL */
     float a, b, c;
-    int diagonal; /* the tile column that row 0 of the tile meets the diagonal in: I - J, negated */
+    int diagonal; /* row0 - col0 of the tile: the tile column in which its row 0 meets out's diagonal */
 } epilogue;
 
 /* The register tile: out[j][i] (+)= Σ_q left[q·PANEL + j]·right[q·PANEL + i] for j < rows, i < cols. */

@@ -63,7 +63,7 @@ final class GramProduct {
     private final boolean nativeKernel;
     /** Whether {@link #squareInto} forms {@code m × m} self products as half products rather than one GEMM. */
     private final boolean halfSquares;
-    /** The native kernel's packing scratch, grown to the longest {@code k} seen; null before the first call. */
+    /** The native kernel's packing scratch, grown to the longest {@code k} seen; empty before the first call. */
     private final PackingScratch scratch = new PackingScratch();
 
     /**
