@@ -18,12 +18,23 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * A checkpoint written by the code of 2026-11-23 (format version 1, commit f0549c2) still loads: the resource
  * {@code checkpoints/v1-gpt-like-step3.ckpt} is a {@link CheckpointTest#hybrid} optimizer over
  * {@code TestModels.gptLike(20, 8, 1)} built after {@code torch.manual_seed(42)} and trained 3 steps by
- * {@link CheckpointTest#train}. This test recomputes that run and checks that loading the old file gives the same
- * parameters, step and lrs, and that 2 more steps from it equal 2 more steps of the recomputed run, bit for bit.
+ * {@link CheckpointTest#train} on a Zen 4 CPU.
+ *
+ * <p>The file's values were computed on another machine, so they are compared with this machine's recomputation
+ * of the same run within {@link #RTOL} and {@link #ATOL}, never bit for bit: BLAS and the native kernels sum in
+ * other orders on other CPU generations (and with {@code -Ddev.muon.native.disable=true}). What must hold bit for
+ * bit is checked on this machine only: two optimizers loaded from the same file continue identically.
  */
 @ExtendWith(NativeScopePerTest.class)
 class CheckpointFormatV1Test {
     static final String RESOURCE = "/checkpoints/v1-gpt-like-step3.ckpt";
+    /**
+     * The project's float32 tolerance. The gradients of {@link CheckpointTest#train} depend on the step only, so
+     * only the Newton–Schulz products differ across CPUs (about 1e-7 of a parameter); a lost momentum buffer or
+     * AdamW moment moves a parameter by an lr (3e-3 or more), far outside it.
+     */
+    static final double RTOL = 1e-5;
+    static final double ATOL = 1e-6;
 
     static Map<String, Tensor> seededModel(long seed) {
         torch.manual_seed(seed);
@@ -31,33 +42,50 @@ class CheckpointFormatV1Test {
     }
 
     @Test
-    void version1File_loads_andResumesBitForBit() throws Exception {
+    void version1File_loads_andResumesAsTheRecomputedRun() throws Exception {
         Map<String, Tensor> straightNamed = seededModel(42);
         MuonAdamW straight = CheckpointTest.hybrid(straightNamed);
         LrScheduler straightLrs = CheckpointTest.schedule(straight);
         CheckpointTest.train(straight, straightLrs, straightNamed, 3);
 
-        // Another initialisation, as a new process would have, then the old file.
+        // Another initialisation, as a new process would have, then the old file; twice, for the same-machine check.
+        Path file = Path.of(CheckpointFormatV1Test.class.getResource(RESOURCE).toURI());
         Map<String, Tensor> resumedNamed = seededModel(7);
         MuonAdamW resumed = CheckpointTest.hybrid(resumedNamed);
         LrScheduler resumedLrs = CheckpointTest.schedule(resumed);
-        resumed.load(Path.of(CheckpointFormatV1Test.class.getResource(RESOURCE).toURI()));
+        resumed.load(file);
+        Map<String, Tensor> againNamed = seededModel(8);
+        MuonAdamW again = CheckpointTest.hybrid(againNamed);
+        LrScheduler againLrs = CheckpointTest.schedule(again);
+        again.load(file);
 
         assertEquals(3, resumed.stepCount());
         assertEquals(straight.lr(0), resumed.lr(0));
         assertEquals(straight.lr(1), resumed.lr(1));
-        assertSameValues(straightNamed, resumedNamed, "after loading");
+        assertClose(straightNamed, resumedNamed, "after loading");
 
         CheckpointTest.train(straight, straightLrs, straightNamed, 2);
         CheckpointTest.train(resumed, resumedLrs, resumedNamed, 2);
+        CheckpointTest.train(again, againLrs, againNamed, 2);
         // Any difference in restored momentum, moments or AdamW step counts shows up in these values.
-        assertSameValues(straightNamed, resumedNamed, "2 steps after loading");
+        assertClose(straightNamed, resumedNamed, "2 steps after loading");
+        assertBitIdentical(resumedNamed, againNamed, "2 steps after loading the same file twice");
     }
 
-    private static void assertSameValues(Map<String, Tensor> expected, Map<String, Tensor> actual, String when) {
+    private static void assertClose(Map<String, Tensor> expected, Map<String, Tensor> actual, String when) {
         List<String> names = new ArrayList<>(expected.keySet());
         assertEquals(names, new ArrayList<>(actual.keySet()));
         for (String name : names) {
+            Tensor e = expected.get(name);
+            Tensor a = actual.get(name);
+            double maxDiff = a.sub(e).abs().max().item_double();
+            assertTrue(a.allclose(e, RTOL, ATOL, false), name + " differs " + when + " by up to " + maxDiff
+                    + " (rtol " + RTOL + ", atol " + ATOL + ")");
+        }
+    }
+
+    private static void assertBitIdentical(Map<String, Tensor> expected, Map<String, Tensor> actual, String when) {
+        for (String name : expected.keySet()) {
             assertTrue(expected.get(name).equal(actual.get(name)), name + " differs " + when);
         }
     }
