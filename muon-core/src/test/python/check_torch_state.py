@@ -12,7 +12,9 @@ Exits non-zero with a message on the first mismatch.
 """
 import copy
 import json
+import pickletools
 import sys
+import zipfile
 
 import torch
 
@@ -20,6 +22,38 @@ MUON_GROUP_KEYS = {"lr", "weight_decay", "momentum", "nesterov", "ns_coefficient
                    "adjust_lr_fn", "params"}
 ADAMW_GROUP_KEYS = {"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach", "capturable",
                     "differentiable", "fused", "decoupled_weight_decay", "params"}
+
+
+# What PyTorch's weights-only reader (torch.load(..., weights_only=True), the default from 2.6) runs: the opcodes of
+# torch/_weights_only_unpickler.py in PyTorch 2.x, and the globals a state dict of tensors needs from its allow-list.
+WEIGHTS_ONLY_OPCODES = {"PROTO", "STOP", "MARK", "GLOBAL", "REDUCE", "BUILD", "NEWOBJ", "APPEND", "APPENDS",
+                        "SETITEM", "SETITEMS", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "NONE", "NEWFALSE", "NEWTRUE",
+                        "EMPTY_TUPLE", "EMPTY_LIST", "EMPTY_DICT", "EMPTY_SET", "BININT", "BININT1", "BININT2",
+                        "BINFLOAT", "BINUNICODE", "SHORT_BINSTRING", "BINPERSID", "BINGET", "LONG_BINGET", "BINPUT",
+                        "LONG_BINPUT", "LONG1"}
+WEIGHTS_ONLY_GLOBALS = {"torch._utils _rebuild_tensor_v2", "collections OrderedDict", "torch FloatStorage",
+                        "torch DoubleStorage", "torch HalfStorage", "torch BFloat16Storage", "torch LongStorage"}
+
+
+def load_weights_only(path):
+    """torch.load(path, weights_only=True); on PyTorch 1.x, whose weights-only reader has no BINFLOAT (so it
+    refuses even its own optimizers' state dicts), the pickle is checked against PyTorch 2.x's allow-list instead."""
+    try:
+        sd = torch.load(path, weights_only=True)
+        print("check_torch_state: torch.load(weights_only=True) read the file")
+        return sd
+    except Exception as e:  # noqa: BLE001 - any refusal is inspected below
+        if not (torch.__version__.startswith("1.") and "Unsupported operand 71" in str(e)):
+            fail(f"torch.load(weights_only=True) refused the file: {e}")
+    with zipfile.ZipFile(path) as z:
+        pickle = z.read([n for n in z.namelist() if n.endswith("/data.pkl")][0])
+    for op, arg, _ in pickletools.genops(pickle):
+        check(op.name in WEIGHTS_ONLY_OPCODES, f"the pickle uses {op.name}, which weights_only does not run")
+        if op.name == "GLOBAL":
+            check(arg in WEIGHTS_ONLY_GLOBALS, f"the pickle asks for the global {arg!r}, outside weights_only's list")
+    print(f"check_torch_state: PyTorch {torch.__version__}'s weights-only reader lacks BINFLOAT; the pickle uses "
+          "only the opcodes and globals of PyTorch 2.x's")
+    return torch.load(path)
 
 
 def fail(message):
@@ -44,7 +78,8 @@ def same(tensor, values, shape, what):
 def main(exported_path, expected_path, out_path):
     with open(expected_path) as f:
         expected = json.load(f)
-    sd = torch.load(exported_path)
+    # weights_only: PyTorch's safe reader (the default from 2.6) must accept what Java exports.
+    sd = load_weights_only(exported_path)
     check(isinstance(sd, dict), f"the file holds a {type(sd).__name__}, not a dict")
     check(set(sd) == {"format", "param_names", "step", "muon", "adamw"}, f"top-level keys {sorted(sd)}")
     check(sd["format"] == "dev.muon.torch_state_dict/1", f"format {sd['format']!r}")

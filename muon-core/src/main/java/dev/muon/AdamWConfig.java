@@ -103,30 +103,6 @@ public record AdamWConfig(double lr, double beta1, double beta2, double eps, dou
         return new AdamWConfig(lr, beta1, beta2, eps, value);
     }
 
-    /**
-     * Every field of an {@link AdamWConfig} as a mutable value, for {@code ConfigText}'s key table; {@link #build()}
-     * validates.
-     */
-    static final class Draft {
-        double lr;
-        double beta1;
-        double beta2;
-        double eps;
-        double weightDecay;
-
-        Draft(AdamWConfig c) {
-            lr = c.lr;
-            beta1 = c.beta1;
-            beta2 = c.beta2;
-            eps = c.eps;
-            weightDecay = c.weightDecay;
-        }
-
-        AdamWConfig build() {
-            return new AdamWConfig(lr, beta1, beta2, eps, weightDecay);
-        }
-    }
-
     /** libtorch's options for this configuration (AMSGrad off). */
     AdamWOptions toOptions() {
         AdamWOptions options = new AdamWOptions(lr);

@@ -9,8 +9,13 @@ import dev.muon.internal.TorchNatives;
 import dev.muon.internal.UpdateStages;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NsAlgorithm;
-import dev.muon.orthogonalize.NsPrecision;
 import dev.muon.orthogonalize.Orthogonalizer;
+import dev.muon.state.CheckpointFile;
+import dev.muon.state.OptimizerState;
+import dev.muon.state.ParameterEntry;
+import dev.muon.state.ParameterSpec;
+import dev.muon.state.StateFit;
+import dev.muon.state.TorchStateFile;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.NoGradGuard;
@@ -308,10 +313,11 @@ public final class Muon implements TrainingOptimizer {
     }
 
     /**
-     * Saves every group's config, the parameters, the momentum buffers and the step count to one file, in the
-     * checkpoint format of {@link MuonAdamW} (see {@code docs/checkpoints.md}): written next to {@code path},
-     * checksummed, forced to disk and renamed over it, so a crash leaves the previous file intact. Distributed, a
-     * collective: rank 0 writes, with every owner's momentum.
+     * Saves every group's config, the parameters, the momentum buffers (and NorMuon's second moments), the step
+     * count and the schedule record to one file, muon-core's checkpoint format ({@link CheckpointFile}, see
+     * {@code docs/checkpoints.md}): written next to {@code path}, checksummed, forced to disk and renamed over it,
+     * so a crash leaves the previous file intact. Distributed, a collective: rank 0 writes, with every owner's
+     * momentum.
      *
      * @param path where to save
      * @throws java.io.UncheckedIOException if the file cannot be written; {@code path} is then unchanged
@@ -321,189 +327,210 @@ public final class Muon implements TrainingOptimizer {
         Objects.requireNonNull(path, "path must not be null");
         try (SingleThreadGuard.Entered entered = guard.enter("save");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            CheckpointState state = new CheckpointState(stepCount, configs(), null, layoutText(), labels, params,
-                    momentumForCheckpoint(), List.of(), List.of(), null, scheduleRecord, secondMomentsForCheckpoint());
-            if (sharding == null) {
-                Checkpoint.write(path, state);
-            } else {
-                Checkpoint.write(path, state, sharding.group());
-            }
+            StateFiles.save(path, captureState(Capture.HANDLES), sharding == null ? null : sharding.group());
         }
     }
 
     /**
-     * Restores a checkpoint saved by {@link #save(Path)} from an optimizer with the same parameters (count, order,
-     * shapes, dtypes) and groups: the parameter values, the momentum buffers, the step count, and each group's
-     * {@code lr}, {@code weightDecay}, {@code momentum}, {@code nesterov}, {@code adjustLr} and
-     * {@code extraScale}. The other settings (Newton–Schulz, orthogonalization, conv and stacked weights,
-     * batching) decide how the optimizer was built and must be the saved ones. Everything is checked before
-     * anything changes; distributed, every rank checks and all agree first.
+     * Restores a checkpoint saved by {@link #save(Path)}: reads it ({@link CheckpointFile}, which runs nothing from
+     * the file and checks every byte's place first), then {@link #restore(OptimizerState)}. Distributed, every rank
+     * reads, and the ranks agree that they read the same content first.
      *
      * @param path the checkpoint
-     * @throws IllegalStateException if the file is missing, corrupt, not a checkpoint of this optimizer, or was
-     *                               saved with other build settings; nothing changes then
+     * @throws dev.muon.state.StateFileException     if the file is missing, truncated, corrupt or malformed
+     * @throws dev.muon.state.StateMismatchException if it does not fit this optimizer (listing every difference)
+     * @throws IllegalStateException                 if another thread is inside this optimizer; in every case
+     *                                               nothing changes
      */
     public void load(Path path) {
         Objects.requireNonNull(path, "path must not be null");
         try (SingleThreadGuard.Entered entered = guard.enter("load");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            CheckpointState expected = new CheckpointState(stepCount, configs(), null, layoutText(), labels, params,
-                    java.util.Collections.nCopies(params.size(), null), List.of(), List.of(), null, null);
-            CheckpointState read = sharding == null ? Checkpoint.read(path, expected)
-                    : Checkpoint.read(path, expected, sharding.group());
-            // Nothing below can fail once the build settings match: copies into tensors of checked shapes.
-            for (int g = 0; g < groups.size(); g++) {
-                requireSameBuildSettings(path, g, read.muonConfigs().get(g), groups.get(g).config);
-            }
-            requireSecondMoments(path, read);
-            for (int i = 0; i < states.size(); i++) {
-                ParameterState state = states.get(i);
-                state.param.copy_(read.muonParams().get(i));
-                Tensor momentum = read.muonMomentum().get(i);
-                if (momentum != null && (sharding == null || sharding.owns(i))) {
-                    state.momentumMatrix();
-                    state.momentumBuffer().copy_(momentum);
-                } else {
-                    state.dropMomentum();
-                }
-                Tensor secondMoment = read.muonSecondMoments().get(i);
-                if (secondMoment != null && (sharding == null || sharding.owns(i))) {
-                    state.secondMomentForUpdate().copy_(secondMoment);
-                } else {
-                    state.dropSecondMoment();
-                }
-            }
-            double[] lrs = new double[groups.size()];
-            for (int g = 0; g < groups.size(); g++) {
-                groups.get(g).config = read.muonConfigs().get(g);
-                lrs[g] = groups.get(g).config.lr();
-            }
-            stepCount = read.step();
-            scheduleRecord = ScheduleRecords.afterLoad(read.schedule(), scheduleRecord, lrs, path);
+            restoreChecked(StateFiles.load(path, sharding == null ? null : sharding.group()), "checkpoint " + path);
+        }
+    }
+
+    /**
+     * This optimizer's state: the step count, every group's config, the schedule record, and per parameter its
+     * value, momentum buffer and NorMuon second moment (copies the caller owns). Parameters are named
+     * {@code "parameter i of group g"}. Distributed, a collective: only rank 0's state holds every owner's momentum.
+     *
+     * @return the state
+     * @throws IllegalStateException if another thread is inside this optimizer
+     */
+    public OptimizerState state() {
+        try (SingleThreadGuard.Entered entered = guard.enter("state");
+             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            return captureState(Capture.COPIES);
+        }
+    }
+
+    /**
+     * Restores a state: checks that it fits this optimizer ({@link StateFit}: the same parameters, shapes, dtypes,
+     * groups and build settings, buffers where they belong with finite values), then copies its parameter values
+     * and buffers in, and takes its step count, schedule record and each group's hyperparameters ({@code lr},
+     * {@code weightDecay}, {@code momentum}, {@code nesterov}, {@code adjustLr}, {@code extraScale}). A parameter
+     * without a buffer in the state has none afterwards. The one restore behaviour of {@code Muon} and
+     * {@code MuonAdamW}, behind every {@code load} and {@code importTorchStateDict}.
+     *
+     * @param state the state
+     * @throws dev.muon.state.StateMismatchException if it does not fit, listing every difference; nothing changes
+     * @throws IllegalStateException                 if another thread is inside this optimizer
+     */
+    public void restore(OptimizerState state) {
+        Objects.requireNonNull(state, "state must not be null");
+        try (SingleThreadGuard.Entered entered = guard.enter("restore");
+             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            restoreChecked(state, "the state");
         }
     }
 
     /**
      * Exports the momentum buffers, the step count and every group's hyperparameters as a {@code torch.optim.Muon}
-     * state dict (key {@code "muon"}) in a file Python's {@code torch.load} reads, with the parameter labels by index
-     * ({@code "param_names"}); the layout of {@link MuonAdamW#exportTorchStateDict(Path)} without its AdamW part.
-     * Written next to {@code path} and renamed over it. See {@code docs/checkpoints.md}.
+     * state dict (key {@code "muon"}) in a file Python's {@code torch.load(f, weights_only=True)} reads, with the
+     * parameter names by index ({@code "param_names"}); the layout of {@link MuonAdamW#exportTorchStateDict(Path)}
+     * without its AdamW part ({@link TorchStateFile}). Written next to {@code path} and renamed over it.
      *
      * @param path where to write
      * @throws IllegalStateException         if a group's config has no {@code torch.optim.Muon} equivalent (a
      *                                       per-step coefficient schedule, {@code adjustLr} other than
      *                                       {@code ORIGINAL} or {@code MATCH_RMS_ADAMW}, {@code extraScale} other
-     *                                       than 1), or another thread is inside this optimizer, or the state exceeds
-     *                                       2 GiB (the file is built in memory); nothing is written
-     * @throws UnsupportedOperationException if the optimizer is distributed
+     *                                       than 1), or another thread is inside this optimizer; nothing is written
+     * @throws UnsupportedOperationException if the optimizer is distributed, or holds NorMuon or row splits
      * @throws java.io.UncheckedIOException  if the file cannot be written; {@code path} is then unchanged
      */
     public void exportTorchStateDict(Path path) {
         Objects.requireNonNull(path, "path must not be null");
         try (SingleThreadGuard.Entered entered = guard.enter("exportTorchStateDict");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            requireTorchExchangeable("exportTorchStateDict");
-            TorchStateDict.write(path, torchState(true));
+            requireSingleProcess("exportTorchStateDict");
+            OptimizerState state = captureState(Capture.HANDLES);
+            TorchStateFile.requireExpressible(state, "exportTorchStateDict");
+            TorchStateFile.write(path, state);
         }
     }
 
     /**
-     * Imports a file of the layout {@link #exportTorchStateDict(Path)} writes (from Python too): the momentum
+     * Imports a file of the layout {@link #exportTorchStateDict(Path)} writes (from Python too), read without
+     * running anything from it ({@link TorchStateFile}), then {@link #restore(OptimizerState)}: the momentum
      * buffers, the step count, and each group's {@code lr}, {@code weight_decay}, {@code momentum},
-     * {@code nesterov} and {@code adjust_lr_fn}. Each parameter's Newton–Schulz is built from
-     * {@code ns_coefficients}, {@code ns_steps} and {@code eps}, so those must be the ones this optimizer was built
-     * with. Everything is checked before anything changes.
+     * {@code nesterov} and {@code adjust_lr_fn}; {@code ns_coefficients}, {@code ns_steps} and {@code eps} decided
+     * how this optimizer was built and must be its own.
      *
      * @param path the file
-     * @throws IllegalStateException         if the file is missing, not a {@code torch.load} file, or does not fit
-     *                                       this optimizer (the message names the key and the rule); nothing changes
-     * @throws UnsupportedOperationException if the optimizer is distributed
+     * @throws dev.muon.state.StateFileException     if the file is missing, malformed, or does not fit this
+     *                                               optimizer's parameters (naming the key and the rule)
+     * @throws dev.muon.state.StateMismatchException if its settings or values do not fit (listing every difference)
+     * @throws UnsupportedOperationException         if the optimizer is distributed; in every case nothing changes
      */
     public void importTorchStateDict(Path path) {
         Objects.requireNonNull(path, "path must not be null");
         try (SingleThreadGuard.Entered entered = guard.enter("importTorchStateDict");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            requireTorchExchangeable("importTorchStateDict");
-            TorchState read = TorchStateDict.read(path, torchState(false));
-            for (int g = 0; g < groups.size(); g++) {
-                MuonConfig built = groups.get(g).config;
-                MuonConfig file = read.muonConfigs().get(g);
-                if (!built.nsCoefficients().at(0).equals(file.nsCoefficients().at(0))
-                        || built.nsSteps() != file.nsSteps() || built.eps() != file.eps()) {
-                    throw new IllegalStateException("torch state dict " + path + ": muon.param_groups[" + g
-                            + "] has ns_coefficients " + file.nsCoefficients().at(0) + ", ns_steps "
-                            + file.nsSteps() + ", eps " + file.eps() + ", but this optimizer was built with "
-                            + built.nsCoefficients().at(0) + ", " + built.nsSteps() + ", " + built.eps()
-                            + " (Muon builds its Newton-Schulz from them: build it with the file's); nothing was "
-                            + "changed");
-                }
-            }
-            // Nothing below can fail: copies into buffers of checked shapes and dtypes.
-            for (int i = 0; i < states.size(); i++) {
-                Tensor momentum = read.momentum().get(i);
-                if (momentum != null) {
-                    states.get(i).momentumMatrix();
-                    states.get(i).momentumBuffer().copy_(momentum);
-                } else {
-                    states.get(i).dropMomentum();
-                }
-            }
-            for (int g = 0; g < groups.size(); g++) {
-                groups.get(g).config = read.muonConfigs().get(g);
-            }
-            stepCount = read.step();
+            requireSingleProcess("importTorchStateDict");
+            OptimizerState template = captureState(Capture.NONE);
+            TorchStateFile.requireExpressible(template, "importTorchStateDict");
+            restoreChecked(TorchStateFile.read(path, template), "torch state dict " + path);
         }
     }
 
-    /** What a PyTorch state file can be exchanged with: a single process, and state PyTorch can hold. */
-    private void requireTorchExchangeable(String operation) {
+    private void requireSingleProcess(String operation) {
         if (sharding != null) {
             throw new UnsupportedOperationException(operation + " works on a single-process optimizer only; this "
                     + "one is distributed (save and load work distributed)");
         }
-        requireTorchExpressible(operation);
+    }
+
+    /** Which tensors a captured state holds: none (the layout only), handles on the live ones, or copies. */
+    enum Capture {
+        NONE, HANDLES, COPIES
     }
 
     /**
-     * Refuses the state {@code torch.optim.Muon} has no place for: NorMuon's second moments and row splits. A file
-     * without them would continue differently in Python, and an import would have to invent them.
+     * This optimizer's state. With tensors, distributed, a collective: the owners send their momentum to rank 0
+     * ({@link #momentumForCheckpoint}).
      */
-    void requireTorchExpressible(String operation) {
+    OptimizerState captureState(Capture capture) {
+        List<Tensor> momentum = capture == Capture.NONE ? Collections.nCopies(states.size(), null)
+                : momentumForCheckpoint();
+        List<ParameterEntry> entries = new ArrayList<>();
+        int i = 0;
         for (int g = 0; g < groups.size(); g++) {
-            Group group = groups.get(g);
-            if (group.config.norMuon() != null) {
-                throw new UnsupportedOperationException(operation + " cannot carry NorMuon: group " + g + " has "
-                        + group.config.norMuon() + ", and torch.optim.Muon's state has no per-row second moment "
-                        + "(save and load keep it)");
-            }
-            for (ParameterState state : group.params) {
-                if (state.rowBlocks != null) {
-                    throw new UnsupportedOperationException(operation + " cannot carry row splits: " + state.label
-                            + " has " + state.rowBlocks.rule + ", and torch.optim.Muon orthogonalizes whole "
-                            + "matrices (save and load keep it)");
+            for (ParameterState state : groups.get(g).params) {
+                ParameterEntry entry = ParameterEntry.of(ParameterSpec.muon(state.name, g, state.param.shape(),
+                        state.param.scalar_type(), state.rowBlocks == null ? null : state.rowBlocks.rule));
+                if (capture != Capture.NONE) {
+                    entry = entry.withValue(captured(state.param, capture)).withMomentum(
+                            captured(momentum.get(i), capture)).withSecondMoment(
+                            captured(state.secondMoment(), capture));
                 }
+                entries.add(entry);
+                i++;
             }
         }
+        return new OptimizerState(stepCount, configs(), null, entries, scheduleRecord);
     }
 
-    /** The state in PyTorch's terms, parameters indexed in group order; {@code withState}: the buffers too. */
-    private TorchState torchState(boolean withState) {
-        List<List<Integer>> indices = new ArrayList<>();
-        int next = 0;
-        for (Group group : groups) {
-            List<Integer> ids = new ArrayList<>();
-            for (int j = 0; j < group.params.size(); j++) {
-                ids.add(next++);
-            }
-            indices.add(ids);
+    private static Tensor captured(Tensor t, Capture capture) {
+        if (t == null) {
+            return null;
         }
-        Map<Integer, Tensor> momentum = new HashMap<>();
-        for (int i = 0; withState && i < states.size(); i++) {
-            if (states.get(i).momentumBuffer() != null) {
-                momentum.put(i, states.get(i).momentumBuffer());
+        return capture == Capture.COPIES ? NativeLifetime.outliveScope(t.detach().clone()) : t;
+    }
+
+    /** Checks {@code candidate} against this optimizer ({@link StateFit}), then restores it. */
+    private void restoreChecked(OptimizerState candidate, String source) {
+        OptimizerState mine = captureState(Capture.NONE);
+        if (sharding == null) {
+            StateFit.require(mine, candidate, source, d -> d);
+        } else {
+            // Every rank checks its copy; all succeed before any restores.
+            sharding.group().agree("restoring " + source, () -> {
+                StateFit.require(mine, candidate, source, d -> d);
+                return Boolean.TRUE;
+            }, ok -> "fits");
+        }
+        applyChecked(candidate);
+        scheduleRecord = ScheduleRecords.afterLoad(candidate.schedule(), scheduleRecord, lrs(), source);
+    }
+
+    /**
+     * Restores a state that {@link StateFit} has accepted for this optimizer: cannot fail (copies into tensors of
+     * checked shapes). Distributed, each rank keeps the buffers of the parameters it owns. The schedule record is
+     * the caller's to restore.
+     */
+    void applyChecked(OptimizerState checked) {
+        for (int i = 0; i < states.size(); i++) {
+            ParameterState state = states.get(i);
+            ParameterEntry entry = checked.entries().get(i);
+            if (entry.value() != null) {
+                state.param.copy_(entry.value());
+            }
+            boolean owned = sharding == null || sharding.owns(i);
+            if (entry.momentum() != null && owned) {
+                state.momentumMatrix();
+                state.momentumBuffer().copy_(entry.momentum());
+            } else {
+                state.dropMomentum();
+            }
+            if (entry.secondMoment() != null && owned) {
+                state.secondMomentForUpdate().copy_(entry.secondMoment());
+            } else {
+                state.dropSecondMoment();
             }
         }
-        return new TorchState(stepCount, labels, params, configs(), indices, momentum, null, List.of(), Map.of());
+        for (int g = 0; g < groups.size(); g++) {
+            groups.get(g).config = checked.muonConfigs().get(g);
+        }
+        stepCount = checked.step();
+    }
+
+    private double[] lrs() {
+        double[] lrs = new double[groups.size()];
+        for (int g = 0; g < groups.size(); g++) {
+            lrs[g] = groups.get(g).config.lr();
+        }
+        return lrs;
     }
 
     /**
@@ -532,57 +559,6 @@ public final class Muon implements TrainingOptimizer {
         List<MuonConfig> configs = new ArrayList<>();
         groups.forEach(g -> configs.add(g.config));
         return configs;
-    }
-
-    /** One line per parameter, in the layout form of checkpoints: kind, label, shape, dtype. */
-    private String layoutText() {
-        StringBuilder text = new StringBuilder();
-        for (ParameterState state : states) {
-            text.append(OptimizerKind.MUON).append('\t').append(state.label).append('\t')
-                    .append(Arrays.toString(state.layout.shape())).append('\t').append(state.param.scalar_type())
-                    .append("\t");
-            if (state.rowBlocks != null) {
-                // A sixth field only where a rule is set: files without one read as "no split".
-                text.append('\t').append(state.rowBlocks.rule);
-            }
-            text.append('\n');
-        }
-        return text.toString();
-    }
-
-    /** The keys of a saved config that a load may restore; every other key decided how the optimizer was built. */
-    private static final List<String> RESTORED_KEYS =
-            List.of("lr", "weightDecay", "momentum", "nesterov", "adjustLr", "extraScale");
-
-    private static void requireSameBuildSettings(Path path, int group, MuonConfig saved, MuonConfig current) {
-        String[] s = ConfigText.of(saved).split("\n");
-        String[] c = ConfigText.of(current).split("\n");
-        for (int k = 0; k < Math.min(s.length, c.length); k++) {
-            String key = s[k].substring(0, s[k].indexOf('='));
-            if (!RESTORED_KEYS.contains(key) && !s[k].equals(c[k])) {
-                throw new IllegalStateException("checkpoint " + path + ": group " + group + " was saved with "
-                        + s[k] + " but this optimizer has " + c[k] + "; Muon.load restores " + RESTORED_KEYS
-                        + " and needs the other settings to be the saved ones (build the optimizer with them)");
-            }
-        }
-    }
-
-    /**
-     * Refuses a checkpoint whose NorMuon group holds a parameter's momentum but not its second moment: the two are
-     * made by the same update, so one without the other is a damaged file.
-     */
-    private void requireSecondMoments(Path path, CheckpointState read) {
-        int i = 0;
-        for (int g = 0; g < groups.size(); g++) {
-            for (int j = 0; j < groups.get(g).params.size(); j++, i++) {
-                if (read.muonConfigs().get(g).norMuon() != null && read.muonMomentum().get(i) != null
-                        && read.muonSecondMoments().get(i) == null) {
-                    throw new IllegalStateException("checkpoint " + path + ": '" + labels.get(i) + "' has a "
-                            + "momentum buffer but no NorMuon second moment, and its group " + g + " uses NorMuon; "
-                            + "the file is damaged");
-                }
-            }
-        }
     }
 
     private void update(ParameterState state, Tensor grad, MuonConfig config, GroupScalars scalars) {
@@ -847,20 +823,6 @@ public final class Muon implements TrainingOptimizer {
     }
 
     /**
-     * Sets the momentum of the parameters this process keeps from a checkpoint's list in group order (null: no
-     * buffer yet). For a fresh optimizer that has not stepped; cannot fail for buffers of the parameters' shapes.
-     */
-    void restoreMomentum(List<Tensor> momentum) {
-        for (int i = 0; i < states.size(); i++) {
-            if (momentum.get(i) != null && (sharding == null || sharding.owns(i))) {
-                ParameterState state = states.get(i);
-                state.momentumMatrix();
-                state.momentumBuffer().copy_(momentum.get(i));
-            }
-        }
-    }
-
-    /**
      * NorMuon's per-row second moment of a parameter: a vector of its rows (a {@code [k, rows]} matrix for a stack of
      * {@code k}), float32 (float64 for a float64 parameter); empty before its first update or without NorMuon. The
      * returned tensor is the live state: writing to it changes the optimizer.
@@ -871,22 +833,6 @@ public final class Muon implements TrainingOptimizer {
      */
     public Optional<Tensor> secondMoment(Tensor param) {
         return Optional.ofNullable(stateOf(param).secondMoment());
-    }
-
-    /** NorMuon's second moments in group order, for a checkpoint (null where a parameter has none). */
-    List<Tensor> secondMomentsForCheckpoint() {
-        List<Tensor> moments = new ArrayList<>();
-        states.forEach(state -> moments.add(state.secondMoment()));
-        return moments;
-    }
-
-    /** Sets NorMuon's second moments from a checkpoint's list in group order, as {@link #restoreMomentum} does. */
-    void restoreSecondMoments(List<Tensor> moments) {
-        for (int i = 0; i < states.size(); i++) {
-            if (moments.get(i) != null && (sharding == null || sharding.owns(i))) {
-                states.get(i).secondMomentForUpdate().copy_(moments.get(i));
-            }
-        }
     }
 
     /** The orthogonalizer serving a parameter; for tests of workspace sharing. */
@@ -935,7 +881,7 @@ public final class Muon implements TrainingOptimizer {
         StringBuilder text = new StringBuilder("world=").append(muon.sharding.group().worldSize())
                 .append(' ').append(muon.sharding.config()).append('\n');
         for (Group group : muon.groups) {
-            text.append(ConfigText.of(group.config)).append('\n');
+            text.append(group.config).append('\n');
             for (ParameterState state : group.params) {
                 text.append(state.label).append(' ').append(Arrays.toString(state.layout.shape())).append(' ')
                         .append(state.param.scalar_type());
@@ -1043,7 +989,7 @@ public final class Muon implements TrainingOptimizer {
         private ShardingConfig shardingConfig;
         private boolean agreeWithPeers = true;
         private ShardPlan reusedPlan;
-        private List<String> labels;
+        private List<String> names;
         private QkClip qkClip;
         /** Row splits by tensor, in the order given; resolved and checked at build. */
         private final List<Map.Entry<Tensor, RowSplit>> rowSplits = new ArrayList<>();
@@ -1126,11 +1072,12 @@ public final class Muon implements TrainingOptimizer {
         }
 
         /**
-         * Names the parameters in messages by these labels (one per parameter of all groups, in order) instead
-         * of "parameter i of group g": an owner that knows their names passes them.
+         * Names the parameters (one name per parameter of all groups, in order) instead of "parameter i of group
+         * g": an owner that knows their names passes them. The names go into states and checkpoints; messages say
+         * {@code parameter 'name'}.
          */
-        Builder labels(List<String> parameterLabels) {
-            this.labels = List.copyOf(parameterLabels);
+        Builder names(List<String> parameterNames) {
+            this.names = List.copyOf(parameterNames);
             return this;
         }
 
@@ -1213,7 +1160,8 @@ public final class Muon implements TrainingOptimizer {
                 List<ParameterState> states = new ArrayList<>();
                 for (int pi = 0; pi < params.size(); pi++) {
                     Tensor p = params.get(pi);
-                    String label = labels != null ? labels.get(position) : "parameter " + pi + " of group " + gi;
+                    String name = names != null ? names.get(position) : "parameter " + pi + " of group " + gi;
+                    String label = names != null ? "parameter '" + name + "'" : name;
                     position++;
                     if (p == null || !p.defined()) {
                         throw new IllegalArgumentException(label + " is null or undefined");
@@ -1249,8 +1197,8 @@ public final class Muon implements TrainingOptimizer {
                     }
                     RowBlocks blocks = split == null ? null : new RowBlocks(split, layout, label);
                     // A split parameter's decay and update are per block on libtorch's ops (see the class comment).
-                    states.add(new ParameterState(p, layout, selection.forParameter(config, p.device()), label,
-                            updateStages.forParameter(config, layout.matrixView(p), label), blocks));
+                    states.add(new ParameterState(p, layout, selection.forParameter(config, p.device()), name,
+                            label, updateStages.forParameter(config, layout.matrixView(p), label), blocks));
                 }
                 groups.add(new Group(config, states));
             }

@@ -8,6 +8,14 @@ import dev.muon.internal.Messages;
 import dev.muon.internal.NamedParameters;
 import dev.muon.internal.NativeLifetime;
 import dev.muon.internal.TorchNatives;
+import dev.muon.state.AdamWMoments;
+import dev.muon.state.CheckpointFile;
+import dev.muon.state.OptimizerState;
+import dev.muon.state.ParameterEntry;
+import dev.muon.state.ParameterSpec;
+import dev.muon.state.StateFit;
+import dev.muon.state.StateMismatchException;
+import dev.muon.state.TorchStateFile;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
@@ -22,6 +30,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -242,7 +251,7 @@ public final class MuonAdamW implements TrainingOptimizer {
         if (muonParams.isEmpty()) {
             return null;
         }
-        Muon.Builder builder = Muon.builder().addGroup(muonParams, config).labels(labelsOf(muonNames));
+        Muon.Builder builder = Muon.builder().addGroup(muonParams, config).names(muonNames);
         for (int i = 0; i < muonParams.size(); i++) {
             if (muonRowSplits.get(i) != null) {
                 builder.rowSplit(muonParams.get(i), muonRowSplits.get(i));
@@ -389,7 +398,7 @@ public final class MuonAdamW implements TrainingOptimizer {
 
     /** Every AdamW parameter's moments, by tensor identity, through a serialization round trip. */
     private Map<Long, AdamWMoments> adamWMoments() {
-        return adamW == null ? Map.of() : AdamWMoments.readAll(adamW);
+        return adamW == null ? Map.of() : LibtorchAdamWState.read(adamW);
     }
 
     /** The first parameter, in table order, whose gradient is not all finite; null if none. */
@@ -598,289 +607,280 @@ public final class MuonAdamW implements TrainingOptimizer {
     }
 
     /**
-     * Saves both groups' state, the step count, both configs, the parameters and the assignment to one file in
-     * libtorch's archive format (see {@code docs/checkpoints.md}). The file is written next to {@code path} and
-     * renamed over it, so a crash leaves the previous file intact.
+     * Saves both groups' state, the step count, both configs, the parameters, the assignment and the schedule
+     * record to one file, muon-core's checkpoint format ({@link CheckpointFile}, see {@code docs/checkpoints.md}):
+     * written next to {@code path}, checksummed, forced to disk and renamed over it, so a crash leaves the previous
+     * file intact. Distributed, a collective: rank 0 writes, with every owner's momentum.
      *
      * @param path where to save
      * @throws java.io.UncheckedIOException if the file cannot be written; {@code path} is then unchanged
+     * @throws IllegalStateException        if another thread is inside this optimizer
      */
     public void save(Path path) {
         Objects.requireNonNull(path, "path must not be null");
         try (SingleThreadGuard.Entered entered = guard.enter("save");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            CheckpointState state = checkpointState();
-            if (group == null) {
-                Checkpoint.write(path, state);
-            } else {
-                Checkpoint.write(path, state, group);
-            }
+            StateFiles.save(path, captureState(Muon.Capture.HANDLES), group);
         }
     }
 
     /**
-     * Restores a checkpoint saved by {@link #save(Path)} from an optimizer with the same parameters: parameter
-     * values, both groups' state and configs, and the step count. Everything is validated before anything
-     * changes.
+     * Restores a checkpoint saved by {@link #save(Path)}: reads it ({@link CheckpointFile}, which runs nothing from
+     * the file and checks every byte's place first), then {@link #restore(OptimizerState)}. Distributed, every rank
+     * reads, and the ranks agree that they read the same content first; a checkpoint loads into any number of
+     * ranks.
      *
      * @param path the checkpoint
-     * @throws IllegalStateException if the file is missing, truncated, not a checkpoint, of another format
-     *                               version, or holds other parameter names, count, optimizers, shapes or dtypes;
-     *                               nothing changes then
+     * @throws dev.muon.state.StateFileException     if the file is missing, truncated, corrupt or malformed
+     * @throws dev.muon.state.StateMismatchException if it does not fit this optimizer (listing every difference)
+     * @throws IllegalStateException                 if another thread is inside this optimizer; in every case
+     *                                               nothing changes
      */
     public void load(Path path) {
         Objects.requireNonNull(path, "path must not be null");
         try (SingleThreadGuard.Entered entered = guard.enter("load");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            if (group == null) {
-                withHints(() -> prepareRestore(path, Checkpoint.read(path, expectedState()))).apply();
-            } else {
-                CheckpointState read = withHints(() -> Checkpoint.read(path, expectedState(), group));
-                // Building the fresh parts can still fail (libtorch may refuse the AdamW archive): every rank
-                // must succeed before any of them swaps.
-                withHints(() -> group.agree("restoring checkpoint " + path, () -> prepareRestore(path, read),
-                        r -> "ready")).apply();
-            }
+            restoreChecked(StateFiles.load(path, group), "checkpoint " + path);
         }
     }
 
     /**
-     * Exports the optimizer state in PyTorch's layout: one file that Python's {@code torch.load} reads as a dict
-     * holding a {@code torch.optim.Muon} state dict for the Muon group ({@code "muon"}), a {@code torch.optim.AdamW}
-     * state dict for the AdamW group(s) ({@code "adamw"}), the parameter names by index ({@code "param_names"},
-     * the trained parameters in builder order, i.e. {@code named_parameters()} order) and the step count. The
-     * parameters themselves are not in it (PyTorch keeps them in the model's state dict). Written next to
-     * {@code path} and renamed over it, like {@link #save(Path)}. See {@code docs/checkpoints.md}.
+     * This optimizer's state: the step count, both configs, the schedule record, and per named parameter (in the
+     * order of {@link #assignment()}, tied names included) its value, Muon's momentum buffer and NorMuon second
+     * moment or AdamW's moments: copies the caller owns. Distributed, a collective: only rank 0's state holds every
+     * owner's momentum.
+     *
+     * @return the state
+     * @throws IllegalStateException if another thread is inside this optimizer
+     */
+    public OptimizerState state() {
+        try (SingleThreadGuard.Entered entered = guard.enter("state");
+             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            return captureState(Muon.Capture.COPIES);
+        }
+    }
+
+    /**
+     * Restores a state, as {@link Muon#restore(OptimizerState)} does: checks that it fits ({@link StateFit}: the
+     * same named parameters on the same optimizers and groups, shapes, dtypes, ties and row splits, the same Muon
+     * build settings, buffers where they belong with values the math allows), then copies the parameter values and
+     * buffers in and takes the step count, the schedule record, Muon's hyperparameters and AdamW's. Distributed,
+     * every rank restores the same state and keeps the Muon buffers of the parameters it owns.
+     *
+     * @param state the state
+     * @throws dev.muon.state.StateMismatchException if it does not fit, listing every difference (with a hint where
+     *                                               a builder setting explains it); nothing changes
+     * @throws IllegalStateException                 if another thread is inside this optimizer, or libtorch's
+     *                                               AdamW refuses the moments; nothing changes
+     */
+    public void restore(OptimizerState state) {
+        Objects.requireNonNull(state, "state must not be null");
+        try (SingleThreadGuard.Entered entered = guard.enter("restore");
+             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            restoreChecked(state, "the state");
+        }
+    }
+
+    /**
+     * Exports the optimizer state in PyTorch's terms ({@link TorchStateFile}): one file that Python reads with
+     * {@code torch.load(path, weights_only=True)}, holding a {@code torch.optim.Muon} state dict (key
+     * {@code "muon"}) and a {@code torch.optim.AdamW} state dict (key {@code "adamw"}) over one parameter index
+     * space, with the names by index ({@code "param_names"}, {@code named_parameters()} order, tied names left
+     * out). Written next to {@code path} and renamed over it. See {@code docs/checkpoints.md}.
      *
      * @param path where to write
      * @throws IllegalStateException         if the Muon config has no {@code torch.optim.Muon} equivalent (a per-step
      *                                       coefficient schedule, {@code adjustLr} other than {@code ORIGINAL} or
-     *                                       {@code MATCH_RMS_ADAMW}, {@code extraScale} other than 1), the state
-     *                                       exceeds 2 GiB (the file is built in memory), or another thread is
-     *                                       inside this optimizer; nothing is written then
-     * @throws UnsupportedOperationException if the optimizer is distributed
+     *                                       {@code MATCH_RMS_ADAMW}, {@code extraScale} other than 1), or another
+     *                                       thread is inside this optimizer; nothing is written
+     * @throws UnsupportedOperationException if the optimizer is distributed, or holds NorMuon or row splits
      * @throws java.io.UncheckedIOException  if the file cannot be written; {@code path} is then unchanged
      */
     public void exportTorchStateDict(Path path) {
         Objects.requireNonNull(path, "path must not be null");
         try (SingleThreadGuard.Entered entered = guard.enter("exportTorchStateDict");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            requireTorchExchangeable("exportTorchStateDict");
-            TorchStateDict.write(path, torchState(true));
+            requireSingleProcess("exportTorchStateDict");
+            OptimizerState state = captureState(Muon.Capture.HANDLES);
+            TorchStateFile.requireExpressible(state, "exportTorchStateDict");
+            TorchStateFile.write(path, state);
         }
     }
 
     /**
-     * Imports a file of the layout {@link #exportTorchStateDict(Path)} writes, from this library or from Python
-     * ({@code torch.save} of the same dict made from {@code torch.optim} state dicts): the Muon momentum buffers,
-     * the AdamW moments and step counts, the step count, and the hyperparameters of the groups ({@code lr},
-     * {@code weight_decay}, and Muon's {@code momentum}, {@code nesterov}, {@code ns_coefficients}, {@code eps},
-     * {@code ns_steps}, {@code adjust_lr_fn}; AdamW's {@code betas} and {@code eps}), as PyTorch's
-     * {@code load_state_dict} does. Parameter values are not touched. Everything is checked before anything
-     * changes: the names, the number of groups and of parameters in each, every tensor's shape and dtype, options
-     * this optimizer cannot honour ({@code amsgrad}, {@code maximize}), and unknown keys.
+     * Imports a file of the layout {@link #exportTorchStateDict(Path)} writes, from Python too, read without running
+     * anything from it ({@link TorchStateFile}), then {@link #restore(OptimizerState)}: the Muon momentum buffers,
+     * AdamW's moments and step counts, the step count and both groups' hyperparameters; {@code ns_coefficients},
+     * {@code ns_steps} and {@code eps} decided how this optimizer was built and must be its own. The parameter
+     * values are not in the file and stay as they are.
      *
      * @param path the file
-     * @throws IllegalStateException         if the file is missing, not a {@code torch.load} file, or does not fit
-     *                                       this optimizer (the message names the key and the rule); nothing changes
-     * @throws UnsupportedOperationException if the optimizer is distributed
+     * @throws dev.muon.state.StateFileException     if the file is missing, malformed, or does not fit this
+     *                                               optimizer's parameters (naming the key and the rule)
+     * @throws dev.muon.state.StateMismatchException if its settings or values do not fit (listing every difference)
+     * @throws UnsupportedOperationException         if the optimizer is distributed; in every case nothing changes
      */
     public void importTorchStateDict(Path path) {
         Objects.requireNonNull(path, "path must not be null");
         try (SingleThreadGuard.Entered entered = guard.enter("importTorchStateDict");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            requireTorchExchangeable("importTorchStateDict");
-            TorchState read = TorchStateDict.read(path, torchState(false));
-            Muon freshMuon = newMuon(read.muonConfigs().get(0));
-            if (freshMuon != null) {
-                List<Tensor> momentum = new ArrayList<>();
-                read.muonGroups().get(0).forEach(index -> momentum.add(read.momentum().get(index)));
-                freshMuon.restoreMomentum(momentum);
-            }
-            AdamW freshAdamW = newAdamW(read.adamWConfig());
-            if (freshAdamW != null) {
-                try {
-                    freshAdamW.load(AdamWStateArchive.of(read.adamWGroups(), read.adamW(), read.adamWConfig()));
-                } catch (RuntimeException e) {
-                    throw new IllegalStateException("torch state dict " + path + ": libtorch's AdamW cannot take "
-                            + "its state: " + Messages.firstLine(e) + "; nothing was changed", e);
-                }
-            }
-            // Nothing below can fail.
-            muon = freshMuon;
-            adamW = freshAdamW;
-            muonConfig = read.muonConfigs().get(0);
-            adamWConfig = read.adamWConfig();
-            stepCount = read.step();
-            Arrays.fill(lastMuonLr, Double.NaN);
-            Arrays.fill(lastAdamWLr, Double.NaN);
-            lastStep = new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of());
+            requireSingleProcess("importTorchStateDict");
+            OptimizerState template = captureState(Muon.Capture.NONE);
+            TorchStateFile.requireExpressible(template, "importTorchStateDict");
+            restoreChecked(TorchStateFile.read(path, template), "torch state dict " + path);
         }
     }
 
-    /** What a PyTorch state file can be exchanged with: a single process, and Muon state PyTorch can hold. */
-    private void requireTorchExchangeable(String operation) {
+    private void requireSingleProcess(String operation) {
         if (group != null) {
             throw new UnsupportedOperationException(operation + " works on a single-process optimizer only; this "
                     + "one is distributed over " + group.worldSize() + " ranks (save and load work distributed)");
         }
+    }
+
+    /**
+     * This optimizer's state, one entry per named parameter in the assignment's order. With tensors, distributed,
+     * a collective (Muon's owners send their momentum to rank 0).
+     */
+    private OptimizerState captureState(Muon.Capture capture) {
+        Map<String, ParameterEntry> muonEntries = new LinkedHashMap<>();
         if (muon != null) {
-            muon.requireTorchExpressible(operation);
+            for (ParameterEntry e : muon.captureState(capture).entries()) {
+                muonEntries.put(e.name(), e);
+            }
         }
-    }
-
-    /** The state in PyTorch's terms, by parameter index in builder order; {@code withState}: buffers and moments. */
-    private TorchState torchState(boolean withState) {
-        List<String> names = new ArrayList<>();
-        List<Tensor> params = new ArrayList<>();
+        Map<Long, AdamWMoments> moments = capture == Muon.Capture.NONE ? Map.of() : adamWMoments();
+        Set<String> undecayed = Set.copyOf(assignment.adamWNames(false));
+        List<ParameterEntry> entries = new ArrayList<>();
         for (Assignment.Decision d : assignment.decisions()) {
-            if (!d.isAlias()) {
-                names.add(d.name());
-                params.add(d.tensor());
+            Tensor t = d.tensor();
+            if (d.isAlias()) {
+                entries.add(ParameterEntry.of(ParameterSpec.tied(d.name(), d.aliasOf(), t.shape(),
+                        t.scalar_type())));
+            } else if (d.kind() == OptimizerKind.MUON) {
+                entries.add(muonEntries.get(d.name()));
+            } else {
+                ParameterEntry e = ParameterEntry.of(ParameterSpec.adamW(d.name(), undecayed.contains(d.name()),
+                        t.shape(), t.scalar_type()));
+                if (capture != Muon.Capture.NONE) {
+                    AdamWMoments m = moments.get(ParameterState.identityOf(t));
+                    boolean copy = capture == Muon.Capture.COPIES;
+                    e = e.withValue(copy ? NativeLifetime.outliveScope(t.detach().clone()) : t)
+                            .withAdamW(m == null || !copy ? m : new AdamWMoments(
+                                    NativeLifetime.outliveScope(m.expAvg().clone()),
+                                    NativeLifetime.outliveScope(m.expAvgSq().clone()), m.step()));
+                }
+                entries.add(e);
             }
         }
-        List<Integer> muonIndices = indicesOf(names, muonNames);
-        List<List<Integer>> adamWGroups = new ArrayList<>();
-        adamWGroups.add(indicesOf(names, assignment.adamWNames(true)));
+        return new OptimizerState(stepCount, List.of(muonConfig), adamWConfig, entries, scheduleRecord);
+    }
+
+    /**
+     * Checks {@code candidate} ({@link StateFit}, with this builder's hints), builds the AdamW that holds its
+     * moments, and only then changes anything: the Muon part in place, the AdamW swapped in, the counters reset.
+     */
+    private void restoreChecked(OptimizerState candidate, String source) {
+        OptimizerState mine = captureState(Muon.Capture.NONE);
+        Supplier<AdamW> prepare = () -> {
+            StateFit.require(mine, candidate, source, this::withHint);
+            return adamWFor(candidate, source);
+        };
+        // Distributed, building the fresh AdamW can still fail on one rank: every rank must succeed before any
+        // of them changes anything.
+        AdamW fresh = group == null ? prepare.get()
+                : group.agree("restoring " + source, prepare::get, r -> "ready");
+        if (muon != null) {
+            muon.applyChecked(muonPart(candidate));
+        }
+        for (ParameterEntry e : candidate.entries()) {
+            if (e.value() != null && e.spec().optimizer() == OptimizerKind.ADAMW) {
+                adamWParams.get(adamWNames.indexOf(e.name())).copy_(e.value());
+            }
+        }
+        adamW = fresh;
+        muonConfig = candidate.muonConfigs().get(0);
+        if (candidate.adamWConfig() != null) {
+            adamWConfig = candidate.adamWConfig();
+        }
+        stepCount = candidate.step();
+        scheduleRecord = ScheduleRecords.afterLoad(candidate.schedule(), scheduleRecord,
+                new double[]{muonConfig.lr(), adamWConfig.lr()}, source);
+        // A state does not hold the lrs of the last updates.
+        Arrays.fill(lastMuonLr, Double.NaN);
+        Arrays.fill(lastAdamWLr, Double.NaN);
+        lastStep = new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of());
+    }
+
+    /** The Muon entries of a checked state, as the state of this optimizer's Muon. */
+    private static OptimizerState muonPart(OptimizerState checked) {
+        List<ParameterEntry> entries = checked.entries().stream()
+                .filter(e -> e.spec().optimizer() == OptimizerKind.MUON).toList();
+        return new OptimizerState(checked.step(), checked.muonConfigs(), null, entries, null);
+    }
+
+    /** A fresh libtorch AdamW over this optimizer's AdamW parameters, holding the state's moments. */
+    private AdamW adamWFor(OptimizerState candidate, String source) {
+        AdamW fresh = newAdamW(candidate.adamWConfig() == null ? adamWConfig : candidate.adamWConfig());
+        if (fresh == null) {
+            return null;
+        }
+        // libtorch keeps its groups' parameters one after the other: the decayed group, then the undecayed one.
+        Map<Integer, AdamWMoments> moments = new HashMap<>();
+        for (ParameterEntry e : candidate.entries()) {
+            int position = adamWNames.indexOf(e.name());
+            if (position >= 0 && e.adamW() != null) {
+                moments.put(position, e.adamW());
+            }
+        }
+        int decayed = assignment.adamWNames(true).size();
+        List<List<Integer>> groups = new ArrayList<>();
+        groups.add(positions(0, decayed));
         if (assignment.noDecayBelow2D()) {
-            adamWGroups.add(indicesOf(names, assignment.adamWNames(false)));
+            groups.add(positions(decayed, adamWNames.size()));
         }
-        Map<Integer, Tensor> momentum = new LinkedHashMap<>();
-        Map<Integer, AdamWMoments> moments = new LinkedHashMap<>();
-        if (withState && muon != null) {
-            List<Tensor> buffers = muon.momentumForCheckpoint();
-            for (int i = 0; i < buffers.size(); i++) {
-                if (buffers.get(i) != null) {
-                    momentum.put(muonIndices.get(i), buffers.get(i));
-                }
-            }
-        }
-        if (withState && adamW != null) {
-            Map<Long, AdamWMoments> byIdentity = adamWMoments();
-            for (int i = 0; i < adamWParams.size(); i++) {
-                AdamWMoments m = byIdentity.get(ParameterState.identityOf(adamWParams.get(i)));
-                if (m != null) {
-                    moments.put(names.indexOf(adamWNames.get(i)), m);
-                }
-            }
-        }
-        return new TorchState(stepCount, names, params, List.of(muonConfig), List.of(muonIndices), momentum,
-                adamWConfig, adamWGroups, moments);
-    }
-
-    private static List<Integer> indicesOf(List<String> all, List<String> some) {
-        List<Integer> indices = new ArrayList<>();
-        some.forEach(name -> indices.add(all.indexOf(name)));
-        return indices;
-    }
-
-    /**
-     * Runs part of a load; when it fails on something a builder setting explains, the message names the setting:
-     * a parameter the output-layer rule sent to AdamW (a checkpoint saved before the rule, or with it off, has it
-     * on Muon), or AdamW state whose parameter groups may come from the other {@code noWeightDecayBelow2D}.
-     */
-    private <T> T withHints(Supplier<T> part) {
         try {
-            return part.get();
-        } catch (IllegalStateException e) {
-            String message = String.valueOf(e.getMessage());
-            for (Assignment.Decision d : assignment.decisions()) {
-                if (Assignment.OUTPUT_LAYER.equals(d.reason())
-                        && message.contains("('" + d.name() + "') has optimizer")) {
-                    throw new IllegalStateException(message + "; '" + d.name() + "' is on AdamW by the "
-                            + "output-layer rule: build with outputLayerOnAdamW(false) to load a checkpoint saved "
-                            + "with it on Muon", e);
-                }
+            fresh.load(LibtorchAdamWState.archive(groups, moments, candidate.adamWConfig()));
+        } catch (RuntimeException e) {
+            throw new IllegalStateException(source + ": libtorch's AdamW cannot take its state: "
+                    + Messages.firstLine(e) + "; nothing was changed", e);
+        }
+        return fresh;
+    }
+
+    private static List<Integer> positions(int from, int to) {
+        List<Integer> out = new ArrayList<>();
+        for (int i = from; i < to; i++) {
+            out.add(i);
+        }
+        return out;
+    }
+
+    /**
+     * The builder settings that explain a difference: a parameter this builder puts on AdamW by the output-layer
+     * rule, or the AdamW group a parameter is in ({@code noWeightDecayBelow2D}).
+     */
+    private StateMismatchException.Difference withHint(StateMismatchException.Difference d) {
+        for (Assignment.Decision decision : assignment.decisions()) {
+            if (!d.entry().equals("'" + decision.name() + "'")) {
+                continue;
             }
-            if (message.contains("AdamW state") || message.contains("(exp_avg")) {
+            if (d.field().equals("optimizer") && Assignment.OUTPUT_LAYER.equals(decision.reason())) {
+                return hinted(d, "'" + decision.name() + "' is on AdamW by the output-layer rule: build with "
+                        + "outputLayerOnAdamW(false) to load a state saved with it on Muon");
+            }
+            if (d.field().equals("group") && decision.kind() == OptimizerKind.ADAMW) {
                 boolean on = assignment.noDecayBelow2D();
-                throw new IllegalStateException(message + "; this optimizer keeps " + (on ? 2 : 1) + " AdamW "
-                        + "parameter group" + (on ? "s" : "") + " (noWeightDecayBelow2D(" + on + ")): a checkpoint "
-                        + "saved with noWeightDecayBelow2D(" + !on + ") loads only into an optimizer built the same "
-                        + "way", e);
-            }
-            throw e;
-        }
-    }
-
-    /**
-     * This optimizer's state as a checkpoint holds it. Distributed, a collective: the Muon momentum is gathered on
-     * rank 0, whose state alone is complete.
-     */
-    CheckpointState checkpointState() {
-        List<Tensor> momentum = muon == null ? Collections.nCopies(muonParams.size(), null)
-                : muon.momentumForCheckpoint();
-        return new CheckpointState(stepCount, List.of(muonConfig), adamWConfig, assignment.layoutText(), muonNames,
-                muonParams, momentum, adamWNames, adamWParams,
-                adamW == null ? null : CheckpointState.AdamWArchive.of(adamW), scheduleRecord,
-                muon == null ? Collections.nCopies(muonParams.size(), null) : muon.secondMomentsForCheckpoint());
-    }
-
-    /** What a read checks a file against: the layout, names and tensors (no state needed). */
-    private CheckpointState expectedState() {
-        return new CheckpointState(stepCount, List.of(muonConfig), adamWConfig, assignment.layoutText(), muonNames,
-                muonParams, Collections.nCopies(muonParams.size(), null), adamWNames, adamWParams, null, null);
-    }
-
-    /**
-     * Builds fresh optimizer parts from a state read and checked by {@link Checkpoint#read}; this optimizer is
-     * untouched until {@link Restore#apply()}, which cannot fail.
-     *
-     * @throws IllegalStateException if libtorch cannot load the AdamW archive
-     */
-    private Restore prepareRestore(Path path, CheckpointState state) {
-        Muon freshMuon = newMuon(state.muonConfigs().get(0));
-        if (freshMuon != null) {
-            // Distributed, each rank keeps the momentum of the parameters it owns under its current plan.
-            freshMuon.restoreMomentum(state.muonMomentum());
-            freshMuon.restoreSecondMoments(state.muonSecondMoments());
-        }
-        AdamW freshAdamW = newAdamW(state.adamWConfig());
-        if (freshAdamW != null) {
-            try {
-                freshAdamW.load(state.adamW().forLoading());
-            } catch (RuntimeException e) {
-                throw new IllegalStateException("the checkpoint holds AdamW state that libtorch cannot load: "
-                        + Messages.firstLine(e), e);
+                return hinted(d, "this optimizer keeps " + (on ? 2 : 1) + " AdamW parameter group"
+                        + (on ? "s" : "") + " (noWeightDecayBelow2D(" + on + ")): a state saved with "
+                        + "noWeightDecayBelow2D(" + !on + ") loads only into an optimizer built the same way");
             }
         }
-        return new Restore(path, state, freshMuon, freshAdamW);
+        return d;
     }
 
-    /** Fresh parts and the values of a checked checkpoint, ready to be swapped in. */
-    private final class Restore {
-        private final Path path;
-        private final CheckpointState state;
-        private final Muon freshMuon;
-        private final AdamW freshAdamW;
-
-        Restore(Path path, CheckpointState state, Muon freshMuon, AdamW freshAdamW) {
-            this.path = path;
-            this.state = state;
-            this.freshMuon = freshMuon;
-            this.freshAdamW = freshAdamW;
-        }
-
-        /** Copies the values into the parameters and swaps in the state; cannot fail. Inside a NoGradGuard. */
-        void apply() {
-            for (int i = 0; i < muonParams.size(); i++) {
-                muonParams.get(i).copy_(state.muonParams().get(i));
-            }
-            for (int i = 0; i < adamWParams.size(); i++) {
-                adamWParams.get(i).copy_(state.adamWParams().get(i));
-            }
-            muon = freshMuon;
-            adamW = freshAdamW;
-            muonConfig = state.muonConfigs().get(0);
-            adamWConfig = state.adamWConfig();
-            stepCount = state.step();
-            scheduleRecord = ScheduleRecords.afterLoad(state.schedule(), scheduleRecord,
-                    new double[]{muonConfig.lr(), adamWConfig.lr()}, path);
-            // The checkpoint does not hold the lrs of the last updates.
-            Arrays.fill(lastMuonLr, Double.NaN);
-            Arrays.fill(lastAdamWLr, Double.NaN);
-            lastStep = new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of());
-        }
+    private static StateMismatchException.Difference hinted(StateMismatchException.Difference d, String hint) {
+        return new StateMismatchException.Difference(d.entry(), d.field(), d.optimizer(), d.state(), hint);
     }
 
     /**
@@ -924,12 +924,6 @@ public final class MuonAdamW implements TrainingOptimizer {
      */
     public long muonStateBytes() {
         return muon == null ? 0 : muon.stateBytes();
-    }
-
-    private static List<String> labelsOf(List<String> names) {
-        List<String> labels = new ArrayList<>();
-        names.forEach(name -> labels.add("parameter '" + name + "'"));
-        return labels;
     }
 
     /**
@@ -1179,7 +1173,7 @@ public final class MuonAdamW implements TrainingOptimizer {
             return group.agree("MuonAdamW parameter lists and settings", this::buildLocal,
                     o -> "world=" + group.worldSize() + " " + sharding + " nonFinitePolicy=" + nonFinitePolicy
                             + " noWeightDecayBelow2D=" + noWeightDecayBelow2D
-                            + "\n" + ConfigText.of(o.muonConfig()) + "\n" + ConfigText.of(o.adamWConfig())
+                            + "\n" + o.muonConfig() + "\n" + o.adamWConfig()
                             + "\n" + o.assignment.layoutText()
                             + (o.qkClip == null ? "" : "\n" + o.qkClip.fingerprint()));
         }

@@ -399,9 +399,9 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
     }
 
     /**
-     * Every field of a {@link MuonConfig} as a mutable value, the Newton–Schulz ones one by one so that they can
-     * change in any order ({@code ConfigText} fills one from a checkpoint); {@link #build()} validates. Adding a
-     * field to the config means adding it here and to {@code ConfigText}'s key table.
+     * Every field of a {@link MuonConfig} as a mutable value, the Newton–Schulz ones one by one, for the withers;
+     * {@link #build()} validates. Adding a field to the config means adding it here and a row to the key table of
+     * {@code dev.muon.state.ConfigFields}, which files and the fit check read.
      */
     static final class Draft {
         double lr;

@@ -1,6 +1,7 @@
 package dev.muon;
 
 import dev.muon.internal.NativeLifetime;
+import dev.muon.state.ParameterSpec;
 import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.ScalarTypeOptional;
@@ -47,7 +48,8 @@ final class NeuronNormalization {
      * stack {@code [k, m, n]} has {@code [k, m]}.
      */
     static long[] stateShape(long[] paramShape) {
-        return paramShape.length == 4 ? new long[]{paramShape[0]} : Arrays.copyOf(paramShape, paramShape.length - 1);
+        // The state format defines it, so that a checkpoint's second moment is checked against the same rule.
+        return ParameterSpec.secondMomentShape(paramShape);
     }
 
     /**
@@ -56,7 +58,7 @@ final class NeuronNormalization {
      * lose the small increments {@code (1 − beta2)·mean} of a slowly moving average.
      */
     static ScalarType stateDtype(ScalarType paramDtype) {
-        return paramDtype.value == ScalarType.Double.value ? ScalarType.Double : ScalarType.Float;
+        return ParameterSpec.secondMomentDtype(paramDtype);
     }
 
     /** The bytes of a parameter's second moment: {@link #stateShape} entries of {@link #stateDtype}. */

@@ -20,6 +20,9 @@ final class ParameterState {
     final Orthogonalizer orthogonalizer;
     /** Chosen once at build ({@link UpdateStagesSelection}); null when no provider serves the parameter. */
     final UpdateStages updateStages;
+    /** The parameter's name in states and checkpoints. */
+    final String name;
+    /** How messages name it. */
     final String label;
     final long identity;
     /** The row blocks it is orthogonalized in ({@link RowSplit}); null for the whole matrix at once. */
@@ -30,15 +33,10 @@ final class ParameterState {
     private Tensor secondMoment;
 
     ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String label) {
-        this(param, layout, orthogonalizer, label, null);
+        this(param, layout, orthogonalizer, label, label, null, null);
     }
 
-    ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String label,
-                   UpdateStages updateStages) {
-        this(param, layout, orthogonalizer, label, updateStages, null);
-    }
-
-    ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String label,
+    ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String name, String label,
                    UpdateStages updateStages, RowBlocks rowBlocks) {
         // Our own handle on the parameter, so that a PointerScope of the caller cannot free it under us.
         this.param = NativeLifetime.outliveScope(new Tensor(param));
@@ -46,6 +44,7 @@ final class ParameterState {
         this.layout = layout;
         this.orthogonalizer = orthogonalizer;
         this.updateStages = updateStages;
+        this.name = name;
         this.label = label;
         this.identity = identityOf(param);
         this.rowBlocks = rowBlocks;

@@ -80,6 +80,24 @@ public final class RowSplit {
     }
 
     /**
+     * The head dimension of a {@link #perHead(int)} rule.
+     *
+     * @return the rows of each head, or 0 for a {@link #splitRows(int...)} rule
+     */
+    public int headDim() {
+        return headDim;
+    }
+
+    /**
+     * The block sizes of a {@link #splitRows(int...)} rule.
+     *
+     * @return a copy of the sizes, top to bottom; empty for a {@link #perHead(int)} rule
+     */
+    public int[] blockSizes() {
+        return sizes == null ? new int[0] : sizes.clone();
+    }
+
+    /**
      * The rows of each block for a parameter of {@code rows} rows.
      *
      * @param rows  the parameter's rows (of its matrix view)

@@ -2,8 +2,8 @@ package dev.muon;
 
 /** How optimizers keep and persist their {@link ScheduleRecord}: one rule for {@link Muon} and {@link MuonAdamW}. */
 final class ScheduleRecords {
-    /** The schedule text of a record made on load from a checkpoint that held none. */
-    static final String UNKNOWN = "unknown (from a checkpoint without a schedule record)";
+    /** The schedule text of a record made on a restore from a state that held none. */
+    static final String UNKNOWN = "unknown (restored from a state without a schedule record)";
 
     private static final System.Logger LOG = System.getLogger(ScheduleRecords.class.getName());
 
@@ -25,12 +25,13 @@ final class ScheduleRecords {
     }
 
     /**
-     * The record an optimizer keeps after loading {@code saved}: the saved record; for a checkpoint written before
-     * records were saved, the optimizer's own record if a scheduler made one before the load, else the loaded lrs
-     * as base lrs, with a note that a schedule then scales those.
+     * The record an optimizer keeps after restoring a state that holds {@code saved}: the saved record; for a state
+     * without one (a PyTorch state file, or a state saved before any scheduler ran), the optimizer's own record if
+     * a scheduler made one before, else the restored lrs as base lrs, with a note that a schedule then scales
+     * those.
      */
     static ScheduleRecord afterLoad(ScheduleRecord saved, ScheduleRecord current, double[] loadedLrs,
-                                    java.nio.file.Path path) {
+                                    String source) {
         if (saved != null) {
             return saved;
         }
@@ -38,8 +39,8 @@ final class ScheduleRecords {
             // A scheduler made before the load recorded the run's base lrs: they stay right.
             return current;
         }
-        LOG.log(System.Logger.Level.INFO, "checkpoint " + path + " holds no schedule record (it was written "
-                + "before they were saved): a scheduler made now scales the loaded lrs "
+        LOG.log(System.Logger.Level.INFO, source + " holds no schedule record: a scheduler made now scales the "
+                + "restored lrs "
                 + java.util.Arrays.toString(loadedLrs) + "; pass the run's base lrs to LrScheduler.of(optimizer, "
                 + "schedule, baseLrs...) to resume the schedule exactly");
         return new ScheduleRecord(loadedLrs, UNKNOWN);

@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.state.AdamWMoments;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;

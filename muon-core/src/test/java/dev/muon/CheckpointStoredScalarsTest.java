@@ -1,7 +1,9 @@
 package dev.muon;
 
 import dev.muon.golden.NativeScopePerTest;
+import dev.muon.state.CraftedCheckpoints;
 import org.bytedeco.pytorch.Tensor;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -16,8 +18,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Every scalar a checkpoint stores is validated on load: a step count below zero, or an AdamW step count outside
- * {@code [0, step]}, is refused before anything changes. The files are written through {@link Checkpoint#write}
- * with a doctored {@link CheckpointState}, as a corrupted or hand-edited file would hold them.
+ * {@code [0, step]}, is refused before anything changes. The files are good checkpoints with their state document
+ * edited (and a valid checksum), as a hand-edited or damaged writer's file would be.
  */
 @ExtendWith(NativeScopePerTest.class)
 class CheckpointStoredScalarsTest {
@@ -27,30 +29,39 @@ class CheckpointStoredScalarsTest {
     @ParameterizedTest(name = "step {0}")
     @ValueSource(longs = {-1, -5, Long.MIN_VALUE})
     void negativeStep_isRefused_andChangesNothing(long step) {
-        MuonAdamW saved = trained(3);
-        Path file = dir.resolve("negative.ckpt");
-        writeWithStep(saved, step, file);
+        Path good = saved(3);
+        Path file = CraftedCheckpoints.edited(good, dir.resolve("negative.ckpt"), meta -> { },
+                doc -> doc.put("step", step));
 
         MuonAdamW target = trained(2);
         Map<String, Tensor> before = CheckpointTest.stateOf(target);
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> target.load(file));
-        assertEquals("checkpoint " + file + " holds step " + step + "; a step count must be >= 0", e.getMessage());
+        assertEquals("checkpoint " + file + ": __metadata__.state.step must be >= 0, got " + step + "; nothing was "
+                + "changed", e.getMessage());
         assertUnchanged(target, 2, before);
     }
 
-    /** AdamW's own per-parameter step counts cannot exceed the optimizer's: a file saying so is corrupt. */
-    @org.junit.jupiter.api.Test
+    /** AdamW's own per-parameter step counts cannot exceed the optimizer's: a file saying so is damaged. */
+    @Test
+    @SuppressWarnings("unchecked")
     void adamWStepAboveTheCheckpointsStep_isRefused_andChangesNothing() {
-        MuonAdamW saved = trained(3);
-        Path file = dir.resolve("adamw-ahead.ckpt");
-        writeWithStep(saved, 2, file);
+        Path good = saved(3);
+        Path file = CraftedCheckpoints.edited(good, dir.resolve("adamw-ahead.ckpt"), meta -> { },
+                doc -> doc.put("step", 2L));
 
         MuonAdamW target = trained(2);
         Map<String, Tensor> before = CheckpointTest.stateOf(target);
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> target.load(file));
-        assertEquals("checkpoint " + file + ": 'embed.weight' has AdamW step 3; it must be in [0, 2], the "
-                + "checkpoint's step", e.getMessage());
+        assertTrue(e.getMessage().startsWith("checkpoint " + file + " does not fit this optimizer (2 differences): "
+                + "'embed.weight' AdamW step: this optimizer in [0, 2] (the state's step), the state 3; "
+                + "'fc1.bias' AdamW step"), e.getMessage());
         assertUnchanged(target, 2, before);
+    }
+
+    private Path saved(int steps) {
+        Path file = dir.resolve("good-" + steps + ".ckpt");
+        trained(steps).save(file);
+        return file;
     }
 
     private static MuonAdamW trained(int steps) {
@@ -61,12 +72,6 @@ class CheckpointStoredScalarsTest {
             opt.step();
         }
         return opt;
-    }
-
-    private static void writeWithStep(MuonAdamW opt, long step, Path file) {
-        CheckpointState s = opt.checkpointState();
-        Checkpoint.write(file, new CheckpointState(step, s.muonConfigs(), s.adamWConfig(), s.layout(), s.muonNames(),
-                s.muonParams(), s.muonMomentum(), s.adamWNames(), s.adamWParams(), s.adamW(), s.schedule()));
     }
 
     private static void assertUnchanged(MuonAdamW opt, long step, Map<String, Tensor> before) {

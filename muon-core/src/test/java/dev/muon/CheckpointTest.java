@@ -1,8 +1,8 @@
 package dev.muon;
 
 import dev.muon.golden.NativeScopePerTest;
+import dev.muon.state.CraftedCheckpoints;
 import org.bytedeco.javacpp.PointerScope;
-import org.bytedeco.pytorch.IValue;
 import org.bytedeco.pytorch.Module;
 import org.bytedeco.pytorch.OutputArchive;
 import org.bytedeco.pytorch.Tensor;
@@ -26,7 +26,6 @@ import java.util.Map;
 import java.util.function.Function;
 import java.util.stream.Stream;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -136,22 +135,23 @@ class CheckpointTest {
         Function<Path, Map<String, Tensor>> base = p -> small(ScalarType.Float, 5);
         return Stream.of(
                 Arguments.of("shape", (Function<Path, MuonAdamW>) p -> hybrid(small(ScalarType.Float, 6)),
-                        "parameter 1 ('fc1.weight') has shape [6, 4] but the checkpoint has [5, 4]"),
+                        "'fc1.weight' shape: this optimizer [6, 4], the state [5, 4]"),
                 Arguments.of("dtype", (Function<Path, MuonAdamW>) p -> hybrid(small(ScalarType.Double, 5)),
-                        "parameter 0 ('embed.weight') has dtype Double but the checkpoint has Float"),
+                        "'embed.weight' dtype: this optimizer Double, the state Float"),
                 Arguments.of("name", (Function<Path, MuonAdamW>) p -> {
                     Map<String, Tensor> named = new LinkedHashMap<>();
                     base.apply(p).forEach((k, v) -> named.put(k.replace("fc1", "fc2"), v));
                     return hybrid(named);
-                }, "parameter 1 ('fc2.weight') has name fc2.weight but the checkpoint has fc1.weight"),
+                }, "'fc2.weight' name: this optimizer fc2.weight, the state fc1.weight"),
                 Arguments.of("count", (Function<Path, MuonAdamW>) p -> {
                     Map<String, Tensor> named = base.apply(p);
                     named.put("fc2.weight", torch.randn(3, 5).requires_grad_(true));
                     return hybrid(named);
-                }, "holds 3 parameters but this optimizer has 4"),
+                }, "parameters count: this optimizer 4, the state 3; 'fc2.weight' presence: this optimizer present, "
+                        + "the state absent"),
                 Arguments.of("optimizer", (Function<Path, MuonAdamW>) p -> MuonAdamW.builder(base.apply(p))
                                 .forceAdamW("fc1.weight").allowEmptyMuon(true).build(),
-                        "parameter 1 ('fc1.weight') has optimizer ADAMW but the checkpoint has MUON"));
+                        "'fc1.weight' optimizer: this optimizer ADAMW, the state MUON"));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -173,36 +173,27 @@ class CheckpointTest {
     static Stream<Arguments> badFiles() {
         return Stream.of(
                 Arguments.of("missing", (Function<Path, Path>) good -> good.resolveSibling("missing.ckpt"),
-                        "does not exist or is not a file"),
+                        "the file does not exist or is not a regular file"),
                 Arguments.of("truncated", (Function<Path, Path>) good -> write(good, "truncated.ckpt",
-                        Arrays.copyOf(read(good), read(good).length / 2)), "cannot be read: it is truncated"),
+                        Arrays.copyOf(read(good), read(good).length / 2)), "the file is truncated"),
                 Arguments.of("lastByteMissing", (Function<Path, Path>) good -> write(good, "short.ckpt",
-                        Arrays.copyOf(read(good), read(good).length - 1)), "cannot be read: it is truncated"),
+                        Arrays.copyOf(read(good), read(good).length - 1)), "the file is truncated"),
                 Arguments.of("text", (Function<Path, Path>) good -> write(good, "notes.txt",
-                        "not a checkpoint\n".getBytes()), "cannot be read: it is truncated, corrupt or not a "
-                        + "libtorch archive"),
-                Arguments.of("otherArchive", (Function<Path, Path>) good -> {
+                        "not a checkpoint\n".getBytes()), "the header length must be in [2, 16777216], got "),
+                Arguments.of("libtorchArchive", (Function<Path, Path>) good -> {
                     OutputArchive out = new OutputArchive();
                     out.write("weight", torch.ones(2, 2));
                     Path p = good.resolveSibling("model.pt");
                     out.save_to(p.toString());
                     return p;
-                }, "is not a Muon checkpoint: no 'format' entry"),
-                Arguments.of("otherFormat", (Function<Path, Path>) good -> {
-                    OutputArchive out = new OutputArchive();
-                    out.write("format", new IValue("something.else"));
-                    Path p = good.resolveSibling("other.pt");
-                    out.save_to(p.toString());
-                    return p;
-                }, "is not a Muon checkpoint: format is 'something.else', expected 'dev.muon.checkpoint'"),
-                Arguments.of("futureVersion", (Function<Path, Path>) good -> {
-                    OutputArchive out = new OutputArchive();
-                    out.write("format", new IValue(Checkpoint.FORMAT));
-                    out.write("format_version", new IValue(3L));
-                    Path p = good.resolveSibling("v3.ckpt");
-                    out.save_to(p.toString());
-                    return p;
-                }, "has format_version 3; this library reads versions 1 and 2 only"));
+                }, "(not a safetensors file)"),
+                Arguments.of("otherSafetensors", (Function<Path, Path>) good -> CraftedCheckpoints.safetensors(
+                        good.resolveSibling("model.safetensors"), Map.of("format", "pt"),
+                        Map.of("weight", torch.ones(2, 2))),
+                        "__metadata__.format must be 'dev.muon.checkpoint', got 'pt' (not a Muon checkpoint)"),
+                Arguments.of("futureVersion", (Function<Path, Path>) good -> CraftedCheckpoints.edited(good,
+                        good.resolveSibling("v4.ckpt"), meta -> meta.put("format_version", "4"), doc -> { }),
+                        "__metadata__.format_version must be 3, got '4' (this library reads version 3 only)"));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -239,15 +230,15 @@ class CheckpointTest {
         opt.step();
     }
 
-    /** The optimizer's parameters by name (aliases excluded), from its checkpoint state. */
+    /** The optimizer's parameters by name (aliases excluded), as its handles. */
     static Map<String, Tensor> paramsOf(MuonAdamW opt) {
-        CheckpointState state = opt.checkpointState();
         Map<String, Tensor> named = new LinkedHashMap<>();
-        for (int i = 0; i < state.muonNames().size(); i++) {
-            named.put(state.muonNames().get(i), state.muonParams().get(i));
-        }
-        for (int i = 0; i < state.adamWNames().size(); i++) {
-            named.put(state.adamWNames().get(i), state.adamWParams().get(i));
+        for (OptimizerKind kind : OptimizerKind.values()) {
+            List<String> names = opt.assignment().names(kind);
+            List<Tensor> tensors = opt.assignment().tensors(kind);
+            for (int i = 0; i < names.size(); i++) {
+                named.put(names.get(i), tensors.get(i));
+            }
         }
         return named;
     }

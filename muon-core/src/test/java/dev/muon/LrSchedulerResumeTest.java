@@ -45,18 +45,18 @@ class LrSchedulerResumeTest {
     /** A scheduler made after the load, as a new process would, scales the saved base lrs (not the saved lrs). */
     @Test
     void schedulerMadeAfterLoad_resumesExactly() {
-        Map<String, Tensor> straightNamed = CheckpointFormatV1Test.seededModel(11);
+        Map<String, Tensor> straightNamed = CheckpointFormatTest.seededModel(11);
         MuonAdamW straight = CheckpointTest.hybrid(straightNamed);
         CheckpointTest.train(straight, LrScheduler.of(straight, SCHEDULE), straightNamed, 20);
 
-        Map<String, Tensor> firstNamed = CheckpointFormatV1Test.seededModel(11);
+        Map<String, Tensor> firstNamed = CheckpointFormatTest.seededModel(11);
         MuonAdamW first = CheckpointTest.hybrid(firstNamed);
         CheckpointTest.train(first, LrScheduler.of(first, SCHEDULE), firstNamed, 10);
         Path file = dir.resolve("run.ckpt");
         first.save(file);
 
         for (boolean resume : new boolean[]{false, true}) {
-            Map<String, Tensor> named = CheckpointFormatV1Test.seededModel(12);
+            Map<String, Tensor> named = CheckpointFormatTest.seededModel(12);
             MuonAdamW resumed = CheckpointTest.hybrid(named);
             resumed.load(file);
             assertArrayEquals(new double[]{0.02, 3e-3}, resumed.scheduleRecord().orElseThrow().initialLrs());
@@ -86,17 +86,25 @@ class LrSchedulerResumeTest {
         assertEquals(0.02, LrScheduler.resume(other).baseLr(0));
     }
 
-    /** A version-1 file holds no record: the run's own record stays, or the loaded lrs become the base. */
+    /**
+     * A checkpoint saved before any scheduler ran holds no record (as a PyTorch state file never does): the run's
+     * own record stays, or the loaded lrs become the base.
+     */
     @Test
-    void checkpointWithoutRecord_keepsARecordMadeBefore_orTakesTheLoadedLrs() throws Exception {
-        Path v1 = Path.of(CheckpointFormatV1Test.class.getResource(CheckpointFormatV1Test.RESOURCE).toURI());
-        MuonAdamW before = CheckpointTest.hybrid(CheckpointFormatV1Test.seededModel(3));
+    void checkpointWithoutRecord_keepsARecordMadeBefore_orTakesTheLoadedLrs() {
+        Map<String, Tensor> savedModel = CheckpointTest.small(torch.ScalarType.Float, 5);
+        MuonAdamW saved = CheckpointTest.hybrid(savedModel);
+        saved.setLr(0, 0.03);
+        Path withoutRecord = dir.resolve("no-record.ckpt");
+        saved.save(withoutRecord);
+        MuonAdamW before = CheckpointTest.hybrid(CheckpointTest.small(torch.ScalarType.Float, 5));
         LrScheduler.of(before, SCHEDULE);
-        before.load(v1);
+        before.load(withoutRecord);
         assertArrayEquals(new double[]{0.02, 3e-3}, before.scheduleRecord().orElseThrow().initialLrs());
 
-        MuonAdamW after = CheckpointTest.hybrid(CheckpointFormatV1Test.seededModel(3));
-        after.load(v1);
+        MuonAdamW after = CheckpointTest.hybrid(CheckpointTest.small(torch.ScalarType.Float, 5));
+        after.load(withoutRecord);
+        assertEquals(0.03, after.lr(0));
         ScheduleRecord record = after.scheduleRecord().orElseThrow();
         assertArrayEquals(new double[]{after.lr(0), after.lr(1)}, record.initialLrs());
         assertEquals(ScheduleRecords.UNKNOWN, record.schedule());
@@ -123,7 +131,7 @@ class LrSchedulerResumeTest {
 
     @Test
     void resume_withoutARecord_isRefused() {
-        MuonAdamW opt = CheckpointTest.hybrid(CheckpointFormatV1Test.seededModel(3));
+        MuonAdamW opt = CheckpointTest.hybrid(CheckpointFormatTest.seededModel(3));
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> LrScheduler.resume(opt));
         assertEquals("the optimizer holds no schedule record: no LrScheduler was made for it, and none was loaded",
                 e.getMessage());
@@ -151,7 +159,7 @@ class LrSchedulerResumeTest {
 
     @Test
     void recordOfTheWrongGroupCount_isRejected() {
-        MuonAdamW opt = CheckpointTest.hybrid(CheckpointFormatV1Test.seededModel(3));
+        MuonAdamW opt = CheckpointTest.hybrid(CheckpointFormatTest.seededModel(3));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> opt.recordSchedule(new ScheduleRecord(new double[]{0.1}, "custom")));
         assertEquals("record must hold one base lr per group (2), got 1", e.getMessage());

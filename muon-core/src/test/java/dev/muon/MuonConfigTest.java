@@ -54,23 +54,6 @@ class MuonConfigTest {
     }
 
     @Test
-    void configText_roundTripsTheSwitch() {
-        for (boolean batch : new boolean[]{true, false}) {
-            MuonConfig c = MuonConfig.defaults().withLr(0.02).withBatchSameShape(batch);
-            assertEquals(c, ConfigText.muonConfig(ConfigText.of(c)));
-        }
-    }
-
-    @Test
-    void configText_withoutTheSwitch_readsTheDefault() {
-        // The text of a checkpoint written before the switch existed.
-        MuonConfig c = MuonConfig.defaults().withLr(0.02);
-        String old = ConfigText.of(c).replace("batchSameShape=true\n", "");
-        assertFalse(old.contains("batchSameShape"));
-        assertEquals(c, ConfigText.muonConfig(old));
-    }
-
-    @Test
     void withNsCoefficients_perStepSchedule_setsNsSteps() {
         MuonConfig c = MuonConfig.defaults().withNsCoefficients(CoefficientSchedule.polarExpress8());
         assertEquals(8, c.nsSteps());

@@ -131,20 +131,20 @@ class NorMuonCheckpointTest {
                 Arguments.of("norMuonCheckpoint_intoPlainMuon",
                         (Function<List<Tensor>, Muon>) NorMuonCheckpointTest::norMuon,
                         (Function<List<Tensor>, Muon>) NorMuonCheckpointTest::plain,
-                        "Muon group 0 was saved with NorMuon on (NorMuonConfig[beta2=0.9, eps=1.0E-8]) but this "
-                                + "optimizer has it off; build the optimizer with withNorMuon(0.9, 1.0E-8) to load "
-                                + "it; nothing was changed"),
+                        "muon group 0 norMuon: this optimizer off, the state withNorMuon(0.9, 1.0E-8) (a build "
+                                + "setting: build the optimizer with norMuon withNorMuon(0.9, 1.0E-8)); nothing was "
+                                + "changed"),
                 Arguments.of("plainCheckpoint_intoNorMuon",
                         (Function<List<Tensor>, Muon>) NorMuonCheckpointTest::plain,
                         (Function<List<Tensor>, Muon>) NorMuonCheckpointTest::norMuon,
-                        "Muon group 0 was saved with NorMuon off but this optimizer has it on "
-                                + "(NorMuonConfig[beta2=0.9, eps=1.0E-8]); build the optimizer without "
-                                + "withNorMuon(...) to load it; nothing was changed"),
+                        "muon group 0 norMuon: this optimizer withNorMuon(0.9, 1.0E-8), the state off (a build "
+                                + "setting: build the optimizer with norMuon off); nothing was changed"),
                 Arguments.of("otherBeta2", (Function<List<Tensor>, Muon>) NorMuonCheckpointTest::norMuon,
                         (Function<List<Tensor>, Muon>) p -> Muon.builder()
                                 .addGroup(p.subList(0, 3), MuonConfig.defaults().withLr(0.02).withNorMuon(0.5, 1e-8))
                                 .addGroup(p.subList(3, 4), MuonConfig.defaults().withLr(0.01)).build(),
-                        "group 0 was saved with norMuon.beta2=0.9 but this optimizer has norMuon.beta2=0.5"));
+                        "muon group 0 norMuon: this optimizer withNorMuon(0.5, 1.0E-8), the state "
+                                + "withNorMuon(0.9, 1.0E-8)"));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -180,10 +180,9 @@ class NorMuonCheckpointTest {
             long stateBefore = target.muonStateBytes();
             MuonConfig configBefore = target.muonConfig();
             IllegalStateException e = assertThrows(IllegalStateException.class, () -> target.load(file));
-            assertTrue(e.getMessage().contains("Muon group 0 was saved with NorMuon " + (savedOn ? "on" : "off")),
-                    e.getMessage());
-            assertTrue(e.getMessage().contains("but this optimizer has it " + (savedOn ? "off" : "on")),
-                    e.getMessage());
+            String on = "withNorMuon(0.95, 1.0E-10)";
+            assertTrue(e.getMessage().contains("muon group 0 norMuon: this optimizer " + (savedOn ? "off" : on)
+                    + ", the state " + (savedOn ? on : "off")), e.getMessage());
             int i = 0;
             for (Tensor t : targetNamed.values()) {
                 assertTrue(t.equal(before.get(i++)), "a parameter changed");

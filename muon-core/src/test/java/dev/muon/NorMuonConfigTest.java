@@ -12,7 +12,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** {@link NorMuonConfig}: defaults, the switch on {@link MuonConfig}, its text form and the validation table. */
 class NorMuonConfigTest {
@@ -46,32 +45,6 @@ class NorMuonConfigTest {
         assertEquals(0.02 * 0.2 * 1.5, c.withNorMuon(NorMuonConfig.defaults()).scaledLr(64, 256));
         // Off, the adjustment's ratio still applies.
         assertEquals(0.02 * (0.2 * Math.sqrt(256)) * 1.5, c.scaledLr(64, 256), 1e-15);
-    }
-
-    @Test
-    void configText_roundTripsNorMuon() {
-        MuonConfig c = MuonConfig.defaults().withLr(0.02).withNorMuon(0.9, 3e-9);
-        String text = ConfigText.of(c);
-        assertTrue(text.contains("norMuon.beta2=0.9\nnorMuon.eps=3.0E-9\n"), text);
-        assertEquals(c, ConfigText.muonConfig(text));
-    }
-
-    @Test
-    void configText_off_hasNoNorMuonKeys_andReadsAsOff() {
-        MuonConfig c = MuonConfig.defaults().withLr(0.02);
-        String text = ConfigText.of(c);
-        assertFalse(text.contains("norMuon"), text);
-        assertNull(ConfigText.muonConfig(text).norMuon());
-    }
-
-    @Test
-    void configText_withOneNorMuonKeyOnly_isRejected() {
-        String text = ConfigText.of(MuonConfig.defaults().withNorMuon(NorMuonConfig.defaults()))
-                .replace("norMuon.eps=1.0E-10\n", "");
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> ConfigText.muonConfig(text));
-        assertEquals("config keys 'norMuon.beta2' and 'norMuon.eps' come together, got only 'norMuon.beta2'",
-                e.getMessage());
     }
 
     static Stream<Arguments> invalidSettings() {

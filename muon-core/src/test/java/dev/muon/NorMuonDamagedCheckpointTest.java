@@ -1,6 +1,10 @@
 package dev.muon;
 
 import dev.muon.golden.NativeScopePerTest;
+import dev.muon.state.CheckpointFile;
+import dev.muon.state.OptimizerState;
+import dev.muon.state.ParameterEntry;
+import dev.muon.state.ParameterSpec;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -11,21 +15,20 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.function.Function;
 import java.util.stream.Stream;
 
-
 /**
- * Files whose NorMuon entries do not fit their configs or parameters, written through {@link Checkpoint#write} as
- * a damaged or foreign writer could: {@link Muon#load} refuses each, naming the entry, and changes nothing.
+ * Files whose NorMuon entries do not fit their configs or parameters, as a damaged or foreign writer could write
+ * them (a well-formed file of a state that no optimizer would have): {@link Muon#load} refuses each, naming the
+ * entry, and changes nothing.
  */
 @ExtendWith(NativeScopePerTest.class)
 class NorMuonDamagedCheckpointTest {
     private static final MuonConfig PLAIN = MuonConfig.defaults().withLr(0.02);
     private static final MuonConfig NORMUON = PLAIN.withNorMuon(NorMuonConfig.defaults());
-    private static final String P0 = "parameter 0 of group 0";
+    private static final String P0 = "'parameter 0 of group 0'";
 
     /** What the file holds: one config per group, one [6, 4] parameter per group, its momentum and v (or null). */
     record Damage(List<MuonConfig> configs, boolean momentum, Function<Tensor, Tensor> secondMoment, String message) {
@@ -35,24 +38,28 @@ class NorMuonDamagedCheckpointTest {
         Function<Tensor, Tensor> rows = p -> torch.rand(6);
         return Stream.of(
                 Arguments.of("secondMoment_withoutNorMuon_isRefused", new Damage(List.of(PLAIN), true, rows,
-                        "holds '" + P0 + " (NorMuon second moment)' but no NorMuon group or no momentum buffer for "
-                                + "it; the file is damaged")),
+                        P0 + " NorMuon second moment: this optimizer none (its group has NorMuon off), the state "
+                                + "present")),
                 Arguments.of("secondMoment_withoutMomentum_isRefused", new Damage(List.of(NORMUON), false, rows,
-                        "holds '" + P0 + " (NorMuon second moment)' but no NorMuon group or no momentum buffer for "
-                                + "it; the file is damaged")),
+                        P0 + " NorMuon state: this optimizer a momentum buffer and a second moment, or neither, "
+                                + "the state a second moment only")),
                 Arguments.of("momentum_withoutSecondMoment_isRefused", new Damage(List.of(NORMUON), true, p -> null,
-                        "'" + P0 + "' has a momentum buffer but no NorMuon second moment, though NorMuon is on; "
-                                + "the file is damaged")),
+                        P0 + " NorMuon state: this optimizer a momentum buffer and a second moment, or neither, "
+                                + "the state a momentum buffer only")),
                 Arguments.of("secondMoment_wrongShape_isRefused", new Damage(List.of(NORMUON), true,
-                        p -> torch.rand(4), "'" + P0 + " (NorMuon second moment)' has shape [4] and dtype Float "
-                        + "but the parameter's has shape [6] and dtype Float")),
+                        p -> torch.rand(4), P0 + " NorMuon second moment shape: this optimizer [6], the state [4]")),
                 Arguments.of("secondMoment_wrongDtype_isRefused", new Damage(List.of(NORMUON), true,
-                        p -> torch.rand(6).to(torch.ScalarType.Double), "'" + P0 + " (NorMuon second moment)' has "
-                        + "shape [6] and dtype Double but the parameter's has shape [6] and dtype Float")),
-                // Only Muon.load knows which parameter is in which group.
+                        p -> torch.rand(6).to(torch.ScalarType.Double), P0 + " NorMuon second moment dtype: this "
+                        + "optimizer Float, the state Double")),
+                Arguments.of("secondMoment_negative_isRefused", new Damage(List.of(NORMUON), true,
+                        p -> torch.rand(6).neg(), P0 + " NorMuon second moment values: this optimizer >= 0, the "
+                        + "state a negative value")),
+                Arguments.of("secondMoment_nan_isRefused", new Damage(List.of(NORMUON), true,
+                        p -> torch.full(new long[]{6}, new org.bytedeco.pytorch.Scalar(Double.NaN)),
+                        P0 + " NorMuon second moment values: this optimizer finite, the state NaN or Inf")),
                 Arguments.of("mixedGroups_momentumWithoutSecondMoment_isRefused", new Damage(List.of(NORMUON, PLAIN),
-                        true, p -> null, "'" + P0 + "' has a momentum buffer but no NorMuon second moment, and its "
-                        + "group 0 uses NorMuon; the file is damaged")));
+                        true, p -> null, P0 + " NorMuon state: this optimizer a momentum buffer and a second "
+                        + "moment, or neither, the state a momentum buffer only")));
     }
 
     @TempDir
@@ -62,25 +69,16 @@ class NorMuonDamagedCheckpointTest {
     @MethodSource("damages")
     void load_damagedNorMuonEntries_isRefused_andChangesNothing(String name, Damage damage) {
         int groups = damage.configs().size();
-        List<Tensor> saved = new ArrayList<>();
-        List<Tensor> momentum = new ArrayList<>();
-        List<Tensor> secondMoments = new ArrayList<>();
-        List<String> labels = new ArrayList<>();
-        StringBuilder layout = new StringBuilder();
+        List<ParameterEntry> entries = new ArrayList<>();
         for (int g = 0; g < groups; g++) {
             Tensor p = torch.randn(6, 4);
-            saved.add(p);
-            momentum.add(damage.momentum() ? torch.randn(6, 4) : null);
-            secondMoments.add(g == 0 ? damage.secondMoment().apply(p) : null);
-            String label = "parameter 0 of group " + g;
-            labels.add(label);
-            // The layout line Muon writes: kind, label, shape, dtype, no tying.
-            layout.append(OptimizerKind.MUON).append('\t').append(label).append('\t')
-                    .append(Arrays.toString(p.shape())).append('\t').append(p.scalar_type()).append("\t\n");
+            entries.add(ParameterEntry.of(ParameterSpec.muon("parameter 0 of group " + g, g, p.shape(),
+                            p.scalar_type(), null)).withValue(p)
+                    .withMomentum(damage.momentum() ? torch.randn(6, 4) : null)
+                    .withSecondMoment(g == 0 ? damage.secondMoment().apply(p) : null));
         }
         Path file = dir.resolve(name + ".ckpt");
-        Checkpoint.write(file, new CheckpointState(3, damage.configs(), null, layout.toString(), labels, saved,
-                momentum, List.of(), List.of(), null, null, secondMoments));
+        CheckpointFile.write(file, new OptimizerState(3, damage.configs(), null, entries, null));
 
         List<Tensor> params = new ArrayList<>();
         Muon.Builder builder = Muon.builder();

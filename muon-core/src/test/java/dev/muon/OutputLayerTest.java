@@ -220,9 +220,9 @@ class OutputLayerTest {
 
         MuonAdamW current = MuonAdamW.builder(named).build();
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> current.load(file));
-        assertTrue(e.getMessage().endsWith("parameter 2 ('fc3.weight') has optimizer ADAMW but the checkpoint has "
-                + "MUON; 'fc3.weight' is on AdamW by the output-layer rule: build with outputLayerOnAdamW(false) "
-                + "to load a checkpoint saved with it on Muon"), e.getMessage());
+        assertTrue(e.getMessage().endsWith("'fc3.weight' optimizer: this optimizer ADAMW, the state MUON ('fc3.weight' "
+                + "is on AdamW by the output-layer rule: build with outputLayerOnAdamW(false) to load a state saved "
+                + "with it on Muon); nothing was changed"), e.getMessage());
         assertEquals(0, current.stepCount());
         assertTrue(torch.equal(before, named.get("fc3.weight")));
 

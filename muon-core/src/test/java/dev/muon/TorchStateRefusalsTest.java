@@ -66,7 +66,7 @@ class TorchStateRefusalsTest {
                     Tensor w = torch.randn(6, 4).requires_grad_(true);
                     return Muon.builder().addGroup(List.of(w), MuonConfig.defaults())
                             .rowSplit(w, RowSplit.perHead(2)).build();
-                }, export, "exportTorchStateDict cannot carry row splits: parameter 0 of group 0 has perHead(2), "
+                }, export, "exportTorchStateDict cannot carry row splits: 'parameter 0 of group 0' has perHead(2), "
                         + "and torch.optim.Muon orthogonalizes whole matrices (save and load keep it)"),
                 Arguments.of("muonAdamW_norMuon_export", (java.util.function.Supplier<Object>) () ->
                         MuonAdamW.builder(model()).muon(norMuon).build(), export,
@@ -74,7 +74,7 @@ class TorchStateRefusalsTest {
                                 + "state has no per-row second moment (save and load keep it)"),
                 Arguments.of("muonAdamW_rowSplit_import", (java.util.function.Supplier<Object>) () ->
                         MuonAdamW.builder(model()).rowSplit("fc1.weight", RowSplit.splitRows(3, 3)).build(),
-                        importer, "importTorchStateDict cannot carry row splits: parameter 'fc1.weight' has "
+                        importer, "importTorchStateDict cannot carry row splits: 'fc1.weight' has "
                                 + "splitRows(3, 3), and torch.optim.Muon orthogonalizes whole matrices (save and "
                                 + "load keep it)"));
     }

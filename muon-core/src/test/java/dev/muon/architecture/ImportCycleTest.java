@@ -46,13 +46,27 @@ class ImportCycleTest {
     }
 
     @Test
-    void checkpointFormat_sitsBelowTheOptimizers() {
+    void stateCodecs_sitBelowTheOptimizers() {
         Map<String, Set<String>> graph = dependencies(SOURCES);
-        Set<String> below = reachable(graph, "dev.muon.Checkpoint");
-        assertFalse(below.contains("dev.muon.MuonAdamW"), "Checkpoint reaches MuonAdamW through " + below);
-        assertFalse(below.contains("dev.muon.Muon"), "Checkpoint reaches Muon through " + below);
-        assertTrue(reachable(graph, "dev.muon.MuonAdamW").contains("dev.muon.Checkpoint"),
-                "MuonAdamW uses Checkpoint");
+        for (String codec : List.of("dev.muon.state.CheckpointFile", "dev.muon.state.TorchStateFile",
+                "dev.muon.state.StateFit")) {
+            Set<String> below = reachable(graph, codec);
+            assertFalse(below.contains("dev.muon.MuonAdamW"), codec + " reaches MuonAdamW through " + below);
+            assertFalse(below.contains("dev.muon.Muon"), codec + " reaches Muon through " + below);
+        }
+        assertTrue(reachable(graph, "dev.muon.MuonAdamW").contains("dev.muon.state.CheckpointFile"),
+                "MuonAdamW uses CheckpointFile");
+    }
+
+    @Test
+    void byteLevelReaders_importNoStateOrOptimizer() {
+        Map<String, Set<String>> graph = dependencies(SOURCES);
+        for (String reader : List.of("dev.muon.internal.Safetensors", "dev.muon.internal.TorchLoad",
+                "dev.muon.internal.WeightsOnlyUnpickler", "dev.muon.internal.Json")) {
+            Set<String> below = reachable(graph, reader);
+            assertTrue(below.stream().allMatch(f -> f.startsWith("dev.muon.internal.")),
+                    reader + " reaches beyond internal: " + below);
+        }
     }
 
     @Test

@@ -15,10 +15,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * A checkpoint written by the code of 2026-11-23 (format version 1, commit f0549c2) still loads: the resource
- * {@code checkpoints/v1-gpt-like-step3.ckpt} is a {@link CheckpointTest#hybrid} optimizer over
+ * A checkpoint of the current format (version 3) written on another machine still loads and continues: the resource
+ * {@code checkpoints/gpt-like-step3.ckpt} is a {@link CheckpointTest#hybrid} optimizer over
  * {@code TestModels.gptLike(20, 8, 1)} built after {@code torch.manual_seed(42)} and trained 3 steps by
- * {@link CheckpointTest#train} on a Zen 4 CPU.
+ * {@link CheckpointTest#train} on a Zen 4 CPU (2026-11-25). A change that stops such a file from loading breaks
+ * this test: the format is then a new version, with its own resource.
  *
  * <p>The file's values were computed on another machine, so they are compared with this machine's recomputation
  * of the same run within {@link #RTOL} and {@link #ATOL}, never bit for bit: BLAS and the native kernels sum in
@@ -26,8 +27,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * bit is checked on this machine only: two optimizers loaded from the same file continue identically.
  */
 @ExtendWith(NativeScopePerTest.class)
-class CheckpointFormatV1Test {
-    static final String RESOURCE = "/checkpoints/v1-gpt-like-step3.ckpt";
+class CheckpointFormatTest {
+    static final String RESOURCE = "/checkpoints/gpt-like-step3.ckpt";
     /**
      * The project's float32 tolerance. The gradients of {@link CheckpointTest#train} depend on the step only, so
      * only the Newton–Schulz products differ across CPUs (about 1e-7 of a parameter); a lost momentum buffer or
@@ -42,14 +43,14 @@ class CheckpointFormatV1Test {
     }
 
     @Test
-    void version1File_loads_andResumesAsTheRecomputedRun() throws Exception {
+    void fileFromAnotherMachine_loads_andResumesAsTheRecomputedRun() throws Exception {
         Map<String, Tensor> straightNamed = seededModel(42);
         MuonAdamW straight = CheckpointTest.hybrid(straightNamed);
         LrScheduler straightLrs = CheckpointTest.schedule(straight);
         CheckpointTest.train(straight, straightLrs, straightNamed, 3);
 
         // Another initialisation, as a new process would have, then the old file; twice, for the same-machine check.
-        Path file = Path.of(CheckpointFormatV1Test.class.getResource(RESOURCE).toURI());
+        Path file = Path.of(CheckpointFormatTest.class.getResource(RESOURCE).toURI());
         Map<String, Tensor> resumedNamed = seededModel(7);
         MuonAdamW resumed = CheckpointTest.hybrid(resumedNamed);
         LrScheduler resumedLrs = CheckpointTest.schedule(resumed);

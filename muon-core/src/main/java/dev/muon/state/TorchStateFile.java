@@ -1,5 +1,15 @@
-package dev.muon;
+package dev.muon.state;
 
+import dev.muon.AdamWConfig;
+import dev.muon.AdjustLr;
+import dev.muon.MuonConfig;
+import dev.muon.OptimizerKind;
+import dev.muon.internal.AtomicFile;
+import dev.muon.internal.FormatException;
+import dev.muon.internal.Messages;
+import dev.muon.internal.PickleValues;
+import dev.muon.internal.TorchLoad;
+import dev.muon.internal.TorchSave;
 import dev.muon.orthogonalize.CoefficientSchedule;
 import dev.muon.orthogonalize.Coefficients;
 import org.bytedeco.pytorch.Scalar;
@@ -8,15 +18,10 @@ import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.channels.Channels;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -27,12 +32,13 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The PyTorch-compatible optimizer state file: a {@link TorchState} as the dict that Python's {@code torch.load}
- * returns, with a {@code torch.optim.Muon} state dict for the Muon groups and a {@code torch.optim.AdamW} state
- * dict for the AdamW groups (see {@code docs/checkpoints.md}, "PyTorch-compatible state"):
+ * PyTorch's optimizer state file: an {@link OptimizerState} as the dict that Python's
+ * {@code torch.load(f, weights_only=True)} returns, with a {@code torch.optim.Muon} state dict for the Muon groups
+ * and a {@code torch.optim.AdamW} state dict for the AdamW groups (see {@code docs/checkpoints.md},
+ * "PyTorch-compatible state"):
  * <pre>
  *   format       "dev.muon.torch_state_dict/1"
- *   param_names  [name of parameter 0, name of parameter 1, ...]     named_parameters() order
+ *   param_names  [name of parameter 0, name of parameter 1, ...]     named_parameters() order, tied names left out
  *   step         the optimizer's step count
  *   muon         {"state": {i: {"momentum_buffer": T}}, "param_groups": [{lr, weight_decay, momentum, nesterov,
  *                 ns_coefficients, eps, ns_steps, adjust_lr_fn, params}]}
@@ -40,13 +46,19 @@ import java.util.Set;
  *                 betas, eps, weight_decay, amsgrad, maximize, foreach, capturable, differentiable, fused,
  *                 decoupled_weight_decay, params}]}
  * </pre>
- * A read checks everything against the state the reader expects and returns a new state; the optimizer changes
- * nothing until then. Like PyTorch's {@code load_state_dict}, a read maps the file's parameter ids to the
- * optimizer's parameters by position within the groups, so a file written from Python's own optimizers (ids from
- * 0 in each) reads as well as one written here (ids in {@code param_names}).
+ * Reading never runs anything from the file: the zip and its pickle go through a weights-only reader (an
+ * allow-list of the tensor-rebuild function, {@code OrderedDict} and five storage types; everything else refused
+ * by name), and every tensor is checked (its shape and dtype against the optimizer's parameter, its storage
+ * record's length, its view's bounds) before libtorch sees its bytes. Like PyTorch's {@code load_state_dict}, a
+ * read maps the file's parameter ids to the optimizer's parameters by position within the groups, so a file
+ * written from Python's own optimizers (ids from 0 in each) reads as well as one written here. The file holds no
+ * parameter values, and only the settings {@code torch.optim} has: the rest of each config comes from the
+ * optimizer's own state, the template.
  */
-final class TorchStateDict {
-    static final String FORMAT = "dev.muon.torch_state_dict/1";
+public final class TorchStateFile {
+    /** The format's name in the file. */
+    public static final String FORMAT = "dev.muon.torch_state_dict/1";
+    private static final String WHAT = "torch state dict";
 
     private static final Set<String> TOP_KEYS = Set.of("format", "param_names", "step", "muon", "adamw");
     private static final Set<String> MUON_GROUP_KEYS = Set.of("lr", "weight_decay", "momentum", "nesterov",
@@ -58,62 +70,109 @@ final class TorchStateDict {
     /** Keys any PyTorch group may carry: LR schedulers add {@code initial_lr}, named parameters {@code param_names}. */
     private static final Set<String> ANY_GROUP_KEYS = Set.of("initial_lr", "param_names");
 
-    private TorchStateDict() {
+    private TorchStateFile() {
+    }
+
+    /**
+     * The file's view of a state: the trained parameters by index (tied names left out), and each Muon and AdamW
+     * group's indices.
+     */
+    private record Layout(List<ParameterEntry> entries, List<List<Integer>> muonGroups,
+                          List<List<Integer>> adamWGroups) {
+        static Layout of(OptimizerState state) {
+            List<ParameterEntry> trained = state.entries().stream().filter(e -> !e.spec().isTied()).toList();
+            List<List<Integer>> muon = new ArrayList<>();
+            for (int g = 0; g < state.muonConfigs().size(); g++) {
+                muon.add(indices(trained, OptimizerKind.MUON, g));
+            }
+            List<List<Integer>> adamW = new ArrayList<>();
+            if (state.adamWConfig() != null) {
+                adamW.add(indices(trained, OptimizerKind.ADAMW, 0));
+                List<Integer> undecayed = indices(trained, OptimizerKind.ADAMW, 1);
+                if (!undecayed.isEmpty()) {
+                    adamW.add(undecayed);
+                }
+            }
+            return new Layout(trained, muon, adamW);
+        }
+
+        private static List<Integer> indices(List<ParameterEntry> trained, OptimizerKind optimizer, int group) {
+            List<Integer> out = new ArrayList<>();
+            for (int i = 0; i < trained.size(); i++) {
+                ParameterSpec s = trained.get(i).spec();
+                if (s.optimizer() == optimizer && s.group() == group) {
+                    out.add(i);
+                }
+            }
+            return out;
+        }
+
+        List<String> names() {
+            return entries.stream().map(ParameterEntry::name).toList();
+        }
     }
 
     // ------------------------------------------------------------------ writing
 
     /**
-     * Writes a state atomically: a temporary file in the target's directory, forced to disk, renamed over it.
+     * Writes a state, replacing {@code file} atomically.
      *
-     * @throws IllegalStateException if a config has no {@code torch.optim} equivalent, or the state exceeds
-     *                               {@link TorchPickle#MAX_BYTES}
-     * @throws UncheckedIOException  if the file cannot be written; {@code path} is then unchanged
+     * @param file  the target
+     * @param state the state (its parameter values are not written)
+     * @throws IllegalStateException         if a Muon config has no {@code torch.optim.Muon} equivalent (a per-step
+     *                                       coefficient schedule, {@code adjustLr} other than {@code ORIGINAL} or
+     *                                       {@code MATCH_RMS_ADAMW}, {@code extraScale} other than 1); nothing is
+     *                                       written
+     * @throws UnsupportedOperationException if the state holds what {@code torch.optim.Muon} has no place for
+     *                                       (NorMuon, row splits); nothing is written
+     * @throws java.io.UncheckedIOException  if the file cannot be written; {@code file} is then unchanged
      */
-    static void write(Path path, TorchState state) {
-        byte[] bytes = TorchPickle.write(toDict(state));
-        Path target = path.toAbsolutePath();
-        Path dir = target.getParent();
-        Path tmp = dir.resolve("." + target.getFileName() + ".tmp-" + ProcessHandle.current().pid() + "-"
-                + System.nanoTime());
-        try {
-            try (FileChannel channel = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW,
-                    StandardOpenOption.WRITE)) {
-                ByteBuffer buffer = ByteBuffer.wrap(bytes);
-                while (buffer.hasRemaining()) {
-                    channel.write(buffer);
-                }
-                channel.force(true);
+    public static void write(Path file, OptimizerState state) {
+        requireExpressible(state, "a torch state dict");
+        Map<String, Object> dict = toDict(state);
+        AtomicFile.write(file, WHAT, channel -> TorchSave.write(dict, Channels.newOutputStream(channel)),
+                AtomicFile.NEW_FILE);
+    }
+
+    /**
+     * Refuses the state {@code torch.optim.Muon} has no place for: NorMuon's second moments and row splits. A file
+     * without them would continue differently in Python, and an import would have to invent them. Optimizers call
+     * it before an import too, so that such an import fails before the file is read.
+     *
+     * @param state     the state, or the template of an optimizer
+     * @param operation what is refused, for the message ("exportTorchStateDict")
+     * @throws UnsupportedOperationException if a Muon group has NorMuon or a parameter a row split
+     */
+    public static void requireExpressible(OptimizerState state, String operation) {
+        for (int g = 0; g < state.muonConfigs().size(); g++) {
+            if (state.muonConfigs().get(g).norMuon() != null) {
+                throw new UnsupportedOperationException(operation + " cannot carry NorMuon: group " + g + " has "
+                        + state.muonConfigs().get(g).norMuon() + ", and torch.optim.Muon's state has no per-row "
+                        + "second moment (save and load keep it)");
             }
-            try {
-                Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                throw new IOException("cannot replace " + target + " atomically on this file system", e);
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot export the torch state dict to " + target + ": " + e.getMessage()
-                    + "; the previous file, if any, is intact", e);
-        } finally {
-            try {
-                Files.deleteIfExists(tmp);
-            } catch (IOException ignored) {
-                // best effort: the target is intact either way
+        }
+        for (ParameterEntry e : state.entries()) {
+            if (e.spec().rowSplit() != null) {
+                throw new UnsupportedOperationException(operation + " cannot carry row splits: '" + e.name()
+                        + "' has " + e.spec().rowSplit() + ", and torch.optim.Muon orthogonalizes whole matrices "
+                        + "(save and load keep it)");
             }
         }
     }
 
     /** The dict {@code torch.load} returns for a state. */
-    static Map<String, Object> toDict(TorchState state) {
+    static Map<String, Object> toDict(OptimizerState state) {
+        Layout layout = Layout.of(state);
         Map<String, Object> root = new LinkedHashMap<>();
         root.put("format", FORMAT);
-        root.put("param_names", new ArrayList<Object>(state.names()));
+        root.put("param_names", new ArrayList<Object>(layout.names()));
         root.put("step", state.step());
         Map<Object, Object> muonState = new LinkedHashMap<>();
         List<Object> muonGroups = new ArrayList<>();
-        for (int g = 0; g < state.muonGroups().size(); g++) {
-            List<Integer> ids = state.muonGroups().get(g);
+        for (int g = 0; g < layout.muonGroups().size(); g++) {
+            List<Integer> ids = layout.muonGroups().get(g);
             for (int id : ids) {
-                Tensor buffer = state.momentum().get(id);
+                Tensor buffer = layout.entries().get(id).momentum();
                 if (buffer != null) {
                     muonState.put((long) id, Map.of("momentum_buffer", buffer));
                 }
@@ -125,10 +184,10 @@ final class TorchStateDict {
             AdamWConfig c = state.adamWConfig();
             Map<Object, Object> adamWState = new LinkedHashMap<>();
             List<Object> adamWGroups = new ArrayList<>();
-            for (int g = 0; g < state.adamWGroups().size(); g++) {
-                List<Integer> ids = state.adamWGroups().get(g);
+            for (int g = 0; g < layout.adamWGroups().size(); g++) {
+                List<Integer> ids = layout.adamWGroups().get(g);
                 for (int id : ids) {
-                    AdamWMoments m = state.adamW().get(id);
+                    AdamWMoments m = layout.entries().get(id).adamW();
                     if (m != null) {
                         Map<String, Object> s = new LinkedHashMap<>();
                         // PyTorch keeps AdamW's step as a float32 scalar tensor (since 1.12).
@@ -141,7 +200,7 @@ final class TorchStateDict {
                 }
                 Map<String, Object> group = new LinkedHashMap<>();
                 group.put("lr", c.lr());
-                group.put("betas", TorchPickle.Tuple.of(c.beta1(), c.beta2()));
+                group.put("betas", PickleValues.Tuple.of(c.beta1(), c.beta2()));
                 group.put("eps", c.eps());
                 group.put("weight_decay", g == 0 ? c.weightDecay() : 0.0);
                 group.put("amsgrad", false);
@@ -191,7 +250,7 @@ final class TorchStateDict {
         group.put("weight_decay", c.weightDecay());
         group.put("momentum", c.momentum());
         group.put("nesterov", c.nesterov());
-        group.put("ns_coefficients", TorchPickle.Tuple.of(abc.a(), abc.b(), abc.c()));
+        group.put("ns_coefficients", PickleValues.Tuple.of(abc.a(), abc.b(), abc.c()));
         group.put("eps", c.eps());
         group.put("ns_steps", (long) c.nsSteps());
         group.put("adjust_lr_fn", adjust);
@@ -213,102 +272,115 @@ final class TorchStateDict {
     // ------------------------------------------------------------------ reading
 
     /**
-     * Reads and checks a file against the state the reader expects (its names, parameter handles, group
-     * structure and current configs); returns the file's state with the configs updated from its groups. The
-     * tensors belong to the caller's {@code PointerScope}.
+     * Reads a file for an optimizer whose own state is {@code template}: the file's parameter ids are mapped to the
+     * template's parameters by position within the groups, every tensor is checked against its parameter's shape
+     * and dtype, and the settings the file does not hold come from the template's configs.
      *
-     * @throws IllegalStateException if the file is missing, unreadable, or does not fit, naming what and why
+     * @param file     the file
+     * @param template the optimizer's own state (its tensors are not used)
+     * @return the file's state: the template's entries with the file's buffers (no values), the file's
+     *         hyperparameters, its step count, and no schedule record; tensors are new CPU tensors of the caller's
+     *         {@code PointerScope}
+     * @throws StateFileException if the file is missing, not a {@code torch.save} file, asks to run anything, or
+     *                            does not fit the template, naming the entry and the rule
      */
-    static TorchState read(Path path, TorchState expected) {
-        byte[] bytes;
-        try {
-            long size = Files.size(path);
-            if (size > TorchPickle.MAX_BYTES) {
-                throw new IllegalStateException("torch state dict " + path + " has " + size + " bytes; files over "
-                        + TorchPickle.MAX_BYTES + " bytes are not read (they are read as one Java array)");
-            }
-            bytes = Files.readAllBytes(path);
+    public static OptimizerState read(Path file, OptimizerState template) {
+        if (!Files.isRegularFile(file)) {
+            throw new StateFileException(WHAT, file, "the file", "does not exist or is not a regular file", null);
+        }
+        try (TorchLoad load = TorchLoad.open(file)) {
+            return new Reader(file, template, load).read(load.root());
+        } catch (FormatException e) {
+            throw new StateFileException(WHAT, file, e.entry(), e.rule(), e);
         } catch (NoSuchFileException e) {
-            throw new IllegalStateException("torch state dict " + path + " does not exist", e);
+            throw new StateFileException(WHAT, file, "the file", "does not exist", e);
         } catch (IOException e) {
-            throw new IllegalStateException("cannot read torch state dict " + path + ": " + e.getMessage(), e);
+            throw new StateFileException(WHAT, file, "the file", "cannot be read: " + e.getMessage(), e);
         }
-        Object root;
-        try {
-            root = TorchPickle.read(bytes);
-        } catch (IllegalStateException e) {
-            throw new IllegalStateException("torch state dict " + path + " is " + e.getMessage(), e);
-        }
-        return new Reader(path, expected).read(root);
     }
 
-    /** One read: the expected state and the file's name for the messages. */
+    /** One read: the template, its layout, the open file, and the file's name for the messages. */
     private static final class Reader {
         private final Path path;
-        private final TorchState expected;
+        private final OptimizerState template;
+        private final Layout expected;
+        private final TorchLoad load;
 
-        Reader(Path path, TorchState expected) {
+        Reader(Path path, OptimizerState template, TorchLoad load) {
             this.path = path;
-            this.expected = expected;
+            this.template = template;
+            this.expected = Layout.of(template);
+            this.load = load;
         }
 
-        private IllegalStateException fail(String what) {
-            return new IllegalStateException("torch state dict " + path + ": " + what + "; nothing was changed");
+        private StateFileException fail(String entry, String rule) {
+            return new StateFileException(WHAT, path, entry, rule, null);
         }
 
-        TorchState read(Object rootObject) {
+        OptimizerState read(Object rootObject) throws IOException {
             Map<String, Object> root = stringDict(rootObject, "the file");
             for (String key : root.keySet()) {
                 if (!TOP_KEYS.contains(key)) {
-                    throw fail("unknown top-level key '" + key + "' (expected " + sorted(TOP_KEYS) + ")");
+                    throw fail("the file", "has an unknown top-level key '" + Messages.shortened(key)
+                            + "' (expected " + sorted(TOP_KEYS) + ")");
                 }
             }
             if (root.containsKey("format") && !FORMAT.equals(root.get("format"))) {
-                throw fail("format must be '" + FORMAT + "', got " + show(root.get("format")));
+                throw fail("format", "must be '" + FORMAT + "', got " + show(root.get("format")));
             }
             checkNames(require(root, "param_names", "the file"));
-            if (expected.adamWConfig() == null && root.containsKey("adamw")) {
-                throw fail("'adamw' is present, but this optimizer has no AdamW group");
+            if (template.adamWConfig() == null && root.containsKey("adamw")) {
+                throw fail("'adamw'", "is present, but this optimizer has no AdamW group");
             }
             Map<Integer, Tensor> momentum = new HashMap<>();
             List<MuonConfig> muonConfigs = readMuon(stringDict(require(root, "muon", "the file"), "'muon'"),
                     momentum);
             AdamWConfig adamWConfig = null;
             Map<Integer, AdamWMoments> adamW = new HashMap<>();
-            if (expected.adamWConfig() != null) {
+            if (template.adamWConfig() != null) {
                 adamWConfig = readAdamW(stringDict(require(root, "adamw", "the file"), "'adamw'"), adamW);
             }
             long step;
             if (root.containsKey("step")) {
                 Object s = root.get("step");
                 if (!(s instanceof Long l) || l < 0) {
-                    throw fail("step must be an int >= 0, got " + show(s));
+                    throw fail("step", "must be an int >= 0, got " + show(s));
                 }
                 step = l;
             } else {
                 // A file written from Python's optimizers alone: AdamW counts updates per parameter.
                 step = adamW.values().stream().mapToLong(AdamWMoments::step).max().orElse(0);
             }
-            return new TorchState(step, expected.names(), expected.params(), muonConfigs, expected.muonGroups(),
-                    momentum, adamWConfig, expected.adamWGroups(), adamW);
+            List<ParameterEntry> entries = new ArrayList<>();
+            int index = 0;
+            for (ParameterEntry e : template.entries()) {
+                ParameterEntry out = ParameterEntry.of(e.spec());
+                if (!e.spec().isTied()) {
+                    out = out.withMomentum(momentum.get(index)).withAdamW(adamW.get(index));
+                    index++;
+                }
+                entries.add(out);
+            }
+            return new OptimizerState(step, muonConfigs, adamWConfig, entries, null);
         }
 
         private void checkNames(Object value) {
             List<Object> names = list(value, "param_names");
             if (names.size() != expected.names().size()) {
-                throw fail("param_names holds " + names.size() + " names, this optimizer trains "
+                throw fail("param_names", "holds " + names.size() + " names, this optimizer trains "
                         + expected.names().size() + " parameters " + expected.names());
             }
             for (int i = 0; i < names.size(); i++) {
                 if (!expected.names().get(i).equals(names.get(i))) {
-                    throw fail("param_names[" + i + "] is " + show(names.get(i)) + ", this optimizer's parameter "
+                    throw fail("param_names[" + i + "]", "is " + show(names.get(i)) + ", this optimizer's parameter "
                             + i + " is '" + expected.names().get(i) + "'");
                 }
             }
         }
 
         /** The Muon part; fills {@code momentum} by parameter index. */
-        private List<MuonConfig> readMuon(Map<String, Object> dict, Map<Integer, Tensor> momentum) {
+        private List<MuonConfig> readMuon(Map<String, Object> dict, Map<Integer, Tensor> momentum)
+                throws IOException {
             List<Map<String, Object>> groups = groups(dict, "muon", expected.muonGroups());
             Map<Long, Integer> ids = idMap(groups, "muon", expected.muonGroups());
             List<MuonConfig> configs = new ArrayList<>();
@@ -316,7 +388,7 @@ final class TorchStateDict {
                 String where = "muon.param_groups[" + g + "]";
                 Map<String, Object> group = groups.get(g);
                 checkGroupKeys(group, where, MUON_GROUP_KEYS, Set.of());
-                configs.add(muonConfig(group, where, expected.muonConfigs().get(g)));
+                configs.add(muonConfig(group, where, template.muonConfigs().get(g)));
             }
             Map<Object, Object> state = dict(require(dict, "state", "'muon'"), "muon.state");
             for (Map.Entry<Object, Object> e : state.entrySet()) {
@@ -325,7 +397,7 @@ final class TorchStateDict {
                 Map<String, Object> s = stringDict(e.getValue(), where);
                 for (String key : s.keySet()) {
                     if (!key.equals("momentum_buffer")) {
-                        throw fail(where + " has an unknown key '" + key + "' (expected [momentum_buffer])");
+                        throw fail(where, "has an unknown key '" + key + "' (expected [momentum_buffer])");
                     }
                 }
                 momentum.put(index, tensor(require(s, "momentum_buffer", where), where + ".momentum_buffer",
@@ -339,7 +411,7 @@ final class TorchStateDict {
             Coefficients coefficients = new Coefficients(abc[0], abc[1], abc[2]);
             CoefficientSchedule schedule = current.nsCoefficients();
             if (!oneTriple(schedule)) {
-                throw fail(where + ".ns_coefficients cannot replace this optimizer's per-step schedule "
+                throw fail(where + ".ns_coefficients", "cannot replace this optimizer's per-step schedule "
                         + schedule.name() + " (torch.optim.Muon has one (a, b, c) for every step)");
             }
             if (!schedule.at(0).equals(coefficients)) {
@@ -352,12 +424,12 @@ final class TorchStateDict {
             } else if ("match_rms_adamw".equals(adjust)) {
                 adjustLr = AdjustLr.MATCH_RMS_ADAMW;
             } else {
-                throw fail(where + ".adjust_lr_fn must be None, 'original' or 'match_rms_adamw', got "
+                throw fail(where + ".adjust_lr_fn", "must be None, 'original' or 'match_rms_adamw', got "
                         + show(adjust));
             }
             Object steps = group.get("ns_steps");
             if (!(steps instanceof Long n) || n < 1 || n > Integer.MAX_VALUE) {
-                throw fail(where + ".ns_steps must be an int >= 1, got " + show(steps));
+                throw fail(where + ".ns_steps", "must be an int >= 1, got " + show(steps));
             }
             try {
                 return current.withNsCoefficients(schedule).withNsSteps((int) (long) n)
@@ -368,12 +440,13 @@ final class TorchStateDict {
                         .withEps(number(group.get("eps"), where + ".eps"))
                         .withAdjustLr(adjustLr);
             } catch (IllegalArgumentException e) {
-                throw fail(where + ": " + e.getMessage());
+                throw fail(where, e.getMessage());
             }
         }
 
         /** The AdamW part; fills {@code moments} by parameter index. */
-        private AdamWConfig readAdamW(Map<String, Object> dict, Map<Integer, AdamWMoments> moments) {
+        private AdamWConfig readAdamW(Map<String, Object> dict, Map<Integer, AdamWMoments> moments)
+                throws IOException {
             List<Map<String, Object>> groups = groups(dict, "adamw", expected.adamWGroups());
             Map<Long, Integer> ids = idMap(groups, "adamw", expected.adamWGroups());
             AdamWConfig config = null;
@@ -383,13 +456,13 @@ final class TorchStateDict {
                 checkGroupKeys(group, where, ADAMW_GROUP_KEYS, ADAMW_OPTIONAL_KEYS);
                 for (String off : List.of("amsgrad", "maximize")) {
                     if (group.containsKey(off) && !Boolean.FALSE.equals(group.get(off))) {
-                        throw fail(where + "." + off + " must be False (libtorch's AdamW here runs without it), got "
+                        throw fail(where + "." + off, "must be False (libtorch's AdamW here runs without it), got "
                                 + show(group.get(off)));
                     }
                 }
                 if (group.containsKey("decoupled_weight_decay")
                         && !Boolean.TRUE.equals(group.get("decoupled_weight_decay"))) {
-                    throw fail(where + ".decoupled_weight_decay must be True (AdamW), got "
+                    throw fail(where + ".decoupled_weight_decay", "must be True (AdamW), got "
                             + show(group.get("decoupled_weight_decay")));
                 }
                 double lr = number(group.get("lr"), where + ".lr");
@@ -400,18 +473,18 @@ final class TorchStateDict {
                     try {
                         config = new AdamWConfig(lr, betas[0], betas[1], eps, decay);
                     } catch (IllegalArgumentException e) {
-                        throw fail(where + ": " + e.getMessage());
+                        throw fail(where, e.getMessage());
                     }
                 } else {
                     // One AdamWConfig serves both groups; the second differs only by having no decay.
                     if (lr != config.lr() || betas[0] != config.beta1() || betas[1] != config.beta2()
                             || eps != config.eps()) {
-                        throw fail(where + " must have group 0's lr, betas and eps (" + config.lr() + ", ("
+                        throw fail(where, "must have group 0's lr, betas and eps (" + config.lr() + ", ("
                                 + config.beta1() + ", " + config.beta2() + "), " + config.eps() + "), got " + lr
                                 + ", (" + betas[0] + ", " + betas[1] + "), " + eps);
                     }
                     if (decay != 0.0) {
-                        throw fail(where + ".weight_decay must be 0 (the group of parameters below 2-D that "
+                        throw fail(where + ".weight_decay", "must be 0 (the group of parameters below 2-D that "
                                 + "noWeightDecayBelow2D keeps undecayed), got " + decay);
                     }
                 }
@@ -423,7 +496,7 @@ final class TorchStateDict {
                 Map<String, Object> s = stringDict(e.getValue(), where);
                 for (String key : s.keySet()) {
                     if (!Set.of("step", "exp_avg", "exp_avg_sq").contains(key)) {
-                        throw fail(where + " has an unknown key '" + key + "' (expected [exp_avg, exp_avg_sq, "
+                        throw fail(where, "has an unknown key '" + key + "' (expected [exp_avg, exp_avg_sq, "
                                 + "step]" + (key.equals("max_exp_avg_sq") ? "; amsgrad is not supported" : "")
                                 + ")");
                     }
@@ -436,20 +509,24 @@ final class TorchStateDict {
             return config;
         }
 
-        private long adamWStep(Object value, String where) {
+        private long adamWStep(Object value, String where) throws IOException {
             double step;
-            if (value instanceof Tensor t) {
-                if (t.numel() != 1) {
-                    throw fail(where + " must be a scalar tensor, got shape " + Arrays.toString(t.shape()));
+            if (value instanceof PickleValues.TensorRef ref) {
+                long elements = 1;
+                for (long size : ref.size()) {
+                    elements *= size;
                 }
-                step = t.item_double();
+                if (ref.size().length > 1 || elements != 1) {
+                    throw fail(where, "must be a scalar tensor, got shape " + Arrays.toString(ref.size()));
+                }
+                step = load.tensor(ref, where).item_double();
             } else if (value instanceof Long || value instanceof Double) {
                 step = ((Number) value).doubleValue();
             } else {
-                throw fail(where + " must be a scalar tensor or a number, got " + show(value));
+                throw fail(where, "must be a scalar tensor or a number, got " + show(value));
             }
             if (!(step >= 0) || step != Math.rint(step) || step > (double) (1L << 53)) {
-                throw fail(where + " must be a whole number >= 0, got " + step);
+                throw fail(where, "must be a whole number >= 0, got " + step);
             }
             return (long) step;
         }
@@ -459,12 +536,12 @@ final class TorchStateDict {
                                                  List<List<Integer>> expectedGroups) {
             for (String key : dict.keySet()) {
                 if (!key.equals("state") && !key.equals("param_groups")) {
-                    throw fail("'" + part + "' has an unknown key '" + key + "' (expected [param_groups, state])");
+                    throw fail("'" + part + "'", "has an unknown key '" + key + "' (expected [param_groups, state])");
                 }
             }
             List<Object> raw = list(require(dict, "param_groups", "'" + part + "'"), part + ".param_groups");
             if (raw.size() != expectedGroups.size()) {
-                throw fail(part + ".param_groups holds " + raw.size() + " group(s), this optimizer has "
+                throw fail(part + ".param_groups", "holds " + raw.size() + " group(s), this optimizer has "
                         + expectedGroups.size());
             }
             List<Map<String, Object>> groups = new ArrayList<>();
@@ -484,22 +561,23 @@ final class TorchStateDict {
                         where);
                 List<Integer> mine = expectedGroups.get(g);
                 if (params.size() != mine.size()) {
-                    throw fail(where + " holds " + params.size() + " parameter(s), this optimizer's group holds "
+                    throw fail(where, "holds " + params.size() + " parameter(s), this optimizer's group holds "
                             + mine.size() + " " + namesOf(mine));
                 }
                 for (int j = 0; j < params.size(); j++) {
                     if (!(params.get(j) instanceof Long id)) {
-                        throw fail(where + "[" + j + "] must be an int, got " + show(params.get(j)));
+                        throw fail(where + "[" + j + "]", "must be an int, got " + show(params.get(j)));
                     }
                     if (ids.put(id, mine.get(j)) != null) {
-                        throw fail(where + " repeats parameter id " + id);
+                        throw fail(where, "repeats parameter id " + id);
                     }
                 }
                 if (groups.get(g).containsKey("param_names")) {
                     List<Object> names = list(groups.get(g).get("param_names"), where.replace(".params",
                             ".param_names"));
                     if (!names.equals(new ArrayList<Object>(namesOf(mine)))) {
-                        throw fail(part + ".param_groups[" + g + "].param_names is " + names + ", this optimizer's "
+                        throw fail(part + ".param_groups[" + g + "].param_names", "is "
+                                + Messages.shortened(names.toString()) + ", this optimizer's "
                                 + "group holds " + namesOf(mine));
                     }
                 }
@@ -515,7 +593,7 @@ final class TorchStateDict {
 
         private int index(Object key, Map<Long, Integer> ids, String part) {
             if (!(key instanceof Long id) || !ids.containsKey(id)) {
-                throw fail(part + ".state has an entry for " + show(key) + ", which is no parameter id of "
+                throw fail(part + ".state", "has an entry for " + show(key) + ", which is no parameter id of "
                         + part + ".param_groups " + sorted(ids.keySet()));
             }
             return ids.get(id);
@@ -525,34 +603,31 @@ final class TorchStateDict {
                                     Set<String> optional) {
             for (String key : required) {
                 if (!group.containsKey(key)) {
-                    throw fail(where + " has no '" + key + "'");
+                    throw fail(where, "has no '" + key + "'");
                 }
             }
             for (String key : group.keySet()) {
                 if (!required.contains(key) && !optional.contains(key) && !ANY_GROUP_KEYS.contains(key)) {
-                    throw fail(where + " has an unknown key '" + key + "' (expected " + sorted(required) + ")");
+                    throw fail(where, "has an unknown key '" + key + "' (expected " + sorted(required) + ")");
                 }
             }
         }
 
-        /** A state tensor of the parameter's shape and dtype. */
-        private Tensor tensor(Object value, String where, int index) {
-            if (!(value instanceof Tensor t)) {
-                throw fail(where + " must be a tensor, got " + show(value));
+        /** A state tensor of the parameter's shape and dtype, checked before its bytes are read. */
+        private Tensor tensor(Object value, String where, int index) throws IOException {
+            if (!(value instanceof PickleValues.TensorRef ref)) {
+                throw fail(where, "must be a tensor, got " + show(value));
             }
-            Tensor param = expected.params().get(index);
-            String name = expected.names().get(index);
-            if (!Arrays.equals(t.shape(), param.shape())) {
-                throw fail(where + " has shape " + Arrays.toString(t.shape()) + ", parameter '" + name + "' has "
-                        + Arrays.toString(param.shape()));
+            ParameterSpec spec = expected.entries().get(index).spec();
+            if (!Arrays.equals(ref.size(), spec.shape())) {
+                throw fail(where, "has shape " + Arrays.toString(ref.size()) + ", parameter '" + spec.name()
+                        + "' has " + Arrays.toString(spec.shape()));
             }
-            // The bindings hand out a new ScalarType object per call: compare the names.
-            if (!t.scalar_type().toString().equals(param.scalar_type().toString())) {
-                throw fail(where + " has dtype " + t.scalar_type() + ", parameter '" + name + "' has "
-                        + param.scalar_type());
+            if (ref.storage().kind().scalarType().value != spec.dtype().value) {
+                throw fail(where, "has dtype " + ref.storage().kind().scalarType() + ", parameter '" + spec.name()
+                        + "' has " + spec.dtype());
             }
-            // On the parameter's device, where the optimizer keeps its state; the file's tensors are on the CPU.
-            return torch.empty_like(param).copy_(t);
+            return load.tensor(ref, where);
         }
 
         private double number(Object value, String where) {
@@ -562,20 +637,20 @@ final class TorchStateDict {
             if (value instanceof Long l) {
                 return l;
             }
-            throw fail(where + " must be a number, got " + show(value));
+            throw fail(where, "must be a number, got " + show(value));
         }
 
         private double[] numbers(Object value, int count, String where) {
             List<Object> items;
-            if (value instanceof TorchPickle.Tuple t) {
+            if (value instanceof PickleValues.Tuple t) {
                 items = t.items();
             } else if (value instanceof List<?> l) {
                 items = new ArrayList<>(l);
             } else {
-                throw fail(where + " must be a tuple of " + count + " numbers, got " + show(value));
+                throw fail(where, "must be a tuple of " + count + " numbers, got " + show(value));
             }
             if (items.size() != count) {
-                throw fail(where + " must hold " + count + " numbers, got " + items.size());
+                throw fail(where, "must hold " + count + " numbers, got " + items.size());
             }
             double[] out = new double[count];
             for (int i = 0; i < count; i++) {
@@ -588,19 +663,19 @@ final class TorchStateDict {
             if (value instanceof Boolean b) {
                 return b;
             }
-            throw fail(where + " must be True or False, got " + show(value));
+            throw fail(where, "must be True or False, got " + show(value));
         }
 
         private Object require(Map<String, Object> dict, String key, String where) {
             if (!dict.containsKey(key)) {
-                throw fail(where + " has no '" + key + "'");
+                throw fail(where, "has no '" + key + "'");
             }
             return dict.get(key);
         }
 
         private Map<Object, Object> dict(Object value, String where) {
             if (!(value instanceof Map<?, ?> map)) {
-                throw fail(where + " must be a dict, got " + show(value));
+                throw fail(where, "must be a dict, got " + show(value));
             }
             return new LinkedHashMap<>(map);
         }
@@ -609,7 +684,7 @@ final class TorchStateDict {
             Map<String, Object> out = new LinkedHashMap<>();
             for (Map.Entry<Object, Object> e : dict(value, where).entrySet()) {
                 if (!(e.getKey() instanceof String key)) {
-                    throw fail(where + " has a key that is not a string: " + show(e.getKey()));
+                    throw fail(where, "has a key that is not a string: " + show(e.getKey()));
                 }
                 out.put(key, e.getValue());
             }
@@ -620,10 +695,10 @@ final class TorchStateDict {
             if (value instanceof List<?> l) {
                 return new ArrayList<>(l);
             }
-            if (value instanceof TorchPickle.Tuple t) {
+            if (value instanceof PickleValues.Tuple t) {
                 return t.items();
             }
-            throw fail(where + " must be a list, got " + show(value));
+            throw fail(where, "must be a list, got " + show(value));
         }
     }
 
@@ -632,10 +707,13 @@ final class TorchStateDict {
             return "None";
         }
         if (value instanceof String s) {
-            return "'" + s + "'";
+            return "'" + Messages.shortened(s) + "'";
         }
-        if (value instanceof Tensor t) {
-            return "a tensor of shape " + Arrays.toString(t.shape());
+        if (value instanceof PickleValues.TensorRef t) {
+            return "a tensor of shape " + Arrays.toString(t.size());
+        }
+        if (value instanceof PickleValues.Tuple) {
+            return "a tuple";
         }
         if (value instanceof Map<?, ?>) {
             return "a dict";
@@ -643,7 +721,7 @@ final class TorchStateDict {
         if (value instanceof List<?>) {
             return "a list";
         }
-        return String.valueOf(value);
+        return Messages.shortened(String.valueOf(value));
     }
 
     private static <T extends Comparable<T>> List<T> sorted(Set<T> set) {

@@ -1,0 +1,108 @@
+package dev.muon.state;
+
+import dev.muon.AdamWConfig;
+import dev.muon.MuonConfig;
+import dev.muon.OptimizerKind;
+import dev.muon.ScheduleRecord;
+
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Everything an optimizer restores from, as one immutable value: the step count, each Muon group's configuration,
+ * the AdamW configuration (null for a {@link dev.muon.Muon} alone), one {@link ParameterEntry} per named
+ * parameter in the optimizer's order, and the schedule record (null when it has none).
+ *
+ * <p>{@link dev.muon.Muon} and {@link dev.muon.MuonAdamW} produce one ({@code state()}) and restore from one
+ * ({@code restore(OptimizerState)}); the two file formats turn one into bytes and back: {@link CheckpointFile}
+ * (muon-core's checkpoints) and {@link TorchStateFile} (PyTorch's {@code optimizer.state_dict()} file). Restoring
+ * checks that the state fits the optimizer first and lists every difference ({@link StateMismatchException});
+ * see {@code docs/checkpoints.md}.
+ *
+ * <p>The tensors are libtorch tensors: those of a state read from a file are new CPU tensors filled from checked
+ * bytes; those of an optimizer's {@code state()} are copies the caller owns.
+ *
+ * @param step        the optimizer's step count
+ * @param muonConfigs each Muon group's configuration, at least one
+ * @param adamWConfig the AdamW group's configuration, null when the optimizer has no AdamW part
+ * @param entries     every named parameter, in the optimizer's order
+ * @param schedule    the schedule record, or null
+ */
+public record OptimizerState(long step, List<MuonConfig> muonConfigs, AdamWConfig adamWConfig,
+                             List<ParameterEntry> entries, ScheduleRecord schedule) {
+    /**
+     * Validates and copies.
+     *
+     * @throws IllegalArgumentException if the step is negative, there is no Muon config, two entries share a name,
+     *                                  a Muon entry's group has no config, an AdamW entry exists without an AdamW
+     *                                  config, or a tied name refers to no entry
+     * @throws NullPointerException     if a list or element is null
+     */
+    public OptimizerState {
+        if (step < 0) {
+            throw new IllegalArgumentException("step must be >= 0, got " + step);
+        }
+        muonConfigs = List.copyOf(muonConfigs);
+        entries = List.copyOf(entries);
+        if (muonConfigs.isEmpty()) {
+            throw new IllegalArgumentException("muonConfigs must hold at least one group's config, got none");
+        }
+        Set<String> names = new HashSet<>();
+        for (ParameterEntry e : entries) {
+            ParameterSpec spec = e.spec();
+            if (!names.add(spec.name())) {
+                throw new IllegalArgumentException("entries must have distinct names; '" + spec.name()
+                        + "' appears twice");
+            }
+            if (spec.optimizer() == OptimizerKind.MUON && spec.group() >= muonConfigs.size()) {
+                throw new IllegalArgumentException("'" + spec.name() + "' is in Muon group " + spec.group()
+                        + ", but there are " + muonConfigs.size() + " Muon group(s)");
+            }
+            if (spec.optimizer() == OptimizerKind.ADAMW && !spec.isTied() && adamWConfig == null) {
+                throw new IllegalArgumentException("'" + spec.name() + "' is on AdamW, but adamWConfig is null");
+            }
+            if (spec.optimizer() == OptimizerKind.ADAMW && spec.group() > 1) {
+                throw new IllegalArgumentException("'" + spec.name() + "' is in AdamW group " + spec.group()
+                        + "; AdamW has group 0 (decayed) and 1 (no weight decay)");
+            }
+        }
+        for (ParameterEntry e : entries) {
+            if (e.spec().isTied() && !names.contains(e.spec().tiedTo())) {
+                throw new IllegalArgumentException("'" + e.name() + "' is tied to '" + e.spec().tiedTo()
+                        + "', which is not an entry");
+            }
+        }
+    }
+
+    /**
+     * The entry of a name.
+     *
+     * @param name the parameter's name
+     * @return the entry, if there is one
+     */
+    public Optional<ParameterEntry> entry(String name) {
+        Objects.requireNonNull(name, "name must not be null");
+        return entries.stream().filter(e -> e.name().equals(name)).findFirst();
+    }
+
+    /**
+     * The specs of every entry, in order: what the state describes, without its values.
+     *
+     * @return the specs
+     */
+    public List<ParameterSpec> specs() {
+        return entries.stream().map(ParameterEntry::spec).toList();
+    }
+
+    /**
+     * The number of groups a schedule record covers: the Muon groups, and AdamW's when there is one.
+     *
+     * @return the group count
+     */
+    public int groupCount() {
+        return muonConfigs.size() + (adamWConfig == null ? 0 : 1);
+    }
+}

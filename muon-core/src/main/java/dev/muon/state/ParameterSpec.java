@@ -1,0 +1,198 @@
+package dev.muon.state;
+
+import dev.muon.OptimizerKind;
+import dev.muon.RowSplit;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+import java.util.Arrays;
+import java.util.Objects;
+
+/**
+ * What an optimizer holds one named parameter as, apart from any values: its name, which optimizer updates it and
+ * in which group, its shape and dtype, the name it is tied to (for a second name of a tied weight, which has no
+ * state of its own) and its row split. Two states fit each other only if their specs are equal, entry by entry.
+ *
+ * @param name      the parameter's name ({@code named_parameters()}), or {@code "parameter i of group g"} for a
+ *                  {@link dev.muon.Muon} built from unnamed tensors
+ * @param optimizer which optimizer updates it ({@link OptimizerKind#ADAMW} for a tied name)
+ * @param group     the Muon group; for AdamW, 0 for the decayed group and 1 for the group without weight decay
+ *                  ({@code noWeightDecayBelow2D}); 0 for a tied name
+ * @param shape     the parameter's sizes
+ * @param dtype     the parameter's dtype
+ * @param tiedTo    for a tied name, the name that holds the state; null otherwise
+ * @param rowSplit  the row split of a Muon parameter, null for none
+ */
+public record ParameterSpec(String name, OptimizerKind optimizer, int group, long[] shape, ScalarType dtype,
+                            String tiedTo, RowSplit rowSplit) {
+    /**
+     * Validates and copies.
+     *
+     * @throws IllegalArgumentException if the group is negative, a size is negative, a tied name has a row split
+     *                                  or is not on AdamW, or an AdamW parameter has a row split
+     * @throws NullPointerException     if the name, optimizer, shape or dtype is null
+     */
+    public ParameterSpec {
+        Objects.requireNonNull(name, "name must not be null");
+        Objects.requireNonNull(optimizer, "optimizer must not be null");
+        Objects.requireNonNull(shape, "shape must not be null");
+        Objects.requireNonNull(dtype, "dtype must not be null");
+        shape = shape.clone();
+        dtype = canonical(dtype);
+        if (group < 0) {
+            throw new IllegalArgumentException("group must be >= 0, got " + group + " for '" + name + "'");
+        }
+        for (long size : shape) {
+            if (size < 0) {
+                throw new IllegalArgumentException("shape sizes must be >= 0, got " + Arrays.toString(shape)
+                        + " for '" + name + "'");
+            }
+        }
+        if (rowSplit != null && optimizer != OptimizerKind.MUON) {
+            throw new IllegalArgumentException("rowSplit is for Muon parameters only; '" + name + "' is on "
+                    + optimizer);
+        }
+        if (tiedTo != null && optimizer != OptimizerKind.ADAMW) {
+            throw new IllegalArgumentException("a tied name is listed on ADAMW; '" + name + "' is on " + optimizer);
+        }
+    }
+
+    /**
+     * The enum constant of a type: the bindings hand out scalar types made in native code, whose {@code name()} is
+     * not set; the constant of the same value has it.
+     */
+    private static ScalarType canonical(ScalarType type) {
+        for (ScalarType t : ScalarType.values()) {
+            if (t.value == type.value) {
+                return t;
+            }
+        }
+        return type;
+    }
+
+    /**
+     * A Muon parameter.
+     *
+     * @param name     its name
+     * @param group    its Muon group
+     * @param shape    its sizes
+     * @param dtype    its dtype
+     * @param rowSplit its row split, or null
+     * @return the spec
+     */
+    public static ParameterSpec muon(String name, int group, long[] shape, ScalarType dtype, RowSplit rowSplit) {
+        return new ParameterSpec(name, OptimizerKind.MUON, group, shape, dtype, null, rowSplit);
+    }
+
+    /**
+     * An AdamW parameter.
+     *
+     * @param name        its name
+     * @param undecayed   whether it is in the group without weight decay
+     * @param shape       its sizes
+     * @param dtype       its dtype
+     * @return the spec
+     */
+    public static ParameterSpec adamW(String name, boolean undecayed, long[] shape, ScalarType dtype) {
+        return new ParameterSpec(name, OptimizerKind.ADAMW, undecayed ? 1 : 0, shape, dtype, null, null);
+    }
+
+    /**
+     * A second name of a tied weight.
+     *
+     * @param name   the name
+     * @param tiedTo the name that holds the weight's state
+     * @param shape  the weight's sizes
+     * @param dtype  the weight's dtype
+     * @return the spec
+     */
+    public static ParameterSpec tied(String name, String tiedTo, long[] shape, ScalarType dtype) {
+        return new ParameterSpec(name, OptimizerKind.ADAMW, 0, shape, dtype,
+                Objects.requireNonNull(tiedTo, "tiedTo must not be null"), null);
+    }
+
+    /**
+     * The sizes.
+     *
+     * @return a copy
+     */
+    @Override
+    public long[] shape() {
+        return shape.clone();
+    }
+
+    /**
+     * The shape of NorMuon's per-row second moment of this parameter ({@link #secondMomentShape(long[])}).
+     *
+     * @return the shape
+     */
+    public long[] secondMomentShape() {
+        return secondMomentShape(shape);
+    }
+
+    /**
+     * The shape of NorMuon's per-row second moment of a parameter: one entry per row of its matrix view, i.e. the
+     * shape without its last size ({@code [k, rows]} for a stack of {@code k} matrices), and {@code [rows]} for a
+     * 4-D conv filter flattened to {@code rows × (in·kh·kw)}.
+     *
+     * @param paramShape the parameter's sizes
+     * @return the shape
+     */
+    public static long[] secondMomentShape(long[] paramShape) {
+        return paramShape.length == 4 ? new long[]{paramShape[0]}
+                : Arrays.copyOf(paramShape, Math.max(0, paramShape.length - 1));
+    }
+
+    /**
+     * The dtype of NorMuon's second moment for a parameter of {@code dtype}: float32, or float64 for a float64
+     * parameter (a bfloat16 moment would lose the small increments of a slowly moving average).
+     *
+     * @param dtype the parameter's dtype
+     * @return the second moment's dtype
+     */
+    public static ScalarType secondMomentDtype(ScalarType dtype) {
+        return dtype.value == ScalarType.Double.value ? ScalarType.Double : ScalarType.Float;
+    }
+
+    /**
+     * Whether this is a second name of a tied weight (no state of its own).
+     *
+     * @return whether {@link #tiedTo()} is set
+     */
+    public boolean isTied() {
+        return tiedTo != null;
+    }
+
+    /**
+     * Equal when every component is, the shape by content and the dtype by its value.
+     *
+     * @param o another object
+     * @return whether both describe the same parameter
+     */
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof ParameterSpec s && name.equals(s.name) && optimizer == s.optimizer && group == s.group
+                && Arrays.equals(shape, s.shape) && dtype.value == s.dtype.value && Objects.equals(tiedTo, s.tiedTo)
+                && Objects.equals(rowSplit, s.rowSplit);
+    }
+
+    /**
+     * A hash consistent with {@link #equals}.
+     *
+     * @return the hash
+     */
+    @Override
+    public int hashCode() {
+        return Objects.hash(name, optimizer, group, Arrays.hashCode(shape), dtype.value, tiedTo, rowSplit);
+    }
+
+    /**
+     * The spec as one line: name, optimizer, group, shape, dtype, and the tie or split where set.
+     *
+     * @return the text
+     */
+    @Override
+    public String toString() {
+        return "'" + name + "' " + optimizer + " group " + group + " " + Arrays.toString(shape) + " " + dtype
+                + (tiedTo == null ? "" : " tied to '" + tiedTo + "'") + (rowSplit == null ? "" : " " + rowSplit);
+    }
+}

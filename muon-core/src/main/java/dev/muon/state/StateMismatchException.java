@@ -1,0 +1,78 @@
+package dev.muon.state;
+
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * A well-formed state that does not fit the optimizer it is restored into: other parameters, shapes or dtypes,
+ * other build settings, or values the math forbids. It lists every difference; the optimizer is unchanged.
+ */
+public final class StateMismatchException extends IllegalStateException {
+    private static final long serialVersionUID = 1L;
+
+    /** The most differences spelled out in the message; {@link #differences()} holds all of them. */
+    static final int SHOWN = 12;
+
+    /**
+     * One difference.
+     *
+     * @param entry     where: a parameter's name, {@code "muon group 0"}, {@code "adamw"}, {@code "step"}
+     * @param field     what differs: {@code "shape"}, {@code "nsSteps"}, ...
+     * @param optimizer the optimizer's value, or the rule the state's value breaks
+     * @param state     the state's value
+     * @param hint      how to build an optimizer the state fits, or null
+     */
+    public record Difference(String entry, String field, String optimizer, String state, String hint) {
+        /** Validates. */
+        public Difference {
+            Objects.requireNonNull(entry, "entry");
+            Objects.requireNonNull(field, "field");
+        }
+
+        /**
+         * The difference as a sentence fragment.
+         *
+         * @return e.g. {@code 'fc.weight' shape: this optimizer [4, 8], the state [8, 4]}
+         */
+        @Override
+        public String toString() {
+            return entry + " " + field + ": this optimizer " + optimizer + ", the state " + state
+                    + (hint == null ? "" : " (" + hint + ")");
+        }
+    }
+
+    private final transient List<Difference> differences;
+
+    /**
+     * The differences of one state against one optimizer.
+     *
+     * @param source      what the state came from (a file, or "the state")
+     * @param differences every difference, at least one
+     */
+    public StateMismatchException(String source, List<Difference> differences) {
+        super(message(source, differences));
+        this.differences = List.copyOf(differences);
+    }
+
+    private static String message(String source, List<Difference> differences) {
+        StringBuilder text = new StringBuilder(source).append(" does not fit this optimizer (")
+                .append(differences.size()).append(differences.size() == 1 ? " difference" : " differences")
+                .append("): ");
+        for (int i = 0; i < Math.min(SHOWN, differences.size()); i++) {
+            text.append(i == 0 ? "" : "; ").append(differences.get(i));
+        }
+        if (differences.size() > SHOWN) {
+            text.append("; and ").append(differences.size() - SHOWN).append(" more");
+        }
+        return text.append("; nothing was changed").toString();
+    }
+
+    /**
+     * Every difference.
+     *
+     * @return the differences, in entry order
+     */
+    public List<Difference> differences() {
+        return differences;
+    }
+}
