@@ -89,7 +89,7 @@ class FileReadersFuzzTest {
         return CheckpointTest.paramsOf(opt);
     }
 
-    @FuzzTest(maxDuration = "5m")
+    @FuzzTest(maxDuration = "3h", maxExecutions = 1_000_000)
     void checkpoint(FuzzedDataProvider data) throws IOException {
         int mode = data.consumeInt(0, 3);
         byte[] file = switch (mode) {
@@ -105,7 +105,7 @@ class FileReadersFuzzTest {
         }
     }
 
-    @FuzzTest(maxDuration = "5m")
+    @FuzzTest(maxDuration = "3h", maxExecutions = 1_000_000)
     void torchStateDict(FuzzedDataProvider data) throws IOException {
         int mode = data.consumeInt(0, 4);
         byte[] file = switch (mode) {
