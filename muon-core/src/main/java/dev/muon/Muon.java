@@ -576,6 +576,10 @@ public final class Muon implements TrainingOptimizer {
             u = config.nesterov() ? blendInto(scratch(state.matrix, state.matrix.scalar_type()), g, buffer, scalars)
                     : buffer;
         }
+        if (state.matrix.numel() == 0) {
+            // Nothing to orthogonalize or update; the (empty) momentum buffer exists, as in PyTorch's Muon.
+            return;
+        }
         if (state.rowBlocks != null) {
             state.rowBlocks.orthogonalizeAndApply(state.matrix, u, state.orthogonalizer, config, scalars.decay);
             return;
@@ -755,27 +759,29 @@ public final class Muon implements TrainingOptimizer {
      * The parameters of a group, in the order they were given.
      *
      * @param group the group index
-     * @return handles on the parameters
+     * @return new handles on the parameters (closing one leaves the optimizer's own)
      * @throws IllegalArgumentException if the index is out of range
      */
     public List<Tensor> parameters(int group) {
         List<Tensor> params = new ArrayList<>();
         for (ParameterState state : group(group).params) {
-            params.add(state.param);
+            // A handle of the caller's own: closing it leaves the optimizer's handle working.
+            params.add(new Tensor(state.param));
         }
         return Collections.unmodifiableList(params);
     }
 
     /**
      * The momentum buffer of a parameter, in the parameter's shape and dtype; empty before its first update.
-     * The returned tensor is the live state: writing to it changes the optimizer.
+     * The returned tensor is a new handle on the live state: writing to it changes the optimizer, closing it does
+     * not.
      *
      * @param param a parameter of this optimizer (any handle on the same tensor)
      * @return the buffer, if the parameter has been updated
      * @throws IllegalArgumentException if {@code param} is not a parameter of this optimizer
      */
     public Optional<Tensor> momentumBuffer(Tensor param) {
-        return Optional.ofNullable(stateOf(param).momentumBuffer());
+        return Optional.ofNullable(stateOf(param).momentumBuffer()).map(Tensor::new);
     }
 
     /**
@@ -825,14 +831,14 @@ public final class Muon implements TrainingOptimizer {
     /**
      * NorMuon's per-row second moment of a parameter: a vector of its rows (a {@code [k, rows]} matrix for a stack of
      * {@code k}), float32 (float64 for a float64 parameter); empty before its first update or without NorMuon. The
-     * returned tensor is the live state: writing to it changes the optimizer.
+     * returned tensor is a new handle on the live state: writing to it changes the optimizer, closing it does not.
      *
      * @param param a parameter of this optimizer (any handle on the same tensor)
      * @return the second moment, if the parameter has been updated with NorMuon
      * @throws IllegalArgumentException if {@code param} is not a parameter of this optimizer
      */
     public Optional<Tensor> secondMoment(Tensor param) {
-        return Optional.ofNullable(stateOf(param).secondMoment());
+        return Optional.ofNullable(stateOf(param).secondMoment()).map(Tensor::new);
     }
 
     /** The orthogonalizer serving a parameter; for tests of workspace sharing. */

@@ -519,7 +519,8 @@ public final class QkClip {
 
         private static void requireRange(String layer, String name, Tensor p, String what, long first,
                                          long rows) {
-            if (first < 0 || first + rows > p.size(0)) {
+            // first + rows could overflow: compare with what is left instead.
+            if (first < 0 || rows > p.size(0) || first > p.size(0) - rows) {
                 throw new IllegalArgumentException("layer '" + layer + "': " + what + " must leave " + rows
                         + " rows inside parameter '" + name + "' of shape " + Arrays.toString(p.shape())
                         + ", got " + first);

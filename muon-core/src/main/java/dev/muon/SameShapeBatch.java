@@ -90,7 +90,9 @@ final class SameShapeBatch {
             ParameterState state = states.get(j);
             // A stacked 3-D parameter is a batch already, and a parameter split in row blocks batches its own
             // blocks; neither is merged with others.
-            if (state.layout.batch() != 0 || state.rowBlocks != null || !mine.test(first + j)) {
+            // A parameter with no elements has nothing to orthogonalize.
+            if (state.layout.batch() != 0 || state.rowBlocks != null || state.matrix.numel() == 0
+                    || !mine.test(first + j)) {
                 continue;
             }
             byKey.computeIfAbsent(Key.of(state), k -> new ArrayList<>()).add(j);

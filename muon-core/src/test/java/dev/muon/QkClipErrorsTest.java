@@ -95,6 +95,12 @@ class QkClipErrorsTest {
                         "layer 'attn': queryFirstRow must leave 8 rows inside parameter 'qkv' of shape [24, 6], got -1"),
                 row("fused_keyRangeOverruns_isRejected", () -> builder().fusedLayer("attn", "qkv", TWO_BY_FOUR, 0, 20),
                         "layer 'attn': keyFirstRow must leave 8 rows inside parameter 'qkv' of shape [24, 6], got 20"),
+                row("fused_queryFirstRowNearLongMax_isRejected", () -> builder().fusedLayer("attn", "qkv", TWO_BY_FOUR,
+                        Long.MAX_VALUE - 4, 8), "layer 'attn': queryFirstRow must leave 8 rows inside parameter 'qkv' "
+                        + "of shape [24, 6], got 9223372036854775803"),
+                row("fused_keyFirstRowAtLongMax_isRejected", () -> builder().fusedLayer("attn", "qkv", TWO_BY_FOUR,
+                        0, Long.MAX_VALUE), "layer 'attn': keyFirstRow must leave 8 rows inside parameter 'qkv' of "
+                        + "shape [24, 6], got 9223372036854775807"),
                 row("fused_rangesOverlap_isRejected", () -> builder().fusedLayer("attn", "qkv", TWO_BY_FOUR, 0, 4),
                         "layer 'attn': the query rows [0, 8) and key rows [4, 12) of parameter 'qkv' must not overlap"),
                 row("rows_registeredByTwoLayers_isRejected", () -> builder().layer("a", "q", "k", TWO_BY_FOUR)
