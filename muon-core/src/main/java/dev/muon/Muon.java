@@ -17,14 +17,10 @@ import dev.muon.state.ParameterSpec;
 import dev.muon.state.StateFit;
 import dev.muon.state.TorchStateFile;
 import org.bytedeco.javacpp.PointerScope;
-import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.NoGradGuard;
-import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
-import org.bytedeco.pytorch.global.torch.ScalarType;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -154,8 +150,6 @@ public final class Muon implements TrainingOptimizer {
 
     private final List<Group> groups;
     private final Map<Long, ParameterState> byIdentity;
-    private final Map<String, Tensor> scratchBuffers = new HashMap<>();
-    private final NeuronNormalization neuronNormalization = new NeuronNormalization();
     /** Every parameter in group order: the order of the shard plan and of the broadcasts. */
     private final List<ParameterState> states;
     /** The labels and handles of {@link #states}, for gradient averaging. */
@@ -259,47 +253,67 @@ public final class Muon implements TrainingOptimizer {
         try (SingleThreadGuard.Entered entered = guard.enter("step");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             List<Tensor> grads = new ArrayList<>();
-            for (Group group : groups) {
-                for (ParameterState state : group.params) {
-                    grads.add(GradientCheck.usable(state.param, "Muon", state.label));
+            for (ParameterState state : states) {
+                grads.add(GradientCheck.usable(state.param, "Muon", state.label));
+            }
+            stepChecked(grads);
+        }
+    }
+
+    /**
+     * One step with gradients checked by the caller ({@link GradientCheck}), one per parameter in group order, null
+     * where a parameter has none: {@link MuonAdamW} checks every gradient of both its groups once before anything
+     * changes. Runs inside the caller's guard, scope and no-grad mode.
+     */
+    void stepChecked(List<Tensor> grads) {
+        // A group of one has nothing to average or to send.
+        boolean peers = sharding != null && sharding.group().worldSize() > 1;
+        if (peers && sharding.config().averageGradients()) {
+            GradientAveraging.averageGradients(sharding.group(), labels, params);
+        }
+        if (peers) {
+            sharding.beforeUpdate(states);
+        }
+        int i = 0;
+        int batched = 0;
+        for (Group group : groups) {
+            ParameterUpdate.StepScalars scalars = new ParameterUpdate.StepScalars(group.config);
+            for (int j = 0; j < group.params.size(); j++, i++) {
+                Tensor grad = grads.get(i);
+                if (grad != null && !group.batched[j] && (sharding == null || sharding.owns(i))) {
+                    update(group.params.get(j), grad, group.config, scalars);
                 }
             }
-            // A group of one has nothing to average or to send.
-            boolean peers = sharding != null && sharding.group().worldSize() > 1;
-            if (peers && sharding.config().averageGradients()) {
-                GradientAveraging.averageGradients(sharding.group(), labels, params);
-            }
-            if (peers) {
-                sharding.beforeUpdate(states);
-            }
-            int i = 0;
-            int batched = 0;
-            for (Group group : groups) {
-                GroupScalars scalars = new GroupScalars(group.config);
-                for (int j = 0; j < group.params.size(); j++, i++) {
-                    Tensor grad = grads.get(i);
-                    if (grad != null && !group.batched[j] && (sharding == null || sharding.owns(i))) {
-                        update(group.params.get(j), grad, group.config, scalars);
-                    }
-                }
-                for (SameShapeBatch batch : group.batches) {
-                    batched += updateBatch(batch, grads, group.config, scalars);
-                }
-            }
-            batchedLastStep = batched;
-            if (peers) {
-                sharding.broadcastUpdated(states);
-            }
-            if (qkClip != null) {
-                qkClip.afterStep(sharding == null ? null : sharding.group());
-            }
-            for (Tensor grad : grads) {
-                if (grad != null) {
-                    stepCount++;
-                    break;
-                }
+            for (SameShapeBatch batch : group.batches) {
+                batched += updateBatch(batch, grads, group.config, scalars);
             }
         }
+        batchedLastStep = batched;
+        if (peers) {
+            sharding.broadcastUpdated(states);
+        }
+        if (qkClip != null) {
+            qkClip.afterStep(sharding == null ? null : sharding.group());
+        }
+        for (Tensor grad : grads) {
+            if (grad != null) {
+                stepCount++;
+                break;
+            }
+        }
+    }
+
+    /**
+     * The scaled lr a parameter's last update applied (its first row block's, for a row split), computed once by
+     * its lr stage; NaN before its first update since this optimizer was built or restored.
+     */
+    double appliedLr(int index) {
+        return states.get(index).update.appliedLr;
+    }
+
+    /** {@link #appliedLr(int)} of a parameter of this optimizer, by any handle on it. */
+    double appliedLr(Tensor param) {
+        return stateOf(param).update.appliedLr;
     }
 
     /**
@@ -523,6 +537,8 @@ public final class Muon implements TrainingOptimizer {
             groups.get(g).config = checked.muonConfigs().get(g);
         }
         stepCount = checked.step();
+        // A state does not hold the lrs of the last updates.
+        states.forEach(state -> state.update.appliedLr = Double.NaN);
     }
 
     private double[] lrs() {
@@ -561,40 +577,50 @@ public final class Muon implements TrainingOptimizer {
         return configs;
     }
 
-    private void update(ParameterState state, Tensor grad, MuonConfig config, GroupScalars scalars) {
-        Tensor g = state.layout.matrixView(grad);
-        Tensor u = null;
-        if (state.updateStages != null) {
-            Tensor out = scratch(state.matrix, config.nsPrecision().scalarType());
-            if (state.updateStages.momentumInto(out, state.momentumMatrix(), g, config.momentum(),
-                    config.nesterov())) {
-                u = out;
+    /** Runs a parameter's stages ({@link UpdatePlan}): its parameter stages, then its block stages per block. */
+    private static void update(ParameterState state, Tensor grad, MuonConfig config,
+                               ParameterUpdate.StepScalars scalars) {
+        ParameterUpdate update = prepare(state, grad, config, scalars, null);
+        try {
+            if (state.matrix.numel() == 0) {
+                // Nothing to orthogonalize or update; the (empty) momentum buffer exists, as in PyTorch's Muon.
+                return;
             }
+            for (ParameterUpdate.Block block : update.blocks) {
+                update.block = block;
+                for (UpdateStage stage : update.plan.blockStages()) {
+                    stage.run(update);
+                }
+            }
+        } finally {
+            update.clear();
         }
-        if (u == null) {
-            Tensor buffer = advanceMomentum(state, g, scalars);
-            u = config.nesterov() ? blendInto(scratch(state.matrix, state.matrix.scalar_type()), g, buffer, scalars)
-                    : buffer;
+    }
+
+    /** Sets up a parameter's update for this step and runs its parameter stages (momentum, layout). */
+    private static ParameterUpdate prepare(ParameterState state, Tensor grad, MuonConfig config,
+                                           ParameterUpdate.StepScalars scalars, Tensor target) {
+        ParameterUpdate update = state.update;
+        update.config = config;
+        update.scalars = scalars;
+        update.grad = state.layout.matrixView(grad);
+        update.target = target;
+        for (UpdateStage stage : update.plan.parameterStages()) {
+            stage.run(update);
         }
-        if (state.matrix.numel() == 0) {
-            // Nothing to orthogonalize or update; the (empty) momentum buffer exists, as in PyTorch's Muon.
-            return;
-        }
-        if (state.rowBlocks != null) {
-            state.rowBlocks.orthogonalizeAndApply(state.matrix, u, state.orthogonalizer, config, scalars.decay);
-            return;
-        }
-        apply(state, state.orthogonalizer.orthogonalize(u), config, scalars);
+        return update;
     }
 
     /**
      * The batched form of {@link #update} for the members of {@code batch} that have a gradient (all of which this
-     * process updates): their {@code U}s go into slices of the batch's stack and one call orthogonalizes them.
+     * process updates): each member's parameter stages leave its {@code U} in its slice of the batch's stack, one
+     * call orthogonalizes the stack, and each member's block stages after the orthogonalization apply its slice.
      * With fewer than {@link #BATCH_MIN_PARAMETERS} gradients this step, they take the per-parameter path.
      *
      * @return how many parameters were orthogonalized in a batch
      */
-    private int updateBatch(SameShapeBatch batch, List<Tensor> grads, MuonConfig config, GroupScalars scalars) {
+    private static int updateBatch(SameShapeBatch batch, List<Tensor> grads, MuonConfig config,
+                                   ParameterUpdate.StepScalars scalars) {
         int count = 0;
         for (int k = 0; k < batch.positions.length; k++) {
             Tensor grad = grads.get(batch.positions[k]);
@@ -613,85 +639,26 @@ public final class Muon implements TrainingOptimizer {
         }
         Tensor stack = batch.stack(count);
         for (int k = 0; k < count; k++) {
-            ParameterState state = batch.active[k];
-            Tensor g = state.layout.matrixView(batch.activeGrads[k]);
-            Tensor slice = stack.select(0, k);
-            // Members share their stages (the batch's key), and the stack is in the update dtype when they have
-            // them, so the fused momentum writes U straight into the member's slice.
-            if (state.updateStages != null && state.updateStages.momentumInto(slice, state.momentumMatrix(), g,
-                    config.momentum(), config.nesterov())) {
-                continue;
-            }
-            Tensor buffer = advanceMomentum(state, g, scalars);
-            if (!config.nesterov()) {
-                slice.copy_(buffer);
-            } else if (slice.scalar_type().value == state.matrix.scalar_type().value) {
-                blendInto(slice, g, buffer, scalars);
-            } else {
-                // A declined call on a stack in the update dtype: blend in the parameter's dtype, then round once,
-                // as the fused stage does.
-                slice.copy_(blendInto(scratch(state.matrix, state.matrix.scalar_type()), g, buffer, scalars));
-            }
+            prepare(batch.active[k], batch.activeGrads[k], config, scalars, stack.select(0, k));
         }
         // Every member shares the orthogonalizer (the batch's key), so this is the same function, applied to each
         // slice on its own; the result is a view of its workspace, used up before its next call.
         Tensor o = batch.members.get(0).orthogonalizer.orthogonalize(stack);
         for (int k = 0; k < count; k++) {
-            apply(batch.active[k], o.select(0, k), config, scalars);
+            ParameterUpdate update = batch.active[k].update;
+            try {
+                // A batch member is a plain matrix: one block.
+                update.block = update.blocks.get(0);
+                update.block.o = o.select(0, k);
+                for (UpdateStage stage : update.plan.afterOrthogonalize()) {
+                    stage.run(update);
+                }
+            } finally {
+                update.clear();
+            }
         }
         batch.release(count);
         return count;
-    }
-
-    /** {@code B = B.lerp(g, 1 − μ)}, creating the buffer at the first update; returns the buffer's matrix. */
-    private static Tensor advanceMomentum(ParameterState state, Tensor g, GroupScalars scalars) {
-        Tensor buffer = state.momentumMatrix();
-        buffer.lerp_(g, scalars.oneMinusMomentum);
-        return buffer;
-    }
-
-    /** The Nesterov blend {@code g.lerp(B, μ)}, written into {@code out}. */
-    private static Tensor blendInto(Tensor out, Tensor g, Tensor buffer, GroupScalars scalars) {
-        return torch.lerp_out(out, g, buffer, scalars.momentum);
-    }
-
-    /**
-     * Decoupled weight decay, then {@code p −= lr·ratio·extraScale·O}: on the fused stage when it takes the call.
-     * With NorMuon, {@code O} is normalized first and the update is {@code p −= lr·0.2·extraScale·U}.
-     */
-    private void apply(ParameterState state, Tensor o, MuonConfig config, GroupScalars scalars) {
-        double alpha = -config.scaledLr(state.layout.rows(), state.layout.cols());
-        if (config.norMuon() != null) {
-            // The fused update stage takes O as Newton–Schulz left it; NorMuon's U is another tensor in float32.
-            Tensor u = neuronNormalization.normalize(o, state.secondMomentForUpdate(), config.norMuon());
-            if (config.weightDecay() != 0) {
-                state.matrix.mul_(scalars.decay);
-            }
-            state.matrix.add_(u, new Scalar(alpha));
-            return;
-        }
-        if (state.updateStages != null
-                && state.updateStages.updateParameter(state.matrix, o, scalars.decayFactor, alpha)) {
-            return;
-        }
-        if (config.weightDecay() != 0) {
-            state.matrix.mul_(scalars.decay);
-        }
-        state.matrix.add_(o, new Scalar(alpha));
-    }
-
-    /**
-     * A reusable tensor of {@code like}'s shape and device in {@code dtype}: the Nesterov blend's output, or the
-     * fused momentum stage's {@code U}.
-     */
-    private Tensor scratch(Tensor like, ScalarType dtype) {
-        String key = Arrays.toString(like.shape()) + dtype.value + ":" + like.device().type().value
-                + ":" + like.device().index();
-        // In like's own dtype, empty_like keeps like's strides, as the Nesterov blend always had them: the norm of
-        // a differently laid out U could sum in another order.
-        return scratchBuffers.computeIfAbsent(key, k -> NativeLifetime.outliveScope(
-                dtype.value == like.scalar_type().value ? torch.empty_like(like) : torch.empty(like.shape(),
-                        new TensorOptions(dtype).device(new DeviceOptional(like.device())), null)));
     }
 
     /** Clears every gradient (sets it to undefined, as libtorch's {@code zero_grad()} does by default). */
@@ -969,22 +936,6 @@ public final class Muon implements TrainingOptimizer {
         }
     }
 
-    /** The per-step scalars of a group, made once per step rather than once per parameter. */
-    private static final class GroupScalars {
-        final Scalar momentum;
-        final Scalar oneMinusMomentum;
-        final Scalar decay;
-        /** {@link #decay}'s value, for the fused update stage. */
-        final double decayFactor;
-
-        GroupScalars(MuonConfig config) {
-            momentum = new Scalar(config.momentum());
-            oneMinusMomentum = new Scalar(1 - config.momentum());
-            decayFactor = 1 - config.lr() * config.weightDecay();
-            decay = new Scalar(decayFactor);
-        }
-    }
-
     /**
      * Collects parameter groups; {@link #build()} validates them all at once.
      */
@@ -1154,6 +1105,9 @@ public final class Muon implements TrainingOptimizer {
             Map<Long, String> splitShapes = RowSplitRules.shapesByIdentity(rowSplits);
             OrthogonalizerSelection selection = new OrthogonalizerSelection();
             UpdateStagesSelection updateStages = new UpdateStagesSelection();
+            // Shared by every parameter's stages: reusable tensors per shape, NorMuon's workspaces.
+            Scratch scratch = new Scratch();
+            NeuronNormalization normalization = new NeuronNormalization();
             Map<Long, String> seen = new HashMap<>();
             int position = 0;
             List<Group> groups = new ArrayList<>();
@@ -1194,17 +1148,11 @@ public final class Muon implements TrainingOptimizer {
                             split = rowSplitRules.get(r).getValue();
                         }
                     }
-                    if (split != null && config.norMuon() != null) {
-                        // RowBlocks applies each block's update itself, past NorMuon's per-row normalization; until
-                        // the two are defined together, refuse rather than silently drop one.
-                        throw new IllegalArgumentException(label + " has row split " + split + " and its group has "
-                                + "norMuon " + config.norMuon() + "; the two cannot be combined yet. Build without "
-                                + "the row split or without withNorMuon(...)");
-                    }
                     RowBlocks blocks = split == null ? null : new RowBlocks(split, layout, label);
-                    // A split parameter's decay and update are per block on libtorch's ops (see the class comment).
+                    UpdateStages fused = updateStages.forParameter(config, layout.matrixView(p), label);
                     states.add(new ParameterState(p, layout, selection.forParameter(config, p.device()), name,
-                            label, updateStages.forParameter(config, layout.matrixView(p), label), blocks));
+                            label, fused, blocks, config.momentumPrecision(),
+                            UpdatePlan.of(config, blocks, fused, scratch, normalization)));
                 }
                 groups.add(new Group(config, states));
             }

@@ -29,7 +29,6 @@ import org.bytedeco.pytorch.TensorVector;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -117,14 +116,6 @@ public final class MuonAdamW implements TrainingOptimizer {
     /** Both groups' names and handles, Muon's first: what a distributed step averages. */
     private final List<String> averagedNames;
     private final List<Tensor> averagedParams;
-    /** Per Muon parameter: the scaled lr of its last update (NaN before one), for {@link #muonState}. */
-    private final double[] lastMuonLr;
-    /** Each Muon parameter's matrix shape (fixed at build), for the scaled lr of its updates. */
-    private final List<MatrixLayout> muonLayouts;
-    /** Each Muon parameter's row split, null where it has none (fixed at build). */
-    private final List<RowSplit> muonRowSplits;
-    /** The rows that give each Muon parameter's recorded lr: its own, or its first row block's. */
-    private final long[] muonLrRows;
     /** Per AdamW parameter: the lr of its last update (NaN before one), for {@link #adamWState}. */
     private final double[] lastAdamWLr;
     /** The QK-Clip hook run after each applied step, or null (the default: no clipping, no cost). */
@@ -164,23 +155,7 @@ public final class MuonAdamW implements TrainingOptimizer {
         params.addAll(adamWParams);
         this.averagedNames = List.copyOf(names);
         this.averagedParams = List.copyOf(params);
-        this.lastMuonLr = new double[muonParams.size()];
-        List<MatrixLayout> layouts = new ArrayList<>();
-        for (int i = 0; i < muonParams.size(); i++) {
-            layouts.add(MatrixLayout.of(muonParams.get(i), muonConfig, muonNames.get(i)));
-        }
-        this.muonLayouts = List.copyOf(layouts);
-        List<RowSplit> splits = new ArrayList<>();
-        this.muonLrRows = new long[muonParams.size()];
-        for (int i = 0; i < muonParams.size(); i++) {
-            RowSplit split = assignment.rowSplit(muonNames.get(i));
-            splits.add(split);
-            muonLrRows[i] = split == null ? layouts.get(i).rows()
-                    : split.blockRows(layouts.get(i).rows(), muonNames.get(i))[0];
-        }
-        this.muonRowSplits = Collections.unmodifiableList(splits);
         this.lastAdamWLr = new double[adamWParams.size()];
-        Arrays.fill(lastMuonLr, Double.NaN);
         Arrays.fill(lastAdamWLr, Double.NaN);
         this.muonConfig = muonConfig;
         this.adamWConfig = b.adamWConfig;
@@ -253,8 +228,9 @@ public final class MuonAdamW implements TrainingOptimizer {
         }
         Muon.Builder builder = Muon.builder().addGroup(muonParams, config).names(muonNames);
         for (int i = 0; i < muonParams.size(); i++) {
-            if (muonRowSplits.get(i) != null) {
-                builder.rowSplit(muonParams.get(i), muonRowSplits.get(i));
+            RowSplit split = assignment.rowSplit(muonNames.get(i));
+            if (split != null) {
+                builder.rowSplit(muonParams.get(i), split);
             }
         }
         if (group == null) {
@@ -307,10 +283,11 @@ public final class MuonAdamW implements TrainingOptimizer {
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             // Every gradient of both groups, before anything changes: libtorch's AdamW checks nothing, and the
             // non-finite scan below must not meet a sparse gradient first.
-            boolean[] muonHasGrad = checkGradients(muonNames, muonParams);
-            boolean[] adamWHasGrad = checkGradients(adamWNames, adamWParams);
+            List<Tensor> muonGrads = checkedGradients(muonNames, muonParams);
+            List<Tensor> adamWGrads = checkedGradients(adamWNames, adamWParams);
             boolean peers = group != null && group.worldSize() > 1;
-            boolean any = anyOf(muonHasGrad) || anyOf(adamWHasGrad);
+            boolean any = muonGrads.stream().anyMatch(Objects::nonNull)
+                    || adamWGrads.stream().anyMatch(Objects::nonNull);
             if (peers && sharding.averageGradients()) {
                 // Refuses gradients present on some ranks only, so `any` is the same on every rank after it.
                 GradientAveraging.averageGradients(group, averagedNames, averagedParams);
@@ -346,12 +323,13 @@ public final class MuonAdamW implements TrainingOptimizer {
                     new StepMeter.Group(adamWNames, adamWParams), muonConfig, adamWConfig)
                     : null;
             if (muon != null) {
-                muon.step();
+                // Checked above, once: Muon's own check would read every gradient again.
+                muon.stepChecked(muonGrads);
             }
             if (adamW != null) {
                 adamW.step();
             }
-            recordLrs(muonHasGrad, adamWHasGrad);
+            recordAdamWLrs(adamWGrads);
             if (qkClip != null) {
                 qkClip.afterStep(group);
             }
@@ -359,38 +337,24 @@ public final class MuonAdamW implements TrainingOptimizer {
             lastStep = meter == null
                     ? new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of())
                     : meter.finish(stepCount, new StepMeter.StateLookup(
-                            p -> muon == null ? Optional.empty() : muon.momentumBuffer(p), this::adamWMoments));
+                            p -> muon == null ? Optional.empty() : muon.momentumBuffer(p),
+                            p -> muon.appliedLr(p), this::adamWMoments));
         }
     }
 
-    private static boolean anyOf(boolean[] values) {
-        for (boolean v : values) {
-            if (v) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** Checks every gradient of a group; returns which parameters have one. */
-    private static boolean[] checkGradients(List<String> names, List<Tensor> params) {
-        boolean[] has = new boolean[params.size()];
+    /** Checks every gradient of a group; returns them, null where a parameter has none. */
+    private static List<Tensor> checkedGradients(List<String> names, List<Tensor> params) {
+        List<Tensor> grads = new ArrayList<>(params.size());
         for (int i = 0; i < params.size(); i++) {
-            has[i] = GradientCheck.usable(params.get(i), "MuonAdamW", "parameter '" + names.get(i) + "'") != null;
+            grads.add(GradientCheck.usable(params.get(i), "MuonAdamW", "parameter '" + names.get(i) + "'"));
         }
-        return has;
+        return grads;
     }
 
-    /** Remembers the lr each updated parameter used in the step just applied. */
-    private void recordLrs(boolean[] muonHasGrad, boolean[] adamWHasGrad) {
-        for (int i = 0; i < muonParams.size(); i++) {
-            if (muonHasGrad[i]) {
-                MatrixLayout layout = muonLayouts.get(i);
-                lastMuonLr[i] = muonConfig.scaledLr(muonLrRows[i], layout.cols());
-            }
-        }
+    /** Remembers the lr each updated AdamW parameter used in the step just applied (Muon's records its own). */
+    private void recordAdamWLrs(List<Tensor> adamWGrads) {
         for (int i = 0; i < adamWParams.size(); i++) {
-            if (adamWHasGrad[i]) {
+            if (adamWGrads.get(i) != null) {
                 lastAdamWLr[i] = adamWConfig.lr();
             }
         }
@@ -568,7 +532,7 @@ public final class MuonAdamW implements TrainingOptimizer {
             return Optional.empty();
         }
         return muon.momentumBuffer(muonParams.get(i))
-                .map(b -> new MuonState(NativeLifetime.outliveScope(b.detach().clone()), lastMuonLr[i]));
+                .map(b -> new MuonState(NativeLifetime.outliveScope(b.detach().clone()), muon.appliedLr(i)));
     }
 
     /**
@@ -807,7 +771,6 @@ public final class MuonAdamW implements TrainingOptimizer {
         scheduleRecord = ScheduleRecords.afterLoad(candidate.schedule(), scheduleRecord,
                 new double[]{muonConfig.lr(), adamWConfig.lr()}, source);
         // A state does not hold the lrs of the last updates.
-        Arrays.fill(lastMuonLr, Double.NaN);
         Arrays.fill(lastAdamWLr, Double.NaN);
         lastStep = new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of());
     }

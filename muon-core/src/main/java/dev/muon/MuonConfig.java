@@ -34,6 +34,10 @@ import java.util.function.Consumer;
  *       (rule: {@link Muon#BATCH_MAX_SIDE})</td></tr>
  *   <tr><td>norMuon</td><td>null (off)</td><td>{@link NorMuonConfig}: NorMuon's neuron-wise normalization after
  *       Newton–Schulz; its lr rescaling replaces adjustLr's ratio</td></tr>
+ *   <tr><td>cautiousWeightDecay</td><td>false</td><td>decay only the coordinates where the update and the parameter
+ *       agree in sign (Chen et al., arXiv 2510.12402)</td></tr>
+ *   <tr><td>momentumPrecision</td><td>{@link MomentumPrecision#PARAMETER}</td><td>{@link MomentumPrecision#BFLOAT16}
+ *       stores the momentum buffer in bfloat16</td></tr>
  * </table>
  *
  * <pre>{@code
@@ -56,11 +60,15 @@ import java.util.function.Consumer;
  *                          {@link Muon#BATCH_MAX_SIDE}; it changes results only by the rounding of batched against
  *                          single matrix products
  * @param norMuon           NorMuon's settings, or null for plain Muon (the default)
+ * @param cautiousWeightDecay whether the decoupled decay applies only where {@code sign(O) = sign(p)}:
+ *                          {@code p −= lr·weightDecay·p·[O ⊙ p >= 0]} (Chen et al., arXiv 2510.12402)
+ * @param momentumPrecision the dtype the momentum buffer is stored in
  */
 public record MuonConfig(double lr, double weightDecay, double momentum, boolean nesterov,
                          NewtonSchulzConfig newtonSchulz, AdjustLr adjustLr, double extraScale,
                          ConvWeights convWeights, StackedWeights stackedWeights, Orthogonalization orthogonalization,
-                         boolean batchSameShape, NorMuonConfig norMuon) {
+                         boolean batchSameShape, NorMuonConfig norMuon, boolean cautiousWeightDecay,
+                         MomentumPrecision momentumPrecision) {
 
     /**
      * Validates every field.
@@ -79,13 +87,14 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         Objects.requireNonNull(convWeights, "convWeights must not be null");
         Objects.requireNonNull(stackedWeights, "stackedWeights must not be null");
         Objects.requireNonNull(orthogonalization, "orthogonalization must not be null");
+        Objects.requireNonNull(momentumPrecision, "momentumPrecision must not be null");
         if (!Double.isFinite(extraScale) || !(extraScale > 0)) {
             throw new IllegalArgumentException("extraScale must be a finite number > 0, got " + extraScale);
         }
     }
 
     /**
-     * Every field but {@code norMuon}, which is off.
+     * Every field but {@code norMuon}, which is off, and the update variants, which are off.
      *
      * @param lr                the learning rate
      * @param weightDecay       the decoupled weight decay
@@ -105,12 +114,12 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
                       ConvWeights convWeights, StackedWeights stackedWeights, Orthogonalization orthogonalization,
                       boolean batchSameShape) {
         this(lr, weightDecay, momentum, nesterov, newtonSchulz, adjustLr, extraScale, convWeights, stackedWeights,
-                orthogonalization, batchSameShape, null);
+                orthogonalization, batchSameShape, null, false, MomentumPrecision.PARAMETER);
     }
 
     /**
-     * Every field one by one, in PyTorch's order; the Newton–Schulz fields are validated by
-     * {@link NewtonSchulzConfig}.
+     * Every field one by one, in PyTorch's order, NorMuon and the update variants off; the Newton–Schulz fields
+     * are validated by {@link NewtonSchulzConfig}.
      *
      * @param lr                the learning rate
      * @param weightDecay       the decoupled weight decay
@@ -136,7 +145,8 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
                       boolean batchSameShape) {
         this(lr, weightDecay, momentum, nesterov,
                 new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm), adjustLr, extraScale,
-                convWeights, stackedWeights, orthogonalization, batchSameShape, null);
+                convWeights, stackedWeights, orthogonalization, batchSameShape, null, false,
+                MomentumPrecision.PARAMETER);
     }
 
     /**
@@ -391,6 +401,30 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         return withNorMuon(new NorMuonConfig(beta2, eps));
     }
 
+    /**
+     * A copy with cautious weight decay on or off: the decoupled decay applies only to the coordinates where the
+     * orthogonalized update {@code O} and the parameter agree in sign, {@code p −= lr·weightDecay·p·[O ⊙ p >= 0]}
+     * (Chen et al., arXiv 2510.12402; Dion's {@code cautious_wd}).
+     *
+     * @param value whether it is on
+     * @return the copy
+     */
+    public MuonConfig withCautiousWeightDecay(boolean value) {
+        return copy(d -> d.cautiousWeightDecay = value);
+    }
+
+    /**
+     * A copy that stores the momentum buffer in another dtype (see {@link MomentumPrecision}).
+     *
+     * @param value the precision
+     * @return the copy
+     * @throws NullPointerException if {@code value} is null
+     */
+    public MuonConfig withMomentumPrecision(MomentumPrecision value) {
+        Objects.requireNonNull(value, "momentumPrecision must not be null");
+        return copy(d -> d.momentumPrecision = value);
+    }
+
     /** The one copy helper: a wither changes fields of a draft of this config, and the draft is validated anew. */
     private MuonConfig copy(Consumer<Draft> change) {
         Draft draft = new Draft(this);
@@ -420,6 +454,8 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         NsAlgorithm nsAlgorithm;
         boolean batchSameShape;
         NorMuonConfig norMuon;
+        boolean cautiousWeightDecay;
+        MomentumPrecision momentumPrecision;
 
         Draft(MuonConfig c) {
             lr = c.lr;
@@ -438,19 +474,16 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
             nsAlgorithm = c.nsAlgorithm();
             batchSameShape = c.batchSameShape;
             norMuon = c.norMuon;
+            cautiousWeightDecay = c.cautiousWeightDecay;
+            momentumPrecision = c.momentumPrecision;
         }
 
         MuonConfig build() {
-            return new MuonConfig(lr, weightDecay, momentum, nesterov, nsCoefficients, eps, nsSteps, adjustLr,
-                    extraScale, nsPrecision, convWeights, stackedWeights, orthogonalization, nsAlgorithm,
-                    batchSameShape).withNorMuonChecked(norMuon);
+            return new MuonConfig(lr, weightDecay, momentum, nesterov,
+                    new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm), adjustLr,
+                    extraScale, convWeights, stackedWeights, orthogonalization, batchSameShape, norMuon,
+                    cautiousWeightDecay, momentumPrecision);
         }
-    }
-
-    /** {@link #withNorMuon(NorMuonConfig)} without another draft: the rest of this config is validated already. */
-    private MuonConfig withNorMuonChecked(NorMuonConfig value) {
-        return value == null ? this : new MuonConfig(lr, weightDecay, momentum, nesterov, newtonSchulz, adjustLr,
-                extraScale, convWeights, stackedWeights, orthogonalization, batchSameShape, value);
     }
 
     private static void requireNonNegative(String field, double value) {

@@ -27,17 +27,24 @@ final class ParameterState {
     final long identity;
     /** The row blocks it is orthogonalized in ({@link RowSplit}); null for the whole matrix at once. */
     final RowBlocks rowBlocks;
+    /** The dtype its momentum buffer is stored in. */
+    final MomentumPrecision momentumPrecision;
+    /** Its update's stages and their per-step work, reused every step. */
+    final ParameterUpdate update;
     private Tensor momentumBuffer;
     private Tensor momentumMatrix;
     /** NorMuon's per-row second moment ({@link NeuronNormalization}), null before its first update or when off. */
     private Tensor secondMoment;
 
+    /** A parameter with the default stages (momentum in its dtype, no split, no fused stages); for tests. */
     ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String label) {
-        this(param, layout, orthogonalizer, label, label, null, null);
+        this(param, layout, orthogonalizer, label, label, null, null, MomentumPrecision.PARAMETER,
+                UpdatePlan.of(MuonConfig.defaults(), null, null, new Scratch(), new NeuronNormalization()));
     }
 
     ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String name, String label,
-                   UpdateStages updateStages, RowBlocks rowBlocks) {
+                   UpdateStages updateStages, RowBlocks rowBlocks, MomentumPrecision momentumPrecision,
+                   UpdatePlan plan) {
         // Our own handle on the parameter, so that a PointerScope of the caller cannot free it under us.
         this.param = NativeLifetime.outliveScope(new Tensor(param));
         this.matrix = NativeLifetime.outliveScope(new Tensor(layout.matrixView(this.param)));
@@ -48,6 +55,8 @@ final class ParameterState {
         this.label = label;
         this.identity = identityOf(param);
         this.rowBlocks = rowBlocks;
+        this.momentumPrecision = momentumPrecision;
+        this.update = new ParameterUpdate(this, plan);
     }
 
     /** The address of the parameter's TensorImpl: equal for every handle on the same tensor. */
@@ -87,10 +96,12 @@ final class ParameterState {
         secondMoment = null;
     }
 
-    /** The momentum buffer as a matrix, created (zeros, the parameter's dtype) on first use. */
+    /** The momentum buffer as a matrix, created (zeros, in its {@link MomentumPrecision}) on first use. */
     Tensor momentumMatrix() {
         if (momentumMatrix == null) {
-            momentumBuffer = NativeLifetime.outliveScope(torch.zeros_like(param));
+            momentumBuffer = NativeLifetime.outliveScope(momentumPrecision == MomentumPrecision.BFLOAT16
+                    ? torch.zeros_like(param, new TensorOptions(torch.ScalarType.BFloat16), null)
+                    : torch.zeros_like(param));
             momentumMatrix = NativeLifetime.outliveScope(new Tensor(layout.matrixView(momentumBuffer)));
         }
         return momentumMatrix;

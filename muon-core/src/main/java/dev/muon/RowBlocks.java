@@ -5,11 +5,10 @@ import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 
 /**
- * The row blocks of one Muon parameter under a {@link RowSplit}, planned once at build, and the orthogonalization
- * and update of a step done block by block: each block's {@code U} is orthogonalized on its own and applied with
- * the lr adjustment of the block's own shape. Blocks of equal rows go through the orthogonalizer as one stacked
- * view {@code [blocks, rows/blocks, cols]} (a view, no copy: splitting dim 0 of a matrix is a view for any
- * strides); unequal blocks run one call each.
+ * The row blocks of one Muon parameter under a {@link RowSplit}, planned once at build: the rows of each block, and
+ * whether they are equal (then they run as one stacked view {@code [blocks, rows/blocks, cols]}, a view and no
+ * copy: splitting dim 0 of a matrix is a view for any strides). {@link LayoutStage} cuts each step's update by
+ * them; each block is then orthogonalized and applied on its own, with the lr adjustment of its own shape.
  */
 final class RowBlocks {
     final RowSplit rule;
@@ -48,35 +47,6 @@ final class RowBlocks {
     /** The rows of each block, top to bottom. */
     long[] sizes() {
         return sizes.clone();
-    }
-
-    /**
-     * {@code p = decay·p}, then for each block {@code p_k −= lr·ratio(rows_k, cols)·extraScale·NS(U_k)}.
-     *
-     * @param matrix         the parameter's matrix view, updated in place
-     * @param u              the update {@code U}, the matrix's shape; read only
-     * @param orthogonalizer the parameter's orthogonalizer; its result is used before its next call
-     * @param config         the group's config (lr, adjustment, weight decay)
-     * @param decay          {@code 1 − lr·weightDecay}
-     */
-    void orthogonalizeAndApply(Tensor matrix, Tensor u, Orthogonalizer orthogonalizer, MuonConfig config,
-                               Scalar decay) {
-        if (config.weightDecay() != 0) {
-            matrix.mul_(decay);
-        }
-        if (equal) {
-            long blocks = sizes.length;
-            Tensor o = orthogonalizer.orthogonalize(u.view(blocks, sizes[0], cols));
-            matrix.view(blocks, sizes[0], cols).add_(o, new Scalar(-config.scaledLr(sizes[0], cols)));
-            return;
-        }
-        long offset = 0;
-        for (long size : sizes) {
-            // Each result is a view of the orthogonalizer's workspace: applied before the next block's call.
-            Tensor o = orthogonalizer.orthogonalize(u.narrow(0, offset, size));
-            matrix.narrow(0, offset, size).add_(o, new Scalar(-config.scaledLr(size, cols)));
-            offset += size;
-        }
     }
 
     /**

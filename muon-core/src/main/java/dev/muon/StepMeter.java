@@ -17,6 +17,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import java.util.function.ToDoubleFunction;
 
 /**
  * The measurements of one {@link MuonAdamW} step: made before the step (gradient norms, a copy of the
@@ -38,10 +39,12 @@ final class StepMeter {
      * Where the optimizer's state is read after a step.
      *
      * @param momentum     a Muon parameter's momentum buffer, if it has one
+     * @param muonLr       the scaled lr a Muon parameter's update applied (Muon's own record)
      * @param adamWMoments every AdamW parameter's moments, by tensor identity (a serialization round trip: called
      *                     once per step, and only when all metrics are on)
      */
-    record StateLookup(Function<Tensor, Optional<Tensor>> momentum, Supplier<Map<Long, AdamWMoments>> adamWMoments) {
+    record StateLookup(Function<Tensor, Optional<Tensor>> momentum, ToDoubleFunction<Tensor> muonLr,
+                       Supplier<Map<Long, AdamWMoments>> adamWMoments) {
     }
 
     private final boolean all;
@@ -96,7 +99,7 @@ final class StepMeter {
         for (int i = 0; i < muon.names().size(); i++) {
             String name = muon.names().get(i);
             if (orthogonalityNames.contains(name) && before.containsKey(name)) {
-                orthogonality.put(name, orthogonalityError(name, muon.params().get(i)));
+                orthogonality.put(name, orthogonalityError(name, muon.params().get(i), state));
             }
         }
         return new StepReport(step, false, Optional.empty(), groups, orthogonality);
@@ -117,7 +120,7 @@ final class StepMeter {
             momentum += state.momentum().apply(p).map(StepMeter::squaredNorm).orElse(0.0);
             update += squaredNorm(p.to(ScalarType.Double).sub(old));
             count += p.numel();
-            lrs.put(name, scaledLr(p));
+            lrs.put(name, state.muonLr().applyAsDouble(p));
         }
         return new GroupMetrics(OptimizerKind.MUON, Math.sqrt(gradSquares[0]), Math.sqrt(momentum),
                 count == 0 ? 0 : Math.sqrt(update / count), lrs);
@@ -148,18 +151,13 @@ final class StepMeter {
                 count == 0 ? 0 : Math.sqrt(update / count), lrs);
     }
 
-    private double scaledLr(Tensor p) {
-        MatrixLayout layout = MatrixLayout.of(p, muonConfig, "parameter");
-        return muonConfig.scaledLr(layout.rows(), layout.cols());
-    }
-
     /**
      * {@code ‖OᵀO − I‖_F} with the smaller Gram matrix, where {@code O} is recovered from the parameter change,
      * {@code O = (p_old·(1 − lr·wd) − p_new) / (lr·ratio)} in float64: exact up to the parameter's rounding, and it
      * keeps Muon's step free of any hook. NaN when the lr is 0 (no update to recover).
      */
-    private double orthogonalityError(String name, Tensor p) {
-        double scaledLr = scaledLr(p);
+    private double orthogonalityError(String name, Tensor p, StateLookup state) {
+        double scaledLr = state.muonLr().applyAsDouble(p);
         if (scaledLr == 0) {
             return Double.NaN;
         }

@@ -130,19 +130,6 @@ class RowSplitErrorsTest {
                             .rowSplit(w, RowSplit.perHead(2)).build();
                 }, "parameter 0 of group 0 has shape [2, 4, 4], a stack of matrices; perHead(2) splits the rows of "
                         + "one matrix (a 2-D weight or a flattened conv filter)"),
-                row("muon_rowSplit_withNorMuon_isRejected", iae, () -> {
-                    Tensor w = matrix(6, 4);
-                    return Muon.builder().addGroup(List.of(w), MuonConfig.defaults().withNorMuon(0.95, 1e-10))
-                            .rowSplit(w, RowSplit.perHead(2)).build();
-                }, "parameter 0 of group 0 has row split perHead(2) and its group has norMuon "
-                        + "NorMuonConfig[beta2=0.95, eps=1.0E-10]; the two cannot be combined yet. Build without the "
-                        + "row split or without withNorMuon(...)"),
-                row("muonAdamW_rowSplit_withNorMuon_isRejected", iae,
-                        () -> MuonAdamW.builder(small()).muon(MuonConfig.defaults().withNorMuon(0.95, 1e-10))
-                                .rowSplit("fc1.weight", RowSplit.splitRows(3, 3)).build(),
-                        "parameter 'fc1.weight' has row split splitRows(3, 3) and its group has norMuon "
-                                + "NorMuonConfig[beta2=0.95, eps=1.0E-10]; the two cannot be combined yet. Build "
-                                + "without the row split or without withNorMuon(...)"),
                 row("muon_rowSplit_nullTensor_isRejected", NullPointerException.class,
                         () -> Muon.builder().rowSplit((Tensor) null, RowSplit.perHead(2)),
                         "param must not be null"));

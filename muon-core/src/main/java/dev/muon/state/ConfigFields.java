@@ -3,6 +3,7 @@ package dev.muon.state;
 import dev.muon.AdamWConfig;
 import dev.muon.AdjustLr;
 import dev.muon.ConvWeights;
+import dev.muon.MomentumPrecision;
 import dev.muon.MuonConfig;
 import dev.muon.NorMuonConfig;
 import dev.muon.Orthogonalization;
@@ -68,7 +69,11 @@ final class ConfigFields {
                     (c, v) -> c.withStackedWeights(StackedWeights.valueOf(name(v, "stackedWeights")))),
             new Field<>("batchSameShape", false, MuonConfig::batchSameShape,
                     (c, v) -> c.withBatchSameShape(bool(v, "batchSameShape"))),
-            new Field<>("norMuon", false, c -> norMuon(c.norMuon()), (c, v) -> c.withNorMuon(norMuon(v))));
+            new Field<>("norMuon", false, c -> norMuon(c.norMuon()), (c, v) -> c.withNorMuon(norMuon(v))),
+            new Field<>("cautiousWeightDecay", false, MuonConfig::cautiousWeightDecay,
+                    (c, v) -> c.withCautiousWeightDecay(bool(v, "cautiousWeightDecay"))),
+            new Field<>("momentumPrecision", false, c -> c.momentumPrecision().name(),
+                    (c, v) -> c.withMomentumPrecision(MomentumPrecision.valueOf(name(v, "momentumPrecision")))));
 
     static final List<Field<AdamWConfig>> ADAMW = List.of(
             new Field<>("lr", true, AdamWConfig::lr, (c, v) -> c.withLr(number(v, "lr"))),

@@ -1,5 +1,6 @@
 package dev.muon.state;
 
+import dev.muon.MomentumPrecision;
 import dev.muon.MuonConfig;
 import dev.muon.OptimizerKind;
 import org.bytedeco.pytorch.Tensor;
@@ -145,8 +146,14 @@ public final class StateFit {
         String where = "'" + spec.name() + "'";
         like(out, where + " value", e.value(), spec.shape(), spec.dtype());
         if (spec.optimizer() == OptimizerKind.MUON) {
-            boolean norMuon = state.muonConfigs().get(spec.group()).norMuon() != null;
-            if (like(out, where + " momentum buffer", e.momentum(), spec.shape(), spec.dtype())) {
+            MuonConfig group = state.muonConfigs().get(spec.group());
+            boolean norMuon = group.norMuon() != null;
+            // A bfloat16 buffer (MomentumPrecision.BFLOAT16) may come back in the parameter's dtype from a PyTorch
+            // file, and the reverse; the restore rounds or widens it.
+            ScalarType momentumDtype = group.momentumPrecision() == MomentumPrecision.BFLOAT16
+                    && e.momentum() != null && e.momentum().scalar_type().value == ScalarType.BFloat16.value
+                    ? ScalarType.BFloat16 : spec.dtype();
+            if (like(out, where + " momentum buffer", e.momentum(), spec.shape(), momentumDtype)) {
                 finite(out, where + " momentum buffer", e.momentum());
             }
             if (e.secondMoment() != null && !norMuon) {

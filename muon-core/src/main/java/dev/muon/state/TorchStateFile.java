@@ -172,9 +172,13 @@ public final class TorchStateFile {
         for (int g = 0; g < layout.muonGroups().size(); g++) {
             List<Integer> ids = layout.muonGroups().get(g);
             for (int id : ids) {
-                Tensor buffer = layout.entries().get(id).momentum();
+                ParameterEntry entry = layout.entries().get(id);
+                Tensor buffer = entry.momentum();
                 if (buffer != null) {
-                    muonState.put((long) id, Map.of("momentum_buffer", buffer));
+                    // torch.optim.Muon keeps the buffer in the parameter's dtype: a bfloat16 one is widened (exact).
+                    muonState.put((long) id, Map.of("momentum_buffer",
+                            buffer.scalar_type().value == entry.spec().dtype().value ? buffer
+                                    : buffer.to(entry.spec().dtype())));
                 }
             }
             muonGroups.add(muonGroup(state.muonConfigs().get(g), g, ids));
