@@ -43,7 +43,7 @@ class GramProductTest {
         Tensor x = torch.randn(rows, cols).to(dtype);
         // Garbage in the output, as a reused workspace holds: every entry must be overwritten.
         Tensor out = torch.full(new long[]{rows, rows}, new org.bytedeco.pytorch.Scalar(1e3)).to(dtype);
-        new GramProduct(rows, x.options(), false, 0).into(out, x);
+        new GramProduct(rows, x.options(), null, 0).into(out, x);
 
         Tensor x64 = x.to(ScalarType.Double);
         double[] expected = Tensors.values(x64.matmul(x64.t()));

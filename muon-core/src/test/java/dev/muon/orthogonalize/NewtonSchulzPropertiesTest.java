@@ -266,7 +266,7 @@ class NewtonSchulzPropertiesTest {
         // On the CPU with OpenBLAS, float64 runs BlasKernels; this drives the libtorch form (bfloat16's, and every
         // other device's) directly, in float64, where it must agree with the plain iteration to rounding.
         assertLibtorchFormEqualsGemm(300, 700, steps, "libtorch Gram form",
-                (ws, abc) -> new GramIteration(ws, blockedSquaresMinRows, false).iterate(steps, abc[0], abc[1], abc[2]));
+                (ws, abc) -> new GramIteration(ws, blockedSquaresMinRows, null).iterate(steps, abc[0], abc[1], abc[2]));
     }
 
     /** One of the libtorch iterations, run on a workspace holding the normalised input, with its coefficients. */
@@ -314,7 +314,7 @@ class NewtonSchulzPropertiesTest {
         // bfloat16's symmetric kernel, driven in float64 (where the CPU would run BlasKernels instead): it must
         // agree with the plain iteration to rounding.
         assertLibtorchFormEqualsGemm(rows, cols, steps, "libtorch symmetric form",
-                (ws, abc) -> new SymmetricIteration(ws, false).iterate(steps, abc[0], abc[1], abc[2]));
+                (ws, abc) -> new SymmetricIteration(ws, null).iterate(steps, abc[0], abc[1], abc[2]));
     }
 
 
@@ -375,8 +375,12 @@ class NewtonSchulzPropertiesTest {
 
     static Stream<Arguments> bf16KernelsOnSpectra() {
         // The Gram kernel on a wide matrix, the symmetric one on a square of three GramProduct row blocks; each on
-        // GramProduct's row blocks of GEMMs and on the native half product (where this CPU runs it).
-        return spectra().flatMap(spectrum -> Stream.of(false, true).flatMap(nativeKernel -> Stream.of(
+        // GramProduct's row blocks of GEMMs (null) and on each variant of the native half product (where this CPU
+        // runs it).
+        java.util.List<NativeKernels.Variant> forms = new java.util.ArrayList<>();
+        forms.add(null);
+        forms.addAll(java.util.List.of(NativeKernels.Variant.values()));
+        return spectra().flatMap(spectrum -> forms.stream().flatMap(nativeKernel -> Stream.of(
                 Arguments.of(NsAlgorithm.GRAM, 256, 1024, spectrum.get()[0], nativeKernel),
                 Arguments.of(NsAlgorithm.SYMMETRIC, 600, 600, spectrum.get()[0], nativeKernel))));
     }
@@ -384,9 +388,10 @@ class NewtonSchulzPropertiesTest {
     @ParameterizedTest(name = "{0} {1}x{2} {3}, native {4}")
     @MethodSource("bf16KernelsOnSpectra")
     void bf16Kernel_straysNoFurtherThanTwiceThePlainBf16Kernel(NsAlgorithm kernel, int rows, int cols,
-                                                               String spectrum, boolean nativeKernel) {
-        assumeTrue(!nativeKernel || NativeKernels.isAvailable(),
-                () -> "native kernel off: " + NativeKernels.unavailabilityCause());
+                                                               String spectrum, NativeKernels.Variant nativeKernel) {
+        if (nativeKernel != null) {
+            NativeVariants.assumeRuns(nativeKernel);
+        }
         Tensor g = withSpectrum(spectrum, rows, cols);
         double[] exact = Tensors.values(new NewtonSchulz(NewtonSchulzConfig.defaults()
                 .withNsPrecision(NsPrecision.FLOAT64).withNsAlgorithm(NsAlgorithm.GEMM)).orthogonalize(g));
@@ -399,7 +404,7 @@ class NewtonSchulzPropertiesTest {
         ns.normalizeInto(ws.x, input);
         org.bytedeco.pytorch.Scalar[][] abc = coefficientScalars(bf16, bf16.nsSteps());
         Tensor result = kernel == NsAlgorithm.GRAM
-                ? new GramIteration(ws, nativeKernel ? 0 : GramProduct.CPU_SQUARE_MIN_ROWS, nativeKernel)
+                ? new GramIteration(ws, nativeKernel != null ? 0 : GramProduct.CPU_SQUARE_MIN_ROWS, nativeKernel)
                         .iterate(bf16.nsSteps(), abc[0], abc[1], abc[2])
                 : new SymmetricIteration(ws, nativeKernel).iterate(bf16.nsSteps(), abc[0], abc[1], abc[2]);
         double error = Tensors.relativeError(Tensors.values(result), exact);
