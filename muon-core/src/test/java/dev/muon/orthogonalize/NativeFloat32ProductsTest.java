@@ -221,6 +221,18 @@ class NativeFloat32ProductsTest {
         }
     }
 
+    @Test
+    void packBytes_followEachVariantsPanels() {
+        // The float32 variants give the same bits, so their results cannot show which ran; their scratch sizes do:
+        // a call with a variant's code reaches that variant's table (32-row panels for AVX-512, 16 for AVX2).
+        NativeVariants.assumeRuns(NativeKernels.Variant.AVX2);
+        int blockFloats = 256;
+        assertEquals((2 * 16 * blockFloats) * 4 + 64, NativeKernels.float32PackBytes(NativeKernels.Variant.AVX2.code,
+                16, 16));
+        assertEquals((2 * 32 * blockFloats) * 4 + 64, NativeKernels.float32PackBytes(
+                NativeKernels.Variant.AVX512.code, 16, 16));
+    }
+
     @ParameterizedTest(name = "{0}x{1}")
     @MethodSource("variantShapes")
     void bothVariants_giveTheSameBits(int m, int k) {

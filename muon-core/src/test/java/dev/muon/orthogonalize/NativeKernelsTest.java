@@ -246,6 +246,28 @@ class NativeKernelsTest {
         assertEquals(1 + Math.pow(2, -6), values[3], "1 + 3 * 2^-8");
     }
 
+    static Stream<Arguments> subnormalProducts() {
+        // vdpbf16ps treats subnormal inputs as zero; the AVX2 kernel widens them exactly.
+        return Stream.of(Arguments.of(NativeKernels.Variant.AVX512, 0.0),
+                Arguments.of(NativeKernels.Variant.AVX2, Math.pow(2, -70)));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("subnormalProducts")
+    void eachVariant_runsItsOwnCode_asItsSubnormalsShow(NativeKernels.Variant variant, double expected) {
+        NativeVariants.assumeRuns(variant);
+        // The variants' float32 products give the same bits (NativeFloat32ProductsTest), so this product, where
+        // the instruction sets differ, is what shows that a call for one variant reaches that variant's code.
+        float subnormal = (float) Math.pow(2, -130);
+        Tensor x = torch.tensor(new float[]{subnormal, 0, (float) Math.pow(2, 60), 0}).reshape(2, 2)
+                .to(ScalarType.BFloat16);
+        Tensor out = torch.full(new long[]{2, 2}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
+        new GramProduct(2, x.options(), variant, 0).into(out, x);
+        double[] values = Tensors.values(out.to(ScalarType.Double));
+        assertEquals(expected, values[1], "2^-130 * 2^60");
+        assertEquals(expected, values[2], "its mirror");
+    }
+
     static Stream<Arguments> emptyShapes() {
         int[][] shapes = {{0, 5}, {5, 0}, {0, 0}};
         return NativeVariants.all().flatMap(v -> Arrays.stream(shapes).map(s -> Arguments.of(v, s[0], s[1])));
