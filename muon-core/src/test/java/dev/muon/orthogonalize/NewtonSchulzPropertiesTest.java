@@ -415,6 +415,36 @@ class NewtonSchulzPropertiesTest {
         assertTrue(error <= 0.25, spectrum + ": bfloat16 " + kernel + " kernel error " + error + " exceeds 0.25");
     }
 
+    static Stream<Arguments> emptyInputs() {
+        int[][] shapes = {{0, 5}, {5, 0}, {0, 0}};
+        Stream.Builder<Arguments> rows = Stream.builder();
+        for (int[] shape : shapes) {
+            for (NsPrecision precision : NsPrecision.values()) {
+                for (NsAlgorithm algorithm : NsAlgorithm.values()) {
+                    rows.add(Arguments.of(shape[0], shape[1], precision, algorithm));
+                }
+            }
+        }
+        return rows.build();
+    }
+
+    @ParameterizedTest(name = "{0}x{1} {2} {3}")
+    @MethodSource("emptyInputs")
+    void emptyInput_givesTheEmptyResult_ofTheGemmKernel(int rows, int cols, NsPrecision precision,
+                                                        NsAlgorithm algorithm) {
+        // Every kernel, native products included (an empty tensor has no data pointer), returns what the plain
+        // kernel on libtorch returns: an empty matrix of the input's shape in the iteration's dtype.
+        NewtonSchulzConfig config = NewtonSchulzConfig.defaults().withNsPrecision(precision);
+        Tensor update = torch.randn(rows, cols);
+        Tensor result = new NewtonSchulz(config.withNsAlgorithm(algorithm)).orthogonalize(update);
+        Tensor gemm = new NewtonSchulz(config.withNsAlgorithm(NsAlgorithm.GEMM)).orthogonalize(update);
+        assertArrayEquals(new long[]{rows, cols}, result.shape());
+        assertArrayEquals(gemm.shape(), result.shape());
+        // ScalarType values are not singletons in the bindings: compare their codes.
+        assertEquals(precision.scalarType().value, gemm.scalar_type().value);
+        assertEquals(precision.scalarType().value, result.scalar_type().value);
+    }
+
     @ParameterizedTest(name = "{0}")
     @org.junit.jupiter.params.provider.EnumSource(NsPrecision.class)
     void symmetricKernel_zeroInput_givesZeros(NsPrecision precision) {
