@@ -8,10 +8,10 @@ import java.util.Objects;
 
 /**
  * The float32 products of the symmetric and Gram kernels on muon-core's native kernels ({@link NativeKernels},
- * {@code muon_f32_kernels.c}), in one of their variants, for one CPU workspace: the half product {@code x·xᵀ}, the Newton–Schulz polynomial
- * {@code a·I + b·s + c·s·s} formed with it, {@code l·r} (as a half product where {@code l} and {@code r} commute),
- * and the normalisation before them. Every result is written whole (both triangles of the
- * symmetric ones, exactly symmetric), and its bits do not depend on the thread count.
+ * {@code muon_f32_kernels.c}), in one of their variants, for one CPU workspace: the half product {@code x·xᵀ},
+ * the Newton–Schulz polynomial {@code a·I + b·s + c·s·s} formed with it, {@code l·r} (as a half product where
+ * {@code l} and {@code r} commute), and the normalisation before them. Every result is written whole (both
+ * triangles of the symmetric ones, exactly symmetric), and its bits do not depend on the thread count.
  *
  * <p>Why not OpenBLAS, which the kernels used before: its {@code ssyrk} takes about 0.65 of its {@code sgemm}'s time
  * for half the multiply-adds where ours takes about 0.55, and every pass of an iteration here runs on libtorch's
