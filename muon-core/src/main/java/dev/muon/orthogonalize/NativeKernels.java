@@ -112,8 +112,11 @@ public final class NativeKernels {
         }
     }
 
-    /** What the probe found: the variant that runs (null: none, and why), and every variant this CPU runs. */
-    private record State(Variant variant, Throwable cause, Set<Variant> runnable) {
+    /**
+     * What the probe found: the variant that runs (null: none, and why), every variant this CPU runs, and why the
+     * library did not load (null: it did).
+     */
+    private record State(Variant variant, Throwable cause, Set<Variant> runnable, Throwable loadCause) {
     }
 
     private static final State STATE = load();
@@ -127,21 +130,28 @@ public final class NativeKernels {
                 System.getProperty("os.arch"), NativeKernels.class.getResource(LIBRARY_RESOURCE) != null);
         Set<Variant> runnable = EnumSet.noneOf(Variant.class);
         Variant variant = null;
-        boolean explicit = false;
+        Throwable loadCause = cause;
+        boolean explicit = requested != null && !requested.trim().equalsIgnoreCase("auto");
         if (cause == null) {
             try {
                 // libtorch first, so that our libgomp.so.1 is libtorch's and its OpenMP pool is the one we use.
                 Loader.load(org.bytedeco.pytorch.global.torch.class);
                 loadLibrary();
-                for (Variant v : Variant.values()) {
-                    if (supports(v.code)) {
-                        runnable.add(v);
-                    }
-                }
-                explicit = requested != null && !requested.trim().equalsIgnoreCase("auto");
-                variant = select(requested, runnable);
             } catch (Throwable t) {
                 cause = t;
+                loadCause = t;
+            }
+        }
+        if (cause == null) {
+            for (Variant v : Variant.values()) {
+                if (supports(v.code)) {
+                    runnable.add(v);
+                }
+            }
+            try {
+                variant = select(requested, runnable);
+            } catch (IllegalArgumentException | UnsupportedOperationException e) {
+                cause = e;
             }
         }
         if (cause != null) {
@@ -152,7 +162,7 @@ public final class NativeKernels {
             LOG.log(System.Logger.Level.INFO, "muon-core's native CPU kernels run their " + variant + " variant ("
                     + variant.features() + "), as -D" + ISA_PROPERTY + "=" + requested + " asks");
         }
-        return new State(variant, cause, Collections.unmodifiableSet(runnable));
+        return new State(variant, cause, Collections.unmodifiableSet(runnable), loadCause);
     }
 
     /**
@@ -268,13 +278,11 @@ public final class NativeKernels {
      * load, or this CPU lacks its instructions; null if it can. For tests that run every variant this CPU runs.
      */
     static Throwable variantUnavailabilityCause(Variant variant) {
-        if (STATE.runnable.contains(variant)) {
-            return null;
+        if (STATE.loadCause != null) {
+            return STATE.loadCause;
         }
-        if (STATE.runnable.isEmpty() && STATE.cause != null && !(STATE.cause instanceof IllegalArgumentException)) {
-            return STATE.cause;
-        }
-        return new UnsupportedOperationException("this CPU lacks " + variant.features());
+        return STATE.runnable.contains(variant) ? null
+                : new UnsupportedOperationException("this CPU lacks " + variant.features());
     }
 
     /** Whether this CPU and OS run the variant's instructions. */
