@@ -11,8 +11,11 @@
  * sum formed in float32 from the unrounded product and rounded once (libtorch's ops would round s·s first and then
  * make two more passes over m × m).
  *
+ * The AVX2 variant of the same product (float32 FMAs on values widened in the pack, for CPUs without AVX512_BF16)
+ * is in muon_avx2_kernels.c; the JNI entries below dispatch on the variant Java passes.
+ *
  * Built without AVX-512 flags: only the functions marked KERNEL use the AVX-512 instructions, and Java calls them
- * only after muon_bf16_supported() said yes, so loading this library on any x86-64 CPU is safe.
+ * only after muon_variant_supported() said yes, so loading this library on any x86-64 CPU is safe.
  *
  * Threads: libgomp's OpenMP, which is libtorch's own pool once libtorch is loaded (same soname), so the kernel
  * neither adds a thread pool nor competes with libtorch's spinning threads.
@@ -22,6 +25,8 @@
 #include <omp.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "muon_kernels.h"
 
 #define KERNEL __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
@@ -197,56 +202,77 @@ static void self_product(const uint16_t *x, int m, int k, uint16_t *out, uint16_
     }
 }
 
-static int bf16_supported(void) {
+int muon_variant_supported(int variant) {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
-           && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+    if (variant == MUON_VARIANT_AVX512) {
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+               && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+    }
+    if (variant == MUON_VARIANT_AVX2) {
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    return 0;
 }
 
-JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_NativeKernels_bfloat16Supported(JNIEnv *env, jclass cls) {
+/* Whether this CPU and OS run the variant (libgcc's probe also checks that the OS saves the vector registers). */
+JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_NativeKernels_supports(JNIEnv *env, jclass cls,
+                                                                             jint variant) {
     (void) env;
     (void) cls;
-    return bf16_supported() ? JNI_TRUE : JNI_FALSE;
+    return muon_variant_supported(variant) ? JNI_TRUE : JNI_FALSE;
 }
 
 /* Bytes of packing scratch that one call of bfloat16SelfProduct needs for an m × k matrix. */
 JNIEXPORT jlong JNICALL Java_dev_muon_orthogonalize_NativeKernels_bfloat16PackBytes(JNIEnv *env, jclass cls,
-                                                                                      jint m, jint k) {
+                                                                                      jint variant, jint m, jint k) {
     (void) env;
     (void) cls;
+    if (variant == MUON_VARIANT_AVX2) {
+        return (jlong) muon_bf16_avx2_pack_bytes(m, k);
+    }
     int panels = (m + PANEL - 1) / PANEL;
     return (jlong) ((size_t) panels * panel_elems((k + 1) / 2) * sizeof(uint16_t));
 }
 
 /*
  * out[i] = x[i]·x[i]ᵀ for i < batch: x is batch × m × k and out batch × m × m, both contiguous bfloat16; packed
- * has bfloat16PackBytes(m, k) bytes. The caller checked shapes, dtypes, contiguity and CPU support.
+ * has bfloat16PackBytes(variant, m, k) bytes. The caller checked shapes, dtypes, contiguity and CPU support.
  */
 JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_bfloat16SelfProduct(
-        JNIEnv *env, jclass cls, jlong x, jint batch, jint m, jint k, jlong out, jlong packed, jint threads) {
+        JNIEnv *env, jclass cls, jint variant, jlong x, jint batch, jint m, jint k, jlong out, jlong packed,
+        jint threads) {
     (void) env;
     (void) cls;
     epilogue none = {NULL, 0.0f, 0.0f, 0.0f};
     for (int i = 0; i < batch; i++) {
-        self_product((const uint16_t *) (intptr_t) x + (size_t) i * m * k, m, k,
-                     (uint16_t *) (intptr_t) out + (size_t) i * m * m, (uint16_t *) (intptr_t) packed, threads, &none);
+        const uint16_t *xi = (const uint16_t *) (intptr_t) x + (size_t) i * m * k;
+        uint16_t *outi = (uint16_t *) (intptr_t) out + (size_t) i * m * m;
+        if (variant == MUON_VARIANT_AVX2) {
+            muon_bf16_avx2_self_product(xi, m, k, outi, (void *) (intptr_t) packed, threads, NULL, 0.0f, 0.0f, 0.0f);
+        } else {
+            self_product(xi, m, k, outi, (uint16_t *) (intptr_t) packed, threads, &none);
+        }
     }
 }
 
 /*
  * out[i] = a·I + b·s[i] + c·s[i]·s[i] for i < batch, each s[i] an exactly symmetric m × m matrix (the product is
  * formed as s·sᵀ): s and out are batch × m × m contiguous bfloat16, not overlapping; packed has
- * bfloat16PackBytes(m, m) bytes. The result is exactly symmetric.
+ * bfloat16PackBytes(variant, m, m) bytes. The result is exactly symmetric.
  */
 JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_bfloat16Polynomial(
-        JNIEnv *env, jclass cls, jlong s, jint batch, jint m, jlong out, jlong packed, jint threads, jfloat a, jfloat b,
-        jfloat c) {
+        JNIEnv *env, jclass cls, jint variant, jlong s, jint batch, jint m, jlong out, jlong packed, jint threads,
+        jfloat a, jfloat b, jfloat c) {
     (void) env;
     (void) cls;
     for (int i = 0; i < batch; i++) {
         const uint16_t *si = (const uint16_t *) (intptr_t) s + (size_t) i * m * m;
-        epilogue poly = {si, a, b, c};
-        self_product(si, m, m, (uint16_t *) (intptr_t) out + (size_t) i * m * m, (uint16_t *) (intptr_t) packed,
-                     threads, &poly);
+        uint16_t *outi = (uint16_t *) (intptr_t) out + (size_t) i * m * m;
+        if (variant == MUON_VARIANT_AVX2) {
+            muon_bf16_avx2_self_product(si, m, m, outi, (void *) (intptr_t) packed, threads, si, a, b, c);
+        } else {
+            epilogue poly = {si, a, b, c};
+            self_product(si, m, m, outi, (uint16_t *) (intptr_t) packed, threads, &poly);
+        }
     }
 }

@@ -29,7 +29,10 @@
  * Each output value is summed over the inner dimension in the same order whatever the thread count (a tile's
  * block belongs to one thread, blocks follow each other), so the result's bits do not depend on it.
  *
- * Only the functions marked KERNEL use AVX-512; Java calls them only after NativeKernels' probe said yes.
+ * Two variants of the pieces that depend on the instruction set (the tile, the packing transposes, the mirror and
+ * the normalisation's vector loops): the AVX-512 ones below and the AVX2 ones in muon_avx2_kernels.c (6 × 16 tiles
+ * over 16-row panels; why there), each a table the driver runs; Java passes the variant with every call. Only the
+ * functions marked KERNEL use AVX-512; Java calls them only after NativeKernels' probe said this CPU runs them.
  */
 #include <jni.h>
 #include <immintrin.h>
@@ -38,20 +41,19 @@
 #include <math.h>
 #include <string.h>
 
+#include "muon_kernels.h"
+
 #define KERNEL __attribute__((target("avx512f")))
 
-/* Rows per packed panel, and the width (output columns) of a register tile. */
+/* The AVX-512 pieces' rows per packed panel, and the width (output columns) of their register tile. */
 #define PANEL 32
 /* Inner-dimension block: a left tile's 12 × 256 floats stay in L1 while the right panels stream from L2. */
 #define DEPTH 256
 
-/* Tiles per left panel: rows PANEL_TILE_START[t] .. + PANEL_TILE_ROWS[t]. */
-#define TILES_PER_PANEL 3
-static const int PANEL_TILE_START[TILES_PER_PANEL] = {0, 12, 24};
-static const int PANEL_TILE_ROWS[TILES_PER_PANEL] = {12, 12, 8};
+#define TILES_PER_PANEL MUON_TILES_PER_PANEL
 
-static inline int panels_of(int rows) {
-    return (rows + PANEL - 1) / PANEL;
+static inline int panels_of(const muon_f32_isa *isa, int rows) {
+    return (rows + isa->panel - 1) / isa->panel;
 }
 
 static inline int min_int(int a, int b) {
@@ -60,9 +62,9 @@ static inline int min_int(int a, int b) {
 
 /* The packing scratch one call needs, in floats: the right operand's panels (at most max(m, n) rows) and the left
  * operand's (m rows). */
-static size_t pack_floats(int m, int n) {
+static size_t pack_floats(const muon_f32_isa *isa, int m, int n) {
     int widest = m > n ? m : n;
-    return ((size_t) panels_of(widest) + (size_t) panels_of(m)) * PANEL * DEPTH;
+    return ((size_t) panels_of(isa, widest) + (size_t) panels_of(isa, m)) * isa->panel * DEPTH;
 }
 
 static float *aligned(jlong address) {
@@ -117,25 +119,18 @@ KERNEL static void pack_rows(const float *src, long ld, int row0, int rows, int 
     }
 }
 
-/* packed[q·PANEL + c] = src[(q0 + q)·ld + col0 + c]: a block of src's columns as they lie (columns past n: zero). */
-static void pack_columns(const float *src, long ld, int col0, int cols, int q0, int depth, float *packed) {
+/* packed[q·panel + c] = src[(q0 + q)·ld + col0 + c]: a block of src's columns as they lie (columns past n: zero). */
+static void pack_columns(int panel, const float *src, long ld, int col0, int cols, int q0, int depth, float *packed) {
     for (int q = 0; q < depth; q++) {
-        float *to = packed + (long) q * PANEL;
+        float *to = packed + (long) q * panel;
         memcpy(to, src + (long) (q0 + q) * ld + col0, (size_t) cols * sizeof(float));
-        if (cols < PANEL) {
-            memset(to + cols, 0, (size_t) (PANEL - cols) * sizeof(float));
+        if (cols < panel) {
+            memset(to + cols, 0, (size_t) (panel - cols) * sizeof(float));
         }
     }
 }
 
-/* What a tile does with its sums: add them to out (later blocks), and in the last block of a polynomial,
- * out = c·sum + b·s + a on the diagonal. */
-typedef struct {
-    int accumulate;
-    const float *s; /* the polynomial's s at the tile's origin (same leading dimension as out), or NULL */
-    float a, b, c;
-    int diagonal; /* row0 - col0 of the tile: the tile column in which its row 0 meets out's diagonal */
-} epilogue;
+typedef muon_f32_epilogue epilogue;
 
 /* The register tile: out[j][i] (+)= Σ_q left[q·PANEL + j]·right[q·PANEL + i] for j < rows, i < cols. */
 KERNEL static inline __attribute__((always_inline)) void tile_body(const int tile_rows, int depth, const float *restrict right,
@@ -197,15 +192,19 @@ KERNEL static void tile8(int depth, const float *right, const float *left, float
     tile_body(8, depth, right, left, out, ld, rows, cols, e);
 }
 
-/* Tile t (0, 1, 2) of a left panel against a right panel. */
-static void tile(int t, int depth, const float *right_panel, const float *left_panel, float *out, long ld, int rows,
-                 int cols, const epilogue *e) {
-    const float *left = left_panel + PANEL_TILE_START[t];
-    if (PANEL_TILE_ROWS[t] == 12) {
-        tile12(depth, right_panel, left, out, ld, rows, cols, e);
+static void avx512_tile(int tile_rows, int depth, const float *right, const float *left, float *out, long ld,
+                        int rows, int cols, const epilogue *e) {
+    if (tile_rows == 12) {
+        tile12(depth, right, left, out, ld, rows, cols, e);
     } else {
-        tile8(depth, right_panel, left, out, ld, rows, cols, e);
+        tile8(depth, right, left, out, ld, rows, cols, e);
     }
+}
+
+/* Tile t (0, 1, 2) of a left panel against a right panel. */
+static inline void tile(const muon_f32_isa *isa, int t, int depth, const float *right_panel, const float *left_panel,
+                        float *out, long ld, int rows, int cols, const epilogue *e) {
+    isa->tile(isa->tile_rows[t], depth, right_panel, left_panel + isa->tile_start[t], out, ld, rows, cols, e);
 }
 
 /*
@@ -235,194 +234,6 @@ KERNEL static void mirror_upper(float *out, int m, int thread, int threads) {
             }
         }
     }
-}
-
-/* The panels of one operand for one block of the inner dimension: x's rows transposed, or (copy) x's columns. */
-static void pack_block(const float *x, long ld, int rows_total, int transpose, int q0, int depth, int first_panel,
-                       int end_panel, float *packed) {
-    for (int p = first_panel; p < end_panel; p++) {
-        int rows = min_int(rows_total - p * PANEL, PANEL);
-        float *to = packed + (long) p * PANEL * depth;
-        if (transpose) {
-            pack_rows(x, ld, p * PANEL, rows, q0, depth, to);
-        } else {
-            pack_columns(x, ld, p * PANEL, rows, q0, depth, to);
-        }
-    }
-}
-
-/* What the threads pack for each block of the inner dimension, each its share of the panels. */
-typedef struct {
-    const float *right; /* the operand packed into the right panels */
-    long right_ld;
-    int right_rows;     /* its rows (transpose) or columns (copy) that become panel rows */
-    int right_transpose;
-    const float *left;  /* the left operand, or NULL where the left panels are the right ones */
-    long left_ld;
-    int left_rows;
-    int left_transpose;
-    int inner;          /* the inner dimension */
-} blocked_operands;
-
-static void pack_share(const blocked_operands *ops, int q0, int thread, int threads, float *buffer) {
-    int depth = min_int(ops->inner - q0, DEPTH);
-    int right_panels = panels_of(ops->right_rows);
-    pack_block(ops->right, ops->right_ld, ops->right_rows, ops->right_transpose, q0, depth,
-               (int) ((long) right_panels * thread / threads), (int) ((long) right_panels * (thread + 1) / threads),
-               buffer);
-    if (ops->left != NULL) {
-        int left_panels = panels_of(ops->left_rows);
-        pack_block(ops->left, ops->left_ld, ops->left_rows, ops->left_transpose, q0, depth,
-                   (int) ((long) left_panels * thread / threads), (int) ((long) left_panels * (thread + 1) / threads),
-                   buffer + (size_t) panels_of(ops->right_rows) * PANEL * depth);
-    }
-}
-
-/* Tiles on and above the diagonal of an m × m out: left panel p meets right panels p .. panels - 1. */
-static long upper_tile_count(int m) {
-    int panels = panels_of(m);
-    long total = 0;
-    for (int p = 0; p < panels; p++) {
-        total += (long) TILES_PER_PANEL * (panels - p);
-    }
-    return total;
-}
-
-/*
- * This thread's share [first, end) of the tiles on and above the diagonal of the m × m out, for one block of the
- * inner dimension: right and left panels packed, out (+)= their products. poly (NULL for none) is applied in the
- * last block.
- */
-static void upper_tiles(const float *right_packed, const float *left_packed, int m, int depth, float *out,
-                        int accumulate, const epilogue *poly, long first, long end) {
-    int panels = panels_of(m);
-    long index = 0;
-    for (int lp = 0; lp < panels && index < end; lp++) {
-        for (int t = 0; t < TILES_PER_PANEL; t++) {
-            long tiles = panels - lp;
-            int row0 = lp * PANEL + PANEL_TILE_START[t];
-            if (index + tiles <= first || row0 >= m) {
-                index += tiles;
-                continue;
-            }
-            int rows = min_int(m - row0, PANEL_TILE_ROWS[t]);
-            for (int rp = lp; rp < panels; rp++, index++) {
-                if (index < first || index >= end) {
-                    continue;
-                }
-                int col0 = rp * PANEL;
-                epilogue e = {accumulate, NULL, 0.0f, 0.0f, 0.0f, row0 - col0};
-                if (poly != NULL) {
-                    e.s = poly->s + (long) row0 * m + col0;
-                    e.a = poly->a;
-                    e.b = poly->b;
-                    e.c = poly->c;
-                }
-                tile(t, depth, right_packed + (long) rp * PANEL * depth, left_packed + (long) lp * PANEL * depth,
-                     out + (long) row0 * m + col0, m, rows, min_int(m - col0, PANEL), &e);
-            }
-        }
-    }
-}
-
-/* The tiles of one block of the inner dimension [q0, q0 + depth), this thread's share [first, end) of them. */
-typedef void (*block_tiles)(const void *job, const float *packed, int q0, int depth, long first, long end);
-
-/*
- * The blocked product on threads OpenMP threads: for each block of the inner dimension, every thread packs its
- * share of the panels, then forms its share of the total tiles; mirror_m > 0 mirrors the m × m mirror_out's upper
- * triangle at the end.
- */
-static void run_blocked(const blocked_operands *ops, long total, int threads, float *packed, block_tiles tiles,
-                        const void *job, float *mirror_out, int mirror_m) {
-#pragma omp parallel num_threads(threads)
-    {
-        int thread = omp_get_thread_num();
-        int count = omp_get_num_threads();
-        long first = total * thread / count;
-        long end = total * (thread + 1) / count;
-        for (int q0 = 0; q0 < ops->inner; q0 += DEPTH) {
-            pack_share(ops, q0, thread, count, packed);
-#pragma omp barrier
-            tiles(job, packed, q0, min_int(ops->inner - q0, DEPTH), first, end);
-            /* The next block repacks what other threads may still read. (Packing it into a second buffer while
-             * the tiles run, one barrier per block instead of two, measured no faster.) */
-#pragma omp barrier
-        }
-        if (mirror_m > 0) {
-            mirror_upper(mirror_out, mirror_m, thread, count);
-        }
-    }
-}
-
-typedef struct {
-    int m;
-    int k;
-    float *out;
-    const epilogue *poly;
-} self_product_job;
-
-static void self_product_tiles(const void *job, const float *packed, int q0, int depth, long first, long end) {
-    const self_product_job *j = job;
-    int last = q0 + depth >= j->k;
-    upper_tiles(packed, packed, j->m, depth, j->out, q0 > 0, last ? j->poly : NULL, first, end);
-}
-
-/*
- * out = x·xᵀ (poly == NULL) or a·I + b·s + c·x·xᵀ with s = x (poly != NULL) for the m × k x; symmetric_x: x is
- * symmetric (m == k), so its transposed panels are plain copies.
- */
-static void self_product(const float *x, int m, int k, int symmetric_x, float *out, float *packed, int threads,
-                         const epilogue *poly) {
-    blocked_operands ops = {x, k, m, !symmetric_x, NULL, 0, 0, 0, k};
-    self_product_job job = {m, k, out, poly};
-    run_blocked(&ops, upper_tile_count(m), threads, packed, self_product_tiles, &job, out, m);
-}
-
-typedef struct {
-    int m;
-    int n;
-    float *out;
-    int symmetric_out;
-} times_job;
-
-static void times_tiles(const void *job, const float *packed, int q0, int depth, long first, long end) {
-    const times_job *j = job;
-    int right_panels = panels_of(j->n);
-    const float *left_packed = packed + (size_t) right_panels * PANEL * depth;
-    if (j->symmetric_out) {
-        upper_tiles(packed, left_packed, j->m, depth, j->out, q0 > 0, NULL, first, end);
-        return;
-    }
-    epilogue e = {q0 > 0, NULL, 0.0f, 0.0f, 0.0f, 0};
-    /* Consecutive tiles share a left tile (in L1) and stream the right panels. */
-    for (long index = first; index < end; index++) {
-        long left_tile = index / right_panels;
-        int rp = (int) (index % right_panels);
-        int lp = (int) (left_tile / TILES_PER_PANEL);
-        int t = (int) (left_tile % TILES_PER_PANEL);
-        int row0 = lp * PANEL + PANEL_TILE_START[t];
-        if (row0 >= j->m) {
-            continue;
-        }
-        int col0 = rp * PANEL;
-        tile(t, depth, packed + (long) rp * PANEL * depth, left_packed + (long) lp * PANEL * depth,
-             j->out + (long) row0 * j->n + col0, j->n, min_int(j->m - row0, PANEL_TILE_ROWS[t]),
-             min_int(j->n - col0, PANEL), &e);
-    }
-}
-
-/*
- * out = l·r for the m × m l and the m × n r; symmetric_l: l's transposed panels are plain copies. symmetric_out
- * (n == m): the product is symmetric in exact arithmetic (l and r commute), so only the tiles on and above the
- * diagonal are formed and then mirrored, as in the self product: half the multiply-adds.
- */
-static void times(const float *l, int symmetric_l, const float *r, int m, int n, float *out, float *packed,
-                  int threads, int symmetric_out) {
-    long total = symmetric_out ? upper_tile_count(m) : (long) TILES_PER_PANEL * panels_of(m) * panels_of(n);
-    blocked_operands ops = {r, n, n, 0, l, m, m, !symmetric_l, m};
-    times_job job = {m, n, out, symmetric_out};
-    run_blocked(&ops, total, threads, packed, times_tiles, &job, out, symmetric_out ? m : 0);
 }
 
 /* Σ g[i]² of n floats, in double, in a fixed order (eight lanes, then the lanes summed, then the tail). */
@@ -474,6 +285,207 @@ KERNEL static void scale_plain(const float *g, long first, long end, float scale
     }
 }
 
+const muon_f32_isa muon_f32_avx512 = {
+    PANEL, {0, 12, 24}, {12, 12, 8}, avx512_tile, pack_rows, mirror_upper, sum_of_squares, scale_transposed, 16,
+    scale_plain,
+};
+
+/* The panels of one operand for one block of the inner dimension: x's rows transposed, or (copy) x's columns. */
+static void pack_block(const muon_f32_isa *isa, const float *x, long ld, int rows_total, int transpose, int q0,
+                       int depth, int first_panel, int end_panel, float *packed) {
+    int panel = isa->panel;
+    for (int p = first_panel; p < end_panel; p++) {
+        int rows = min_int(rows_total - p * panel, panel);
+        float *to = packed + (long) p * panel * depth;
+        if (transpose) {
+            isa->pack_rows(x, ld, p * panel, rows, q0, depth, to);
+        } else {
+            pack_columns(panel, x, ld, p * panel, rows, q0, depth, to);
+        }
+    }
+}
+
+/* What the threads pack for each block of the inner dimension, each its share of the panels. */
+typedef struct {
+    const float *right; /* the operand packed into the right panels */
+    long right_ld;
+    int right_rows;     /* its rows (transpose) or columns (copy) that become panel rows */
+    int right_transpose;
+    const float *left;  /* the left operand, or NULL where the left panels are the right ones */
+    long left_ld;
+    int left_rows;
+    int left_transpose;
+    int inner;          /* the inner dimension */
+} blocked_operands;
+
+static void pack_share(const muon_f32_isa *isa, const blocked_operands *ops, int q0, int thread, int threads,
+                       float *buffer) {
+    int depth = min_int(ops->inner - q0, DEPTH);
+    int right_panels = panels_of(isa, ops->right_rows);
+    pack_block(isa, ops->right, ops->right_ld, ops->right_rows, ops->right_transpose, q0, depth,
+               (int) ((long) right_panels * thread / threads), (int) ((long) right_panels * (thread + 1) / threads),
+               buffer);
+    if (ops->left != NULL) {
+        int left_panels = panels_of(isa, ops->left_rows);
+        pack_block(isa, ops->left, ops->left_ld, ops->left_rows, ops->left_transpose, q0, depth,
+                   (int) ((long) left_panels * thread / threads), (int) ((long) left_panels * (thread + 1) / threads),
+                   buffer + (size_t) right_panels * isa->panel * depth);
+    }
+}
+
+/* Tiles on and above the diagonal of an m × m out: left panel p meets right panels p .. panels - 1. */
+static long upper_tile_count(const muon_f32_isa *isa, int m) {
+    int panels = panels_of(isa, m);
+    long total = 0;
+    for (int p = 0; p < panels; p++) {
+        total += (long) TILES_PER_PANEL * (panels - p);
+    }
+    return total;
+}
+
+/*
+ * This thread's share [first, end) of the tiles on and above the diagonal of the m × m out, for one block of the
+ * inner dimension: right and left panels packed, out (+)= their products. poly (NULL for none) is applied in the
+ * last block.
+ */
+static void upper_tiles(const muon_f32_isa *isa, const float *right_packed, const float *left_packed, int m,
+                        int depth, float *out, int accumulate, const epilogue *poly, long first, long end) {
+    int panel = isa->panel;
+    int panels = panels_of(isa, m);
+    long index = 0;
+    for (int lp = 0; lp < panels && index < end; lp++) {
+        for (int t = 0; t < TILES_PER_PANEL; t++) {
+            long tiles = panels - lp;
+            int row0 = lp * panel + isa->tile_start[t];
+            if (index + tiles <= first || row0 >= m) {
+                index += tiles;
+                continue;
+            }
+            int rows = min_int(m - row0, isa->tile_rows[t]);
+            for (int rp = lp; rp < panels; rp++, index++) {
+                if (index < first || index >= end) {
+                    continue;
+                }
+                int col0 = rp * panel;
+                epilogue e = {accumulate, NULL, 0.0f, 0.0f, 0.0f, row0 - col0};
+                if (poly != NULL) {
+                    e.s = poly->s + (long) row0 * m + col0;
+                    e.a = poly->a;
+                    e.b = poly->b;
+                    e.c = poly->c;
+                }
+                tile(isa, t, depth, right_packed + (long) rp * panel * depth, left_packed + (long) lp * panel * depth,
+                     out + (long) row0 * m + col0, m, rows, min_int(m - col0, panel), &e);
+            }
+        }
+    }
+}
+
+/* The tiles of one block of the inner dimension [q0, q0 + depth), this thread's share [first, end) of them. */
+typedef void (*block_tiles)(const void *job, const float *packed, int q0, int depth, long first, long end);
+
+/*
+ * The blocked product on threads OpenMP threads: for each block of the inner dimension, every thread packs its
+ * share of the panels, then forms its share of the total tiles; mirror_m > 0 mirrors the m × m mirror_out's upper
+ * triangle at the end.
+ */
+static void run_blocked(const muon_f32_isa *isa, const blocked_operands *ops, long total, int threads,
+                        float *packed, block_tiles tiles, const void *job, float *mirror_out, int mirror_m) {
+#pragma omp parallel num_threads(threads)
+    {
+        int thread = omp_get_thread_num();
+        int count = omp_get_num_threads();
+        long first = total * thread / count;
+        long end = total * (thread + 1) / count;
+        for (int q0 = 0; q0 < ops->inner; q0 += DEPTH) {
+            pack_share(isa, ops, q0, thread, count, packed);
+#pragma omp barrier
+            tiles(job, packed, q0, min_int(ops->inner - q0, DEPTH), first, end);
+            /* The next block repacks what other threads may still read. (Packing it into a second buffer while
+             * the tiles run, one barrier per block instead of two, measured no faster.) */
+#pragma omp barrier
+        }
+        if (mirror_m > 0) {
+            isa->mirror_upper(mirror_out, mirror_m, thread, count);
+        }
+    }
+}
+
+typedef struct {
+    const muon_f32_isa *isa;
+    int m;
+    int k;
+    float *out;
+    const epilogue *poly;
+} self_product_job;
+
+static void self_product_tiles(const void *job, const float *packed, int q0, int depth, long first, long end) {
+    const self_product_job *j = job;
+    int last = q0 + depth >= j->k;
+    upper_tiles(j->isa, packed, packed, j->m, depth, j->out, q0 > 0, last ? j->poly : NULL, first, end);
+}
+
+/*
+ * out = x·xᵀ (poly == NULL) or a·I + b·s + c·x·xᵀ with s = x (poly != NULL) for the m × k x; symmetric_x: x is
+ * symmetric (m == k), so its transposed panels are plain copies.
+ */
+static void self_product(const muon_f32_isa *isa, const float *x, int m, int k, int symmetric_x, float *out,
+                         float *packed, int threads, const epilogue *poly) {
+    blocked_operands ops = {x, k, m, !symmetric_x, NULL, 0, 0, 0, k};
+    self_product_job job = {isa, m, k, out, poly};
+    run_blocked(isa, &ops, upper_tile_count(isa, m), threads, packed, self_product_tiles, &job, out, m);
+}
+
+typedef struct {
+    const muon_f32_isa *isa;
+    int m;
+    int n;
+    float *out;
+    int symmetric_out;
+} times_job;
+
+static void times_tiles(const void *job, const float *packed, int q0, int depth, long first, long end) {
+    const times_job *j = job;
+    const muon_f32_isa *isa = j->isa;
+    int panel = isa->panel;
+    int right_panels = panels_of(isa, j->n);
+    const float *left_packed = packed + (size_t) right_panels * panel * depth;
+    if (j->symmetric_out) {
+        upper_tiles(isa, packed, left_packed, j->m, depth, j->out, q0 > 0, NULL, first, end);
+        return;
+    }
+    epilogue e = {q0 > 0, NULL, 0.0f, 0.0f, 0.0f, 0};
+    /* Consecutive tiles share a left tile (in L1) and stream the right panels. */
+    for (long index = first; index < end; index++) {
+        long left_tile = index / right_panels;
+        int rp = (int) (index % right_panels);
+        int lp = (int) (left_tile / TILES_PER_PANEL);
+        int t = (int) (left_tile % TILES_PER_PANEL);
+        int row0 = lp * panel + isa->tile_start[t];
+        if (row0 >= j->m) {
+            continue;
+        }
+        int col0 = rp * panel;
+        tile(isa, t, depth, packed + (long) rp * panel * depth, left_packed + (long) lp * panel * depth,
+             j->out + (long) row0 * j->n + col0, j->n, min_int(j->m - row0, isa->tile_rows[t]),
+             min_int(j->n - col0, panel), &e);
+    }
+}
+
+/*
+ * out = l·r for the m × m l and the m × n r; symmetric_l: l's transposed panels are plain copies. symmetric_out
+ * (n == m): the product is symmetric in exact arithmetic (l and r commute), so only the tiles on and above the
+ * diagonal are formed and then mirrored, as in the self product: half the multiply-adds.
+ */
+static void times(const muon_f32_isa *isa, const float *l, int symmetric_l, const float *r, int m, int n, float *out,
+                  float *packed, int threads, int symmetric_out) {
+    long total = symmetric_out ? upper_tile_count(isa, m)
+                               : (long) TILES_PER_PANEL * panels_of(isa, m) * panels_of(isa, n);
+    blocked_operands ops = {r, n, n, 0, l, m, m, !symmetric_l, m};
+    times_job job = {isa, m, n, out, symmetric_out};
+    run_blocked(isa, &ops, total, threads, packed, times_tiles, &job, out, symmetric_out ? m : 0);
+}
+
 /*
  * out = g / max(safety·‖g‖_F, eps) for the wide m × n out; g is m × n, or (transposed) the transpose of the
  * contiguous n × m g. As OpenBLAS's path computes it (snrm2, then a multiplication by the reciprocal): the norm is
@@ -481,8 +493,8 @@ KERNEL static void scale_plain(const float *g, long first, long end, float scale
  * is summed on its own and the rows in order, so the bits do not depend on the thread count. row_sums holds one
  * double per source row.
  */
-static void normalize(const float *g, int m, int n, int transposed, float *out, double safety, double eps,
-                      int threads, double *row_sums) {
+static void normalize(const muon_f32_isa *isa, const float *g, int m, int n, int transposed, float *out,
+                      double safety, double eps, int threads, double *row_sums) {
     int source_rows = transposed ? n : m;
     int source_cols = transposed ? m : n;
     long count = (long) m * n;
@@ -493,7 +505,7 @@ static void normalize(const float *g, int m, int n, int transposed, float *out, 
         int parts = omp_get_num_threads();
 #pragma omp for schedule(static)
         for (int r = 0; r < source_rows; r++) {
-            row_sums[r] = sum_of_squares(g + (long) r * source_cols, source_cols);
+            row_sums[r] = isa->sum_of_squares(g + (long) r * source_cols, source_cols);
         }
 #pragma omp single
         {
@@ -506,72 +518,79 @@ static void normalize(const float *g, int m, int n, int transposed, float *out, 
             scale = (float) (1.0 / (denominator > eps ? denominator : eps));
         }
         if (transposed) {
-            long blocks = (long) ((n + 15) / 16) * ((m + 15) / 16);
-            scale_transposed(g, m, n, scale, out, (int) (blocks * thread / parts),
-                             (int) (blocks * (thread + 1) / parts));
+            int side = isa->transpose_block;
+            long blocks = (long) ((n + side - 1) / side) * ((m + side - 1) / side);
+            isa->scale_transposed(g, m, n, scale, out, (int) (blocks * thread / parts),
+                                  (int) (blocks * (thread + 1) / parts));
         } else {
-            scale_plain(g, count * thread / parts, count * (thread + 1) / parts, scale, out);
+            isa->scale_plain(g, count * thread / parts, count * (thread + 1) / parts, scale, out);
         }
     }
 }
 
+static const muon_f32_isa *isa_of(jint variant) {
+    return variant == MUON_VARIANT_AVX2 ? &muon_f32_avx2 : &muon_f32_avx512;
+}
+
 /* Bytes of packing scratch that one call needs for an m × k self product or an m × m by m × n product. */
-JNIEXPORT jlong JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32PackBytes(JNIEnv *env, jclass cls, jint m,
-                                                                                    jint n) {
+JNIEXPORT jlong JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32PackBytes(JNIEnv *env, jclass cls,
+                                                                                    jint variant, jint m, jint n) {
     (void) env;
     (void) cls;
-    return (jlong) (pack_floats(m, n) * sizeof(float) + 64);
+    return (jlong) (pack_floats(isa_of(variant), m, n) * sizeof(float) + 64);
 }
 
 /*
  * out = x·xᵀ for the contiguous m × k float32 x (symmetricX: x is symmetric, m == k); out is m × m, not
- * overlapping x, exactly symmetric. packed has float32PackBytes(m, k) bytes. The caller checked shapes, dtypes,
- * contiguity and CPU support.
+ * overlapping x, exactly symmetric. packed has float32PackBytes(variant, m, k) bytes. The caller checked shapes,
+ * dtypes, contiguity and CPU support.
  */
 JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32SelfProduct(
-        JNIEnv *env, jclass cls, jlong x, jint m, jint k, jboolean symmetricX, jlong out, jlong packed, jint threads) {
+        JNIEnv *env, jclass cls, jint variant, jlong x, jint m, jint k, jboolean symmetricX, jlong out, jlong packed,
+        jint threads) {
     (void) env;
     (void) cls;
-    self_product((const float *) (intptr_t) x, m, k, symmetricX == JNI_TRUE, (float *) (intptr_t) out,
-                 aligned(packed), threads, NULL);
+    self_product(isa_of(variant), (const float *) (intptr_t) x, m, k, symmetricX == JNI_TRUE,
+                 (float *) (intptr_t) out, aligned(packed), threads, NULL);
 }
 
 /*
  * out = a·I + b·s + c·s·s for the exactly symmetric m × m float32 s; s and out contiguous, not overlapping;
- * packed has float32PackBytes(m, m) bytes. The result is exactly symmetric.
+ * packed has float32PackBytes(variant, m, m) bytes. The result is exactly symmetric.
  */
 JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32Polynomial(
-        JNIEnv *env, jclass cls, jlong s, jint m, jlong out, jlong packed, jint threads, jfloat a, jfloat b,
-        jfloat c) {
+        JNIEnv *env, jclass cls, jint variant, jlong s, jint m, jlong out, jlong packed, jint threads, jfloat a,
+        jfloat b, jfloat c) {
     (void) env;
     (void) cls;
     epilogue poly = {0, (const float *) (intptr_t) s, a, b, c, 0};
-    self_product((const float *) (intptr_t) s, m, m, 1, (float *) (intptr_t) out, aligned(packed), threads, &poly);
+    self_product(isa_of(variant), (const float *) (intptr_t) s, m, m, 1, (float *) (intptr_t) out, aligned(packed),
+                 threads, &poly);
 }
 
 /*
  * out = l·r for the m × m l (leftSymmetric: exactly symmetric) and the m × n r, all contiguous float32, out not
  * overlapping either; symmetricOut (n == m): l and r commute, and out is formed from its upper triangle, exactly
- * symmetric. packed has float32PackBytes(m, n) bytes.
+ * symmetric. packed has float32PackBytes(variant, m, n) bytes.
  */
 JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32Times(
-        JNIEnv *env, jclass cls, jlong l, jboolean leftSymmetric, jlong r, jint m, jint n, jboolean symmetricOut,
-        jlong out, jlong packed, jint threads) {
+        JNIEnv *env, jclass cls, jint variant, jlong l, jboolean leftSymmetric, jlong r, jint m, jint n,
+        jboolean symmetricOut, jlong out, jlong packed, jint threads) {
     (void) env;
     (void) cls;
-    times((const float *) (intptr_t) l, leftSymmetric == JNI_TRUE, (const float *) (intptr_t) r, m, n,
-          (float *) (intptr_t) out, aligned(packed), threads, symmetricOut == JNI_TRUE);
+    times(isa_of(variant), (const float *) (intptr_t) l, leftSymmetric == JNI_TRUE, (const float *) (intptr_t) r, m,
+          n, (float *) (intptr_t) out, aligned(packed), threads, symmetricOut == JNI_TRUE);
 }
 
 /*
  * out = g / max(safety·‖g‖_F, eps) for the m × n float32 out; g is m × n, or (transposed) the transpose of a
- * contiguous n × m float32 matrix; out overlaps nothing. packed has float32PackBytes(m, n) bytes.
+ * contiguous n × m float32 matrix; out overlaps nothing. packed has float32PackBytes(variant, m, n) bytes.
  */
 JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32Normalize(
-        JNIEnv *env, jclass cls, jlong g, jint m, jint n, jboolean transposed, jlong out, jlong packed, jint threads,
-        jdouble safety, jdouble eps) {
+        JNIEnv *env, jclass cls, jint variant, jlong g, jint m, jint n, jboolean transposed, jlong out, jlong packed,
+        jint threads, jdouble safety, jdouble eps) {
     (void) env;
     (void) cls;
-    normalize((const float *) (intptr_t) g, m, n, transposed == JNI_TRUE, (float *) (intptr_t) out, safety, eps,
-              threads, (double *) aligned(packed));
+    normalize(isa_of(variant), (const float *) (intptr_t) g, m, n, transposed == JNI_TRUE, (float *) (intptr_t) out,
+              safety, eps, threads, (double *) aligned(packed));
 }

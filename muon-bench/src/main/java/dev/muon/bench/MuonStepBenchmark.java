@@ -50,9 +50,17 @@ import java.util.concurrent.TimeUnit;
  * does not run ({@code NativeKernels}): where it runs, they take the symmetric kernel one by one, so {@code on} and
  * {@code off} run the same code.
  *
+ * <p>The scale curve's sets, not in the default list: {@code block-D} for a width {@code D} is one transformer
+ * block's matrices, q, k, v, o of D×D (attention, 4·D²) and the MLP's 4D×D and D×4D (8·D²), all on Muon's side
+ * ({@code -p model=block-768,block-1024,block-1280,block-1600,block-2048 -p optimizer=muon}). With
+ * {@code -Dmuon.bench.residentOut=FILE} in the forked JVM ({@code -jvmArgsAppend}), each trial appends one JSON line
+ * to FILE with its parameters and the process's resident memory in MiB: {@code before} (parameters and gradients
+ * made), {@code after} (the optimizer built and one step run: its state and workspaces) and {@code peak} (the
+ * high-water mark since {@code before}); {@code muon-bench/peer/scale_curve.sh} reads them.
+ *
  * <p>How to run: {@code java -jar muon-bench/target/benchmarks.jar MuonStepBenchmark}; the batching question
  * alone: {@code java -jar muon-bench/target/benchmarks.jar MuonStepBenchmark -p model=small-24x256
- * -p optimizer=muon -p batching=on,off}.
+ * -p optimizer=muon -p batching=on,off}; the scale curve: {@code muon-bench/peer/scale_curve.sh}.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -67,8 +75,11 @@ public class MuonStepBenchmark {
     private static final int CONTEXT = 1024;
     private static final int SMALL_D = 256;
     private static final int SMALL_LAYERS = 6;
+    private static final String BLOCK = "block-";
+    /** The system property naming the file the trial's resident memory is appended to. */
+    static final String RESIDENT_OUT = "muon.bench.residentOut";
 
-    /** The parameter set (see the class javadoc). */
+    /** The parameter set (see the class javadoc; {@code block-D} sets are given with {@code -p}). */
     @Param({"gpt2-small-width", "small-24x256"})
     public String model;
 
@@ -99,12 +110,17 @@ public class MuonStepBenchmark {
         List<Tensor> hidden = new ArrayList<>();
         List<Tensor> rest = new ArrayList<>();
         Map<String, Tensor> named = new LinkedHashMap<>();
-        switch (model) {
-            case "gpt2-small-width" -> gpt2SmallWidth(hidden, rest, named);
-            case "small-24x256" -> small24x256(hidden, named);
-            default -> throw new IllegalArgumentException("model must be gpt2-small-width or small-24x256, got "
-                    + model);
+        if (model.startsWith(BLOCK)) {
+            block(blockWidth(model), hidden, named);
+        } else {
+            switch (model) {
+                case "gpt2-small-width" -> gpt2SmallWidth(hidden, rest, named);
+                case "small-24x256" -> small24x256(hidden, named);
+                default -> throw new IllegalArgumentException("model must be gpt2-small-width, small-24x256 or "
+                        + BLOCK + "D for a width D, got " + model);
+            }
         }
+        ResidentMemory before = ResidentMemory.sinceNow();
         if (!batching.equals("on") && !batching.equals("off")) {
             throw new IllegalArgumentException("batching must be on or off, got " + batching);
         }
@@ -133,6 +149,33 @@ public class MuonStepBenchmark {
             };
         }
         step.run();
+        System.out.println("# " + CpuCapabilities.summary().replace('\n', ','));
+        Map<String, String> params = new LinkedHashMap<>();
+        params.put("model", model);
+        params.put("optimizer", optimizer);
+        params.put("nsPrecision", nsPrecision);
+        params.put("nsAlgorithm", nsAlgorithm);
+        params.put("batching", batching);
+        before.report(System.getProperty(RESIDENT_OUT), params);
+    }
+
+    /** The width {@code D} of a {@code block-D} set. */
+    static int blockWidth(String model) {
+        String digits = model.substring(BLOCK.length());
+        if (!digits.matches("[1-9][0-9]{0,5}")) {
+            throw new IllegalArgumentException("model " + BLOCK + "D needs a width D from 1 to 999999, got "
+                    + model);
+        }
+        return Integer.parseInt(digits);
+    }
+
+    /** One transformer block's matrices at width d: q, k, v, o (4·d²) and the MLP's two (8·d²), all on Muon. */
+    private static void block(int d, List<Tensor> hidden, Map<String, Tensor> named) {
+        for (String proj : new String[]{"q", "k", "v", "o"}) {
+            hidden.add(named(named, "attn." + proj + ".weight", parameter(d, d)));
+        }
+        hidden.add(named(named, "mlp.fc.weight", parameter(4L * d, d)));
+        hidden.add(named(named, "mlp.proj.weight", parameter(d, 4L * d)));
     }
 
     /** The GPT-2-small-width set: 24 hidden matrices on Muon's side, 43 other tensors on AdamW's. */

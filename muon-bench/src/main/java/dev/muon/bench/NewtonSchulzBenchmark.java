@@ -108,7 +108,7 @@ public class NewtonSchulzBenchmark {
             newtonSchulz.orthogonalize(input);
         }
         System.out.println("# libtorch intra-op threads: " + torch.get_num_threads() + ", OMP_WAIT_POLICY="
-                + System.getenv("OMP_WAIT_POLICY"));
+                + System.getenv("OMP_WAIT_POLICY") + ", " + CpuCapabilities.summary().replace('\n', ','));
     }
 
     /** Frees the native memory of this trial. */

@@ -36,14 +36,14 @@ final class BlasKernels {
      *
      * @param ws            the buffers
      * @param float64       the iteration's dtype: float64, or float32
-     * @param nativeFloat32 in float32, whether the products run on muon-core's native kernels
-     *                      ({@link NativeFloat32Products}), the normalisation included
+     * @param nativeFloat32 in float32, the variant of muon-core's native kernels on which the products run
+     *                      ({@link NativeFloat32Products}), the normalisation included; null: on OpenBLAS
      */
-    BlasKernels(Workspace ws, boolean float64, boolean nativeFloat32) {
+    BlasKernels(Workspace ws, boolean float64, NativeKernels.Variant nativeFloat32) {
         this.ws = ws;
         this.blas = new OpenBlas(float64);
         this.ones = NativeLifetime.outliveScope(torch.ones(new long[]{ws.x.size(0)}, ws.x.options()));
-        this.nativeProducts = nativeFloat32 && !float64 ? new NativeFloat32Products() : null;
+        this.nativeProducts = nativeFloat32 != null && !float64 ? new NativeFloat32Products(nativeFloat32) : null;
     }
 
     /** Whether the products run on the native float32 kernels. */

@@ -68,11 +68,11 @@ final class GramIteration {
      * @param blockedSquaresMinRows the smallest {@code m} from which the {@code m × m} self products run as
      *                              {@link GramProduct}'s half products rather than one GEMM ({@code X_r X_rᵀ},
      *                              whose inner dimension is the long side, always runs as a half product)
-     * @param nativeKernel          whether the half products run on the native bfloat16 kernel (only where
-     *                              {@link GramProduct#nativeServes} says it can), the polynomial fused into
-     *                              {@code R_k²}; else on row blocks of GEMMs
+     * @param nativeKernel          the native bfloat16 kernel's variant on which the half products run (only where
+     *                              {@link GramProduct#nativeVariantFor} gives one, or in tests any this CPU runs),
+     *                              the polynomial fused into {@code R_k²}; null: on row blocks of GEMMs
      */
-    GramIteration(Workspace ws, int blockedSquaresMinRows, boolean nativeKernel) {
+    GramIteration(Workspace ws, int blockedSquaresMinRows, NativeKernels.Variant nativeKernel) {
         this.ws = ws;
         gram = new GramProduct(ws.x.size(0), ws.x.options(), nativeKernel, blockedSquaresMinRows);
     }

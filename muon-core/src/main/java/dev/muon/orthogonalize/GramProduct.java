@@ -10,14 +10,15 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 /**
  * {@code out = x·xᵀ} for a row-major {@code m × k} matrix {@code x}, with both triangles of {@code out} written,
  * in about {@code (b + 1)/(2b)} of a GEMM's multiply-adds for {@code b} row blocks (0.625 at {@code m = 1024}), on
- * libtorch ops for any dtype and device; or, for bfloat16 on a CPU with AVX512_BF16, in half a GEMM's
- * multiply-adds by muon-core's native kernel ({@link NativeKernels}). Every product of the form {@code S·S} with
- * {@code S} symmetric is one of these, since {@code S·S = S·Sᵀ}.
+ * libtorch ops for any dtype and device; or, for bfloat16 on a CPU where muon-core's native kernels run
+ * ({@link NativeKernels}: AVX512_BF16, or AVX2 with FMA), in half a GEMM's multiply-adds by their half product.
+ * Every product of the form {@code S·S} with {@code S} symmetric is one of these, since {@code S·S = S·Sᵀ}.
  *
  * <p>The native kernel accumulates each entry in float32 over the whole of {@code k} and rounds it once to bfloat16,
- * as a GEMM does, and writes each value to both of its places. Against libtorch's GEMM for the same product, in
- * one process on our 2-core CPU ({@code docs/benchmarks.md}): 0.63 of its time at 768 × 768, 0.61 at 768 × 3072,
- * 0.65 at 1024 × 1024, 0.58 at 1024 × 4096 and 1536 × 1536, 0.67 at 512 × 512, 0.73–0.88 at 256 × 256.
+ * as a GEMM does, and writes each value to both of its places. Its AVX-512 variant against libtorch's GEMM for the
+ * same product, in one process on our 2-core Zen 4 CPU ({@code docs/benchmarks.md}): 0.63 of its time at
+ * 768 × 768, 0.61 at 768 × 3072, 0.65 at 1024 × 1024, 0.58 at 1024 × 4096 and 1536 × 1536, 0.67 at 512 × 512,
+ * 0.73–0.88 at 256 × 256 (the AVX2 variant is not measured yet).
  *
  * <p>Row blocks of {@value #BLOCK_ROWS} rows, each one GEMM {@code out[i, i:] = x[i]·x[i:]ᵀ} straight into a view
  * of {@code out} (libtorch writes a GEMM into a strided row slice without a copy); then the blocks left of the
@@ -59,8 +60,8 @@ final class GramProduct {
     private final int rows;
     /** Scratch for mirroring the diagonal tiles of the row-blocked form. */
     private final Tensor tile;
-    /** Whether the native bfloat16 kernel forms the products up to {@link #NATIVE_MAX_ELEMENTS}. */
-    private final boolean nativeKernel;
+    /** The native bfloat16 kernel's variant that forms the products up to {@link #NATIVE_MAX_ELEMENTS}, or null. */
+    private final NativeKernels.Variant nativeKernel;
     /** Whether {@link #squareInto} forms {@code m × m} self products as half products rather than one GEMM. */
     private final boolean halfSquares;
     /** The native kernel's packing scratch, grown to the longest {@code k} seen; empty before the first call. */
@@ -71,13 +72,13 @@ final class GramProduct {
      *
      * @param rows                {@code m}
      * @param options             the dtype and device of the tensors
-     * @param nativeKernel        whether the native kernel forms them: only where {@link #nativeServes} says it
-     *                            can
+     * @param nativeKernel        the native kernel's variant that forms them (only where {@link #nativeVariantFor}
+     *                            gives one, or in tests any this CPU runs), or null for libtorch's GEMMs
      * @param halfSquaresMinRows  the smallest {@code m} from which {@link #squareInto} and {@link #polynomialInto}
      *                            form {@code m × m} self products as half products rather than one GEMM ({@code 0}:
      *                            always); {@link #into} always forms half products
      */
-    GramProduct(long rows, TensorOptions options, boolean nativeKernel, int halfSquaresMinRows) {
+    GramProduct(long rows, TensorOptions options, NativeKernels.Variant nativeKernel, int halfSquaresMinRows) {
         this.rows = Math.toIntExact(rows);
         this.nativeKernel = nativeKernel;
         this.halfSquares = rows >= halfSquaresMinRows;
@@ -90,8 +91,19 @@ final class GramProduct {
      * available here.
      */
     static boolean nativeServes(Tensor t) {
-        return t.scalar_type().value == ScalarType.BFloat16.value && t.device().is_cpu()
-                && NativeKernels.isAvailable();
+        return bfloat16OnCpu(t) && NativeKernels.isAvailable();
+    }
+
+    /**
+     * The native half product's variant for tensors like {@code t}: the one that runs here where
+     * {@link #nativeServes} says it serves them, else null.
+     */
+    static NativeKernels.Variant nativeVariantFor(Tensor t) {
+        return nativeServes(t) ? NativeKernels.variant().orElseThrow() : null;
+    }
+
+    private static boolean bfloat16OnCpu(Tensor t) {
+        return t.scalar_type().value == ScalarType.BFloat16.value && t.device().is_cpu();
     }
 
     /**
@@ -129,7 +141,7 @@ final class GramProduct {
 
     /** Whether the native kernel forms a product with a {@code k}-column operand. */
     boolean usesNativeFor(long k) {
-        return nativeKernel && rows * k <= NATIVE_MAX_ELEMENTS;
+        return nativeKernel != null && rows * k <= NATIVE_MAX_ELEMENTS;
     }
 
     /** Whether the native kernel forms {@code m × m} self products, so that {@link #fusedPolynomialInto} can run. */
@@ -178,7 +190,7 @@ final class GramProduct {
      * @param s   a contiguous, exactly symmetric {@code m × m} tensor
      */
     void fusedPolynomialInto(Tensor out, Tensor s, double a, double b, double c) {
-        if (!nativeKernel) {
+        if (nativeKernel == null) {
             throw new IllegalStateException("the fused polynomial needs the native kernel, which this product lacks");
         }
         if (!isNative()) {
@@ -186,21 +198,31 @@ final class GramProduct {
                     + " elements, and " + rows + " x " + rows + " is more");
         }
         requireNativeOperands(out, s);
-        NativeKernels.bfloat16Polynomial(s.data_ptr().address(), 1, rows, out.data_ptr().address(),
-                scratchFor(rows), torch.get_num_threads(), (float) a, (float) b, (float) c);
+        if (rows == 0) {
+            return; // an empty tensor has no data pointer
+        }
+        NativeKernels.bfloat16Polynomial(nativeKernel.code, s.data_ptr().address(), 1, rows,
+                out.data_ptr().address(), scratchFor(rows), torch.get_num_threads(), (float) a, (float) b, (float) c);
     }
 
     private void nativeInto(Tensor out, Tensor x) {
         requireNativeOperands(out, x);
         int k = Math.toIntExact(x.size(1));
-        NativeKernels.bfloat16SelfProduct(x.data_ptr().address(), 1, rows, k, out.data_ptr().address(),
-                scratchFor(k), torch.get_num_threads());
+        if (rows == 0) {
+            return; // an empty tensor has no data pointer
+        }
+        if (k == 0) {
+            out.zero_();
+            return;
+        }
+        NativeKernels.bfloat16SelfProduct(nativeKernel.code, x.data_ptr().address(), 1, rows, k,
+                out.data_ptr().address(), scratchFor(k), torch.get_num_threads());
     }
 
     private void requireNativeOperands(Tensor out, Tensor x) {
         // The kernel reads and writes raw memory: a view or another dtype here would be a bug in the caller.
         if (!x.is_contiguous() || !out.is_contiguous() || x.dim() != 2 || out.dim() != 2 || x.size(0) != rows
-                || out.size(0) != rows || out.size(1) != rows || !nativeServes(x) || !nativeServes(out)) {
+                || out.size(0) != rows || out.size(1) != rows || !bfloat16OnCpu(x) || !bfloat16OnCpu(out)) {
             throw new IllegalStateException("the native half product needs contiguous 2-D bfloat16 CPU tensors of "
                     + rows + " rows, got x " + x.size(0) + "x" + x.size(-1) + " (contiguous: " + x.is_contiguous()
                     + ") and out " + out.size(0) + "x" + out.size(-1) + " (contiguous: " + out.is_contiguous() + ")");
@@ -209,6 +231,6 @@ final class GramProduct {
 
     /** The packing scratch's address for a {@code k}-column operand, grown to the longest {@code k} so far. */
     private long scratchFor(int k) {
-        return scratch.address(NativeKernels.bfloat16PackBytes(rows, k));
+        return scratch.address(NativeKernels.bfloat16PackBytes(nativeKernel.code, rows, k));
     }
 }

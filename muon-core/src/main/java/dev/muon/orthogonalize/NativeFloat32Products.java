@@ -4,22 +4,35 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
+import java.util.Objects;
+
 /**
  * The float32 products of the symmetric and Gram kernels on muon-core's native kernels ({@link NativeKernels},
- * {@code muon_f32_kernels.c}), for one CPU workspace: the half product {@code x·xᵀ}, the Newton–Schulz polynomial
- * {@code a·I + b·s + c·s·s} formed with it, {@code l·r} (as a half product where {@code l} and {@code r} commute),
- * and the normalisation before them. Every result is written whole (both triangles of the
- * symmetric ones, exactly symmetric), and its bits do not depend on the thread count.
+ * {@code muon_f32_kernels.c}), in one of their variants, for one CPU workspace: the half product {@code x·xᵀ},
+ * the Newton–Schulz polynomial {@code a·I + b·s + c·s·s} formed with it, {@code l·r} (as a half product where
+ * {@code l} and {@code r} commute), and the normalisation before them. Every result is written whole (both
+ * triangles of the symmetric ones, exactly symmetric), and its bits do not depend on the thread count.
  *
  * <p>Why not OpenBLAS, which the kernels used before: its {@code ssyrk} takes about 0.65 of its {@code sgemm}'s time
  * for half the multiply-adds where ours takes about 0.55, and every pass of an iteration here runs on libtorch's
  * OpenMP pool, so no second pool's spinning threads wait between the passes (docs/benchmarks.md).
  *
+ * <p>Empty operands never reach the kernels (an empty tensor has no data pointer): an empty result is left as
+ * it is, and a product over an empty inner dimension is zero.
+ *
  * <p>Holds the packing scratch, grown to the largest call so far; use it from one thread at a time, as the
  * workspace it serves.
  */
 final class NativeFloat32Products {
+    private final NativeKernels.Variant variant;
     private final PackingScratch scratch = new PackingScratch();
+
+    /**
+     * @param variant the kernels' variant: {@link NativeKernels#variant()}, or in tests any this CPU runs
+     */
+    NativeFloat32Products(NativeKernels.Variant variant) {
+        this.variant = Objects.requireNonNull(variant, "variant");
+    }
 
     /** {@code out = x·xᵀ}; {@code symmetricX} says {@code x} is exactly symmetric, which packs it faster. */
     void selfProduct(Tensor out, Tensor x, boolean symmetricX) {
@@ -28,8 +41,11 @@ final class NativeFloat32Products {
         require(x, m, k);
         require(out, m, m);
         requireApart(out, x);
-        NativeKernels.float32SelfProduct(x.data_ptr().address(), m, k, symmetricX, out.data_ptr().address(),
-                scratchFor(m, k), threads());
+        if (emptyResult(out, k)) {
+            return;
+        }
+        NativeKernels.float32SelfProduct(variant.code, x.data_ptr().address(), m, k, symmetricX,
+                out.data_ptr().address(), scratchFor(m, k), threads());
     }
 
     /** {@code out = a·I + b·s + c·s·s} for the exactly symmetric {@code s}. */
@@ -38,8 +54,11 @@ final class NativeFloat32Products {
         require(s, m, m);
         require(out, m, m);
         requireApart(out, s);
-        NativeKernels.float32Polynomial(s.data_ptr().address(), m, out.data_ptr().address(), scratchFor(m, m),
-                threads(), (float) c.a(), (float) c.b(), (float) c.c());
+        if (m == 0) {
+            return;
+        }
+        NativeKernels.float32Polynomial(variant.code, s.data_ptr().address(), m, out.data_ptr().address(),
+                scratchFor(m, m), threads(), (float) c.a(), (float) c.b(), (float) c.c());
     }
 
     /** {@code out = l·r} for the square {@code l}; {@code leftSymmetric} says {@code l} is exactly symmetric. */
@@ -64,8 +83,11 @@ final class NativeFloat32Products {
         require(out, m, n);
         requireApart(out, l);
         requireApart(out, r);
-        NativeKernels.float32Times(l.data_ptr().address(), leftSymmetric, r.data_ptr().address(), m, n,
-                symmetricOut, out.data_ptr().address(), scratchFor(m, n), threads());
+        if (emptyResult(out, m)) {
+            return;
+        }
+        NativeKernels.float32Times(variant.code, l.data_ptr().address(), leftSymmetric, r.data_ptr().address(), m,
+                n, symmetricOut, out.data_ptr().address(), scratchFor(m, n), threads());
     }
 
     /**
@@ -78,8 +100,26 @@ final class NativeFloat32Products {
         require(out, m, n);
         require(g, transposed ? n : m, transposed ? m : n);
         requireApart(out, g);
-        NativeKernels.float32Normalize(g.data_ptr().address(), m, n, transposed, out.data_ptr().address(),
-                scratchFor(m, n), threads(), safety, eps);
+        if (out.numel() == 0) {
+            return;
+        }
+        NativeKernels.float32Normalize(variant.code, g.data_ptr().address(), m, n, transposed,
+                out.data_ptr().address(), scratchFor(m, n), threads(), safety, eps);
+    }
+
+    /**
+     * Whether the product into {@code out} over an {@code inner}-long dimension is done without the kernels: an
+     * empty {@code out} (nothing to write), or an empty inner dimension (the product is zero, written here).
+     */
+    private static boolean emptyResult(Tensor out, int inner) {
+        if (out.numel() == 0) {
+            return true;
+        }
+        if (inner == 0) {
+            out.zero_();
+            return true;
+        }
+        return false;
     }
 
     /** The OpenMP threads a call uses: what OpenBLAS would have been given ({@link OpenBlas#followTorchThreads}). */
@@ -103,6 +143,9 @@ final class NativeFloat32Products {
     }
 
     private static void requireApart(Tensor out, Tensor operand) {
+        if (out.numel() == 0 || operand.numel() == 0) {
+            return; // no memory to share
+        }
         long o = out.data_ptr().address();
         long p = operand.data_ptr().address();
         if (o < p + operand.nbytes() && p < o + out.nbytes()) {
@@ -113,6 +156,6 @@ final class NativeFloat32Products {
 
     /** The packing scratch's address for an {@code m × n} call. */
     private long scratchFor(int m, int n) {
-        return scratch.address(NativeKernels.float32PackBytes(m, n));
+        return scratch.address(NativeKernels.float32PackBytes(variant.code, m, n));
     }
 }

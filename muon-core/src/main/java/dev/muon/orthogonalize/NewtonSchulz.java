@@ -84,8 +84,9 @@ public final class NewtonSchulz implements Orthogonalizer {
 
     /**
      * The smallest {@code min(rows, cols)} for which {@link NsAlgorithm#AUTO} picks the symmetric kernel in
-     * bfloat16 where muon-core's native half product runs (a CPU with AVX512_BF16; see {@code docs/api.md}); it
-     * replaces {@value #BFLOAT16_SYMMETRIC_MIN_ROWS} there. Measured on our 2-core CPU as {@code Muon} steps of 12
+     * bfloat16 where muon-core's native half product runs (a CPU with AVX512_BF16, or with AVX2 and FMA; see
+     * {@code docs/api.md}); it replaces {@value #BFLOAT16_SYMMETRIC_MIN_ROWS} there. Measured with the kernel's
+     * AVX-512 variant (the AVX2 one is not measured yet) on our 2-core CPU as {@code Muon} steps of 12
      * same-shape matrices, one by one on this kernel against one batch on the plain kernel (the alternative a
      * same-shape group has, {@code Muon.BATCH_MAX_SIDE}): 1.03× the batch's time at 384², 0.86× at 512²,
      * 0.78× at 640² to 1024²; alone against the plain kernel, 0.87× at 512² and 1.0× at 256².

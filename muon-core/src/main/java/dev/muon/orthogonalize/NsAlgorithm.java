@@ -20,10 +20,10 @@ public enum NsAlgorithm {
     /**
      * Exploits the symmetry of {@code X·Xᵀ} and {@code A·A}: in float32/float64 OpenBLAS {@code ?syrk} computes
      * one triangle of each (half the multiply-adds) and {@code ?symm} applies the symmetric polynomial; in
-     * bfloat16 on a CPU with AVX512_BF16 muon-core's native half product does the same, the polynomial fused into
-     * {@code A·A}; otherwise (bfloat16 without it, or no OpenBLAS) each is formed from row blocks of GEMMs above
-     * the diagonal, which saves less and loses to the plain kernel below about 1536 rows. CPU, single matrices;
-     * on other devices and for batches, {@code GEMM} runs instead.
+     * bfloat16 where muon-core's native half product runs (AVX512_BF16, or AVX2 with FMA) it does the same, the
+     * polynomial fused into {@code A·A}; otherwise (bfloat16 without it, or no OpenBLAS) each is formed from row
+     * blocks of GEMMs above the diagonal, which saves less and loses to the plain kernel below about 1536 rows.
+     * CPU, single matrices; on other devices and for batches, {@code GEMM} runs instead.
      */
     SYMMETRIC,
     /**

@@ -23,7 +23,7 @@ final class ShapeKernels {
      */
     BlasKernels blas(boolean float64) {
         if (blas == null) {
-            blas = new BlasKernels(ws, float64, NativeKernels.isAvailable());
+            blas = new BlasKernels(ws, float64, NativeKernels.variant().orElse(null));
         }
         return blas;
     }
@@ -31,7 +31,7 @@ final class ShapeKernels {
     /** The libtorch form of the symmetric kernel for this shape, created on first use. */
     SymmetricIteration symmetric() {
         if (symmetric == null) {
-            symmetric = new SymmetricIteration(ws, GramProduct.nativeServes(ws.x));
+            symmetric = new SymmetricIteration(ws, GramProduct.nativeVariantFor(ws.x));
         }
         return symmetric;
     }
@@ -41,8 +41,8 @@ final class ShapeKernels {
         if (gram == null) {
             // Row-blocked m x m squares lose to one GEMM on the CPU below CPU_SQUARE_MIN_ROWS (measured there
             // only; other devices keep them everywhere); the native half product wins at every size it serves.
-            boolean nativeKernel = GramProduct.nativeServes(ws.x);
-            boolean rowBlocksOnCpu = ws.x.device().is_cpu() && !nativeKernel;
+            NativeKernels.Variant nativeKernel = GramProduct.nativeVariantFor(ws.x);
+            boolean rowBlocksOnCpu = ws.x.device().is_cpu() && nativeKernel == null;
             int blockedSquaresMinRows = rowBlocksOnCpu ? GramProduct.CPU_SQUARE_MIN_ROWS : 0;
             gram = new GramIteration(ws, blockedSquaresMinRows, nativeKernel);
         }

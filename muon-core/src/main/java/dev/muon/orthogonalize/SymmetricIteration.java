@@ -7,8 +7,9 @@ import org.bytedeco.pytorch.global.torch;
 /**
  * The symmetric kernel on libtorch ops: the plain iteration with its two products of a symmetric matrix formed as
  * row blocks of GEMMs ({@link GramProduct}), for the CPU where OpenBLAS does not serve the dtype (bfloat16); or,
- * where the CPU runs AVX512_BF16, formed by muon-core's native half product, with {@code B} in the same pass as
- * {@code A²} ({@link GramProduct#fusedPolynomialInto}), which wins from 512² (see {@link NewtonSchulz#autoKernel}).
+ * where muon-core's native kernels run ({@link NativeKernels}), formed by their half product, with {@code B} in the
+ * same pass as {@code A²} ({@link GramProduct#fusedPolynomialInto}), which wins from 512² (see
+ * {@link NewtonSchulz#autoKernel}).
  *
  * <p>Each step: {@code A = X·Xᵀ} and {@code A² = A·Aᵀ} by {@link GramProduct}, then {@code B = c·A² + b·A + a·I}
  * and {@code X' = B·X} as one GEMM. With {@code b} row blocks the two Gram products cost {@code (b + 1)/(2b)} of a
@@ -29,10 +30,11 @@ final class SymmetricIteration {
 
     /**
      * @param ws           the buffers, {@code x} holding the normalised input at each call
-     * @param nativeKernel whether the products run on the native bfloat16 kernel (only where
-     *                     {@link GramProduct#nativeServes} says it can), the polynomial fused into its second one
+     * @param nativeKernel the native bfloat16 kernel's variant on which the products run (only where
+     *                     {@link GramProduct#nativeVariantFor} gives one, or in tests any this CPU runs), the
+     *                     polynomial fused into its second one; null: row blocks of GEMMs
      */
-    SymmetricIteration(Workspace ws, boolean nativeKernel) {
+    SymmetricIteration(Workspace ws, NativeKernels.Variant nativeKernel) {
         this.ws = ws;
         // Half products at any size: asking for this kernel is asking for them.
         gram = new GramProduct(ws.x.size(0), ws.x.options(), nativeKernel, 0);

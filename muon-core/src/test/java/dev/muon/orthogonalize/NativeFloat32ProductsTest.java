@@ -13,9 +13,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
-import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.function.Consumer;
+import java.util.stream.IntStream;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -24,9 +24,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * The native float32 products ({@link NativeFloat32Products}) against float64, entry by entry, with the bound that a
- * float32 sum allows; exact symmetry; the same bits for any thread count; and the symmetric and Gram kernels on
- * them against the same kernels on OpenBLAS. Skips, with the probe's cause, where the kernels cannot run.
+ * The native float32 products ({@link NativeFloat32Products}), in each variant, against float64, entry by entry,
+ * with the bound that a float32 sum allows; exact symmetry; the same bits for any thread count and in both variants;
+ * and the symmetric and Gram kernels on them against the same kernels on OpenBLAS. Skips, with the reason, the
+ * variants this machine cannot run.
  */
 @ExtendWith(NativeScopePerTest.class)
 class NativeFloat32ProductsTest {
@@ -38,8 +39,19 @@ class NativeFloat32ProductsTest {
         torch.manual_seed(13);
     }
 
-    private static void assumeKernels() {
-        assumeTrue(NativeKernels.isAvailable(), () -> "native kernels off: " + NativeKernels.unavailabilityCause());
+    /** Each variant with each of the given rows. */
+    private static Stream<Arguments> perVariant(Stream<Arguments> rows) {
+        java.util.List<Arguments> list = rows.toList();
+        return NativeVariants.all().flatMap(v -> list.stream().map(a -> {
+            Object[] args = new Object[a.get().length + 1];
+            args[0] = v;
+            System.arraycopy(a.get(), 0, args, 1, a.get().length);
+            return Arguments.of(args);
+        }));
+    }
+
+    private static Stream<Arguments> perVariant(int... sides) {
+        return perVariant(IntStream.of(sides).mapToObj(Arguments::of));
     }
 
     /** NaN, as a reused workspace may hold: every entry must be overwritten. */
@@ -57,20 +69,22 @@ class NativeFloat32ProductsTest {
     }
 
     static Stream<Arguments> selfProductShapes() {
-        // Around the 12- and 8-row tiles, the 32-row panels and the 16-column transposes of the pack, one row,
-        // k = 1, several 256-column blocks of the inner dimension (with a ragged last one), and a long one.
-        return Stream.of(Arguments.of(1, 1), Arguments.of(1, 9), Arguments.of(7, 3), Arguments.of(12, 12),
-                Arguments.of(13, 17), Arguments.of(31, 64), Arguments.of(33, 65), Arguments.of(100, 1),
-                Arguments.of(45, 600), Arguments.of(257, 300), Arguments.of(130, 1001), Arguments.of(40, 9001));
+        // Around the AVX-512 12- and 8-row tiles, 32-row panels and 16-column transposes of the pack, and the AVX2
+        // 6- and 4-row tiles, 16-row panels and 8-column transposes; one row, k = 1, several 256-column blocks of
+        // the inner dimension (with a ragged last one), and a long one.
+        return perVariant(Stream.of(Arguments.of(1, 1), Arguments.of(1, 9), Arguments.of(7, 3), Arguments.of(12, 12),
+                Arguments.of(13, 17), Arguments.of(6, 8), Arguments.of(16, 16), Arguments.of(17, 9),
+                Arguments.of(31, 64), Arguments.of(33, 65), Arguments.of(100, 1), Arguments.of(45, 600),
+                Arguments.of(257, 300), Arguments.of(130, 1001), Arguments.of(40, 9001)));
     }
 
-    @ParameterizedTest(name = "{0}x{1}")
+    @ParameterizedTest(name = "{0} {1}x{2}")
     @MethodSource("selfProductShapes")
-    void selfProduct_isWithinAFloat32SumOfFloat64_andExactlySymmetric(int m, int k) {
-        assumeKernels();
+    void selfProduct_isWithinAFloat32SumOfFloat64_andExactlySymmetric(NativeKernels.Variant variant, int m, int k) {
+        NativeVariants.assumeRuns(variant);
         Tensor x = randn(m, k);
         Tensor out = poisoned(m, m);
-        new NativeFloat32Products().selfProduct(out, x, false);
+        new NativeFloat32Products(variant).selfProduct(out, x, false);
 
         Tensor x64 = x.to(ScalarType.Double);
         Tensor bound = x64.abs().matmul(x64.abs().t()).mul(new Scalar(k * FLOAT32_ROUNDOFF));
@@ -78,13 +92,17 @@ class NativeFloat32ProductsTest {
         assertExactlySymmetric(out);
     }
 
-    @ParameterizedTest(name = "{0}x{0}")
-    @ValueSource(ints = {1, 9, 40, 257, 300})
-    void selfProduct_ofASymmetricMatrix_readAsOne_isItsSquare(int m) {
-        assumeKernels();
+    static Stream<Arguments> squareSides() {
+        return perVariant(1, 9, 17, 40, 257, 300);
+    }
+
+    @ParameterizedTest(name = "{0} {1}x{1}")
+    @MethodSource("squareSides")
+    void selfProduct_ofASymmetricMatrix_readAsOne_isItsSquare(NativeKernels.Variant variant, int m) {
+        NativeVariants.assumeRuns(variant);
         Tensor s = symmetric(m);
         Tensor out = poisoned(m, m);
-        new NativeFloat32Products().selfProduct(out, s, true);
+        new NativeFloat32Products(variant).selfProduct(out, s, true);
 
         Tensor s64 = s.to(ScalarType.Double);
         Tensor bound = s64.abs().matmul(s64.abs()).mul(new Scalar(m * FLOAT32_ROUNDOFF));
@@ -92,14 +110,14 @@ class NativeFloat32ProductsTest {
         assertExactlySymmetric(out);
     }
 
-    @ParameterizedTest(name = "{0}x{0}")
-    @ValueSource(ints = {1, 9, 40, 257, 300})
-    void polynomial_isWithinAFloat32SumOfFloat64_andExactlySymmetric(int m) {
-        assumeKernels();
+    @ParameterizedTest(name = "{0} {1}x{1}")
+    @MethodSource("squareSides")
+    void polynomial_isWithinAFloat32SumOfFloat64_andExactlySymmetric(NativeKernels.Variant variant, int m) {
+        NativeVariants.assumeRuns(variant);
         Coefficients c = new Coefficients(3.4445, -4.7750, 2.0315);
         Tensor s = symmetric(m);
         Tensor out = poisoned(m, m);
-        new NativeFloat32Products().polynomial(out, s, c);
+        new NativeFloat32Products(variant).polynomial(out, s, c);
 
         Tensor s64 = s.to(ScalarType.Double);
         Tensor eye = torch.eye(m).to(ScalarType.Double);
@@ -117,20 +135,20 @@ class NativeFloat32ProductsTest {
 
     static Stream<Arguments> timesShapes() {
         // m × m by m × n: ragged tiles and panels on both sides, n narrower than a tile, m over one 256-row block.
-        return Stream.of(Arguments.of(1, 1), Arguments.of(5, 3), Arguments.of(12, 40), Arguments.of(33, 31),
-                Arguments.of(100, 257), Arguments.of(300, 70), Arguments.of(40, 1000));
+        return perVariant(Stream.of(Arguments.of(1, 1), Arguments.of(5, 3), Arguments.of(12, 40), Arguments.of(33, 31),
+                Arguments.of(17, 9), Arguments.of(100, 257), Arguments.of(300, 70), Arguments.of(40, 1000)));
     }
 
-    @ParameterizedTest(name = "{0}x{0} by {0}x{1}")
+    @ParameterizedTest(name = "{0} {1}x{1} by {1}x{2}")
     @MethodSource("timesShapes")
-    void times_isWithinAFloat32SumOfFloat64_forAnyAndForASymmetricLeft(int m, int n) {
-        assumeKernels();
+    void times_isWithinAFloat32SumOfFloat64_forAnyAndForASymmetricLeft(NativeKernels.Variant variant, int m, int n) {
+        NativeVariants.assumeRuns(variant);
         Tensor r = randn(m, n);
         Tensor r64 = r.to(ScalarType.Double);
         for (boolean leftSymmetric : new boolean[]{false, true}) {
             Tensor l = leftSymmetric ? symmetric(m) : randn(m, m);
             Tensor out = poisoned(m, n);
-            new NativeFloat32Products().times(out, l, leftSymmetric, r);
+            new NativeFloat32Products(variant).times(out, l, leftSymmetric, r);
 
             Tensor l64 = l.to(ScalarType.Double);
             Tensor bound = l64.abs().matmul(r64.abs()).mul(new Scalar(m * FLOAT32_ROUNDOFF));
@@ -138,14 +156,15 @@ class NativeFloat32ProductsTest {
         }
     }
 
-    @ParameterizedTest(name = "{0}x{0}")
-    @ValueSource(ints = {1, 9, 40, 257, 300})
-    void commutingTimes_ofTwoPolynomialsInOneMatrix_isWithinAFloat32SumOfFloat64_andExactlySymmetric(int m) {
-        assumeKernels();
+    @ParameterizedTest(name = "{0} {1}x{1}")
+    @MethodSource("squareSides")
+    void commutingTimes_ofTwoPolynomialsInOneMatrix_isWithinAFloat32SumOfFloat64_andExactlySymmetric(
+            NativeKernels.Variant variant, int m) {
+        NativeVariants.assumeRuns(variant);
         Tensor s = symmetric(m);
         Tensor t = torch.eye(m).mul(new Scalar(0.5)).add(s.matmul(s)); // a polynomial in s: they commute
         Tensor out = poisoned(m, m);
-        new NativeFloat32Products().commutingTimes(out, s, t);
+        new NativeFloat32Products(variant).commutingTimes(out, s, t);
 
         Tensor s64 = s.to(ScalarType.Double);
         Tensor t64 = t.to(ScalarType.Double);
@@ -154,38 +173,47 @@ class NativeFloat32ProductsTest {
         assertExactlySymmetric(out);
     }
 
-    @Test
-    void results_areTheSameBits_forAnyThreadCount() {
-        assumeKernels();
-        int m = 70;
-        int k = 700;
-        Tensor x = randn(m, k);
-        Tensor s = symmetric(m);
-        Tensor scratch = torch.empty(new long[]{NativeKernels.float32PackBytes(m, k)},
+    /** Every product and the normalisation of one input, on {@code threads} threads of {@code variant}. */
+    private static Tensor[] allProducts(NativeKernels.Variant variant, Tensor x, Tensor s, int threads) {
+        int m = Math.toIntExact(x.size(0));
+        int k = Math.toIntExact(x.size(1));
+        int v = variant.code;
+        Tensor scratch = torch.empty(new long[]{NativeKernels.float32PackBytes(v, m, k)},
                 new TensorOptions(ScalarType.Byte), null);
-        Tensor[] reference = null;
-        for (int threads = 1; threads <= 3; threads++) {
-            Tensor gram = poisoned(m, m);
-            Tensor poly = poisoned(m, m);
-            Tensor product = poisoned(m, k);
-            NativeKernels.float32SelfProduct(x.data_ptr().address(), m, k, false, gram.data_ptr().address(),
-                    scratch.data_ptr().address(), threads);
-            NativeKernels.float32Polynomial(s.data_ptr().address(), m, poly.data_ptr().address(),
-                    scratch.data_ptr().address(), threads, 3.4445f, -4.7750f, 2.0315f);
-            NativeKernels.float32Times(s.data_ptr().address(), false, x.data_ptr().address(), m, k, false,
-                    product.data_ptr().address(), scratch.data_ptr().address(), threads);
-            Tensor commuting = poisoned(m, m);
-            NativeKernels.float32Times(s.data_ptr().address(), true, gram.data_ptr().address(), m, m, true,
-                    commuting.data_ptr().address(), scratch.data_ptr().address(), threads);
-            Tensor normalized = poisoned(m, k);
-            Tensor tall = x.t().contiguous();
-            NativeKernels.float32Normalize(tall.data_ptr().address(), m, k, true, normalized.data_ptr().address(),
-                    scratch.data_ptr().address(), threads, 1.0, 1e-7);
-            Tensor[] results = {gram, poly, product, normalized, commuting};
-            if (reference == null) {
-                reference = results;
-                continue;
-            }
+        Tensor gram = poisoned(m, m);
+        Tensor poly = poisoned(m, m);
+        Tensor product = poisoned(m, k);
+        NativeKernels.float32SelfProduct(v, x.data_ptr().address(), m, k, false, gram.data_ptr().address(),
+                scratch.data_ptr().address(), threads);
+        NativeKernels.float32Polynomial(v, s.data_ptr().address(), m, poly.data_ptr().address(),
+                scratch.data_ptr().address(), threads, 3.4445f, -4.7750f, 2.0315f);
+        NativeKernels.float32Times(v, s.data_ptr().address(), false, x.data_ptr().address(), m, k, false,
+                product.data_ptr().address(), scratch.data_ptr().address(), threads);
+        Tensor commuting = poisoned(m, m);
+        NativeKernels.float32Times(v, s.data_ptr().address(), true, gram.data_ptr().address(), m, m, true,
+                commuting.data_ptr().address(), scratch.data_ptr().address(), threads);
+        Tensor normalized = poisoned(m, k);
+        Tensor tall = x.t().contiguous();
+        NativeKernels.float32Normalize(v, tall.data_ptr().address(), m, k, true, normalized.data_ptr().address(),
+                scratch.data_ptr().address(), threads, 1.0, 1e-7);
+        Tensor plain = poisoned(m, k);
+        NativeKernels.float32Normalize(v, x.data_ptr().address(), m, k, false, plain.data_ptr().address(),
+                scratch.data_ptr().address(), threads, 1.0, 1e-7);
+        Tensor symmetricSquare = poisoned(m, m);
+        NativeKernels.float32SelfProduct(v, s.data_ptr().address(), m, m, true, symmetricSquare.data_ptr().address(),
+                scratch.data_ptr().address(), threads);
+        return new Tensor[]{gram, poly, product, normalized, commuting, plain, symmetricSquare};
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("dev.muon.orthogonalize.NativeVariants#all")
+    void results_areTheSameBits_forAnyThreadCount(NativeKernels.Variant variant) {
+        NativeVariants.assumeRuns(variant);
+        Tensor x = randn(70, 700);
+        Tensor s = symmetric(70);
+        Tensor[] reference = allProducts(variant, x, s, 1);
+        for (int threads = 2; threads <= 3; threads++) {
+            Tensor[] results = allProducts(variant, x, s, threads);
             for (int i = 0; i < results.length; i++) {
                 assertTrue(torch.equal(results[i], reference[i]), "product " + i + " with " + threads
                         + " threads differs from one thread");
@@ -193,10 +221,50 @@ class NativeFloat32ProductsTest {
         }
     }
 
-    @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"SYMMETRIC", "GRAM"})
-    void kernels_onTheNativeProducts_agreeWithOpenBlas_andAreAsCloseToFloat64(NsAlgorithm algorithm) {
-        assumeKernels();
+    @Test
+    void packBytes_followEachVariantsPanels() {
+        // The float32 variants give the same bits, so their results cannot show which ran; their scratch sizes do:
+        // a call with a variant's code reaches that variant's table (32-row panels for AVX-512, 16 for AVX2).
+        NativeVariants.assumeRuns(NativeKernels.Variant.AVX2);
+        int blockFloats = 256;
+        assertEquals((2 * 16 * blockFloats) * 4 + 64, NativeKernels.float32PackBytes(NativeKernels.Variant.AVX2.code,
+                16, 16));
+        assertEquals((2 * 32 * blockFloats) * 4 + 64, NativeKernels.float32PackBytes(
+                NativeKernels.Variant.AVX512.code, 16, 16));
+    }
+
+    @ParameterizedTest(name = "{0}x{1}")
+    @MethodSource("variantShapes")
+    void bothVariants_giveTheSameBits(int m, int k) {
+        // Both sum every value in one order with one FMA per term and share the epilogue and the norm's reduction
+        // (muon_avx2_kernels.c): forcing the AVX2 kernels on an AVX-512 machine changes no float32 result.
+        NativeVariants.assumeRuns(NativeKernels.Variant.AVX512);
+        NativeVariants.assumeRuns(NativeKernels.Variant.AVX2);
+        Tensor x = randn(m, k);
+        Tensor s = symmetric(m);
+        Tensor[] wide = allProducts(NativeKernels.Variant.AVX512, x, s, 2);
+        Tensor[] narrow = allProducts(NativeKernels.Variant.AVX2, x, s, 2);
+        for (int i = 0; i < wide.length; i++) {
+            assertTrue(torch.equal(wide[i], narrow[i]), m + "x" + k + ": product " + i + " differs between the "
+                    + "variants by " + wide[i].sub(narrow[i]).abs().max().item_double());
+        }
+    }
+
+    static Stream<Arguments> variantShapes() {
+        // Ragged tiles, panels and 256-column blocks of both variants, and an inner dimension below one transpose.
+        return Stream.of(Arguments.of(1, 3), Arguments.of(7, 5), Arguments.of(37, 300), Arguments.of(70, 700),
+                Arguments.of(129, 517));
+    }
+
+    static Stream<Arguments> algorithms() {
+        return perVariant(Stream.of(Arguments.of(NsAlgorithm.SYMMETRIC), Arguments.of(NsAlgorithm.GRAM)));
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("algorithms")
+    void kernels_onTheNativeProducts_agreeWithOpenBlas_andAreAsCloseToFloat64(NativeKernels.Variant variant,
+                                                                              NsAlgorithm algorithm) {
+        NativeVariants.assumeRuns(variant);
         assumeTrue(OpenBlas.isAvailable(), () -> "OpenBLAS off: " + OpenBlas.unavailabilityCause());
         int m = 96;
         int n = algorithm == NsAlgorithm.GRAM ? 400 : 130;
@@ -210,7 +278,7 @@ class NativeFloat32ProductsTest {
         for (int i = 0; i < 2; i++) {
             boolean nativeProducts = i == 0;
             Workspace ws = new Workspace(0, m, n, ScalarType.Float, new Device("cpu"));
-            BlasKernels kernels = new BlasKernels(ws, false, nativeProducts);
+            BlasKernels kernels = new BlasKernels(ws, false, nativeProducts ? variant : null);
             assertEquals(nativeProducts, kernels.isNative());
             assertTrue(kernels.normalize(update, false, config));
             results[i] = (algorithm == NsAlgorithm.GRAM ? kernels.gram(config) : kernels.symmetric(config)).clone();
@@ -228,14 +296,14 @@ class NativeFloat32ProductsTest {
         return difference.norm().item_double() / reference.norm().item_double();
     }
 
-    @ParameterizedTest(name = "{0}x{1}, transposed {2}")
+    @ParameterizedTest(name = "{0} {1}x{2}, transposed {3}")
     @MethodSource("normalizeShapes")
-    void normalize_isWithinTwoRoundingsOfFloat64(int m, int n, boolean transposed) {
-        assumeKernels();
+    void normalize_isWithinTwoRoundingsOfFloat64(NativeKernels.Variant variant, int m, int n, boolean transposed) {
+        NativeVariants.assumeRuns(variant);
         double safety = 1.02;
         Tensor g = transposed ? randn(n, m) : randn(m, n);
         Tensor out = poisoned(m, n);
-        new NativeFloat32Products().normalize(out, g, transposed, safety, 1e-7);
+        new NativeFloat32Products(variant).normalize(out, g, transposed, safety, 1e-7);
 
         Tensor wide = (transposed ? g.t() : g).to(ScalarType.Double);
         Tensor exact = wide.div(new Scalar(safety * wide.norm().item_double()));
@@ -247,20 +315,22 @@ class NativeFloat32ProductsTest {
     static Stream<Arguments> normalizeShapes() {
         // Around the 16 x 16 transposes and the 16-float vectors, one element, a row of 8 + tail doubles, and long
         // rows, whose sums a float32 accumulator would get wrong beyond the bound.
-        return Stream.of(Arguments.of(1, 1, false), Arguments.of(1, 1, true), Arguments.of(3, 17, false),
-                Arguments.of(3, 17, true), Arguments.of(16, 16, true), Arguments.of(33, 70, true),
-                Arguments.of(100, 257, false), Arguments.of(100, 257, true), Arguments.of(2, 200000, false));
+        return perVariant(Stream.of(Arguments.of(1, 1, false), Arguments.of(1, 1, true), Arguments.of(3, 17, false),
+                Arguments.of(3, 17, true), Arguments.of(8, 8, true), Arguments.of(16, 16, true),
+                Arguments.of(33, 70, true), Arguments.of(100, 257, false), Arguments.of(100, 257, true),
+                Arguments.of(2, 200000, false)));
     }
 
-    @Test
-    void normalize_ofZeros_dividesByEps() {
-        assumeKernels();
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("dev.muon.orthogonalize.NativeVariants#all")
+    void normalize_ofZeros_dividesByEps(NativeKernels.Variant variant) {
+        NativeVariants.assumeRuns(variant);
         Tensor out = poisoned(4, 6);
-        new NativeFloat32Products().normalize(out, torch.zeros(4, 6), false, 1.0, 1e-7);
+        new NativeFloat32Products(variant).normalize(out, torch.zeros(4, 6), false, 1.0, 1e-7);
         assertEquals(0.0, out.abs().max().item_double());
         Tensor tiny = torch.full(new long[]{2, 2}, new Scalar(1e-9)).to(ScalarType.Float);
         Tensor scaled = poisoned(2, 2);
-        new NativeFloat32Products().normalize(scaled, tiny, false, 1.0, 1e-7);
+        new NativeFloat32Products(variant).normalize(scaled, tiny, false, 1.0, 1e-7);
         // ‖tiny‖ = 2e-9 < eps: the quotient is tiny / eps.
         assertEquals(1e-2, scaled.max().item_double(), 1e-8);
     }
@@ -271,6 +341,33 @@ class NativeFloat32ProductsTest {
         assertEquals(NativeKernels.isAvailable(), kernels.blas(false).isNative());
         ShapeKernels float64 = new ShapeKernels(new Workspace(0, 8, 16, ScalarType.Double, new Device("cpu")));
         assertEquals(false, float64.blas(true).isNative());
+    }
+
+    static Stream<Arguments> emptyShapes() {
+        return perVariant(Stream.of(Arguments.of(0, 5), Arguments.of(5, 0), Arguments.of(0, 0)));
+    }
+
+    @ParameterizedTest(name = "{0} {1}x{2}")
+    @MethodSource("emptyShapes")
+    void products_ofEmptyOperands_areEmpty_orZeroOverAnEmptyInnerDimension(NativeKernels.Variant variant, int m,
+                                                                         int k) {
+        NativeVariants.assumeRuns(variant);
+        NativeFloat32Products products = new NativeFloat32Products(variant);
+        Tensor x = randn(m, k);
+        Tensor gram = poisoned(m, m);
+        products.selfProduct(gram, x, false);
+        assertTrue(torch.equal(gram, torch.zeros(m, m)), "x·xᵀ of " + m + "x" + k);
+        Tensor poly = poisoned(m, m);
+        products.polynomial(poly, torch.zeros(m, m), new Coefficients(2, 3, 4));
+        assertTrue(torch.equal(poly, torch.eye(m).mul(new Scalar(2))), "the polynomial of " + m + "x" + m + " zeros");
+        // Empty results (every shape here has m·k = 0): each call must return without touching a data pointer,
+        // which an empty tensor lacks.
+        products.times(poisoned(m, k), randn(m, m), false, x);
+        products.normalize(poisoned(m, k), x, false, 1.0, 1e-7);
+        products.normalize(poisoned(m, k), x.t().contiguous(), true, 1.0, 1e-7);
+        if (m == 0) {
+            products.commutingTimes(poisoned(0, 0), torch.zeros(0, 0), torch.zeros(0, 0));
+        }
     }
 
     static Stream<Arguments> misuse() {
@@ -297,7 +394,7 @@ class NativeFloat32ProductsTest {
     @MethodSource("misuse")
     void products_refuseWhatTheKernelsCannotRead(String what, Consumer<NativeFloat32Products> call, String message) {
         IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> call.accept(new NativeFloat32Products()));
+                () -> call.accept(new NativeFloat32Products(NativeKernels.Variant.AVX2)));
         assertEquals(message, e.getMessage());
     }
 

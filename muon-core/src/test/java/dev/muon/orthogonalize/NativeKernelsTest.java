@@ -1,6 +1,7 @@
 package dev.muon.orthogonalize;
 
 import dev.muon.golden.NativeScopePerTest;
+import dev.muon.golden.Tensors;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
@@ -13,6 +14,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.Set;
+import java.util.stream.IntStream;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -23,9 +28,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * The native bfloat16 half product and its polynomial form against float64, entry by entry, with the bound that
- * float32 accumulation and one rounding to bfloat16 allow; and the probe's causes. The kernel tests skip, with the
- * probe's cause, on a machine where the kernel cannot run (no AVX512_BF16, or a jar built without gcc).
+ * The native bfloat16 half product and its polynomial form, in each variant, against float64, entry by entry, with
+ * the bound that float32 accumulation and one rounding to bfloat16 allow; the probe's causes and the variant's
+ * selection. The kernel tests skip, with the reason, the variants this machine cannot run (no AVX512_BF16, no AVX2,
+ * or a jar built without gcc).
  */
 @ExtendWith(NativeScopePerTest.class)
 class NativeKernelsTest {
@@ -64,6 +70,82 @@ class NativeKernelsTest {
         assertNull(NativeKernels.probe(false, "Linux", "x86_64", true));
     }
 
+    static Stream<Arguments> selections() {
+        Set<NativeKernels.Variant> both = EnumSet.allOf(NativeKernels.Variant.class);
+        Set<NativeKernels.Variant> avx2 = EnumSet.of(NativeKernels.Variant.AVX2);
+        return Stream.of(
+                Arguments.of(null, both, NativeKernels.Variant.AVX512),
+                Arguments.of("auto", both, NativeKernels.Variant.AVX512),
+                Arguments.of("AUTO", avx2, NativeKernels.Variant.AVX2),
+                Arguments.of("avx2", both, NativeKernels.Variant.AVX2),
+                Arguments.of(" Avx512 ", both, NativeKernels.Variant.AVX512),
+                Arguments.of("avx512", EnumSet.of(NativeKernels.Variant.AVX512), NativeKernels.Variant.AVX512));
+    }
+
+    @ParameterizedTest(name = "{0} on {1}: {2}")
+    @MethodSource("selections")
+    void select_givesTheVariantAskedFor_orTheWidestForAuto(String requested, Set<NativeKernels.Variant> runnable,
+                                                           NativeKernels.Variant expected) {
+        assertEquals(expected, NativeKernels.select(requested, runnable));
+    }
+
+    static Stream<Arguments> badSelections() {
+        Set<NativeKernels.Variant> both = EnumSet.allOf(NativeKernels.Variant.class);
+        Set<NativeKernels.Variant> none = EnumSet.noneOf(NativeKernels.Variant.class);
+        String noAvx2 = "this CPU lacks AVX2 and FMA (an Intel Haswell or later, or an AMD Excavator, Zen or later, "
+                + "has them)";
+        return Stream.of(
+                Arguments.of("sse4", both, IllegalArgumentException.class,
+                        "dev.muon.native.isa must be auto, avx512 or avx2, got 'sse4'"),
+                Arguments.of("", both, IllegalArgumentException.class,
+                        "dev.muon.native.isa must be auto, avx512 or avx2, got ''"),
+                Arguments.of("avx-512", both, IllegalArgumentException.class,
+                        "dev.muon.native.isa must be auto, avx512 or avx2, got 'avx-512'"),
+                Arguments.of("avx512", EnumSet.of(NativeKernels.Variant.AVX2), UnsupportedOperationException.class,
+                        "-Ddev.muon.native.isa=avx512 asks for the avx512 kernels, and this CPU lacks AVX-512 F, BW "
+                                + "and VL with AVX512_BF16"),
+                Arguments.of("avx2", none, UnsupportedOperationException.class,
+                        "-Ddev.muon.native.isa=avx2 asks for the avx2 kernels, and this CPU lacks AVX2 and FMA"),
+                Arguments.of("auto", none, UnsupportedOperationException.class, noAvx2),
+                Arguments.of(null, none, UnsupportedOperationException.class, noAvx2));
+    }
+
+    @ParameterizedTest(name = "{0} on {1}")
+    @MethodSource("badSelections")
+    void select_refusesAnUnknownValue_andAVariantThisCpuLacks(String requested, Set<NativeKernels.Variant> runnable,
+                                                             Class<? extends RuntimeException> type, String message) {
+        RuntimeException e = assertThrows(type, () -> NativeKernels.select(requested, runnable));
+        assertEquals(message, e.getMessage());
+    }
+
+    @Test
+    void variant_isTheOneThePropertyAsksFor_andPresentExactlyWhenAvailable() {
+        assertEquals(NativeKernels.isAvailable(), NativeKernels.variant().isPresent());
+        assumeTrue(NativeKernels.isAvailable(), () -> "native kernels off: " + NativeKernels.unavailabilityCause());
+        // Run with -Ddev.muon.native.isa=avx2 (mvn -B verify passes it on), this checks that the property reached
+        // the probe; without it, that auto took the widest variant this CPU runs.
+        String requested = System.getProperty(NativeKernels.ISA_PROPERTY, "auto").trim();
+        NativeKernels.Variant expected = requested.equalsIgnoreCase("auto")
+                ? NativeVariants.all().filter(v -> NativeKernels.variantUnavailabilityCause(v) == null).findFirst()
+                        .orElseThrow()
+                : NativeKernels.Variant.valueOf(requested.toUpperCase(java.util.Locale.ROOT));
+        assertEquals(expected, NativeKernels.variant().orElseThrow());
+    }
+
+    @Test
+    void everyVariant_isCallable_orNamesWhyNot() {
+        for (NativeKernels.Variant v : NativeKernels.Variant.values()) {
+            Throwable cause = NativeKernels.variantUnavailabilityCause(v);
+            if (NativeKernels.variant().orElse(null) == v) {
+                assertNull(cause, v + " runs, so it can be called");
+            } else if (cause != null) {
+                // The library did not load (the process's cause), or it did and this CPU lacks the variant.
+                assertTrue(cause == NativeKernels.unavailabilityCause()
+                        || cause.getMessage().equals("this CPU lacks " + v.features()), v + ": " + cause.getMessage());
+            }
+        }
+    }
+
     @Test
     void ensureAvailable_throwsTheCause_exactlyWhenUnavailable() {
         if (NativeKernels.isAvailable()) {
@@ -90,26 +172,23 @@ class NativeKernelsTest {
                 "no " + NativeKernels.LIBRARY_RESOURCE + " on the class path");
     }
 
-    private static void assumeKernel() {
-        assumeTrue(NativeKernels.isAvailable(), () -> "native kernel off: " + NativeKernels.unavailabilityCause());
-    }
-
     static Stream<Arguments> productShapes() {
-        // Around the kernel's 8-row tiles and 32-row panels, odd k (a half-filled column pair), k = 1, one row, and
-        // long inner dimensions (even and odd).
-        return Stream.of(Arguments.of(1, 1), Arguments.of(1, 9), Arguments.of(7, 3), Arguments.of(8, 8),
-                Arguments.of(31, 64), Arguments.of(33, 65), Arguments.of(100, 1), Arguments.of(257, 300),
-                Arguments.of(130, 1001), Arguments.of(33, 8192), Arguments.of(40, 9001));
+        // Around the AVX-512 kernel's 8-row tiles and 32-row panels and the AVX2 kernel's 6- and 4-row tiles,
+        // 16-row panels and 8-column packs, odd k (a half-filled column pair), k = 1, one row, and long inner
+        // dimensions (even and odd).
+        int[][] shapes = {{1, 1}, {1, 9}, {7, 3}, {8, 8}, {6, 17}, {16, 16}, {17, 7}, {31, 64}, {33, 65}, {100, 1},
+                {257, 300}, {130, 1001}, {33, 8192}, {40, 9001}};
+        return NativeVariants.all().flatMap(v -> Arrays.stream(shapes).map(s -> Arguments.of(v, s[0], s[1])));
     }
 
-    @ParameterizedTest(name = "{0}x{1}")
+    @ParameterizedTest(name = "{0} {1}x{2}")
     @MethodSource("productShapes")
-    void halfProduct_isWithinOneRoundingOfFloat64_andExactlySymmetric(int m, int k) {
-        assumeKernel();
+    void halfProduct_isWithinOneRoundingOfFloat64_andExactlySymmetric(NativeKernels.Variant variant, int m, int k) {
+        NativeVariants.assumeRuns(variant);
         Tensor x = torch.randn(m, k).to(ScalarType.BFloat16);
         // NaN in the output, as a reused workspace may hold: every entry must be overwritten.
         Tensor out = torch.full(new long[]{m, m}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
-        new GramProduct(m, x.options(), true, 0).into(out, x);
+        new GramProduct(m, x.options(), variant, 0).into(out, x);
 
         Tensor x64 = x.to(ScalarType.Double);
         Tensor exact = x64.matmul(x64.t());
@@ -120,17 +199,21 @@ class NativeKernelsTest {
         assertEquals(0.0, out.sub(out.t()).abs().max().item_double(), "the result is not exactly symmetric");
     }
 
-    @ParameterizedTest(name = "{0}x{0}")
-    @org.junit.jupiter.params.provider.ValueSource(ints = {1, 9, 40, 257})
-    void polynomial_isWithinOneRoundingOfFloat64_andExactlySymmetric(int m) {
-        assumeKernel();
+    static Stream<Arguments> polynomialSides() {
+        return NativeVariants.all().flatMap(v -> IntStream.of(1, 9, 17, 40, 257).mapToObj(m -> Arguments.of(v, m)));
+    }
+
+    @ParameterizedTest(name = "{0} {1}x{1}")
+    @MethodSource("polynomialSides")
+    void polynomial_isWithinOneRoundingOfFloat64_andExactlySymmetric(NativeKernels.Variant variant, int m) {
+        NativeVariants.assumeRuns(variant);
         double a = 3.4445;
         double b = -4.7750;
         double c = 2.0315;
         Tensor g = torch.randn(m, m).to(ScalarType.Double).div(new Scalar(Math.sqrt(m)));
         Tensor s = g.add(g.t()).to(ScalarType.BFloat16); // exactly symmetric: each entry rounds the same sum
         Tensor out = torch.full(new long[]{m, m}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
-        new GramProduct(m, s.options(), true, 0).fusedPolynomialInto(out, s, a, b, c);
+        new GramProduct(m, s.options(), variant, 0).fusedPolynomialInto(out, s, a, b, c);
 
         Tensor s64 = s.to(ScalarType.Double);
         Tensor eye = torch.eye(m).to(ScalarType.Double);
@@ -145,29 +228,92 @@ class NativeKernelsTest {
         assertEquals(0.0, out.sub(out.t()).abs().max().item_double(), "the result is not exactly symmetric");
     }
 
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("dev.muon.orthogonalize.NativeVariants#all")
+    void halfProduct_roundsTiesToEven(NativeKernels.Variant variant) {
+        NativeVariants.assumeRuns(variant);
+        // Exact float32 sums that lie halfway between two bfloat16 values (unit 2^-7 at 1): 1 + 2^-8 between 1
+        // and 1 + 2^-7 rounds down to the even 1; 1 + 3·2^-8 between 1 + 2^-7 and 1 + 2^-6 rounds up to the even
+        // 1 + 2^-6. Truncation, or rounding half up, gets one of the two wrong.
+        double h = Math.pow(2, -4);
+        Tensor x = torch.tensor(new float[]{1, (float) h, 0, 0, 1, (float) h, (float) h, (float) h})
+                .reshape(2, 4).to(ScalarType.BFloat16);
+        Tensor out = torch.full(new long[]{2, 2}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
+        new GramProduct(2, x.options(), variant, 0).into(out, x);
+        double[] values = Tensors.values(out.to(ScalarType.Double));
+        assertEquals(1.0, values[0], "1 + 2^-8");
+        assertEquals(1.0, values[1], "1 + 2^-8 (off the diagonal)");
+        assertEquals(1.0, values[2], "its mirror");
+        assertEquals(1 + Math.pow(2, -6), values[3], "1 + 3 * 2^-8");
+    }
+
+    static Stream<Arguments> subnormalProducts() {
+        // vdpbf16ps treats subnormal inputs as zero; the AVX2 kernel widens them exactly.
+        return Stream.of(Arguments.of(NativeKernels.Variant.AVX512, 0.0),
+                Arguments.of(NativeKernels.Variant.AVX2, Math.pow(2, -70)));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("subnormalProducts")
+    void eachVariant_runsItsOwnCode_asItsSubnormalsShow(NativeKernels.Variant variant, double expected) {
+        NativeVariants.assumeRuns(variant);
+        // The variants' float32 products give the same bits (NativeFloat32ProductsTest), so this product, where
+        // the instruction sets differ, is what shows that a call for one variant reaches that variant's code.
+        float subnormal = (float) Math.pow(2, -130);
+        Tensor x = torch.tensor(new float[]{subnormal, 0, (float) Math.pow(2, 60), 0}).reshape(2, 2)
+                .to(ScalarType.BFloat16);
+        Tensor out = torch.full(new long[]{2, 2}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
+        new GramProduct(2, x.options(), variant, 0).into(out, x);
+        double[] values = Tensors.values(out.to(ScalarType.Double));
+        assertEquals(expected, values[1], "2^-130 * 2^60");
+        assertEquals(expected, values[2], "its mirror");
+    }
+
+    static Stream<Arguments> emptyShapes() {
+        int[][] shapes = {{0, 5}, {5, 0}, {0, 0}};
+        return NativeVariants.all().flatMap(v -> Arrays.stream(shapes).map(s -> Arguments.of(v, s[0], s[1])));
+    }
+
+    @ParameterizedTest(name = "{0} {1}x{2}")
+    @MethodSource("emptyShapes")
+    void halfProduct_ofAnEmptyMatrix_isEmptyOrZero(NativeKernels.Variant variant, int m, int k) {
+        NativeVariants.assumeRuns(variant);
+        Tensor x = torch.randn(m, k).to(ScalarType.BFloat16);
+        Tensor out = torch.full(new long[]{m, m}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
+        new GramProduct(m, x.options(), variant, 0).into(out, x);
+        // x·xᵀ over an empty inner dimension is the zero matrix, as libtorch's GEMM gives it.
+        assertTrue(torch.equal(out, torch.zeros(m, m).to(ScalarType.BFloat16)), m + "x" + k);
+        if (m == k) {
+            Tensor poly = torch.empty(new long[]{0, 0}, x.options(), null);
+            new GramProduct(0, x.options(), variant, 0).fusedPolynomialInto(poly, x, 1, 2, 3);
+            assertEquals(0, poly.numel());
+        }
+    }
+
     private static void assertWithin(Tensor out, Tensor exact, Tensor bound, String what) {
         Tensor excess = out.to(ScalarType.Double).sub(exact).abs().sub(bound);
         double worst = excess.max().item_double();
         assertTrue(worst <= 0, what + ": an entry is " + worst + " beyond its rounding bound (NaN: not written)");
     }
 
-    @Test
-    void result_isTheSameBits_forAnyThreadCount_andAloneOrInABatch() {
-        assumeKernel();
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("dev.muon.orthogonalize.NativeVariants#all")
+    void result_isTheSameBits_forAnyThreadCount_andAloneOrInABatch(NativeKernels.Variant variant) {
+        NativeVariants.assumeRuns(variant);
         int m = 70;
         int k = 4100;
         Tensor x = torch.randn(3, m, k).to(ScalarType.BFloat16);
-        Tensor scratch = torch.empty(new long[]{NativeKernels.bfloat16PackBytes(m, k)},
+        Tensor scratch = torch.empty(new long[]{NativeKernels.bfloat16PackBytes(variant.code, m, k)},
                 new TensorOptions(ScalarType.Byte), null);
         Tensor batch = torch.empty(new long[]{3, m, m}, x.options(), null);
-        NativeKernels.bfloat16SelfProduct(x.data_ptr().address(), 3, m, k, batch.data_ptr().address(),
+        NativeKernels.bfloat16SelfProduct(variant.code, x.data_ptr().address(), 3, m, k, batch.data_ptr().address(),
                 scratch.data_ptr().address(), 2);
         for (int threads = 1; threads <= 3; threads++) {
             for (int i = 0; i < 3; i++) {
                 Tensor xi = x.select(0, i).contiguous();
                 Tensor alone = torch.empty(new long[]{m, m}, x.options(), null);
-                NativeKernels.bfloat16SelfProduct(xi.data_ptr().address(), 1, m, k, alone.data_ptr().address(),
-                        scratch.data_ptr().address(), threads);
+                NativeKernels.bfloat16SelfProduct(variant.code, xi.data_ptr().address(), 1, m, k,
+                        alone.data_ptr().address(), scratch.data_ptr().address(), threads);
                 assertTrue(torch.equal(alone, batch.select(0, i)), "matrix " + i + " with " + threads
                         + " threads differs from the batch run");
             }
@@ -176,11 +322,11 @@ class NativeKernelsTest {
 
     @Test
     void nativeProduct_rejectsAView() {
-        assumeKernel();
+        // Refused before any native call: runs on any machine.
         Tensor x = torch.randn(16, 12).to(ScalarType.BFloat16);
         Tensor out = torch.empty(new long[]{12, 12}, x.options(), null);
         IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> new GramProduct(12, x.options(), true, 0).into(out, x.t()));
+                () -> new GramProduct(12, x.options(), NativeKernels.Variant.AVX2, 0).into(out, x.t()));
         assertEquals("the native half product needs contiguous 2-D bfloat16 CPU tensors of 12 rows, got x 12x16 "
                 + "(contiguous: false) and out 12x12 (contiguous: true)", e.getMessage());
     }
@@ -189,10 +335,10 @@ class NativeKernelsTest {
     void polynomial_withoutTheNativeKernel_isRefused() {
         Tensor s = torch.eye(4).to(ScalarType.BFloat16);
         IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> new GramProduct(4, s.options(), false, 0).fusedPolynomialInto(torch.empty_like(s), s, 1, 1, 1));
+                () -> new GramProduct(4, s.options(), null, 0).fusedPolynomialInto(torch.empty_like(s), s, 1, 1, 1));
         assertEquals("the fused polynomial needs the native kernel, which this product lacks", e.getMessage());
         IllegalStateException tooLarge = assertThrows(IllegalStateException.class,
-                () -> new GramProduct(4096, s.options(), true, 0)
+                () -> new GramProduct(4096, s.options(), NativeKernels.Variant.AVX2, 0)
                         .fusedPolynomialInto(torch.empty_like(s), s, 1, 1, 1));
         assertEquals("the fused polynomial runs natively up to 8388608 elements, and 4096 x 4096 is more",
                 tooLarge.getMessage());
@@ -202,11 +348,12 @@ class NativeKernelsTest {
     void largeProducts_runAsRowBlocks() {
         Tensor s = torch.eye(4).to(ScalarType.BFloat16);
         long limit = GramProduct.NATIVE_MAX_ELEMENTS;
-        GramProduct product = new GramProduct(1024, s.options(), true, 0);
+        GramProduct product = new GramProduct(1024, s.options(), NativeKernels.Variant.AVX2, 0);
         assertTrue(product.usesNativeFor(limit / 1024), "at the limit");
         assertFalse(product.usesNativeFor(limit / 1024 + 1), "past the limit");
         assertTrue(product.isNative(), "1024 x 1024 squares");
-        assertFalse(new GramProduct(4096, s.options(), true, 0).isNative(), "4096 x 4096 squares: row blocks");
-        assertFalse(new GramProduct(8, s.options(), false, 0).usesNativeFor(8), "the native kernel not chosen");
+        assertFalse(new GramProduct(4096, s.options(), NativeKernels.Variant.AVX2, 0).isNative(),
+                "4096 x 4096 squares: row blocks");
+        assertFalse(new GramProduct(8, s.options(), null, 0).usesNativeFor(8), "the native kernel not chosen");
     }
 }

@@ -266,7 +266,7 @@ class NewtonSchulzPropertiesTest {
         // On the CPU with OpenBLAS, float64 runs BlasKernels; this drives the libtorch form (bfloat16's, and every
         // other device's) directly, in float64, where it must agree with the plain iteration to rounding.
         assertLibtorchFormEqualsGemm(300, 700, steps, "libtorch Gram form",
-                (ws, abc) -> new GramIteration(ws, blockedSquaresMinRows, false).iterate(steps, abc[0], abc[1], abc[2]));
+                (ws, abc) -> new GramIteration(ws, blockedSquaresMinRows, null).iterate(steps, abc[0], abc[1], abc[2]));
     }
 
     /** One of the libtorch iterations, run on a workspace holding the normalised input, with its coefficients. */
@@ -314,7 +314,7 @@ class NewtonSchulzPropertiesTest {
         // bfloat16's symmetric kernel, driven in float64 (where the CPU would run BlasKernels instead): it must
         // agree with the plain iteration to rounding.
         assertLibtorchFormEqualsGemm(rows, cols, steps, "libtorch symmetric form",
-                (ws, abc) -> new SymmetricIteration(ws, false).iterate(steps, abc[0], abc[1], abc[2]));
+                (ws, abc) -> new SymmetricIteration(ws, null).iterate(steps, abc[0], abc[1], abc[2]));
     }
 
 
@@ -375,8 +375,12 @@ class NewtonSchulzPropertiesTest {
 
     static Stream<Arguments> bf16KernelsOnSpectra() {
         // The Gram kernel on a wide matrix, the symmetric one on a square of three GramProduct row blocks; each on
-        // GramProduct's row blocks of GEMMs and on the native half product (where this CPU runs it).
-        return spectra().flatMap(spectrum -> Stream.of(false, true).flatMap(nativeKernel -> Stream.of(
+        // GramProduct's row blocks of GEMMs (null) and on each variant of the native half product (where this CPU
+        // runs it).
+        java.util.List<NativeKernels.Variant> forms = new java.util.ArrayList<>();
+        forms.add(null);
+        forms.addAll(java.util.List.of(NativeKernels.Variant.values()));
+        return spectra().flatMap(spectrum -> forms.stream().flatMap(nativeKernel -> Stream.of(
                 Arguments.of(NsAlgorithm.GRAM, 256, 1024, spectrum.get()[0], nativeKernel),
                 Arguments.of(NsAlgorithm.SYMMETRIC, 600, 600, spectrum.get()[0], nativeKernel))));
     }
@@ -384,9 +388,10 @@ class NewtonSchulzPropertiesTest {
     @ParameterizedTest(name = "{0} {1}x{2} {3}, native {4}")
     @MethodSource("bf16KernelsOnSpectra")
     void bf16Kernel_straysNoFurtherThanTwiceThePlainBf16Kernel(NsAlgorithm kernel, int rows, int cols,
-                                                               String spectrum, boolean nativeKernel) {
-        assumeTrue(!nativeKernel || NativeKernels.isAvailable(),
-                () -> "native kernel off: " + NativeKernels.unavailabilityCause());
+                                                               String spectrum, NativeKernels.Variant nativeKernel) {
+        if (nativeKernel != null) {
+            NativeVariants.assumeRuns(nativeKernel);
+        }
         Tensor g = withSpectrum(spectrum, rows, cols);
         double[] exact = Tensors.values(new NewtonSchulz(NewtonSchulzConfig.defaults()
                 .withNsPrecision(NsPrecision.FLOAT64).withNsAlgorithm(NsAlgorithm.GEMM)).orthogonalize(g));
@@ -399,7 +404,7 @@ class NewtonSchulzPropertiesTest {
         ns.normalizeInto(ws.x, input);
         org.bytedeco.pytorch.Scalar[][] abc = coefficientScalars(bf16, bf16.nsSteps());
         Tensor result = kernel == NsAlgorithm.GRAM
-                ? new GramIteration(ws, nativeKernel ? 0 : GramProduct.CPU_SQUARE_MIN_ROWS, nativeKernel)
+                ? new GramIteration(ws, nativeKernel != null ? 0 : GramProduct.CPU_SQUARE_MIN_ROWS, nativeKernel)
                         .iterate(bf16.nsSteps(), abc[0], abc[1], abc[2])
                 : new SymmetricIteration(ws, nativeKernel).iterate(bf16.nsSteps(), abc[0], abc[1], abc[2]);
         double error = Tensors.relativeError(Tensors.values(result), exact);
@@ -408,6 +413,36 @@ class NewtonSchulzPropertiesTest {
         assertTrue(error <= 2 * plain, spectrum + ": bfloat16 " + kernel + " kernel error " + error
                 + " exceeds twice the plain bfloat16 kernel's " + plain);
         assertTrue(error <= 0.25, spectrum + ": bfloat16 " + kernel + " kernel error " + error + " exceeds 0.25");
+    }
+
+    static Stream<Arguments> emptyInputs() {
+        int[][] shapes = {{0, 5}, {5, 0}, {0, 0}};
+        Stream.Builder<Arguments> rows = Stream.builder();
+        for (int[] shape : shapes) {
+            for (NsPrecision precision : NsPrecision.values()) {
+                for (NsAlgorithm algorithm : NsAlgorithm.values()) {
+                    rows.add(Arguments.of(shape[0], shape[1], precision, algorithm));
+                }
+            }
+        }
+        return rows.build();
+    }
+
+    @ParameterizedTest(name = "{0}x{1} {2} {3}")
+    @MethodSource("emptyInputs")
+    void emptyInput_givesTheEmptyResult_ofTheGemmKernel(int rows, int cols, NsPrecision precision,
+                                                        NsAlgorithm algorithm) {
+        // Every kernel, native products included (an empty tensor has no data pointer), returns what the plain
+        // kernel on libtorch returns: an empty matrix of the input's shape in the iteration's dtype.
+        NewtonSchulzConfig config = NewtonSchulzConfig.defaults().withNsPrecision(precision);
+        Tensor update = torch.randn(rows, cols);
+        Tensor result = new NewtonSchulz(config.withNsAlgorithm(algorithm)).orthogonalize(update);
+        Tensor gemm = new NewtonSchulz(config.withNsAlgorithm(NsAlgorithm.GEMM)).orthogonalize(update);
+        assertArrayEquals(new long[]{rows, cols}, result.shape());
+        assertArrayEquals(gemm.shape(), result.shape());
+        // ScalarType values are not singletons in the bindings: compare their codes.
+        assertEquals(precision.scalarType().value, gemm.scalar_type().value);
+        assertEquals(precision.scalarType().value, result.scalar_type().value);
     }
 
     @ParameterizedTest(name = "{0}")

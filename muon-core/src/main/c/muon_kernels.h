@@ -1,0 +1,73 @@
+/*
+ * What muon-core's three kernel files share: the variant codes Java passes through JNI, the float32 products' pieces
+ * that differ between instruction sets (a table of them per variant; the blocked driver in muon_f32_kernels.c is
+ * common), and the AVX2 bfloat16 half product (muon_avx2_kernels.c) that muon_cpu_kernels.c dispatches to.
+ *
+ * Every function is built without ISA flags on the command line: each one that uses AVX-512 or AVX2 carries its own
+ * target attribute, and Java calls a variant's functions only after muon_variant_supported() said yes, so loading
+ * the library on any x86-64 CPU is safe.
+ */
+#ifndef MUON_KERNELS_H
+#define MUON_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* NativeKernels.Variant's codes. */
+#define MUON_VARIANT_AVX512 0
+#define MUON_VARIANT_AVX2 1
+
+/* Whether this CPU and OS run the variant's instructions. */
+int muon_variant_supported(int variant);
+
+/* Tiles per packed panel of the float32 products' left operand (rows tile_start[t] .. + tile_rows[t]). */
+#define MUON_TILES_PER_PANEL 3
+
+/* What a float32 tile does with its sums: add them to out (later blocks of the inner dimension), and in the last
+ * block of a polynomial, out = c·sum + b·s + a on the diagonal. */
+typedef struct {
+    int accumulate;
+    const float *s; /* the polynomial's s at the tile's origin (same leading dimension as out), or NULL */
+    float a, b, c;
+    int diagonal; /* row0 - col0 of the tile: the tile column in which its row 0 meets out's diagonal */
+} muon_f32_epilogue;
+
+/* The float32 products' pieces of one instruction set. */
+typedef struct {
+    /* Rows per packed panel, which is also the width (output columns) of a register tile. */
+    int panel;
+    int tile_start[MUON_TILES_PER_PANEL];
+    int tile_rows[MUON_TILES_PER_PANEL];
+    /* out[j][i] (+)= Σ_q left[q·panel + j]·right[q·panel + i] for j < rows, i < cols, then e's epilogue;
+     * tile_rows is one of tile_rows[]. */
+    void (*tile)(int tile_rows, int depth, const float *right, const float *left, float *out, long ld, int rows,
+                 int cols, const muon_f32_epilogue *e);
+    /* packed[q·panel + r] = src[(row0 + r)·ld + q0 + q]: rows of src become a panel's columns (rows past rows:
+     * zero); packed is 64-byte aligned. */
+    void (*pack_rows)(const float *src, long ld, int row0, int rows, int q0, int depth, float *packed);
+    /* out[i][j] = out[j][i] below the diagonal of the m × m out, this thread's share. */
+    void (*mirror_upper)(float *out, int m, int thread, int threads);
+    /* Σ g[i]² in double, in the order both variants share (so that they give the same bits). */
+    double (*sum_of_squares)(const float *g, int n);
+    /* out[i·n + j] = scale · g[j·m + i] for the blocks [first_block, end_block) of transpose_block² values. */
+    void (*scale_transposed)(const float *g, int m, int n, float scale, float *out, int first_block, int end_block);
+    int transpose_block;
+    /* out[i] = g[i]·scale for first <= i < end. */
+    void (*scale_plain)(const float *g, long first, long end, float scale, float *out);
+} muon_f32_isa;
+
+extern const muon_f32_isa muon_f32_avx512;
+extern const muon_f32_isa muon_f32_avx2;
+
+/* Bytes of packing scratch the AVX2 bfloat16 half product needs for an m × k operand. */
+size_t muon_bf16_avx2_pack_bytes(int m, int k);
+
+/*
+ * out = x·xᵀ (s == NULL) or a·I + b·s + c·s·s (x == s, k == m) for the row-major m × k bfloat16 x, float32
+ * accumulation over the whole of k, rounded once to bfloat16, both triangles written; packed has
+ * muon_bf16_avx2_pack_bytes(m, k) bytes.
+ */
+void muon_bf16_avx2_self_product(const uint16_t *x, int m, int k, uint16_t *out, void *packed, int threads,
+                                 const uint16_t *s, float a, float b, float c);
+
+#endif
