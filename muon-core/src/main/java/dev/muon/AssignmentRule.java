@@ -59,11 +59,22 @@ public final class AssignmentRule {
     /**
      * One trainable parameter as the output-layer rule sees it.
      *
-     * @param name      its name
+     * @param name      its name, as the override lists name it
+     * @param ruleName  its dotted name, which the head check reads (the name itself where names are dotted)
      * @param dims      its number of dimensions
      * @param optimizer where the other rules sent it (a later alias of a tied weight counts as AdamW)
      */
-    public record Candidate(String name, int dims, OptimizerKind optimizer) {
+    public record Candidate(String name, String ruleName, int dims, OptimizerKind optimizer) {
+        /**
+         * A candidate whose name is its dotted name.
+         *
+         * @param name      its dotted name
+         * @param dims      its number of dimensions
+         * @param optimizer where the other rules sent it
+         */
+        public Candidate(String name, int dims, OptimizerKind optimizer) {
+            this(name, name, dims, optimizer);
+        }
     }
 
     /**
@@ -182,7 +193,7 @@ public final class AssignmentRule {
             Candidate c = trainable.get(i);
             if (c.name().equals(lastMatrix)) {
                 at = i;
-            } else if (c.dims() == 2 && (isHead(c.name()) || forceAdamW.contains(c.name()))) {
+            } else if (c.dims() == 2 && (isHead(c.ruleName()) || forceAdamW.contains(c.name()))) {
                 return OptionalInt.empty();
             }
             if (c.optimizer() == OptimizerKind.MUON) {

@@ -73,6 +73,15 @@ class AssignmentRuleTest {
                         "fc2.weight", NONE, NONE, OptionalInt.empty()),
                 Arguments.of("a head by name", List.of(c("lm_head.weight", 2, ADAMW), c("a.weight", 2, MUON),
                         c("b.weight", 2, MUON)), "b.weight", NONE, NONE, OptionalInt.empty()),
+                Arguments.of("a head by its dotted name", List.of(
+                        new AssignmentRule.Candidate("01head_weight", "head.weight", 2, ADAMW),
+                        new AssignmentRule.Candidate("02Linear_weight", "Linear.weight", 2, MUON),
+                        new AssignmentRule.Candidate("03Linear_weight", "Linear.weight", 2, MUON)),
+                        "03Linear_weight", NONE, NONE, OptionalInt.empty()),
+                Arguments.of("not a head by its own name", List.of(
+                        new AssignmentRule.Candidate("head", "Linear.weight", 2, MUON),
+                        new AssignmentRule.Candidate("b", "Linear.weight", 2, MUON)),
+                        "b", NONE, NONE, OptionalInt.of(1)),
                 Arguments.of("no matrix", List.of(c("bias", 1, ADAMW)), null, NONE, NONE, OptionalInt.empty()));
     }
 
