@@ -96,7 +96,8 @@ class AssignmentRuleTest {
     static Stream<Arguments> refusedShapes() {
         MuonConfig defaults = MuonConfig.defaults();
         return Stream.of(
-                Arguments.of(new long[] {8}, defaults, "Muon only supports 2-D parameters; parameter 'p' has shape [8]"),
+                Arguments.of(new long[] {8}, defaults,
+                        "Muon only supports 2-D parameters; parameter 'p' has shape [8]"),
                 Arguments.of(new long[] {8, 3, 3, 3}, defaults, "Muon only supports 2-D parameters; parameter 'p' has"
                         + " shape [8, 3, 3, 3]. To flatten a 4-D conv filter to [8, 27], use"
                         + " MuonConfig.withConvWeights(ConvWeights.FLATTEN)"),
@@ -118,7 +119,8 @@ class AssignmentRuleTest {
     void matrixOf_flattensFilters_andBatchesStacks_whenAllowed() {
         MuonConfig config = MuonConfig.defaults().withConvWeights(ConvWeights.FLATTEN)
                 .withStackedWeights(StackedWeights.BATCH);
-        assertEquals(new AssignmentRule.Matrix(0, 8, 27), AssignmentRule.matrixOf(new long[] {8, 3, 3, 3}, config, "p"));
+        assertEquals(new AssignmentRule.Matrix(0, 8, 27),
+                AssignmentRule.matrixOf(new long[] {8, 3, 3, 3}, config, "p"));
         assertEquals(new AssignmentRule.Matrix(2, 8, 4), AssignmentRule.matrixOf(new long[] {2, 8, 4}, config, "p"));
         assertEquals(new AssignmentRule.Matrix(0, 5, 7), AssignmentRule.matrixOf(new long[] {5, 7}, config, "p"));
     }
