@@ -35,13 +35,8 @@ final class AdamWStep {
      * @return {@code [m, v]}
      */
     NDList moments(ParameterKey key, NDArray weight, NDManager home) {
-        return moments.computeIfAbsent(key, k -> {
-            NDArray m = home.zeros(weight.getShape(), weight.getDataType());
-            NDArray v = home.zeros(weight.getShape(), weight.getDataType());
-            // State lives as long as its manager: never closed by a scope the caller may have open.
-            NDScope.unregister(m, v);
-            return new NDList(m, v);
-        });
+        return moments.computeIfAbsent(key, k -> new NDList(MuonStep.owned(weight.zerosLike(), home),
+                MuonStep.owned(weight.zerosLike(), home)));
     }
 
     /**

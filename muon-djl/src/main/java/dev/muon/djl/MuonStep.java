@@ -61,19 +61,22 @@ final class MuonStep {
      * @return the state
      */
     State state(ParameterKey key, NDArray weight, AssignmentRule.Matrix matrix, NDManager home) {
-        NDArray buffer = buffers.computeIfAbsent(key, k -> owned(home.zeros(weight.getShape(),
-                weight.getDataType())));
+        NDArray buffer = buffers.computeIfAbsent(key, k -> owned(weight.zerosLike(), home));
         NDArray v = null;
         if (config.norMuon() != null) {
             Shape shape = matrix.batch() == 0 ? new Shape(matrix.rows()) : new Shape(matrix.batch(), matrix.rows());
             DataType dtype = weight.getDataType() == DataType.FLOAT64 ? DataType.FLOAT64 : DataType.FLOAT32;
-            v = secondMoments.computeIfAbsent(key, k -> owned(home.zeros(shape, dtype)));
+            v = secondMoments.computeIfAbsent(key, k -> owned(home.zeros(shape, dtype, weight.getDevice()), home));
         }
         return new State(buffer, v);
     }
 
-    /** State lives as long as its manager: never closed by a scope the caller may have open. */
-    private static NDArray owned(NDArray array) {
+    /**
+     * State on the weight's device, owned by {@code home} and so freed with it, and never closed by a scope the
+     * caller may have open.
+     */
+    static NDArray owned(NDArray array, NDManager home) {
+        array.attach(home);
         NDScope.unregister(array);
         return array;
     }

@@ -171,9 +171,13 @@ final class StepDriver {
         return g;
     }
 
-    /** The manager of the optimizer state on a weight's device, a child of the weight's own manager. */
+    /**
+     * The manager that owns the optimizer state of a weight's device: a child of the weight's own manager, so that
+     * the state is freed with the model. It only owns: the state is created on the weight's device (DJL's
+     * {@code ParameterStore} too attaches every device's copy to one manager).
+     */
     private NDManager home(NDArray weight) {
-        return homes.computeIfAbsent(weight.getDevice(), d -> weight.getManager().newSubManager(d));
+        return homes.computeIfAbsent(weight.getDevice(), d -> weight.getManager().newSubManager());
     }
 
     /** Zeroes the gradient in place: {@code fill}, not {@code g − g}, which keeps a NaN. */

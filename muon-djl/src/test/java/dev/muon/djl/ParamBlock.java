@@ -13,7 +13,7 @@ import ai.djl.util.PairList;
  * A block that only holds parameters and children, for tests that call {@code Optimizer.update} themselves: it
  * names parameters the way DJL does, and its forward pass is never run.
  */
-final class ParamBlock extends AbstractBlock {
+public final class ParamBlock extends AbstractBlock {
 
     /**
      * Adds a parameter holding {@code array}.
@@ -22,7 +22,7 @@ final class ParamBlock extends AbstractBlock {
      * @param array its value
      * @return this block
      */
-    ParamBlock param(String name, NDArray array) {
+    public ParamBlock param(String name, NDArray array) {
         addParameter(Parameter.builder().setName(name).setType(Parameter.Type.WEIGHT).optArray(array).build());
         return this;
     }
@@ -34,7 +34,7 @@ final class ParamBlock extends AbstractBlock {
      * @param array its value
      * @return this block
      */
-    ParamBlock frozen(String name, NDArray array) {
+    public ParamBlock frozen(String name, NDArray array) {
         addParameter(Parameter.builder().setName(name).setType(Parameter.Type.WEIGHT).optArray(array)
                 .optRequiresGrad(false).build());
         return this;
@@ -47,7 +47,7 @@ final class ParamBlock extends AbstractBlock {
      * @param block the child
      * @return this block
      */
-    ParamBlock child(String name, Block block) {
+    public ParamBlock child(String name, Block block) {
         addChildBlock(name, block);
         return this;
     }
