@@ -106,12 +106,14 @@ public final class Muon extends Optimizer {
                     + "parameter of the block given to optBlock (frozen when the optimizer first ran, or another "
                     + "block's)");
         }
+        // Before anything changes: a tracker's lr is checked as a config's is.
+        double lr = lrTracker == null ? config.lr() : config.withLr(
+                lrTracker.getNewValue(parameterId, (int) driver.upcomingStep(parameterId, weight))).lr();
         driver.call(parameterId, weight, grad, (key, home, count, stepNumber) -> {
             MuonStep.State state = step.state(key, weight, matrix, home);
             try (NDScope scope = new NDScope()) {
                 scope.suppressNotUsedWarning();
-                step.apply(weight, StepDriver.prepared(grad, rescaleGrad, clipGrad), state, matrix,
-                        lrTracker == null ? config.lr() : lrTracker.getNewValue(parameterId, (int) stepNumber));
+                step.apply(weight, StepDriver.prepared(grad, rescaleGrad, clipGrad), state, matrix, lr);
             }
         });
     }

@@ -129,20 +129,23 @@ public final class MuonAdamW extends Optimizer {
                     + "parameter of the block given to optBlock (frozen when the optimizer first ran, or another "
                     + "block's)");
         }
+        // Before anything changes: a tracker's lr is checked as a config's is.
+        int upcoming = (int) driver.upcomingStep(parameterId, weight);
+        double lr = kind == OptimizerKind.MUON
+                ? (muonTracker == null ? muonConfig.lr()
+                        : muonConfig.withLr(muonTracker.getNewValue(parameterId, upcoming)).lr())
+                : (adamWTracker == null ? adamWConfig.lr()
+                        : adamWConfig.withLr(adamWTracker.getNewValue(parameterId, upcoming)).lr());
         driver.call(parameterId, weight, grad, (key, home, count, stepNumber) -> {
             if (kind == OptimizerKind.MUON) {
                 AssignmentRule.Matrix matrix = matrices.get(parameterId);
                 MuonStep.State state = muon.state(key, weight, matrix, home);
-                double lr = muonTracker == null ? muonConfig.lr()
-                        : muonTracker.getNewValue(parameterId, (int) stepNumber);
                 try (NDScope scope = new NDScope()) {
                     scope.suppressNotUsedWarning();
                     muon.apply(weight, StepDriver.prepared(grad, rescaleGrad, clipGrad), state, matrix, lr);
                 }
             } else {
                 NDList moments = adamW.moments(key, weight, home);
-                double lr = adamWTracker == null ? adamWConfig.lr()
-                        : adamWTracker.getNewValue(parameterId, (int) stepNumber);
                 try (NDScope scope = new NDScope()) {
                     scope.suppressNotUsedWarning();
                     AdamWStep.apply(weight, StepDriver.prepared(grad, rescaleGrad, clipGrad), moments, adamWConfig,

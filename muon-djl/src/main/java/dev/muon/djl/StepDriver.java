@@ -8,6 +8,7 @@ import ai.djl.ndarray.index.NDIndex;
 import dev.muon.NonFinitePolicy;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
@@ -51,7 +52,7 @@ final class StepDriver {
     /** Every parameter copy updated so far: DJL hands over the same arrays at every step. */
     private final Map<ParameterKey, NDArray> copies = new LinkedHashMap<>();
     private final Map<Device, NDManager> homes = new HashMap<>();
-    /** The arrays whose gradients the current step's opening scan read. */
+    /** The parameter copies whose gradients the current step's opening scan read. */
     private Set<NDArray> scanned = Set.of();
     private long skipped;
 
@@ -113,18 +114,31 @@ final class StepDriver {
     }
 
     /**
+     * The step a call would apply, if its step is applied: the current one, or the next when the call opens it.
+     * Lets a caller check what the call needs (a tracker's lr) before anything changes.
+     *
+     * @param id     the parameter's id
+     * @param weight the parameter copy
+     * @return the applied-step number, from 1
+     */
+    long upcomingStep(String id, NDArray weight) {
+        return clock.opensStep(new ParameterKey(id, weight.getDevice())) ? clock.applied() + 1 : clock.applied();
+    }
+
+    /**
      * Reads every gradient the step will use that exists now; returns the first non-finite one's parameter name.
      */
     private String openingScan(String id, NDArray weight, NDArray grad) {
         Map<NDArray, String> arrays = new IdentityHashMap<>();
-        arrays.put(weight, model.nameOf(id));
         for (ModelParameters.Entry e : model.entries()) {
             if (e.parameter().requiresGradient() && e.parameter().isInitialized()) {
                 arrays.putIfAbsent(e.parameter().getArray(), e.name());
             }
         }
         copies.forEach((k, array) -> arrays.putIfAbsent(array, model.nameOf(k.parameterId())));
-        scanned = arrays.keySet();
+        arrays.remove(weight);
+        Set<NDArray> read = Collections.newSetFromMap(new IdentityHashMap<>());
+        read.add(weight);
         try (NDScope scope = new NDScope()) {
             scope.suppressNotUsedWarning();
             List<NDArray> grads = new ArrayList<>();
@@ -135,8 +149,10 @@ final class StepDriver {
                 if (a.getKey().hasGradient()) {
                     grads.add(a.getKey().getGradient());
                     names.add(a.getValue());
+                    read.add(a.getKey());
                 }
             }
+            scanned = read;
             if (GradientScan.allFinite(grads)) {
                 return null;
             }

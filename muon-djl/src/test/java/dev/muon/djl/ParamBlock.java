@@ -41,6 +41,18 @@ public final class ParamBlock extends AbstractBlock {
     }
 
     /**
+     * Adds a parameter that has a shape but no array yet, as before {@code trainer.initialize}.
+     *
+     * @param name  the parameter's name
+     * @param shape its shape
+     * @return this block
+     */
+    public ParamBlock uninitialized(String name, Shape shape) {
+        addParameter(Parameter.builder().setName(name).setType(Parameter.Type.WEIGHT).optShape(shape).build());
+        return this;
+    }
+
+    /**
      * Adds a child block, which DJL names {@code "%02d" + name}.
      *
      * @param name  the child's name
