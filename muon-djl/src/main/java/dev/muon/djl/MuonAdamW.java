@@ -129,13 +129,7 @@ public final class MuonAdamW extends Optimizer {
                     + "parameter of the block given to optBlock (frozen when the optimizer first ran, or another "
                     + "block's)");
         }
-        // Before anything changes: a tracker's lr is checked as a config's is.
-        int upcoming = (int) driver.upcomingStep(parameterId, weight);
-        double lr = kind == OptimizerKind.MUON
-                ? (muonTracker == null ? muonConfig.lr()
-                        : muonConfig.withLr(muonTracker.getNewValue(parameterId, upcoming)).lr())
-                : (adamWTracker == null ? adamWConfig.lr()
-                        : adamWConfig.withLr(adamWTracker.getNewValue(parameterId, upcoming)).lr());
+        double lr = learningRate(kind, parameterId, driver.upcomingStep(parameterId, weight));
         driver.call(parameterId, weight, grad, (key, home, count, stepNumber) -> {
             if (kind == OptimizerKind.MUON) {
                 AssignmentRule.Matrix matrix = matrices.get(parameterId);
@@ -156,6 +150,19 @@ public final class MuonAdamW extends Optimizer {
     }
 
     /**
+     * The lr of a parameter's update at a step: its group's config's, or its tracker's, checked as a config's is
+     * (so before anything changes).
+     */
+    private double learningRate(OptimizerKind kind, String parameterId, long step) {
+        if (kind == OptimizerKind.MUON) {
+            return muonTracker == null ? muonConfig.lr()
+                    : muonConfig.withLr(muonTracker.getNewValue(parameterId, (int) step)).lr();
+        }
+        return adamWTracker == null ? adamWConfig.lr()
+                : adamWConfig.withLr(adamWTracker.getNewValue(parameterId, (int) step)).lr();
+    }
+
+    /**
      * Which optimizer updates each parameter, and why; classifies the block at the first call.
      *
      * @return the assignment
@@ -172,7 +179,8 @@ public final class MuonAdamW extends Optimizer {
     }
 
     private void classify() {
-        ParameterAssignment table = ParameterAssignment.classify(model, rules, muonConfig, adamWConfig);
+        ParameterAssignment table = ParameterAssignment.classify(model, rules, muonConfig, adamWConfig,
+                (kind, id) -> learningRate(kind, id, 1));
         for (ModelParameters.Entry e : model.entries()) {
             if (table.optimizerOf(e.id()) == OptimizerKind.MUON && !matrices.containsKey(e.id())) {
                 matrices.put(e.id(), AssignmentRule.matrixOf(e.array().getShape().getShape(), muonConfig, e.name()));

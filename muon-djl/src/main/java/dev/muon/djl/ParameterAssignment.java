@@ -43,8 +43,8 @@ public final class ParameterAssignment {
      * @param dtype     its dtype
      * @param optimizer the optimizer that updates it
      * @param reason    why (the rule or override that decided)
-     * @param lr        the lr its update uses with the configs' lrs: Muon's lr times the shape ratio and extra
-     *                  scale, or AdamW's lr
+     * @param lr        the lr of its first update: Muon's lr times the shape ratio and extra scale, or AdamW's
+     *                  lr, each the config's or, with a tracker, the tracker's at step 1
      */
     public record Row(String name, long[] shape, String dtype, OptimizerKind optimizer, String reason, double lr) {
         /**
@@ -126,15 +126,17 @@ public final class ParameterAssignment {
      *
      * @param model the block's parameters
      * @param rules the rule and the overrides
-     * @param muon  the Muon group's config, to check that Muon can take what is sent to it
-     * @param adamW the AdamW group's config, for the table's lrs
+     * @param muon   the Muon group's config, to check that Muon can take what is sent to it
+     * @param adamW  the AdamW group's config
+     * @param firstLr the lr of a parameter's first update by its optimizer and id, for the table
      * @return the assignment
      * @throws IllegalArgumentException if an override names a frozen parameter or a tied weight is forced to
      *                                  Muon, Muon cannot take a parameter sent to it, or no parameter requires
      *                                  grad
      * @throws IllegalStateException    if a parameter is not initialized
      */
-    static ParameterAssignment classify(ModelParameters model, Rules rules, MuonConfig muon, AdamWConfig adamW) {
+    static ParameterAssignment classify(ModelParameters model, Rules rules, MuonConfig muon, AdamWConfig adamW,
+                                        java.util.function.ToDoubleBiFunction<OptimizerKind, String> firstLr) {
         checkNames(model, rules);
         Map<String, ModelParameters.Entry> trainable = new LinkedHashMap<>();
         List<String> frozen = new ArrayList<>();
@@ -209,10 +211,10 @@ public final class ParameterAssignment {
             ModelParameters.Entry e = entries.get(i);
             AssignmentRule.Verdict v = verdicts.get(i);
             long[] shape = e.array().getShape().getShape();
-            double lr = adamW.lr();
+            double lr = firstLr.applyAsDouble(v.optimizer(), e.id());
             if (v.optimizer() == OptimizerKind.MUON) {
                 AssignmentRule.Matrix m = AssignmentRule.matrixOf(shape, muon, e.name());
-                lr = muon.scaledLr(m.rows(), m.cols());
+                lr = muon.withLr(lr).scaledLr(m.rows(), m.cols());
             } else {
                 DjlSupport.requireSupported(e.array().getDataType(), "parameter '" + e.name() + "'");
             }

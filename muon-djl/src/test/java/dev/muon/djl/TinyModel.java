@@ -73,9 +73,12 @@ final class TinyModel {
         return grads;
     }
 
-    /** Puts {@code grads} on the arrays with a backward pass of {@code Σ sum(p ⊙ g)}. */
+    /** Puts {@code grads} on the arrays with a backward pass of {@code Σ sum(p ⊙ g)}, then frees them. */
     void backward(Map<String, NDArray> grads) {
-        try (GradientCollector collector = Engine.getInstance().newGradientCollector()) {
+        try (ai.djl.ndarray.NDScope scope = new ai.djl.ndarray.NDScope();
+             GradientCollector collector = Engine.getInstance().newGradientCollector()) {
+            scope.suppressNotUsedWarning();
+            grads.values().forEach(ai.djl.ndarray.NDScope::register);
             NDArray loss = null;
             for (Map.Entry<String, NDArray> e : arrays.entrySet()) {
                 NDArray term = e.getValue().mul(grads.get(e.getKey())).sum();
@@ -99,11 +102,16 @@ final class TinyModel {
         return out;
     }
 
-    /** Hands every parameter to {@code optimizer} in {@code order}, each with its own gradient. */
+    /**
+     * Hands every parameter to {@code optimizer} in {@code order}, each with its own gradient, whose handle is then
+     * closed, as DJL's {@code ParameterServer} does.
+     */
     void step(ai.djl.training.optimizer.Optimizer optimizer, List<String> order) {
         for (String name : order) {
             NDArray weight = arrays.get(name);
-            optimizer.update(ids.get(name), weight, weight.getGradient());
+            try (NDArray grad = weight.getGradient()) {
+                optimizer.update(ids.get(name), weight, grad);
+            }
         }
     }
 
