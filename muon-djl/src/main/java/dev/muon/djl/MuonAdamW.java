@@ -48,6 +48,7 @@ import java.util.function.BiPredicate;
  *   <tr><td>learning rates</td><td>the configs'; {@link Builder#optLearningRateTracker} sets both groups'</td></tr>
  *   <tr><td>assignment</td><td>muon-core's default rule, and the last matrix on AdamW as the output layer</td></tr>
  *   <tr><td>non-finite gradients</td><td>{@link NonFinitePolicy#SKIP}</td></tr>
+ *   <tr><td>empty Muon group</td><td>refused ({@link Builder#optAllowEmptyMuon(boolean)})</td></tr>
  *   <tr><td>{@link Builder#optBlock}</td><td>required</td></tr>
  * </table>
  *
@@ -66,6 +67,7 @@ public final class MuonAdamW extends Optimizer {
     private final ParameterTracker muonTracker;
     private final ParameterTracker adamWTracker;
     private final ParameterAssignment.Rules rules;
+    private final boolean allowEmptyMuon;
     private final ModelParameters model;
     private final MuonStep muon;
     private final AdamWStep adamW = new AdamWStep();
@@ -92,6 +94,7 @@ public final class MuonAdamW extends Optimizer {
         this.adamWTracker = b.adamWTracker;
         this.rules = new ParameterAssignment.Rules(b.muonRule, Set.copyOf(b.forceMuon), Set.copyOf(b.forceAdamW),
                 b.outputLayer);
+        this.allowEmptyMuon = b.allowEmptyMuon;
         this.model = ModelParameters.of(b.block);
         ParameterAssignment.checkNames(model, rules);
         this.muon = new MuonStep(muonConfig);
@@ -169,7 +172,8 @@ public final class MuonAdamW extends Optimizer {
      * @throws IllegalStateException    if the block is not initialized yet (call {@code trainer.initialize}
      *                                  first)
      * @throws IllegalArgumentException if an override names a frozen parameter, a shared parameter is forced to
-     *                                  Muon, Muon cannot take a parameter sent to it, or nothing requires grad
+     *                                  Muon, Muon cannot take a parameter sent to it, nothing requires grad, or
+     *                                  nothing goes to Muon without {@link Builder#optAllowEmptyMuon(boolean)}
      */
     public ParameterAssignment assignment() {
         if (assignment == null) {
@@ -181,6 +185,12 @@ public final class MuonAdamW extends Optimizer {
     private void classify() {
         ParameterAssignment table = ParameterAssignment.classify(model, rules, muonConfig, adamWConfig,
                 (kind, id) -> learningRate(kind, id, 1));
+        if (table.names(OptimizerKind.MUON).isEmpty() && !allowEmptyMuon) {
+            throw new IllegalArgumentException("no parameter was assigned to Muon, so this would train with AdamW "
+                    + "alone. Muon takes 2-D and 4-D weights whose names do not look like an embedding or a head; "
+                    + "check the names below, send parameters with optForceMuon(..) or optMuonWhen(..), or call "
+                    + "optAllowEmptyMuon(true) if AdamW alone is intended.\n" + table);
+        }
         for (ModelParameters.Entry e : model.entries()) {
             if (table.optimizerOf(e.id()) == OptimizerKind.MUON && !matrices.containsKey(e.id())) {
                 matrices.put(e.id(), AssignmentRule.matrixOf(e.array().getShape().getShape(), muonConfig, e.name()));
@@ -261,6 +271,7 @@ public final class MuonAdamW extends Optimizer {
         private final Set<String> forceMuon = new LinkedHashSet<>();
         private final Set<String> forceAdamW = new LinkedHashSet<>();
         private boolean outputLayer = true;
+        private boolean allowEmptyMuon;
         private NonFinitePolicy policy = NonFinitePolicy.SKIP;
         private int beginNumUpdate;
 
@@ -385,6 +396,18 @@ public final class MuonAdamW extends Optimizer {
          */
         public Builder optOutputLayerOnAdamW(boolean on) {
             this.outputLayer = on;
+            return this;
+        }
+
+        /**
+         * Whether a block with nothing on Muon is accepted (then this is AdamW alone); refused by default, since
+         * it usually means the names did not match the rules.
+         *
+         * @param allow whether to accept it
+         * @return this builder
+         */
+        public Builder optAllowEmptyMuon(boolean allow) {
+            this.allowEmptyMuon = allow;
             return this;
         }
 

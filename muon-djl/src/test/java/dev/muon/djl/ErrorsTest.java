@@ -106,6 +106,15 @@ class ErrorsTest {
                         .optBlock(new ParamBlock().param("w", ones(4, 4)).frozen("v", ones(4, 4)))
                         .optForceAdamW("v").build().assignment(), IllegalArgumentException.class,
                         "forceAdamW names 'v', which does not require grad and is left out"),
+                Arguments.of("nothing on Muon", (Executable) () -> MuonAdamW.builder()
+                        .optBlock(new ParamBlock().param("bias", ones(4))).build().assignment(),
+                        IllegalArgumentException.class, "no parameter was assigned to Muon, so this would train with "
+                                + "AdamW alone. Muon takes 2-D and 4-D weights whose names do not look like an "
+                                + "embedding or a head; check the names below, send parameters with optForceMuon(..) "
+                                + "or optMuonWhen(..), or call optAllowEmptyMuon(true) if AdamW alone is intended.\n"
+                                + "name  shape  dtype     opt     lr          why\n"
+                                + "bias  [4]    float32   adamw   0.001000    fewer than 2 dims\n"
+                                + "0 on Muon, 1 on AdamW\n"),
                 Arguments.of("nothing trainable", (Executable) () -> MuonAdamW.builder()
                         .optBlock(new ParamBlock().frozen("v", ones(4, 4))).build().assignment(),
                         IllegalArgumentException.class, "the block must hold at least one parameter that requires "
