@@ -140,6 +140,34 @@ class ErrorsTest {
                         .update("not-an-id", ones(4, 4), ones(4, 4)), IllegalArgumentException.class,
                         "parameter 'not-an-id' is not a trainable parameter of the block given to optBlock (frozen "
                                 + "when the optimizer first ran, or another block's)"),
+                Arguments.of("MuonAdamW: another block's parameter", (Executable) () -> MuonAdamW.builder()
+                        .optBlock(model().block).build().update("not-an-id", ones(4, 4), ones(4, 4)),
+                        IllegalArgumentException.class, "parameter 'not-an-id' is not a trainable parameter of the "
+                                + "block given to optBlock (frozen when the optimizer first ran, or another block's)"),
+                Arguments.of("a bfloat16 parameter", (Executable) () -> DjlSupport.requireSupported(DataType.BFLOAT16,
+                        "parameter 'w'"), IllegalArgumentException.class, "muon-djl does not update bfloat16 "
+                                + "parameters (DJL's bfloat16 conversions abort the JVM); parameter 'w' has dtype "
+                                + "bfloat16"),
+                Arguments.of("a null block", (Executable) () -> Muon.builder().optBlock(null),
+                        NullPointerException.class, "block must not be null"),
+                Arguments.of("a null config", (Executable) () -> Muon.builder().optConfig(null),
+                        NullPointerException.class, "config must not be null"),
+                Arguments.of("a null Muon config", (Executable) () -> MuonAdamW.builder().optMuon(null),
+                        NullPointerException.class, "muon config must not be null"),
+                Arguments.of("a null AdamW config", (Executable) () -> MuonAdamW.builder().optAdamW(null),
+                        NullPointerException.class, "adamW config must not be null"),
+                Arguments.of("a null tracker", (Executable) () -> MuonAdamW.builder().optLearningRateTracker(null),
+                        NullPointerException.class, "learningRateTracker must not be null"),
+                Arguments.of("a null Muon tracker", (Executable) () -> MuonAdamW.builder()
+                        .optMuonLearningRateTracker(null), NullPointerException.class,
+                        "muonLearningRateTracker must not be null"),
+                Arguments.of("a null AdamW tracker", (Executable) () -> MuonAdamW.builder()
+                        .optAdamWLearningRateTracker(null), NullPointerException.class,
+                        "adamWLearningRateTracker must not be null"),
+                Arguments.of("a null rule", (Executable) () -> MuonAdamW.builder().optMuonWhen(null),
+                        NullPointerException.class, "muonWhen rule must not be null"),
+                Arguments.of("a null policy", (Executable) () -> Muon.builder().optNonFinitePolicy(null),
+                        NullPointerException.class, "nonFinitePolicy must not be null"),
                 Arguments.of("a tracker's NaN lr", (Executable) () -> {
                     TinyModel m = model();
                     stepOnce(MuonAdamW.builder().optBlock(m.block).optLearningRateTracker(Tracker.fixed(Float.NaN))

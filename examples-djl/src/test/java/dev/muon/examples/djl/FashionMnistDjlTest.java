@@ -3,6 +3,9 @@ package dev.muon.examples.djl;
 import ai.djl.ndarray.NDManager;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 import picocli.CommandLine;
 
 import java.io.ByteArrayOutputStream;
@@ -12,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -49,6 +53,29 @@ class FashionMnistDjlTest {
             assertTrue(Double.parseDouble(m.group(3)) > 0, text);
         }
         assertEquals(2, rows, text);
+    }
+
+    static Stream<Arguments> badFiles() {
+        return Stream.of(
+                Arguments.of("10x10 images", 10, 5, 5,
+                        "images must be 28x28, got IdxFile[5, 10, 10]"),
+                Arguments.of("fewer labels than images", 28, 5, 4,
+                        "one label per image expected, got IdxFile[5, 28, 28] and IdxFile[4]"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("badFiles")
+    void filesOfAnotherShape_areRefused(String label, int side, int images, int labels, String message,
+                                        @TempDir Path dir) throws IOException {
+        SyntheticFashionMnist.write(dir, 8, 8);
+        SyntheticFashionMnist.idx(dir.resolve("train-images-idx3-ubyte.gz"), new byte[images * side * side], images,
+                side, side);
+        SyntheticFashionMnist.idx(dir.resolve("train-labels-idx1-ubyte.gz"), new byte[labels], labels);
+        try (NDManager manager = NDManager.newBaseManager()) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> FashionMnistDatasets.load(manager, dir, 0, 32), label);
+            assertEquals(message, e.getMessage(), label);
+        }
     }
 
     @Test

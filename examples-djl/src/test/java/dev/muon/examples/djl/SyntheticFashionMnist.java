@@ -49,7 +49,8 @@ final class SyntheticFashionMnist {
         }
     }
 
-    private static void idx(Path file, byte[] data, int... dims) throws IOException {
+    /** Writes one gzip IDX file of unsigned bytes. */
+    static void idx(Path file, byte[] data, int... dims) throws IOException {
         try (OutputStream raw = Files.newOutputStream(file);
              DataOutputStream out = new DataOutputStream(new GZIPOutputStream(raw))) {
             out.writeByte(0);
