@@ -16,6 +16,7 @@ import dev.muon.MuonConfig;
 import dev.muon.NonFinitePolicy;
 import dev.muon.OptimizerKind;
 
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -92,8 +93,9 @@ public final class MuonAdamW extends Optimizer {
                 "optMuon(MuonConfig.withWeightDecay) and optAdamW(AdamWConfig.withWeightDecay)");
         this.muonTracker = b.muonTracker;
         this.adamWTracker = b.adamWTracker;
-        this.rules = new ParameterAssignment.Rules(b.muonRule, Set.copyOf(b.forceMuon), Set.copyOf(b.forceAdamW),
-                b.outputLayer);
+        // Copies in the builder's order, so that a message names the first bad name given.
+        this.rules = new ParameterAssignment.Rules(b.muonRule, Collections.unmodifiableSet(new LinkedHashSet<>(
+                b.forceMuon)), Collections.unmodifiableSet(new LinkedHashSet<>(b.forceAdamW)), b.outputLayer);
         this.allowEmptyMuon = b.allowEmptyMuon;
         this.model = ModelParameters.of(b.block);
         ParameterAssignment.checkNames(model, rules);

@@ -110,8 +110,8 @@ public final class ParameterAssignment {
         }
         List<String> names = new ArrayList<>();
         model.entries().forEach(e -> names.add(e.name()));
-        for (Map.Entry<String, Set<String>> list : Map.of("forceMuon", rules.forceMuon(), "forceAdamW",
-                rules.forceAdamW()).entrySet()) {
+        for (Map.Entry<String, Set<String>> list : List.of(Map.entry("forceMuon", rules.forceMuon()),
+                Map.entry("forceAdamW", rules.forceAdamW()))) {
             for (String name : list.getValue()) {
                 if (!names.contains(name)) {
                     throw new IllegalArgumentException(list.getKey() + " names '" + name + "', which is not a "
