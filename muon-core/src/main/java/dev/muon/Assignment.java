@@ -50,7 +50,8 @@ import java.util.function.Predicate;
  *       ({@code outputLayerOnAdamW(false)}).</li>
  * </ul>
  * 4-D conv filters never count as the last matrix: a CNN's classifier is a 2-D {@code fc}.
- * {@link MuonAdamW.Builder} can replace the rule by a predicate and force names either way.
+ * {@link MuonAdamW.Builder} can replace the rule by a predicate and force names either way. The rules themselves,
+ * over names and shapes alone, are {@link AssignmentRule}'s, which muon-djl applies too.
  *
  * <pre>{@code
  * MuonAdamW opt = MuonAdamW.builder(model.named_parameters()).build();
@@ -58,13 +59,8 @@ import java.util.function.Predicate;
  * }</pre>
  */
 public final class Assignment {
-    private static final Set<String> EMBEDDING_OR_HEAD_ANYWHERE =
-            Set.of("wte", "wpe", "tok_emb", "pos_emb", "lm_head", "classifier");
-    private static final Set<String> HEAD_ANYWHERE = Set.of("lm_head", "classifier");
-    private static final Set<String> HEAD_AT_TOP = Set.of("output", "out", "head", "heads", "fc", "fc_out",
-            "proj_out", "logits", "score", "classifier");
     /** The reason of the output-layer rule, as the table shows it. */
-    static final String OUTPUT_LAYER = "output layer (last matrix)";
+    static final String OUTPUT_LAYER = AssignmentRule.OUTPUT_LAYER;
     private static final String NO_DECAY = "; no weight decay";
 
     /**
@@ -286,7 +282,8 @@ public final class Assignment {
 
     /**
      * Sends the last 2-D parameter in registration order to AdamW, unless one of the exceptions of the class
-     * comment holds. Frozen parameters count for "last": a frozen head leaves the hidden matrices alone.
+     * comment holds ({@link AssignmentRule#outputLayer}). Frozen parameters count for "last": a frozen head leaves
+     * the hidden matrices alone.
      */
     private static void moveOutputLayer(Map<String, Tensor> named, List<Decision> decisions, Rules rules) {
         String last = null;
@@ -295,38 +292,14 @@ public final class Assignment {
                 last = e.getKey();
             }
         }
-        int at = -1;
-        int onMuon = 0;
-        for (int i = 0; i < decisions.size(); i++) {
-            Decision d = decisions.get(i);
-            if (d.name.equals(last)) {
-                at = i;
-            } else if (d.tensor.dim() == 2 && (headByName(d.name) || rules.forceAdamW().contains(d.name))) {
-                return;
-            }
-            if (d.kind == OptimizerKind.MUON) {
-                onMuon++;
-            }
+        List<AssignmentRule.Candidate> candidates = new ArrayList<>();
+        for (Decision d : decisions) {
+            candidates.add(new AssignmentRule.Candidate(d.name, (int) d.tensor.dim(), d.kind));
         }
-        if (at < 0) {
-            return;
-        }
-        Decision d = decisions.get(at);
-        if (d.kind != OptimizerKind.MUON || rules.forceMuon().contains(d.name) || onMuon == 1) {
-            return;
-        }
-        decisions.set(at, new Decision(d.name, d.tensor, OptimizerKind.ADAMW, OUTPUT_LAYER, null));
-    }
-
-    /** Whether a module of the name is a head's, by the default rule's name lists. */
-    private static boolean headByName(String name) {
-        String[] parts = name.split("\\.");
-        for (int i = 0; i < Math.max(1, parts.length - 1); i++) {
-            if (HEAD_ANYWHERE.contains(parts[i].toLowerCase(Locale.ROOT))) {
-                return true;
-            }
-        }
-        return HEAD_AT_TOP.contains(parts[0].toLowerCase(Locale.ROOT));
+        AssignmentRule.outputLayer(candidates, last, rules.forceMuon(), rules.forceAdamW()).ifPresent(at -> {
+            Decision d = decisions.get(at);
+            decisions.set(at, new Decision(d.name, d.tensor, OptimizerKind.ADAMW, OUTPUT_LAYER, null));
+        });
     }
 
     /** Whether AdamW decays this parameter: always, unless the no-decay group is on and it has fewer than 2 dims. */
@@ -339,23 +312,11 @@ public final class Assignment {
         if (!canonical.equals(name)) {
             return new Decision(name, t, OptimizerKind.ADAMW, "tied", canonical);
         }
-        if (rules.forceMuon().contains(name)) {
-            return new Decision(name, t, OptimizerKind.MUON, "forceMuon", null);
-        }
-        if (rules.forceAdamW().contains(name)) {
-            return new Decision(name, t, OptimizerKind.ADAMW, "forceAdamW", null);
-        }
-        if (tied) {
-            return new Decision(name, t, OptimizerKind.ADAMW, "tied weights", null);
-        }
-        if (rules.customRule()) {
-            return new Decision(name, t, rules.muonRule().test(name, t) ? OptimizerKind.MUON : OptimizerKind.ADAMW,
-                    "muonWhen rule", null);
-        }
-        String why = defaultReason(name, t.dim());
-        return why == null
-                ? new Decision(name, t, OptimizerKind.MUON, "hidden matrix", null)
-                : new Decision(name, t, OptimizerKind.ADAMW, why, null);
+        AssignmentRule.Verdict v = AssignmentRule.override(name, tied, rules.forceMuon(), rules.forceAdamW())
+                .orElseGet(() -> rules.customRule()
+                        ? AssignmentRule.customRule(rules.muonRule().test(name, t))
+                        : AssignmentRule.defaultRule(name, t.shape()));
+        return new Decision(name, t, v.optimizer(), v.reason(), null);
     }
 
     private static void checkNamed(String list, Set<String> names, Map<String, Tensor> trainable,
@@ -480,7 +441,7 @@ public final class Assignment {
     }
 
     /**
-     * The default rule: true for a hidden weight matrix (see the class comment).
+     * The default rule: true for a hidden weight matrix (see the class comment and {@link AssignmentRule}).
      *
      * @return a predicate on (name, tensor) that is true for parameters that go to Muon
      */
@@ -490,27 +451,7 @@ public final class Assignment {
 
     /** Null when the default rule sends the parameter to Muon, else why it goes to AdamW. */
     static String defaultReason(String name, long dims) {
-        if (dims < 2) {
-            return "fewer than 2 dims";
-        }
-        if (dims == 3) {
-            return "3-D (force it to Muon with stacked weights allowed)";
-        }
-        if (dims > 4) {
-            return dims + "-D";
-        }
-        String[] parts = name.split("\\.");
-        int modules = parts.length > 1 ? parts.length - 1 : 1;
-        for (int i = 0; i < modules; i++) {
-            String part = parts[i].toLowerCase(Locale.ROOT);
-            if (part.contains("embed") || EMBEDDING_OR_HEAD_ANYWHERE.contains(part)) {
-                return "embedding or head ('" + parts[i] + "')";
-            }
-        }
-        if (HEAD_AT_TOP.contains(parts[0].toLowerCase(Locale.ROOT))) {
-            return "output head ('" + parts[0] + "')";
-        }
-        return null;
+        return AssignmentRule.reason(name, dims);
     }
 
     /**

@@ -34,30 +34,11 @@ record MatrixLayout(long[] shape, long batch, long rows, long cols) {
             throw new IllegalArgumentException("Muon only supports floating-point parameters; " + label
                     + " has dtype " + param.scalar_type());
         }
-        String shapeText = Arrays.toString(shape);
-        switch (shape.length) {
-            case 2:
-                return new MatrixLayout(shape, 0, shape[0], shape[1]);
-            case 4:
-                long flat = shape[1] * shape[2] * shape[3];
-                if (config.convWeights() != ConvWeights.FLATTEN) {
-                    throw new IllegalArgumentException("Muon only supports 2-D parameters; " + label
-                            + " has shape " + shapeText + ". To flatten a 4-D conv filter to [" + shape[0] + ", "
-                            + flat + "], use MuonConfig.withConvWeights(ConvWeights.FLATTEN)");
-                }
-                requireContiguous(param, label, shapeText);
-                return new MatrixLayout(shape, 0, shape[0], flat);
-            case 3:
-                if (config.stackedWeights() != StackedWeights.BATCH) {
-                    throw new IllegalArgumentException("Muon only supports 2-D parameters; " + label
-                            + " has shape " + shapeText + ". To treat a 3-D parameter as a batch of " + shape[0]
-                            + " matrices, use MuonConfig.withStackedWeights(StackedWeights.BATCH)");
-                }
-                return new MatrixLayout(shape, shape[0], shape[1], shape[2]);
-            default:
-                throw new IllegalArgumentException("Muon only supports 2-D parameters; " + label
-                        + " has shape " + shapeText);
+        AssignmentRule.Matrix matrix = AssignmentRule.matrixOf(shape, config, label);
+        if (shape.length == 4) {
+            requireContiguous(param, label, Arrays.toString(shape));
         }
+        return new MatrixLayout(shape, matrix.batch(), matrix.rows(), matrix.cols());
     }
 
     private static void requireContiguous(Tensor param, String label, String shapeText) {

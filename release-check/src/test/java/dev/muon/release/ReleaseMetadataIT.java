@@ -34,7 +34,8 @@ class ReleaseMetadataIT {
     private static final List<String> SHARED = List.of("url", "licenses", "developers", "scm");
 
     static Stream<Arguments> publishedModules() {
-        return Stream.of(Arguments.of("muon-core", "dev.muon.core"), Arguments.of("muon-cuda", "dev.muon.cuda"));
+        return Stream.of(Arguments.of("muon-core", "dev.muon.core"), Arguments.of("muon-cuda", "dev.muon.cuda"),
+                Arguments.of("muon-djl", "dev.muon.djl"));
     }
 
     @Test
@@ -72,6 +73,7 @@ class ReleaseMetadataIT {
         assertEquals(text(props, "openblas.version"), managedVersion(bom, "openblas"));
         assertEquals("${project.version}", managedVersion(bom, "muon-core"));
         assertEquals("${project.version}", managedVersion(bom, "muon-cuda"));
+        assertEquals("${project.version}", managedVersion(bom, "muon-djl"));
     }
 
     @ParameterizedTest

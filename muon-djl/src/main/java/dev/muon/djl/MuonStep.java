@@ -1,0 +1,156 @@
+package dev.muon.djl;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.NDScope;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import dev.muon.AssignmentRule;
+import dev.muon.MuonConfig;
+import dev.muon.NorMuonConfig;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Muon's update of one parameter on DJL arrays, with muon-core's formulas (its golden README):
+ * <pre>
+ *   B = B.lerp(g, 1 − μ)                      EMA momentum
+ *   U = g.lerp(B, μ) if nesterov, else B
+ *   O = NS(U)                                 on the matrix view: a conv filter flattened, a stack batched
+ *   p = p·(1 − lr·weightDecay)                decoupled, the unadjusted lr
+ *   p = p − lr·ratio·extraScale · O
+ * </pre>
+ * With NorMuon, {@code O} is normalized per row first and the update is {@code p − lr·0.2·extraScale · U} (see
+ * {@link NorMuonConfig}). {@code lerp} follows {@code torch.lerp}'s two branches, so the rounding is PyTorch's.
+ *
+ * <p>State per parameter and device: the momentum buffer in the parameter's dtype and, with NorMuon, the per-row
+ * second moment in float32 (float64 for a float64 parameter). It is created by {@link #state} outside any
+ * {@link NDScope}, attached to a manager of the caller's; {@link #apply} runs inside one.
+ */
+final class MuonStep {
+    private final MuonConfig config;
+    private final Map<ParameterKey, NDArray> buffers = new HashMap<>();
+    private final Map<ParameterKey, NDArray> secondMoments = new HashMap<>();
+
+    /** The state of one parameter on one device. */
+    record State(NDArray buffer, NDArray secondMoment) {
+    }
+
+    /**
+     * A step for one configuration.
+     *
+     * @param config the configuration, checked by {@link DjlSupport#requireSupported(MuonConfig)}
+     */
+    MuonStep(MuonConfig config) {
+        this.config = config;
+    }
+
+    MuonConfig config() {
+        return config;
+    }
+
+    /**
+     * The state of a parameter on a device, created (zeros) at its first update.
+     *
+     * @param key    the parameter and device
+     * @param weight the parameter's array on that device
+     * @param matrix its matrix view
+     * @param home   the manager that owns the state on that device
+     * @return the state
+     */
+    State state(ParameterKey key, NDArray weight, AssignmentRule.Matrix matrix, NDManager home) {
+        NDArray buffer = buffers.computeIfAbsent(key, k -> owned(weight.zerosLike(), home));
+        NDArray v = null;
+        if (config.norMuon() != null) {
+            Shape shape = matrix.batch() == 0 ? new Shape(matrix.rows()) : new Shape(matrix.batch(), matrix.rows());
+            DataType dtype = weight.getDataType() == DataType.FLOAT64 ? DataType.FLOAT64 : DataType.FLOAT32;
+            v = secondMoments.computeIfAbsent(key, k -> owned(home.zeros(shape, dtype, weight.getDevice()), home));
+        }
+        return new State(buffer, v);
+    }
+
+    /**
+     * State on the weight's device, owned by {@code home} and so freed with it, and never closed by a scope the
+     * caller may have open.
+     */
+    static NDArray owned(NDArray array, NDManager home) {
+        array.attach(home);
+        NDScope.unregister(array);
+        return array;
+    }
+
+    /**
+     * The momentum buffer of a parameter on a device.
+     *
+     * @param key the parameter and device
+     * @return the buffer, once the parameter has been updated
+     */
+    Optional<NDArray> buffer(ParameterKey key) {
+        return Optional.ofNullable(buffers.get(key));
+    }
+
+    /**
+     * Updates one parameter in place; call inside an {@link NDScope}, which frees every temporary.
+     *
+     * @param weight the parameter
+     * @param grad   its gradient
+     * @param state  its state on the weight's device
+     * @param matrix its matrix view
+     * @param lr     the learning rate of this step (the config's, or a tracker's)
+     */
+    void apply(NDArray weight, NDArray grad, State state, AssignmentRule.Matrix matrix, double lr) {
+        double mu = config.momentum();
+        NDArray buffer = state.buffer();
+        lerpInPlace(buffer, grad, 1 - mu);
+        NDArray u = config.nesterov() ? lerp(grad, buffer, mu) : buffer;
+        Shape shape = weight.getShape();
+        NDArray m = shape.dimension() == 4 ? u.reshape(matrix.rows(), matrix.cols()) : u;
+        NDArray o = NsIteration.orthogonalize(m, config.newtonSchulz());
+        if (config.norMuon() != null) {
+            o = normalizeRows(o, state.secondMoment(), config.norMuon(), matrix);
+        }
+        o = o.reshape(shape).toType(weight.getDataType(), false);
+        double scaledLr = (lr == config.lr() ? config : config.withLr(lr)).scaledLr(matrix.rows(), matrix.cols());
+        if (config.weightDecay() != 0) {
+            weight.muli(1 - lr * config.weightDecay());
+        }
+        weight.subi(o.muli(scaledLr));
+    }
+
+    /**
+     * NorMuon's neuron-wise normalization (muon-core's {@code NeuronNormalization}): advances the per-row second
+     * moment {@code v} and returns the unit-RMS update.
+     */
+    private static NDArray normalizeRows(NDArray o, NDArray v, NorMuonConfig norMuon, AssignmentRule.Matrix matrix) {
+        NDArray u = o.toType(v.getDataType(), true);
+        int last = u.getShape().dimension() - 1;
+        // mean_cols(O ⊙ O) = ‖row‖² / n, as addcmul(r, r, (1 − beta2)/n) forms it.
+        NDArray rowNorms = u.norm(new int[] {last}, false);
+        v.muli(norMuon.beta2()).addi(rowNorms.mul((1 - norMuon.beta2()) / matrix.cols()).muli(rowNorms));
+        u.divi(v.sqrt().addi(norMuon.eps()).expandDims(last));
+        NDArray norm = matrix.batch() == 0 ? u.norm()
+                : u.reshape(matrix.batch(), -1).norm(new int[] {1}, true).reshape(matrix.batch(), 1, 1);
+        // Only an all-zero update meets the floor: it then stays zero instead of becoming 0/0.
+        return u.divi(norm.maximum(Float.MIN_NORMAL))
+                .muli(Math.sqrt((double) matrix.rows() * matrix.cols()));
+    }
+
+    /** {@code self = self.lerp(end, w)} in place, with {@code torch.lerp}'s branches. */
+    private static void lerpInPlace(NDArray self, NDArray end, double w) {
+        if (w < 0.5) {
+            self.addi(end.sub(self).muli(w));
+        } else {
+            self.subi(end).muli(1 - w).addi(end);
+        }
+    }
+
+    /** {@code start.lerp(end, w)} as a new array, with {@code torch.lerp}'s branches. */
+    private static NDArray lerp(NDArray start, NDArray end, double w) {
+        if (w < 0.5) {
+            return start.add(end.sub(start).muli(w));
+        }
+        return end.sub(end.sub(start).muli(1 - w));
+    }
+}

@@ -1,0 +1,147 @@
+package dev.muon.djl;
+
+import ai.djl.modality.nlp.DefaultVocabulary;
+import ai.djl.modality.nlp.embedding.TrainableWordEmbedding;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Activation;
+import ai.djl.nn.Block;
+import ai.djl.nn.SequentialBlock;
+import ai.djl.nn.convolutional.Conv2d;
+import ai.djl.nn.core.Linear;
+import ai.djl.nn.norm.BatchNorm;
+import dev.muon.OptimizerKind;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * muon-core's rules on DJL's own blocks, whose parameters DJL names {@code 01Linear_weight}: hidden matrices and
+ * conv filters to Muon; biases, norms, embeddings, heads and the output layer to AdamW; frozen ones left out.
+ */
+class AssignmentOnDjlBlocksTest {
+    private NDManager manager;
+
+    @BeforeEach
+    void open() {
+        manager = NDManager.newBaseManager();
+    }
+
+    @AfterEach
+    void close() {
+        manager.close();
+    }
+
+    private static List<String> rows(ParameterAssignment assignment) {
+        return assignment.rows().stream().map(r -> r.name() + " " + r.optimizer() + " " + r.reason()).toList();
+    }
+
+    static SequentialBlock mlp() {
+        return new SequentialBlock().add(Linear.builder().setUnits(16).build()).add(Activation.reluBlock())
+                .add(Linear.builder().setUnits(16).build()).add(Activation.reluBlock())
+                .add(Linear.builder().setUnits(4).build());
+    }
+
+    @Test
+    void mlp_hiddenLayersOnMuon_theLastLayerAndBiasesOnAdamW() {
+        SequentialBlock block = mlp();
+        block.initialize(manager, DataType.FLOAT32, new Shape(2, 8));
+        MuonAdamW opt = MuonAdamW.builder().optBlock(block).build();
+        assertEquals(List.of(
+                "01Linear_weight MUON hidden matrix",
+                "01Linear_bias ADAMW fewer than 2 dims",
+                "03Linear_weight MUON hidden matrix",
+                "03Linear_bias ADAMW fewer than 2 dims",
+                "05Linear_weight ADAMW output layer (last matrix)",
+                "05Linear_bias ADAMW fewer than 2 dims"), rows(opt.assignment()));
+        String table = opt.assignment().toString();
+        assertTrue(table.startsWith("name "), table);
+        assertTrue(table.contains("\n01Linear_weight  [16, 8]   float32   muon    0.0008000   hidden matrix\n"), table);
+        assertTrue(table.endsWith("2 on Muon, 4 on AdamW\n"), table);
+    }
+
+    @Test
+    void embeddingConvAndNorm_byDjlsBlockNames_andFrozenStatisticsLeftOut() {
+        TrainableWordEmbedding embedding = TrainableWordEmbedding.builder()
+                .setVocabulary(new DefaultVocabulary(List.of("a", "b", "c"))).setEmbeddingSize(8).build();
+        Block conv = Conv2d.builder().setKernelShape(new Shape(3, 3)).setFilters(4).build();
+        Block norm = BatchNorm.builder().build();
+        Block head = Linear.builder().setUnits(10).build();
+        embedding.initialize(manager, DataType.FLOAT32, new Shape(2));
+        conv.initialize(manager, DataType.FLOAT32, new Shape(1, 3, 8, 8));
+        norm.initialize(manager, DataType.FLOAT32, new Shape(1, 4, 6, 6));
+        head.initialize(manager, DataType.FLOAT32, new Shape(1, 8));
+        SequentialBlock block = new SequentialBlock().add(embedding).add(conv).add(norm).add(head);
+        MuonAdamW opt = MuonAdamW.builder().optBlock(block).build();
+        assertEquals(List.of(
+                "01TrainableWordEmbedding_embedding ADAMW embedding or head ('TrainableWordEmbedding')",
+                "02Conv2d_weight MUON hidden matrix",
+                "02Conv2d_bias ADAMW fewer than 2 dims",
+                "03BatchNorm_gamma ADAMW fewer than 2 dims",
+                "03BatchNorm_beta ADAMW fewer than 2 dims",
+                "04Linear_weight ADAMW output layer (last matrix)",
+                "04Linear_bias ADAMW fewer than 2 dims"), rows(opt.assignment()));
+        assertEquals(List.of("03BatchNorm_runningMean", "03BatchNorm_runningVar"), opt.assignment().frozen());
+        double flattenedRatio = opt.assignment().rows().get(1).lr() / opt.muonConfig().lr();
+        assertEquals(0.2 * Math.sqrt(27), flattenedRatio, 1e-12, "the conv filter's lr uses [4, 27]");
+    }
+
+    @Test
+    void aChildNamedHead_isAHeadByName_andTheLastMatrixStaysHidden() {
+        ParamBlock model = new ParamBlock();
+        Block hidden = Linear.builder().setUnits(8).build();
+        Block head = Linear.builder().setUnits(3).build();
+        Block last = Linear.builder().setUnits(8).build();
+        hidden.initialize(manager, DataType.FLOAT32, new Shape(1, 8));
+        head.initialize(manager, DataType.FLOAT32, new Shape(1, 8));
+        last.initialize(manager, DataType.FLOAT32, new Shape(1, 8));
+        model.child("body", hidden).child("head", head).child("proj", last);
+        MuonAdamW opt = MuonAdamW.builder().optBlock(model).build();
+        assertEquals(List.of(
+                "01body_weight MUON hidden matrix",
+                "01body_bias ADAMW fewer than 2 dims",
+                "02head_weight ADAMW output head ('head')",
+                "02head_bias ADAMW fewer than 2 dims",
+                "03proj_weight MUON hidden matrix",
+                "03proj_bias ADAMW fewer than 2 dims"), rows(opt.assignment()));
+    }
+
+    @Test
+    void overridesAndACustomRule_winOverTheDefaultRule() {
+        SequentialBlock block = mlp();
+        block.initialize(manager, DataType.FLOAT32, new Shape(2, 8));
+        MuonAdamW forced = MuonAdamW.builder().optBlock(block).optForceAdamW("01Linear_weight")
+                .optForceMuon("05Linear_weight").build();
+        assertEquals(List.of("03Linear_weight", "05Linear_weight"), forced.assignment().names(OptimizerKind.MUON));
+        assertEquals("forceAdamW", forced.assignment().rows().get(0).reason());
+        assertEquals("forceMuon", forced.assignment().rows().get(4).reason());
+
+        MuonAdamW custom = MuonAdamW.builder().optBlock(block)
+                .optMuonWhen((name, shape) -> shape.dimension() == 2 && !name.startsWith("03")).build();
+        assertEquals(List.of("01Linear_weight", "05Linear_weight"), custom.assignment().names(OptimizerKind.MUON));
+        assertTrue(custom.assignment().rows().stream().allMatch(r -> r.reason().equals("muonWhen rule")));
+
+        MuonAdamW noOutputRule = MuonAdamW.builder().optBlock(block).optOutputLayerOnAdamW(false).build();
+        assertEquals(List.of("01Linear_weight", "03Linear_weight", "05Linear_weight"),
+                noOutputRule.assignment().names(OptimizerKind.MUON));
+    }
+
+    @Test
+    void aSharedBlock_isCountedOnce_underItsFirstName_onAdamW() {
+        ParamBlock shared = new ParamBlock().param("weight", manager.ones(new Shape(4, 4)));
+        ParamBlock model = new ParamBlock().child("a", shared).child("b", shared)
+                .param("w", manager.ones(new Shape(4, 4)));
+        MuonAdamW opt = MuonAdamW.builder().optBlock(model).build();
+        assertEquals(List.of(
+                "w MUON hidden matrix",
+                "01a_weight ADAMW tied weights",
+                "02b_weight ADAMW tied to '01a_weight' (counted once)"), rows(opt.assignment()));
+        assertEquals(List.of("01a_weight"), opt.assignment().names(OptimizerKind.ADAMW));
+    }
+}

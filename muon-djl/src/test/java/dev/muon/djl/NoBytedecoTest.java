@@ -1,0 +1,74 @@
+package dev.muon.djl;
+
+import dev.muon.AdamWConfig;
+import dev.muon.AdjustLr;
+import dev.muon.AssignmentRule;
+import dev.muon.MuonConfig;
+import dev.muon.NonFinitePolicy;
+import dev.muon.NorMuonConfig;
+import dev.muon.OptimizerKind;
+import dev.muon.orthogonalize.CoefficientSchedule;
+import dev.muon.orthogonalize.Coefficients;
+import dev.muon.orthogonalize.NsPrecision;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * DJL's libtorch and bytedeco's cannot share a JVM, so nothing of bytedeco may be on this module's class path;
+ * and the parts of muon-core that muon-djl shares must load and work without it.
+ */
+class NoBytedecoTest {
+
+    @ParameterizedTest
+    @ValueSource(strings = {"org.bytedeco.pytorch.Tensor", "org.bytedeco.javacpp.Pointer",
+            "org.bytedeco.openblas.global.openblas"})
+    void bytedecoClasses_areNotOnTheClassPath(String className) {
+        assertThrows(ClassNotFoundException.class, () -> Class.forName(className, false,
+                NoBytedecoTest.class.getClassLoader()));
+    }
+
+    @Test
+    void muonCoresConfigs_loadAndValidate_withoutTheBindings() {
+        MuonConfig muon = MuonConfig.defaults().withLr(0.02).withAdjustLr(AdjustLr.MATCH_RMS_ADAMW)
+                .withNsCoefficients(CoefficientSchedule.polarExpress5()).withNorMuon(NorMuonConfig.defaults());
+        assertEquals(5, muon.nsSteps());
+        assertEquals(0.02 * 0.2 * Math.sqrt(3072), MuonConfig.defaults().withLr(0.02)
+                .withAdjustLr(AdjustLr.MATCH_RMS_ADAMW).scaledLr(768, 3072), 1e-15);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> MuonConfig.defaults().withMomentum(-0.1));
+        assertEquals("momentum must be >= 0, got -0.1", e.getMessage());
+
+        AdamWConfig adamW = AdamWConfig.defaults().withLr(3e-4).withBetas(0.9, 0.95);
+        assertEquals(new AdamWConfig(3e-4, 0.9, 0.95, 1e-8, 1e-2), adamW);
+        assertNotEquals(adamW, AdamWConfig.defaults());
+        assertTrue(adamW.toString().contains("beta2=0.95"), adamW.toString());
+        assertEquals("beta1 must be in [0, 1), got 1.0",
+                assertThrows(IllegalArgumentException.class, () -> adamW.withBetas(1.0, 0.9)).getMessage());
+
+        assertEquals(3.4445, CoefficientSchedule.kellerJordan().at(3).a());
+        assertEquals(Coefficients.KELLER_JORDAN.apply(1.0), 0.7010, 1e-4);
+        assertEquals(NonFinitePolicy.SKIP, NonFinitePolicy.valueOf("SKIP"));
+        assertEquals(OptimizerKind.ADAMW,
+                AssignmentRule.defaultRule("lm_head.weight", new long[] {10, 4}).optimizer());
+    }
+
+    /** The one place NsPrecision maps to libtorch is a method, which is where the missing bindings show. */
+    @Test
+    void nsPrecision_loadsWithoutTheBindings_andOnlyItsMappingNeedsThem() {
+        assertEquals(3, NsPrecision.values().length);
+        // By reflection: a call written here would need libtorch's ScalarType to compile.
+        assertThrows(NoClassDefFoundError.class, () -> {
+            try {
+                NsPrecision.class.getMethod("scalarType").invoke(NsPrecision.FLOAT32);
+            } catch (java.lang.reflect.InvocationTargetException e) {
+                throw e.getCause();
+            }
+        });
+    }
+}
