@@ -11,7 +11,6 @@ import org.bytedeco.pytorch.Tensor;
  */
 final class CautiousApplyStage implements UpdateStage {
     static final CautiousApplyStage INSTANCE = new CautiousApplyStage();
-    private static final Scalar ZERO = new Scalar(0.0);
 
     private CautiousApplyStage() {
     }
@@ -21,7 +20,7 @@ final class CautiousApplyStage implements UpdateStage {
         ParameterUpdate.Block block = update.block;
         if (update.config.weightDecay() != 0) {
             // The mask from the parameter before the step, in its dtype: 1 where O·p >= 0, else 0.
-            Tensor agree = block.o.mul(block.param).ge(ZERO).to(block.param.scalar_type());
+            Tensor agree = block.o.mul(block.param).ge(new Scalar(0.0)).to(block.param.scalar_type());
             block.param.addcmul_(block.param, agree, update.scalars.negativeLrDecay);
         }
         block.param.add_(block.o, new Scalar(block.alpha));

@@ -152,6 +152,10 @@ public final class Muon implements TrainingOptimizer {
     private final Map<Long, ParameterState> byIdentity;
     /** Every parameter in group order: the order of the shard plan and of the broadcasts. */
     private final List<ParameterState> states;
+    /** Each parameter's update in progress, reused every step, in the order of {@link #states}. */
+    private final List<ParameterUpdate> updates;
+    /** Each parameter's stages, chosen at build, in the order of {@link #states}. */
+    private final List<UpdatePlan> plans;
     /** The labels and handles of {@link #states}, for gradient averaging. */
     private final List<String> labels;
     private final List<Tensor> params;
@@ -165,8 +169,10 @@ public final class Muon implements TrainingOptimizer {
     /** The QK-Clip hook run after each step, or null (the default: no clipping, no cost). */
     private QkClip qkClip;
 
-    private Muon(List<Group> groups, Sharding sharding) {
+    private Muon(List<Group> groups, List<ParameterUpdate> updates, List<UpdatePlan> plans, Sharding sharding) {
         this.groups = groups;
+        this.updates = List.copyOf(updates);
+        this.plans = List.copyOf(plans);
         this.sharding = sharding;
         List<ParameterState> all = new ArrayList<>();
         for (Group group : groups) {
@@ -281,7 +287,7 @@ public final class Muon implements TrainingOptimizer {
             for (int j = 0; j < group.params.size(); j++, i++) {
                 Tensor grad = grads.get(i);
                 if (grad != null && !group.batched[j] && (sharding == null || sharding.owns(i))) {
-                    update(group.params.get(j), grad, group.config, scalars);
+                    update(i, grad, group.config, scalars);
                 }
             }
             for (SameShapeBatch batch : group.batches) {
@@ -308,12 +314,12 @@ public final class Muon implements TrainingOptimizer {
      * its lr stage; NaN before its first update since this optimizer was built or restored.
      */
     double appliedLr(int index) {
-        return states.get(index).update.appliedLr;
+        return updates.get(index).appliedLr;
     }
 
     /** {@link #appliedLr(int)} of a parameter of this optimizer, by any handle on it. */
     double appliedLr(Tensor param) {
-        return stateOf(param).update.appliedLr;
+        return appliedLr(states.indexOf(stateOf(param)));
     }
 
     /**
@@ -538,7 +544,7 @@ public final class Muon implements TrainingOptimizer {
         }
         stepCount = checked.step();
         // A state does not hold the lrs of the last updates.
-        states.forEach(state -> state.update.appliedLr = Double.NaN);
+        updates.forEach(update -> update.appliedLr = Double.NaN);
     }
 
     private double[] lrs() {
@@ -578,17 +584,16 @@ public final class Muon implements TrainingOptimizer {
     }
 
     /** Runs a parameter's stages ({@link UpdatePlan}): its parameter stages, then its block stages per block. */
-    private static void update(ParameterState state, Tensor grad, MuonConfig config,
-                               ParameterUpdate.StepScalars scalars) {
-        ParameterUpdate update = prepare(state, grad, config, scalars, null);
+    private void update(int index, Tensor grad, MuonConfig config, ParameterUpdate.StepScalars scalars) {
+        ParameterUpdate update = prepare(index, grad, config, scalars, null);
         try {
-            if (state.matrix.numel() == 0) {
+            if (update.state.matrix.numel() == 0) {
                 // Nothing to orthogonalize or update; the (empty) momentum buffer exists, as in PyTorch's Muon.
                 return;
             }
             for (ParameterUpdate.Block block : update.blocks) {
                 update.block = block;
-                for (UpdateStage stage : update.plan.blockStages()) {
+                for (UpdateStage stage : plans.get(index).blockStages()) {
                     stage.run(update);
                 }
             }
@@ -598,14 +603,14 @@ public final class Muon implements TrainingOptimizer {
     }
 
     /** Sets up a parameter's update for this step and runs its parameter stages (momentum, layout). */
-    private static ParameterUpdate prepare(ParameterState state, Tensor grad, MuonConfig config,
-                                           ParameterUpdate.StepScalars scalars, Tensor target) {
-        ParameterUpdate update = state.update;
+    private ParameterUpdate prepare(int index, Tensor grad, MuonConfig config, ParameterUpdate.StepScalars scalars,
+                                    Tensor target) {
+        ParameterUpdate update = updates.get(index);
         update.config = config;
         update.scalars = scalars;
-        update.grad = state.layout.matrixView(grad);
+        update.grad = update.state.layout.matrixView(grad);
         update.target = target;
-        for (UpdateStage stage : update.plan.parameterStages()) {
+        for (UpdateStage stage : plans.get(index).parameterStages()) {
             stage.run(update);
         }
         return update;
@@ -619,38 +624,39 @@ public final class Muon implements TrainingOptimizer {
      *
      * @return how many parameters were orthogonalized in a batch
      */
-    private static int updateBatch(SameShapeBatch batch, List<Tensor> grads, MuonConfig config,
-                                   ParameterUpdate.StepScalars scalars) {
+    private int updateBatch(SameShapeBatch batch, List<Tensor> grads, MuonConfig config,
+                            ParameterUpdate.StepScalars scalars) {
         int count = 0;
         for (int k = 0; k < batch.positions.length; k++) {
             Tensor grad = grads.get(batch.positions[k]);
             if (grad != null) {
-                batch.active[count] = batch.members.get(k);
+                batch.activePositions[count] = batch.positions[k];
                 batch.activeGrads[count] = grad;
                 count++;
             }
         }
         if (count < SameShapeBatch.MIN_PARAMETERS) {
             for (int k = 0; k < count; k++) {
-                update(batch.active[k], batch.activeGrads[k], config, scalars);
+                update(batch.activePositions[k], batch.activeGrads[k], config, scalars);
             }
             batch.release(count);
             return 0;
         }
         Tensor stack = batch.stack(count);
         for (int k = 0; k < count; k++) {
-            prepare(batch.active[k], batch.activeGrads[k], config, scalars, stack.select(0, k));
+            prepare(batch.activePositions[k], batch.activeGrads[k], config, scalars, stack.select(0, k));
         }
         // Every member shares the orthogonalizer (the batch's key), so this is the same function, applied to each
         // slice on its own; the result is a view of its workspace, used up before its next call.
         Tensor o = batch.members.get(0).orthogonalizer.orthogonalize(stack);
         for (int k = 0; k < count; k++) {
-            ParameterUpdate update = batch.active[k].update;
+            int index = batch.activePositions[k];
+            ParameterUpdate update = updates.get(index);
             try {
                 // A batch member is a plain matrix: one block.
                 update.block = update.blocks.get(0);
                 update.block.o = o.select(0, k);
-                for (UpdateStage stage : update.plan.afterOrthogonalize()) {
+                for (UpdateStage stage : plans.get(index).afterOrthogonalize()) {
                     stage.run(update);
                 }
             } finally {
@@ -1108,6 +1114,8 @@ public final class Muon implements TrainingOptimizer {
             // Shared by every parameter's stages: reusable tensors per shape, NorMuon's workspaces.
             Scratch scratch = new Scratch();
             NeuronNormalization normalization = new NeuronNormalization();
+            List<ParameterUpdate> updates = new ArrayList<>();
+            List<UpdatePlan> plans = new ArrayList<>();
             Map<Long, String> seen = new HashMap<>();
             int position = 0;
             List<Group> groups = new ArrayList<>();
@@ -1150,9 +1158,11 @@ public final class Muon implements TrainingOptimizer {
                     }
                     RowBlocks blocks = split == null ? null : new RowBlocks(split, layout, label);
                     UpdateStages fused = updateStages.forParameter(config, layout.matrixView(p), label);
-                    states.add(new ParameterState(p, layout, selection.forParameter(config, p.device()), name,
-                            label, fused, blocks, config.momentumPrecision(),
-                            UpdatePlan.of(config, blocks, fused, scratch, normalization)));
+                    ParameterState state = new ParameterState(p, layout, selection.forParameter(config,
+                            p.device()), name, label, fused, blocks, config.momentumPrecision());
+                    states.add(state);
+                    updates.add(new ParameterUpdate(state));
+                    plans.add(UpdatePlan.of(config, blocks, fused, scratch, normalization));
                 }
                 groups.add(new Group(config, states));
             }
@@ -1173,7 +1183,7 @@ public final class Muon implements TrainingOptimizer {
                 ShardPlan plan = reusedPlan != null ? reusedPlan : Sharding.planFor(all, group.worldSize());
                 sharding = new Sharding(group, shardingConfig, plan);
             }
-            Muon muon = new Muon(List.copyOf(groups), sharding);
+            Muon muon = new Muon(List.copyOf(groups), updates, plans, sharding);
             muon.qkClip = qkClip;
             return muon;
         }

@@ -29,22 +29,18 @@ final class ParameterState {
     final RowBlocks rowBlocks;
     /** The dtype its momentum buffer is stored in. */
     final MomentumPrecision momentumPrecision;
-    /** Its update's stages and their per-step work, reused every step. */
-    final ParameterUpdate update;
     private Tensor momentumBuffer;
     private Tensor momentumMatrix;
     /** NorMuon's per-row second moment ({@link NeuronNormalization}), null before its first update or when off. */
     private Tensor secondMoment;
 
-    /** A parameter with the default stages (momentum in its dtype, no split, no fused stages); for tests. */
+    /** A parameter with momentum in its dtype, no split and no fused stages; for tests. */
     ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String label) {
-        this(param, layout, orthogonalizer, label, label, null, null, MomentumPrecision.PARAMETER,
-                UpdatePlan.of(MuonConfig.defaults(), null, null, new Scratch(), new NeuronNormalization()));
+        this(param, layout, orthogonalizer, label, label, null, null, MomentumPrecision.PARAMETER);
     }
 
     ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String name, String label,
-                   UpdateStages updateStages, RowBlocks rowBlocks, MomentumPrecision momentumPrecision,
-                   UpdatePlan plan) {
+                   UpdateStages updateStages, RowBlocks rowBlocks, MomentumPrecision momentumPrecision) {
         // Our own handle on the parameter, so that a PointerScope of the caller cannot free it under us.
         this.param = NativeLifetime.outliveScope(new Tensor(param));
         this.matrix = NativeLifetime.outliveScope(new Tensor(layout.matrixView(this.param)));
@@ -56,7 +52,6 @@ final class ParameterState {
         this.identity = identityOf(param);
         this.rowBlocks = rowBlocks;
         this.momentumPrecision = momentumPrecision;
-        this.update = new ParameterUpdate(this, plan);
     }
 
     /** The address of the parameter's TensorImpl: equal for every handle on the same tensor. */

@@ -12,8 +12,6 @@ import java.util.List;
  */
 final class ParameterUpdate {
     final ParameterState state;
-    /** The stages chosen for this parameter at build. */
-    final UpdatePlan plan;
     /** This step's group settings. */
     MuonConfig config;
     StepScalars scalars;
@@ -30,9 +28,8 @@ final class ParameterUpdate {
     /** The scaled lr of this step's first block, NaN before the parameter's first update. */
     double appliedLr = Double.NaN;
 
-    ParameterUpdate(ParameterState state, UpdatePlan plan) {
+    ParameterUpdate(ParameterState state) {
         this.state = state;
-        this.plan = plan;
     }
 
     /** Drops this step's handles, so that nothing outlives the step's scope. */

@@ -60,8 +60,8 @@ final class SameShapeBatch {
     final List<ParameterState> members;
     /** Each member's position in the optimizer's parameter order: its gradient and its owner in the shard plan. */
     final int[] positions;
-    /** Reused every step: the members that have a gradient this step, and those gradients. */
-    final ParameterState[] active;
+    /** Reused every step: the positions of the members that have a gradient this step, and those gradients. */
+    final int[] activePositions;
     final Tensor[] activeGrads;
     private final ScalarType stackType;
     private Tensor stack;
@@ -70,7 +70,7 @@ final class SameShapeBatch {
         this.members = List.copyOf(members);
         this.positions = positions;
         this.stackType = stackType;
-        this.active = new ParameterState[positions.length];
+        this.activePositions = new int[positions.length];
         this.activeGrads = new Tensor[positions.length];
     }
 
@@ -184,7 +184,6 @@ final class SameShapeBatch {
     /** Clears the first {@code count} entries of the per-step arrays, so that they keep no handle past the step. */
     void release(int count) {
         for (int k = 0; k < count; k++) {
-            active[k] = null;
             activeGrads[k] = null;
         }
     }
