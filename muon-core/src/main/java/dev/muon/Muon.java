@@ -473,6 +473,8 @@ public final class Muon implements TrainingOptimizer {
     OptimizerState captureState(Capture capture) {
         List<Tensor> momentum = capture == Capture.NONE ? Collections.nCopies(states.size(), null)
                 : momentumForCheckpoint();
+        List<Tensor> secondMoments = capture == Capture.NONE ? Collections.nCopies(states.size(), null)
+                : secondMomentsForCheckpoint();
         List<ParameterEntry> entries = new ArrayList<>();
         int i = 0;
         for (int g = 0; g < groups.size(); g++) {
@@ -482,7 +484,7 @@ public final class Muon implements TrainingOptimizer {
                 if (capture != Capture.NONE) {
                     entry = entry.withValue(captured(state.param, capture)).withMomentum(
                             captured(momentum.get(i), capture)).withSecondMoment(
-                            captured(state.secondMoment(), capture));
+                            captured(secondMoments.get(i), capture));
                 }
                 entries.add(entry);
                 i++;
@@ -798,7 +800,18 @@ public final class Muon implements TrainingOptimizer {
             states.forEach(state -> momentum.add(state.momentumBuffer()));
             return momentum;
         }
-        return sharding.gatherMomentum(states);
+        return sharding.gather(states, ParameterState::momentumBuffer, ParameterState::newMomentum, "momentum");
+    }
+
+    /** NorMuon's second moments in group order, for a checkpoint: {@link #momentumForCheckpoint}'s rules. */
+    List<Tensor> secondMomentsForCheckpoint() {
+        if (sharding == null) {
+            List<Tensor> moments = new ArrayList<>();
+            states.forEach(state -> moments.add(state.secondMoment()));
+            return moments;
+        }
+        return sharding.gather(states, ParameterState::secondMoment, ParameterState::newSecondMoment,
+                "NorMuon second moment");
     }
 
     /**
@@ -924,6 +937,26 @@ public final class Muon implements TrainingOptimizer {
             throw new IllegalArgumentException("group must be in [0, " + groups.size() + "), got " + index);
         }
         return groups.get(index);
+    }
+
+    /**
+     * The same-shape batches the groups would form in one process, each as its members' positions in the
+     * optimizer's order: the shard plan keeps each on one rank.
+     */
+    private static List<List<Integer>> sameShapeBatches(List<Group> groups) {
+        List<List<Integer>> batches = new ArrayList<>();
+        int first = 0;
+        for (Group group : groups) {
+            for (SameShapeBatch batch : SameShapeBatch.plan(group.params, first, group.config, position -> true)) {
+                List<Integer> members = new ArrayList<>();
+                for (int position : batch.positions) {
+                    members.add(position);
+                }
+                batches.add(members);
+            }
+            first += group.params.size();
+        }
+        return batches;
     }
 
     /**
@@ -1097,16 +1130,6 @@ public final class Muon implements TrainingOptimizer {
             if (paramLists.isEmpty()) {
                 throw new IllegalArgumentException("params must not be empty: add at least one group");
             }
-            if (group != null) {
-                for (int gi = 0; gi < configs.size(); gi++) {
-                    if (configs.get(gi).norMuon() != null) {
-                        throw new IllegalArgumentException("norMuon is not supported by a distributed Muon: group "
-                                + gi + " has " + configs.get(gi).norMuon() + "; its per-row second moments are not "
-                                + "gathered for checkpoints yet. Build without distributed(...) or without "
-                                + "withNorMuon(...)");
-                    }
-                }
-            }
             Map<Long, RowSplit> splitByIdentity = RowSplitRules.byIdentity(rowSplits);
             Map<Long, String> splitShapes = RowSplitRules.shapesByIdentity(rowSplits);
             OrthogonalizerSelection selection = new OrthogonalizerSelection();
@@ -1180,7 +1203,8 @@ public final class Muon implements TrainingOptimizer {
             }
             Sharding sharding = null;
             if (group != null) {
-                ShardPlan plan = reusedPlan != null ? reusedPlan : Sharding.planFor(all, group.worldSize());
+                ShardPlan plan = reusedPlan != null ? reusedPlan
+                        : Sharding.planFor(all, sameShapeBatches(groups), group.worldSize());
                 sharding = new Sharding(group, shardingConfig, plan);
             }
             Muon muon = new Muon(List.copyOf(groups), updates, plans, sharding);

@@ -78,12 +78,23 @@ final class ParameterState {
     /** NorMuon's per-row second moment, created (zeros, {@link NeuronNormalization#stateDtype}) on first use. */
     Tensor secondMomentForUpdate() {
         if (secondMoment == null) {
-            secondMoment = NativeLifetime.outliveScope(torch.empty(NeuronNormalization.stateShape(layout.shape()),
-                    new TensorOptions(NeuronNormalization.stateDtype(param.scalar_type()))
-                            .device(new DeviceOptional(param.device())), null));
-            secondMoment.zero_();
+            secondMoment = NativeLifetime.outliveScope(newSecondMoment().zero_());
         }
         return secondMoment;
+    }
+
+    /** A new, uninitialized tensor of this parameter's second moment's shape, dtype and device. */
+    Tensor newSecondMoment() {
+        return torch.empty(NeuronNormalization.stateShape(layout.shape()),
+                new TensorOptions(NeuronNormalization.stateDtype(param.scalar_type()))
+                        .device(new DeviceOptional(param.device())), null);
+    }
+
+    /** A new, uninitialized tensor of this parameter's momentum buffer's shape, dtype and device. */
+    Tensor newMomentum() {
+        return momentumPrecision == MomentumPrecision.BFLOAT16
+                ? torch.empty_like(param, new TensorOptions(torch.ScalarType.BFloat16), null)
+                : torch.empty_like(param);
     }
 
     /** Forgets NorMuon's second moment (a checkpoint without one for this parameter was loaded). */

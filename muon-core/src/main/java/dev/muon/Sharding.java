@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * The distributed side of one {@link Muon}: which parameters this rank owns, and the broadcast that brings every
@@ -52,13 +53,17 @@ final class Sharding {
         return plan.owner(index) == group.rank();
     }
 
-    /** Plans the given states' matrices over the group. */
-    static ShardPlan planFor(List<ParameterState> states, int worldSize) {
+    /**
+     * Plans the given states' matrices over the group, keeping each same-shape batch of {@code together} on one
+     * rank: a batch then runs whole on its owner, as it would in one process, so that the number of ranks changes
+     * no bit of the update.
+     */
+    static ShardPlan planFor(List<ParameterState> states, List<List<Integer>> together, int worldSize) {
         List<long[]> shapes = new ArrayList<>();
         for (ParameterState state : states) {
             shapes.add(new long[]{state.layout.rows(), state.layout.cols()});
         }
-        return ShardPlan.longestProcessingTimeFirst(shapes, worldSize);
+        return ShardPlan.longestProcessingTimeFirst(shapes, together, worldSize);
     }
 
     /** Before the owned updates: remembers the owned values that a bfloat16 sync needs as its base. */
@@ -89,41 +94,47 @@ final class Sharding {
     }
 
     /**
-     * Gathers every parameter's momentum on rank 0 for a checkpoint: each owner sends its buffers, and a mask
-     * summed over the group first tells every rank which buffers exist. A collective: every rank calls it.
+     * Gathers one per-parameter buffer of every parameter on rank 0 for a checkpoint (the momentum, or NorMuon's
+     * second moment): each owner sends its buffer, and a mask summed over the group first tells every rank which
+     * buffers exist. A collective: every rank calls it.
      *
+     * @param states   the parameters, in order
+     * @param buffer   a parameter's buffer on its owner, null where it has none yet
+     * @param allocate a new tensor of the buffer's shape and dtype, for rank 0 to receive into
+     * @param what     the buffer's name, for messages
      * @return per parameter in order: on rank 0 every buffer (null where none exists yet); on the others their
      *         own buffers and nulls
      */
-    List<Tensor> gatherMomentum(List<ParameterState> states) {
+    List<Tensor> gather(List<ParameterState> states, Function<ParameterState, Tensor> buffer,
+                        Function<ParameterState, Tensor> allocate, String what) {
         int n = states.size();
         long[] mine = new long[n];
         for (int i = 0; i < n; i++) {
-            if (owns(i) && states.get(i).momentumBuffer() != null) {
+            if (owns(i) && buffer.apply(states.get(i)) != null) {
                 mine[i] = 1;
             }
         }
-        long[] has = group.allReduceSum(mine, "the momentum-presence mask for a checkpoint");
-        List<Tensor> momentum = new ArrayList<>();
+        long[] has = group.allReduceSum(mine, "the " + what + "-presence mask for a checkpoint");
+        List<Tensor> gathered = new ArrayList<>();
         for (int i = 0; i < n; i++) {
-            Tensor buffer = null;
+            Tensor t = null;
             if (has[i] != 0) {
                 int owner = plan.owner(i);
-                String what = "the momentum of Muon parameter " + i + " (" + states.get(i).label
+                String label = "the " + what + " of Muon parameter " + i + " (" + states.get(i).label
                         + ") for a checkpoint";
                 if (owner == group.rank()) {
-                    buffer = states.get(i).momentumBuffer();
+                    t = buffer.apply(states.get(i));
                     if (group.rank() != 0) {
-                        group.send(buffer, 0, i, what);
+                        group.send(t, 0, i, label);
                     }
                 } else if (group.rank() == 0) {
-                    buffer = torch.empty_like(states.get(i).param);
-                    group.receive(buffer, owner, i, what);
+                    t = allocate.apply(states.get(i));
+                    group.receive(t, owner, i, label);
                 }
             }
-            momentum.add(buffer);
+            gathered.add(t);
         }
-        return momentum;
+        return gathered;
     }
 
     private void broadcastBf16Update(int index, Tensor p, int owner, String what) {

@@ -41,10 +41,29 @@ public final class ShardPlan {
      * @param matrixShapes the matrix shape each parameter is orthogonalized as
      * @param worldSize    the number of ranks, at least 1
      * @return the plan
-     * @throws IllegalArgumentException if {@code worldSize < 1} or a shape is not two positive sizes
+     * @throws IllegalArgumentException if {@code worldSize < 1} or a shape is not two sizes {@code >= 0}
      */
     public static ShardPlan longestProcessingTimeFirst(List<long[]> matrixShapes, int worldSize) {
+        return longestProcessingTimeFirst(matrixShapes, List.of(), worldSize);
+    }
+
+    /**
+     * Plans {@code matrixShapes} over {@code worldSize} ranks, keeping each list of {@code together} (parameter
+     * indices, such as a same-shape batch's members) on one rank: it is placed as one item that costs the sum of
+     * its members. A batch then runs whole on its owner, as it would in one process, so that the result does not
+     * depend on the number of ranks.
+     *
+     * @param matrixShapes the matrix shape each parameter is orthogonalized as
+     * @param together     lists of indices that go to one rank; an index in none is an item of its own
+     * @param worldSize    the number of ranks, at least 1
+     * @return the plan
+     * @throws IllegalArgumentException if {@code worldSize < 1}, a shape is not two sizes {@code >= 0}, or an index
+     *                                  is out of range or in two lists
+     */
+    public static ShardPlan longestProcessingTimeFirst(List<long[]> matrixShapes, List<List<Integer>> together,
+                                                       int worldSize) {
         Objects.requireNonNull(matrixShapes, "matrixShapes must not be null");
+        Objects.requireNonNull(together, "together must not be null");
         if (worldSize < 1) {
             throw new IllegalArgumentException("worldSize must be >= 1, got " + worldSize);
         }
@@ -53,31 +72,62 @@ public final class ShardPlan {
         long[] cost = new long[n];
         for (int i = 0; i < n; i++) {
             long[] shape = matrixShapes.get(i);
-            if (shape == null || shape.length != 2 || shape[0] < 1 || shape[1] < 1) {
-                throw new IllegalArgumentException("matrixShapes[" + i + "] must be two positive sizes, got "
+            if (shape == null || shape.length != 2 || shape[0] < 0 || shape[1] < 0) {
+                throw new IllegalArgumentException("matrixShapes[" + i + "] must be two sizes >= 0, got "
                         + (shape == null ? "null" : Arrays.toString(shape)));
             }
             shapes[i] = shape.clone();
             cost[i] = iterationFlops(shape[0], shape[1]);
         }
-        List<Integer> order = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            order.add(i);
+        // Items: each list of together, then every index in none, each with its members and summed cost.
+        List<int[]> items = new ArrayList<>();
+        boolean[] placed = new boolean[n];
+        for (List<Integer> members : together) {
+            int[] item = new int[members.size()];
+            for (int k = 0; k < item.length; k++) {
+                int index = members.get(k);
+                if (index < 0 || index >= n || placed[index]) {
+                    throw new IllegalArgumentException("together must list indices in [0, " + n + ") at most once, "
+                            + "got " + index + " in " + members);
+                }
+                placed[index] = true;
+                item[k] = index;
+            }
+            items.add(item);
         }
-        order.sort(Comparator.<Integer>comparingLong(i -> cost[i]).reversed().thenComparing(i -> i));
+        for (int i = 0; i < n; i++) {
+            if (!placed[i]) {
+                items.add(new int[]{i});
+            }
+        }
+        long[] itemCost = new long[items.size()];
+        for (int t = 0; t < itemCost.length; t++) {
+            for (int index : items.get(t)) {
+                itemCost[t] += cost[index];
+            }
+        }
+        List<Integer> order = new ArrayList<>();
+        for (int t = 0; t < items.size(); t++) {
+            order.add(t);
+        }
+        // Largest first; among equals, the item of the lowest first index, as for single parameters before.
+        order.sort(Comparator.<Integer>comparingLong(t -> itemCost[t]).reversed()
+                .thenComparing(t -> items.get(t)[0]));
         int[] owners = new int[n];
         long[] load = new long[worldSize];
         long[] elements = new long[worldSize];
-        for (int i : order) {
+        for (int t : order) {
             int best = 0;
             for (int r = 1; r < worldSize; r++) {
                 if (load[r] < load[best]) {
                     best = r;
                 }
             }
-            owners[i] = best;
-            load[best] += cost[i];
-            elements[best] += shapes[i][0] * shapes[i][1];
+            load[best] += itemCost[t];
+            for (int index : items.get(t)) {
+                owners[index] = best;
+                elements[best] += shapes[index][0] * shapes[index][1];
+            }
         }
         return new ShardPlan(worldSize, shapes, owners, load, elements);
     }

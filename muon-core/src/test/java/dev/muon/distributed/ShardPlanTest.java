@@ -93,11 +93,51 @@ class ShardPlanTest {
         assertEquals("worldSize must be >= 1, got 0", e.getMessage());
     }
 
-    @Test
-    void shape_notTwoPositiveSizes_isRejected() {
+    static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> badInputs() {
+        return java.util.stream.Stream.of(
+                org.junit.jupiter.params.provider.Arguments.of("negativeSize",
+                        List.of(new long[]{4, 4}, new long[]{-1, 3}), List.of(),
+                        "matrixShapes[1] must be two sizes >= 0, got [-1, 3]"),
+                org.junit.jupiter.params.provider.Arguments.of("threeSizes",
+                        List.of(new long[]{4, 4, 4}), List.of(), "matrixShapes[0] must be two sizes >= 0, got [4, 4, 4]"),
+                org.junit.jupiter.params.provider.Arguments.of("indexOutOfRange",
+                        List.of(new long[]{4, 4}), List.of(List.of(0, 1)),
+                        "together must list indices in [0, 1) at most once, got 1 in [0, 1]"),
+                org.junit.jupiter.params.provider.Arguments.of("indexTwice",
+                        List.of(new long[]{4, 4}, new long[]{4, 4}), List.of(List.of(0), List.of(0, 1)),
+                        "together must list indices in [0, 2) at most once, got 0 in [0, 1]"));
+    }
+
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.MethodSource("badInputs")
+    void badInput_isRejected(String name, List<long[]> shapes, List<List<Integer>> together, String message) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> ShardPlan.longestProcessingTimeFirst(List.of(new long[]{4, 4}, new long[]{0, 3}), 2));
-        assertEquals("matrixShapes[1] must be two positive sizes, got [0, 3]", e.getMessage());
+                () -> ShardPlan.longestProcessingTimeFirst(shapes, together, 2));
+        assertEquals(message, e.getMessage());
+    }
+
+    /** A parameter with no elements costs nothing and is still planned (Muon skips it). */
+    @Test
+    void emptyShape_costsNothing() {
+        ShardPlan plan = ShardPlan.longestProcessingTimeFirst(List.of(new long[]{4, 4}, new long[]{0, 3}), 2);
+        assertEquals(0, plan.owner(0));
+        assertEquals(1, plan.owner(1));
+        assertEquals(0, plan.flops(1));
+    }
+
+    /** Items kept together go to one rank, placed by their summed cost. */
+    @Test
+    void together_landOnOneRank_asOneItem() {
+        List<long[]> shapes = List.of(new long[]{8, 8}, new long[]{4, 4}, new long[]{4, 4}, new long[]{4, 4},
+                new long[]{4, 4}, new long[]{6, 6});
+        ShardPlan plan = ShardPlan.longestProcessingTimeFirst(shapes, List.of(List.of(1, 2, 3, 4)), 3);
+        for (int k = 2; k <= 4; k++) {
+            assertEquals(plan.owner(1), plan.owner(k));
+        }
+        // The four 4x4 (4·384 flops) outweigh the 6x6 (1296): placed second, on their own rank.
+        assertEquals(0, plan.owner(0));
+        assertEquals(1, plan.owner(1));
+        assertEquals(2, plan.owner(5));
     }
 
     @Test
