@@ -416,7 +416,7 @@ public final class Muon implements TrainingOptimizer {
      *                                       per-step coefficient schedule, {@code adjustLr} other than
      *                                       {@code ORIGINAL} or {@code MATCH_RMS_ADAMW}, {@code extraScale} other
      *                                       than 1), or another thread is inside this optimizer; nothing is written
-     * @throws UnsupportedOperationException if the optimizer is distributed, or holds NorMuon or row splits
+     * @throws UnsupportedOperationException if the optimizer is distributed
      * @throws java.io.UncheckedIOException  if the file cannot be written; {@code path} is then unchanged
      */
     public void exportTorchStateDict(Path path) {
@@ -424,9 +424,7 @@ public final class Muon implements TrainingOptimizer {
         try (SingleThreadGuard.Entered entered = guard.enter("exportTorchStateDict");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             requireSingleProcess("exportTorchStateDict");
-            OptimizerState state = captureState(Capture.HANDLES);
-            TorchStateFile.requireExpressible(state, "exportTorchStateDict");
-            TorchStateFile.write(path, state);
+            TorchStateFile.write(path, captureState(Capture.HANDLES));
         }
     }
 
@@ -448,9 +446,7 @@ public final class Muon implements TrainingOptimizer {
         try (SingleThreadGuard.Entered entered = guard.enter("importTorchStateDict");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             requireSingleProcess("importTorchStateDict");
-            OptimizerState template = captureState(Capture.NONE);
-            TorchStateFile.requireExpressible(template, "importTorchStateDict");
-            restoreChecked(TorchStateFile.read(path, template), "torch state dict " + path);
+            restoreChecked(TorchStateFile.read(path, captureState(Capture.NONE)), "torch state dict " + path);
         }
     }
 

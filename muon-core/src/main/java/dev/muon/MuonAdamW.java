@@ -657,7 +657,7 @@ public final class MuonAdamW implements TrainingOptimizer {
      *                                       coefficient schedule, {@code adjustLr} other than {@code ORIGINAL} or
      *                                       {@code MATCH_RMS_ADAMW}, {@code extraScale} other than 1), or another
      *                                       thread is inside this optimizer; nothing is written
-     * @throws UnsupportedOperationException if the optimizer is distributed, or holds NorMuon or row splits
+     * @throws UnsupportedOperationException if the optimizer is distributed
      * @throws java.io.UncheckedIOException  if the file cannot be written; {@code path} is then unchanged
      */
     public void exportTorchStateDict(Path path) {
@@ -665,9 +665,7 @@ public final class MuonAdamW implements TrainingOptimizer {
         try (SingleThreadGuard.Entered entered = guard.enter("exportTorchStateDict");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             requireSingleProcess("exportTorchStateDict");
-            OptimizerState state = captureState(Muon.Capture.HANDLES);
-            TorchStateFile.requireExpressible(state, "exportTorchStateDict");
-            TorchStateFile.write(path, state);
+            TorchStateFile.write(path, captureState(Muon.Capture.HANDLES));
         }
     }
 
@@ -689,9 +687,7 @@ public final class MuonAdamW implements TrainingOptimizer {
         try (SingleThreadGuard.Entered entered = guard.enter("importTorchStateDict");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             requireSingleProcess("importTorchStateDict");
-            OptimizerState template = captureState(Muon.Capture.NONE);
-            TorchStateFile.requireExpressible(template, "importTorchStateDict");
-            restoreChecked(TorchStateFile.read(path, template), "torch state dict " + path);
+            restoreChecked(TorchStateFile.read(path, captureState(Muon.Capture.NONE)), "torch state dict " + path);
         }
     }
 

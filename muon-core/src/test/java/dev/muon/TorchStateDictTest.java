@@ -330,7 +330,7 @@ class TorchStateDictTest {
                         ((Tensor) firstState(r, "muon").get("momentum_buffer")).to(torch.ScalarType.Double)),
                         "has dtype Double"),
                 new BadFile("muon_stateUnknownKey", r -> firstState(r, "muon").put("velocity", 1.0),
-                        "has an unknown key 'velocity' (expected [momentum_buffer])"),
+                        "has an unknown key 'velocity' (expected [momentum_buffer, normuon_second_moment])"),
                 new BadFile("muon_stateForUnknownId", r -> ((Map<Object, Object>) part(r, "muon").get("state"))
                         .put(999L, firstState(r, "muon")), "muon.state has an entry for 999, which is no "
                         + "parameter id"),

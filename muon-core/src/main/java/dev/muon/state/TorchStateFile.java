@@ -3,6 +3,8 @@ package dev.muon.state;
 import dev.muon.AdamWConfig;
 import dev.muon.AdjustLr;
 import dev.muon.MuonConfig;
+import dev.muon.NorMuonConfig;
+import dev.muon.RowSplit;
 import dev.muon.OptimizerKind;
 import dev.muon.internal.AtomicFile;
 import dev.muon.internal.FormatException;
@@ -61,6 +63,14 @@ public final class TorchStateFile {
     private static final String WHAT = "torch state dict";
 
     private static final Set<String> TOP_KEYS = Set.of("format", "param_names", "step", "muon", "adamw");
+    /**
+     * muon-core's keys beside torch.optim.Muon's: a group's NorMuon settings and row splits, a parameter's NorMuon
+     * second moment. {@code torch.optim.Muon.load_state_dict} keeps them and its step ignores them.
+     */
+    static final String NORMUON_GROUP_KEY = "normuon";
+    static final String ROW_SPLITS_KEY = "row_splits";
+    static final String NORMUON_STATE_KEY = "normuon_second_moment";
+    private static final Set<String> MUON_OPTIONAL_KEYS = Set.of(NORMUON_GROUP_KEY, ROW_SPLITS_KEY);
     private static final Set<String> MUON_GROUP_KEYS = Set.of("lr", "weight_decay", "momentum", "nesterov",
             "ns_coefficients", "eps", "ns_steps", "adjust_lr_fn", "params");
     private static final Set<String> ADAMW_GROUP_KEYS = Set.of("lr", "betas", "eps", "weight_decay", "params");
@@ -128,36 +138,9 @@ public final class TorchStateFile {
      * @throws java.io.UncheckedIOException  if the file cannot be written; {@code file} is then unchanged
      */
     public static void write(Path file, OptimizerState state) {
-        requireExpressible(state, "a torch state dict");
         Map<String, Object> dict = toDict(state);
         AtomicFile.write(file, WHAT, channel -> TorchSave.write(dict, Channels.newOutputStream(channel)),
                 AtomicFile.NEW_FILE);
-    }
-
-    /**
-     * Refuses the state {@code torch.optim.Muon} has no place for: NorMuon's second moments and row splits. A file
-     * without them would continue differently in Python, and an import would have to invent them. Optimizers call
-     * it before an import too, so that such an import fails before the file is read.
-     *
-     * @param state     the state, or the template of an optimizer
-     * @param operation what is refused, for the message ("exportTorchStateDict")
-     * @throws UnsupportedOperationException if a Muon group has NorMuon or a parameter a row split
-     */
-    public static void requireExpressible(OptimizerState state, String operation) {
-        for (int g = 0; g < state.muonConfigs().size(); g++) {
-            if (state.muonConfigs().get(g).norMuon() != null) {
-                throw new UnsupportedOperationException(operation + " cannot carry NorMuon: group " + g + " has "
-                        + state.muonConfigs().get(g).norMuon() + ", and torch.optim.Muon's state has no per-row "
-                        + "second moment (save and load keep it)");
-            }
-        }
-        for (ParameterEntry e : state.entries()) {
-            if (e.spec().rowSplit() != null) {
-                throw new UnsupportedOperationException(operation + " cannot carry row splits: '" + e.name()
-                        + "' has " + e.spec().rowSplit() + ", and torch.optim.Muon orthogonalizes whole matrices "
-                        + "(save and load keep it)");
-            }
-        }
     }
 
     /** The dict {@code torch.load} returns for a state. */
@@ -176,12 +159,27 @@ public final class TorchStateFile {
                 Tensor buffer = entry.momentum();
                 if (buffer != null) {
                     // torch.optim.Muon keeps the buffer in the parameter's dtype: a bfloat16 one is widened (exact).
-                    muonState.put((long) id, Map.of("momentum_buffer",
-                            buffer.scalar_type().value == entry.spec().dtype().value ? buffer
-                                    : buffer.to(entry.spec().dtype())));
+                    Map<String, Object> s = new LinkedHashMap<>();
+                    s.put("momentum_buffer", buffer.scalar_type().value == entry.spec().dtype().value ? buffer
+                            : buffer.to(entry.spec().dtype()));
+                    if (entry.secondMoment() != null) {
+                        s.put(NORMUON_STATE_KEY, entry.secondMoment());
+                    }
+                    muonState.put((long) id, s);
                 }
             }
-            muonGroups.add(muonGroup(state.muonConfigs().get(g), g, ids));
+            Map<String, Object> group = muonGroup(state.muonConfigs().get(g), g, ids);
+            Map<String, Object> splits = new LinkedHashMap<>();
+            for (int id : ids) {
+                RowSplit split = layout.entries().get(id).spec().rowSplit();
+                if (split != null) {
+                    splits.put(layout.entries().get(id).name(), rowSplitDict(split));
+                }
+            }
+            if (!splits.isEmpty()) {
+                group.put(ROW_SPLITS_KEY, splits);
+            }
+            muonGroups.add(group);
         }
         root.put("muon", stateDict(muonState, muonGroups));
         if (state.adamWConfig() != null) {
@@ -258,8 +256,25 @@ public final class TorchStateFile {
         group.put("eps", c.eps());
         group.put("ns_steps", (long) c.nsSteps());
         group.put("adjust_lr_fn", adjust);
+        if (c.norMuon() != null) {
+            Map<String, Object> norMuon = new LinkedHashMap<>();
+            norMuon.put("beta2", c.norMuon().beta2());
+            norMuon.put("eps", c.norMuon().eps());
+            group.put(NORMUON_GROUP_KEY, norMuon);
+        }
         group.put("params", longs(ids));
         return group;
+    }
+
+    private static Map<String, Object> rowSplitDict(RowSplit split) {
+        if (split.headDim() > 0) {
+            return Map.of("per_head", (long) split.headDim());
+        }
+        List<Object> sizes = new ArrayList<>();
+        for (int size : split.blockSizes()) {
+            sizes.add((long) size);
+        }
+        return Map.of("split_rows", sizes);
     }
 
     /** Whether torch.optim.Muon's ns_coefficients can express a schedule: one triple, no norm safety factor. */
@@ -305,6 +320,8 @@ public final class TorchStateFile {
 
     /** One read: the template, its layout, the open file, and the file's name for the messages. */
     private static final class Reader {
+        /** NorMuon second moments by parameter index, as the Muon part is read. */
+        private final Map<Integer, Tensor> secondMoments = new HashMap<>();
         private final Path path;
         private final OptimizerState template;
         private final Layout expected;
@@ -360,7 +377,8 @@ public final class TorchStateFile {
             for (ParameterEntry e : template.entries()) {
                 ParameterEntry out = ParameterEntry.of(e.spec());
                 if (!e.spec().isTied()) {
-                    out = out.withMomentum(momentum.get(index)).withAdamW(adamW.get(index));
+                    out = out.withMomentum(momentum.get(index)).withSecondMoment(secondMoments.get(index))
+                            .withAdamW(adamW.get(index));
                     index++;
                 }
                 entries.add(out);
@@ -391,7 +409,8 @@ public final class TorchStateFile {
             for (int g = 0; g < groups.size(); g++) {
                 String where = "muon.param_groups[" + g + "]";
                 Map<String, Object> group = groups.get(g);
-                checkGroupKeys(group, where, MUON_GROUP_KEYS, Set.of());
+                checkGroupKeys(group, where, MUON_GROUP_KEYS, MUON_OPTIONAL_KEYS);
+                checkRowSplits(group, where, expected.muonGroups().get(g));
                 configs.add(muonConfig(group, where, template.muonConfigs().get(g)));
             }
             Map<Object, Object> state = dict(require(dict, "state", "'muon'"), "muon.state");
@@ -400,12 +419,17 @@ public final class TorchStateFile {
                 String where = "muon.state[" + e.getKey() + "]";
                 Map<String, Object> s = stringDict(e.getValue(), where);
                 for (String key : s.keySet()) {
-                    if (!key.equals("momentum_buffer")) {
-                        throw fail(where, "has an unknown key '" + key + "' (expected [momentum_buffer])");
+                    if (!key.equals("momentum_buffer") && !key.equals(NORMUON_STATE_KEY)) {
+                        throw fail(where, "has an unknown key '" + Messages.shortened(key) + "' (expected "
+                                + "[momentum_buffer, " + NORMUON_STATE_KEY + "])");
                     }
                 }
                 momentum.put(index, tensor(require(s, "momentum_buffer", where), where + ".momentum_buffer",
                         index));
+                if (s.containsKey(NORMUON_STATE_KEY)) {
+                    secondMoments.put(index, secondMoment(s.get(NORMUON_STATE_KEY), where + "."
+                            + NORMUON_STATE_KEY, index));
+                }
             }
             return configs;
         }
@@ -435,8 +459,19 @@ public final class TorchStateFile {
             if (!(steps instanceof Long n) || n < 1 || n > Integer.MAX_VALUE) {
                 throw fail(where + ".ns_steps", "must be an int >= 1, got " + show(steps));
             }
+            NorMuonConfig norMuon = null;
+            if (group.containsKey(NORMUON_GROUP_KEY)) {
+                Map<String, Object> nor = stringDict(group.get(NORMUON_GROUP_KEY), where + "." + NORMUON_GROUP_KEY);
+                try {
+                    norMuon = new NorMuonConfig(number(require(nor, "beta2", where + "." + NORMUON_GROUP_KEY),
+                            where + "." + NORMUON_GROUP_KEY + ".beta2"), number(require(nor, "eps",
+                            where + "." + NORMUON_GROUP_KEY), where + "." + NORMUON_GROUP_KEY + ".eps"));
+                } catch (IllegalArgumentException e) {
+                    throw fail(where + "." + NORMUON_GROUP_KEY, e.getMessage());
+                }
+            }
             try {
-                return current.withNsCoefficients(schedule).withNsSteps((int) (long) n)
+                return current.withNorMuon(norMuon).withNsCoefficients(schedule).withNsSteps((int) (long) n)
                         .withLr(number(group.get("lr"), where + ".lr"))
                         .withWeightDecay(number(group.get("weight_decay"), where + ".weight_decay"))
                         .withMomentum(number(group.get("momentum"), where + ".momentum"))
@@ -630,6 +665,55 @@ public final class TorchStateFile {
             if (ref.storage().kind().scalarType().value != spec.dtype().value) {
                 throw fail(where, "has dtype " + ref.storage().kind().scalarType() + ", parameter '" + spec.name()
                         + "' has " + spec.dtype());
+            }
+            return load.tensor(ref, where);
+        }
+
+        /**
+         * A group's row splits, where the file has them, must be this optimizer's: a file from Python has none,
+         * and the momentum it holds is the whole matrix's either way.
+         */
+        private void checkRowSplits(Map<String, Object> group, String where, List<Integer> mine) {
+            if (!group.containsKey(ROW_SPLITS_KEY)) {
+                return;
+            }
+            Map<String, Object> splits = stringDict(group.get(ROW_SPLITS_KEY), where + "." + ROW_SPLITS_KEY);
+            Map<String, RowSplit> expectedSplits = new LinkedHashMap<>();
+            for (int index : mine) {
+                ParameterSpec spec = expected.entries().get(index).spec();
+                if (spec.rowSplit() != null) {
+                    expectedSplits.put(spec.name(), spec.rowSplit());
+                }
+            }
+            for (String name : splits.keySet()) {
+                if (!expectedSplits.containsKey(name)) {
+                    throw fail(where + "." + ROW_SPLITS_KEY + "['" + Messages.shortened(name) + "']",
+                            "is set, but this optimizer has no row split for it");
+                }
+            }
+            for (Map.Entry<String, RowSplit> e : expectedSplits.entrySet()) {
+                String at = where + "." + ROW_SPLITS_KEY + "['" + e.getKey() + "']";
+                Map<String, Object> split = stringDict(require(splits, e.getKey(), where + "." + ROW_SPLITS_KEY),
+                        at);
+                if (!split.equals(rowSplitDict(e.getValue()))) {
+                    throw fail(at, "is " + Messages.shortened(split.toString()) + ", this optimizer's is "
+                            + e.getValue());
+                }
+            }
+        }
+
+        /** NorMuon's second moment of a parameter: its shape and dtype checked before its bytes are read. */
+        private Tensor secondMoment(Object value, String where, int index) throws IOException {
+            if (!(value instanceof PickleValues.TensorRef ref)) {
+                throw fail(where, "must be a tensor, got " + show(value));
+            }
+            ParameterSpec spec = expected.entries().get(index).spec();
+            long[] shape = spec.secondMomentShape();
+            if (!Arrays.equals(ref.size(), shape)
+                    || ref.storage().kind().scalarType().value != ParameterSpec.secondMomentDtype(spec.dtype()).value) {
+                throw fail(where, "has shape " + Arrays.toString(ref.size()) + " and dtype "
+                        + ref.storage().kind().scalarType() + ", parameter '" + spec.name() + "''s has "
+                        + Arrays.toString(shape) + " and " + ParameterSpec.secondMomentDtype(spec.dtype()));
             }
             return load.tensor(ref, where);
         }
