@@ -1175,6 +1175,11 @@ public final class Muon implements TrainingOptimizer {
                             split = rowSplitRules.get(r).getValue();
                         }
                     }
+                    if (split != null && layout.batch() != 0 && !p.is_contiguous()) {
+                        // Its equal row blocks are one view of the whole stack, which only contiguous memory has.
+                        throw new IllegalArgumentException(label + " is a stack of matrices with row split " + split
+                                + " and must be contiguous; it is not");
+                    }
                     RowBlocks blocks = split == null ? null : new RowBlocks(split, layout, label);
                     UpdateStages fused = updateStages.forParameter(config, layout.matrixView(p), label);
                     ParameterState state = new ParameterState(p, layout, selection.forParameter(config,

@@ -57,6 +57,8 @@ final class ParameterUpdate {
         final long firstRow;
         /** For equal row blocks stacked as one: how many; 0 otherwise. */
         final long stacked;
+        /** The dim of the parameter's rows: 0 for a matrix, 1 for a stack of matrices. */
+        final int rowDim;
         /** The orthogonalized (and normalized) update, set by the block stages. */
         Tensor o;
         /** {@code −lr·ratio·extraScale} (or NorMuon's), set by the lr stage. */
@@ -65,13 +67,14 @@ final class ParameterUpdate {
         /** {@link #firstRow} of a block that is the whole parameter (a matrix or a stack). */
         static final long WHOLE = -1;
 
-        Block(Tensor u, Tensor param, long rows, long cols, long firstRow, long stacked) {
+        Block(Tensor u, Tensor param, long rows, long cols, long firstRow, long stacked, int rowDim) {
             this.u = u;
             this.param = param;
             this.rows = rows;
             this.cols = cols;
             this.firstRow = firstRow;
             this.stacked = stacked;
+            this.rowDim = rowDim;
         }
 
         /** The part of the parameter's per-row second moment {@code v} this block covers, shaped as its rows. */
@@ -79,7 +82,7 @@ final class ParameterUpdate {
             if (stacked > 0) {
                 return v.view(stacked, rows);
             }
-            return firstRow == WHOLE ? v : v.narrow(0, firstRow, rows);
+            return firstRow == WHOLE ? v : v.narrow(rowDim, firstRow, rows);
         }
     }
 

@@ -19,16 +19,11 @@ final class RowBlocks {
     private final boolean equal;
 
     /**
-     * Plans the blocks of a parameter of this layout.
+     * Plans the blocks of a parameter of this layout: of its matrix, or of each matrix of a stack alike.
      *
-     * @throws IllegalArgumentException if the rule does not fit the rows, or the parameter is a stack of matrices
+     * @throws IllegalArgumentException if the rule does not fit the rows of each matrix
      */
     RowBlocks(RowSplit rule, MatrixLayout layout, String label) {
-        if (layout.batch() != 0) {
-            throw new IllegalArgumentException(label + " has shape " + java.util.Arrays.toString(layout.shape())
-                    + ", a stack of matrices; " + rule + " splits the rows of one matrix (a 2-D weight or a "
-                    + "flattened conv filter)");
-        }
         this.rule = rule;
         this.sizes = rule.blockRows(layout.rows(), label);
         this.cols = layout.cols();

@@ -123,13 +123,13 @@ class RowSplitErrorsTest {
                             .rowSplit(w, RowSplit.splitRows(3, 3)).rowSplit(w, RowSplit.perHead(2)).build();
                 }, "rowSplit names the tensor of shape [6, 4] twice, with splitRows(3, 3) and perHead(2); give one "
                         + "rule per parameter"),
-                row("muon_rowSplit_stackedWeights_isRejected", iae, () -> {
-                    Tensor w = torch.randn(2, 4, 4).requires_grad_(true);
+                row("muon_rowSplit_nonContiguousStack_isRejected", iae, () -> {
+                    Tensor w = torch.randn(2, 4, 4).transpose(0, 1).requires_grad_(true);
                     return Muon.builder().addGroup(List.of(w),
                                     MuonConfig.defaults().withStackedWeights(StackedWeights.BATCH))
                             .rowSplit(w, RowSplit.perHead(2)).build();
-                }, "parameter 0 of group 0 has shape [2, 4, 4], a stack of matrices; perHead(2) splits the rows of "
-                        + "one matrix (a 2-D weight or a flattened conv filter)"),
+                }, "parameter 0 of group 0 is a stack of matrices with row split perHead(2) and must be contiguous; it "
+                        + "is not"),
                 row("muon_rowSplit_nullTensor_isRejected", NullPointerException.class,
                         () -> Muon.builder().rowSplit((Tensor) null, RowSplit.perHead(2)),
                         "param must not be null"));
