@@ -1,5 +1,6 @@
 package dev.muon.internal;
 
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -8,10 +9,12 @@ import java.net.URL;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -29,6 +32,22 @@ class TorchNativesTest {
 
     @TempDir
     Path dir;
+
+    /**
+     * The cache holds symbolic links to CUDA libraries outside it (JavaCPP links what it finds on the system); JUnit
+     * warns on the console for each such link it deletes, so the cache goes here, links deleted as links.
+     */
+    @AfterEach
+    void deleteCache() throws IOException {
+        Path cache = dir.resolve("javacpp-cache");
+        if (Files.exists(cache, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            try (Stream<Path> files = Files.walk(cache)) {
+                for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
+                    Files.delete(p);
+                }
+            }
+        }
+    }
 
     @Test
     void nativeFiles_includeLibtorchCpu() throws IOException {
