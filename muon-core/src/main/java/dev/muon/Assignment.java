@@ -1,6 +1,7 @@
 package dev.muon;
 
 import dev.muon.internal.NativeLifetime;
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.Tensor;
 
 import java.util.ArrayList;
@@ -58,6 +59,11 @@ import java.util.function.Predicate;
  * }</pre>
  */
 public final class Assignment {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     private static final Set<String> EMBEDDING_OR_HEAD_ANYWHERE =
             Set.of("wte", "wpe", "tok_emb", "pos_emb", "lm_head", "classifier");
     private static final Set<String> HEAD_ANYWHERE = Set.of("lm_head", "classifier");
@@ -81,6 +87,11 @@ public final class Assignment {
      */
     public record Row(String name, long[] shape, String dtype, OptimizerKind optimizer, String reason, double lr,
                       long stateBytes) {
+        static {
+            // First, in case this is the first type of ours a program touches: see TorchNatives.
+            TorchNatives.extract();
+        }
+
         /**
          * Copies the shape.
          *

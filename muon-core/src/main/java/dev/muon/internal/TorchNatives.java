@@ -26,7 +26,9 @@ import java.util.jar.JarFile;
  *
  * <p>{@link #extract()} runs once per JVM and costs a few {@code stat} calls on a warm cache; on an empty one it
  * extracts what JavaCPP would have extracted anyway, a few hundred kilobytes more. Call it from a static initializer
- * of every class through which our code may be the first to touch libtorch, before any field that does.
+ * of every public class a user may touch before libtorch (configs and enums included: user code that builds its
+ * model right after {@code MuonConfig.defaults()} loads libtorch itself), before any field that touches libtorch.
+ * {@code EntryTypesTest} checks that every public class, record and enum of the API packages does.
  *
  * <p>Not API: this package is an implementation detail shared by the modules of this project.
  */
@@ -34,6 +36,8 @@ public final class TorchNatives {
     private static final System.Logger LOG = System.getLogger(TorchNatives.class.getName());
     /** The preset's resource folder; the natives lie in its sub-folder named after the platform. */
     private static final String PRESET = "org/bytedeco/pytorch/";
+    /** Set by the first {@link #extract()}: lets a test see which classes call it when they are initialized. */
+    private static volatile boolean requested;
 
     private TorchNatives() {
     }
@@ -46,8 +50,18 @@ public final class TorchNatives {
      * @return whether the files are in the cache (false if extraction failed or JavaCPP loads no libraries)
      */
     public static boolean extract() {
+        requested = true;
         // The holder's initialization runs once, and other threads wait for it: no lock of our own.
         return Once.DONE;
+    }
+
+    /**
+     * Whether {@link #extract()} has been called in this class's class loader.
+     *
+     * @return true once it has
+     */
+    static boolean requested() {
+        return requested;
     }
 
     /**

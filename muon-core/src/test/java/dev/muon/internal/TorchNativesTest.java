@@ -3,6 +3,8 @@ package dev.muon.internal;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
 import java.net.URL;
@@ -58,8 +60,13 @@ class TorchNativesTest {
                 "the preset's files hold " + torchCpu + ": " + files);
     }
 
-    @Test
-    void firstJvmOnEmptyCache_mapsOnlyTheCachedLibtorchCpu() throws Exception {
+    /**
+     * Each row a program that touches one of our types first: one in which our code loads libtorch, and one that
+     * only makes a config before loading libtorch itself (that one crashed before issue 30).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"newton-schulz", "config-then-model"})
+    void firstJvmOnEmptyCache_mapsOnlyTheCachedLibtorchCpu(String program) throws Exception {
         assumeTrue(Files.isReadable(Path.of("/proc/self/maps")),
                 "reads the process's mappings from /proc/self/maps, which only Linux has");
         Path cache = Files.createDirectories(dir.resolve("javacpp-cache"));
@@ -69,7 +76,7 @@ class TorchNativesTest {
                 "-Dorg.bytedeco.javacpp.cachedir=" + cache,
                 // A crash is the failure this test exists for: keep its report out of the module folder.
                 "-XX:ErrorFile=" + dir.resolve("hs_err_pid%p.log"),
-                "-cp", System.getProperty("java.class.path"), FirstLoadProbe.class.getName());
+                "-cp", System.getProperty("java.class.path"), FirstLoadProbe.class.getName(), program);
         builder.environment().put("OMP_NUM_THREADS", "1");
         builder.redirectErrorStream(true);
         builder.redirectOutput(log.toFile());
