@@ -142,7 +142,9 @@ public final class TorchNatives {
             } catch (IOException | RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "could not put libtorch's native files into the JavaCPP "
                         + "cache before loading them (" + e + "); if a system-wide libtorch is installed, the "
-                        + "first JVM on an empty cache may crash: see docs/getting-started.md", e);
+                        + "first JVM on an empty cache may crash (SIGSEGV in pthread_mutex_lock); a program "
+                        + "prevents it by calling org.bytedeco.javacpp.Loader.cacheResource for libtorch_cpu before "
+                        + "it touches libtorch (Getting started, 'A system-wide libtorch and the first run')", e);
                 return false;
             }
         }
