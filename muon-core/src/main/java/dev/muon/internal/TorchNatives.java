@@ -65,8 +65,8 @@ public final class TorchNatives {
     }
 
     /**
-     * Extracts and exits: for build steps that start a JVM on the user's behalf (the examples' {@code -Ptrain}
-     * run), so that the JVM after it finds a complete cache.
+     * Extracts and exits: for build steps that start a JVM on the user's behalf, so that the JVM after it finds a
+     * complete cache.
      *
      * @param args ignored
      */
