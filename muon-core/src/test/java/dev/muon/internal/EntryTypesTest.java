@@ -15,7 +15,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@link TorchNativesTest} runs such a program on an empty cache.
  */
 class EntryTypesTest {
-    static final String[] API_PACKAGES = {"dev.muon", "dev.muon.orthogonalize", "dev.muon.distributed"};
 
     private static Path classes() throws Exception {
         return Path.of(TorchNatives.class.getProtectionDomain().getCodeSource().getLocation().toURI());
@@ -23,7 +22,11 @@ class EntryTypesTest {
 
     @Test
     void everyPublicType_readiesTheNatives_whenInitialized() throws Exception {
-        List<String> types = NativesFirst.publicTypes(classes(), API_PACKAGES);
+        String[] packages = NativesFirst.apiPackages(classes());
+        assertTrue(List.of(packages).containsAll(List.of("dev.muon", "dev.muon.orthogonalize",
+                "dev.muon.distributed")) && !List.of(packages).contains("dev.muon.internal"), List.of(packages)
+                .toString());
+        List<String> types = NativesFirst.publicTypes(classes(), packages);
         // The list is what users touch: a filter that lost the configs would make this test pass on nothing.
         for (String expected : List.of("dev.muon.MuonConfig", "dev.muon.AdjustLr", "dev.muon.Assignment",
                 "dev.muon.LrSchedule$WarmupCosine", "dev.muon.orthogonalize.NewtonSchulzConfig",

@@ -22,6 +22,34 @@ public final class NativesFirst {
     }
 
     /**
+     * The API packages of a module: every package under {@code dev.muon} in its compiled classes that holds a class,
+     * but {@code dev.muon.internal}, which is not API. Found, not listed, so that a package added later is checked
+     * too.
+     *
+     * @param classes the module's compiled classes, a folder
+     * @return the packages' names, sorted
+     * @throws IOException if the folder cannot be read
+     */
+    public static String[] apiPackages(Path classes) throws IOException {
+        Path root = classes.resolve("dev").resolve("muon");
+        try (Stream<Path> dirs = Files.walk(root)) {
+            return dirs.filter(Files::isDirectory)
+                    .filter(d -> !d.startsWith(root.resolve("internal")))
+                    .filter(NativesFirst::holdsClasses)
+                    .map(d -> classes.relativize(d).toString().replace(java.io.File.separatorChar, '.'))
+                    .sorted().toArray(String[]::new);
+        }
+    }
+
+    private static boolean holdsClasses(Path dir) {
+        try (Stream<Path> files = Files.list(dir)) {
+            return files.anyMatch(f -> f.toString().endsWith(".class"));
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /**
      * The public classes, records and enums of the given packages that a program can touch first, as found in a
      * folder of compiled classes: every top-level one, and those nested in public types that have a public
      * constructor or static member. Interfaces are left out: touching one runs none of their code, and their static

@@ -18,7 +18,7 @@ class EntryTypesTest {
     @Test
     void everyPublicType_readiesTheNatives_whenInitialized() throws Exception {
         Path classes = Path.of(CudaSupport.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-        List<String> types = NativesFirst.publicTypes(classes, "dev.muon.cuda");
+        List<String> types = NativesFirst.publicTypes(classes, NativesFirst.apiPackages(classes));
         assertTrue(types.containsAll(List.of("dev.muon.cuda.CudaNewtonSchulz", "dev.muon.cuda.CudaSupport")),
                 types::toString);
         assertEquals(List.of(), NativesFirst.withoutExtract(classes, types),
