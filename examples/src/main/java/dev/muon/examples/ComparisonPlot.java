@@ -68,16 +68,17 @@ final class ComparisonPlot {
         int seeds = groups.values().iterator().next().runs().size();
         String band = seeds > 1 ? "mean of " + seeds + " seeds, band: lowest to highest" : "one seed";
         PanelFigure figure = new PanelFigure(title + (oneLr ? String.format(Locale.ROOT, ", lr %.0e", baseLr) : ""),
-                band + "; " + stateNote(groups));
-        XYChart byEpoch = figure.panel("test accuracy by epoch", "epoch", "test accuracy, %",
-                PanelFigure::integerTick);
-        XYChart bySeconds = figure.panel("test accuracy by training time" + (secondsNote.isEmpty() ? ""
-                : " (" + secondsNote + ")"), "training seconds (evaluation excluded)", "test accuracy, %",
-                v -> String.format(Locale.ROOT, "%.0f", v));
+                band + "; in brackets: MuonAdamW less AdamW at the same lr; " + stateNote(groups)
+                        + (secondsNote.isEmpty() ? "" : "; seconds: " + secondsNote));
+        XYChart byEpoch = figure.panel("test accuracy by epoch", "epoch", "test accuracy, %", "0.#");
+        XYChart bySeconds = figure.panel("test accuracy by training time", "training seconds (evaluation excluded)",
+                "test accuracy, %", "0");
         XYChart loss = figure.panel("training loss, centred mean of " + (2 * HALF_WINDOW + 1) + " steps", "epoch",
-                "training loss", PanelFigure::integerTick);
+                "training loss", "0.#");
         byEpoch.getStyler().setXAxisMin(0.5);
         loss.getStyler().setXAxisMin(0.0);
+        // The first steps' loss (about ln 10) would squash the rest: the axis ends at half an epoch's.
+        loss.getStyler().setYAxisMax(lossAxisTop(groups.values(), stepsPerEpoch));
         Map<Double, Double> adamWAccuracy = new LinkedHashMap<>();
         Map<Double, Double> adamWLoss = new LinkedHashMap<>();
         for (Group g : groups.values()) {
@@ -131,6 +132,19 @@ final class ComparisonPlot {
             }
         }
         figure.write(png);
+    }
+
+    /** The largest smoothed loss after half of the first epoch, with a tenth more room. */
+    private static double lossAxisTop(java.util.Collection<Group> groups, long stepsPerEpoch) {
+        double top = 0;
+        for (Group g : groups) {
+            double[] smooth = meanLoss(g);
+            int from = (int) Math.min(smooth.length - 1, Math.max(0, stepsPerEpoch / 2));
+            for (int i = from; i < smooth.length; i++) {
+                top = Math.max(top, smooth[i]);
+            }
+        }
+        return Math.ceil(top * 1.1 * 10) / 10;
     }
 
     /** The legend's label: the optimizer, and the lr only when the figure has more than one. */

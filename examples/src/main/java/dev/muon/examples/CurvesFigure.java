@@ -31,12 +31,11 @@ final class CurvesFigure {
      */
     static void write(List<TinyGpt.Run> runs, Path png, String title, String secondsNote) throws IOException {
         PanelFigure figure = new PanelFigure(title, "validation loss in nats per character (lower is better), one "
-                + "seed; the loss before training (step 0) is left out");
-        XYChart bySteps = figure.panel("validation loss by step", "step", "validation loss",
-                v -> String.format(Locale.ROOT, "%.0f", v));
-        XYChart bySeconds = figure.panel("validation loss by training time" + (secondsNote.isEmpty() ? ""
-                : " (" + secondsNote + ")"), "training seconds (evaluation excluded)", "validation loss",
-                v -> String.format(Locale.ROOT, "%.0f", v));
+                + "seed, step 0 left out; in brackets: " + runs.get(1).name() + " less " + runs.get(0).name()
+                + (secondsNote.isEmpty() ? "" : "; seconds: " + secondsNote));
+        XYChart bySteps = figure.panel("validation loss by step", "step", "validation loss", "0");
+        XYChart bySeconds = figure.panel("validation loss by training time", "training seconds (evaluation excluded)",
+                "validation loss", "0");
         bySteps.getStyler().setXAxisMin(0.0);
         bySeconds.getStyler().setXAxisMin(0.0);
         double baseline = runs.get(0).last().valLoss();

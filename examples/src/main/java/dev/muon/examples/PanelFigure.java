@@ -21,8 +21,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Locale;
-import java.util.function.Function;
 
 /**
  * The layout the examples' figures share: panels side by side under a title and a note, one legend for all of them
@@ -74,16 +72,20 @@ final class PanelFigure {
      * @param panelTitle its title
      * @param xTitle     the x axis's title
      * @param yTitle     the y axis's title
-     * @param xTicks     how a tick value on x reads; blank for none
+     * @param xPattern   the {@link java.text.DecimalFormat} pattern of the x ticks ({@code "0.#"} for epochs)
      * @return the panel, to add series to
      */
-    XYChart panel(String panelTitle, String xTitle, String yTitle, Function<Double, String> xTicks) {
+    XYChart panel(String panelTitle, String xTitle, String yTitle, String xPattern) {
         XYChart chart = new XYChartBuilder().width(PANEL_WIDTH).height(PANEL_HEIGHT).title(panelTitle)
                 .xAxisTitle(xTitle).yAxisTitle(yTitle).build();
         chart.getStyler().setLegendVisible(false);
         chart.getStyler().setChartBackgroundColor(Color.WHITE);
         chart.getStyler().setPlotBackgroundColor(Color.WHITE);
-        chart.getStyler().setxAxisTickLabelsFormattingFunction(xTicks);
+        // A pattern, not a formatting function: XChart 3.8's tick search with a function that gives two ticks the
+        // same label never ends.
+        chart.getStyler().setXAxisDecimalPattern(xPattern);
+        // About one tick per 90 pixels: whole and half epochs on a 2- or 3-epoch axis, not fifths.
+        chart.getStyler().setXAxisTickMarkSpacingHint(90);
         chart.getStyler().setAnnotationTextFont(new Font(Font.SANS_SERIF, Font.PLAIN, 11));
         chart.getStyler().setAnnotationTextFontColor(Color.DARK_GRAY);
         panels.add(chart);
@@ -187,29 +189,68 @@ final class PanelFigure {
         double right = xMax + (xMax - left) * room / (PLOT_WIDTH_PIXELS - room);
         panel.getStyler().setXAxisMin(left);
         panel.getStyler().setXAxisMax(right);
-        // No ticks over the labels' room: the data ends at xMax.
-        Function<Double, String> ticks = panel.getStyler().getxAxisTickLabelsFormattingFunction();
-        double end = xMax;
-        panel.getStyler().setxAxisTickLabelsFormattingFunction(v -> v > end + 1e-9 * Math.abs(end) ? " "
-                : ticks.apply(v));
         double unitsPerPixel = (right - left) / PLOT_WIDTH_PIXELS;
-        double gap = (yMax - yMin) * LABEL_GAP_PIXELS / PLOT_HEIGHT_PIXELS;
+        Double fixedMax = panel.getStyler().getYAxisMax();
+        double top = fixedMax != null ? fixedMax : yMax;
+        double gap = (top - yMin) * LABEL_GAP_PIXELS / PLOT_HEIGHT_PIXELS;
         List<EndLabel> sorted = new ArrayList<>(endLabels);
         sorted.sort(Comparator.comparingDouble(EndLabel::y));
-        double[] ys = new double[sorted.size()];
+        double[] ys = spread(sorted.stream().mapToDouble(EndLabel::y).toArray(), gap);
+        // Labels pushed past the bottom or the top move together, so that none leaves the plot.
+        double shift = Math.max(0, yMin + gap / 2 - ys[0]);
+        shift -= Math.max(0, ys[ys.length - 1] + shift - (top - gap / 2));
         for (int i = 0; i < ys.length; i++) {
-            ys[i] = i == 0 ? sorted.get(i).y() : Math.max(sorted.get(i).y(), ys[i - 1] + gap);
-        }
-        // Labels pushed above the top are moved down together, so that none leaves the plot.
-        double over = ys[ys.length - 1] - yMax;
-        for (int i = 0; i < ys.length; i++) {
-            double y = over > 0 ? Math.max(ys[i] - over, yMin) : ys[i];
+            double y = ys[i] + shift;
             EndLabel l = sorted.get(i);
             // AnnotationText centres its text on the point: the centre goes half a label right of the curve's end.
             double width = font.getStringBounds(l.text(), frc).getWidth();
             double x = l.x() + (LABEL_PAD_PIXELS + width / 2) * unitsPerPixel;
             panel.addAnnotation(new AnnotationText(l.text(), x, y, false));
         }
+    }
+
+    /**
+     * Label heights at least {@code gap} apart and as close to their curves as that allows: labels that would
+     * overlap form a run, centred on the mean of their curves' ends.
+     *
+     * @param targets the curves' ends, ascending
+     * @param gap     the smallest distance between two labels
+     * @return the labels' heights, ascending
+     */
+    static double[] spread(double[] targets, double gap) {
+        int n = targets.length;
+        // Runs of labels, each with its first index, its size and the mean of its targets.
+        int[] start = new int[n];
+        int[] size = new int[n];
+        double[] mean = new double[n];
+        int runs = 0;
+        for (int i = 0; i < n; i++) {
+            start[runs] = i;
+            size[runs] = 1;
+            mean[runs] = targets[i];
+            runs++;
+            // Merge while the last run overlaps the one below it.
+            while (runs > 1 && bottom(mean[runs - 2], size[runs - 2], gap) + size[runs - 2] * gap
+                    > bottom(mean[runs - 1], size[runs - 1], gap)) {
+                int total = size[runs - 2] + size[runs - 1];
+                mean[runs - 2] = (mean[runs - 2] * size[runs - 2] + mean[runs - 1] * size[runs - 1]) / total;
+                size[runs - 2] = total;
+                runs--;
+            }
+        }
+        double[] out = new double[n];
+        for (int r = 0; r < runs; r++) {
+            double first = bottom(mean[r], size[r], gap);
+            for (int k = 0; k < size[r]; k++) {
+                out[start[r] + k] = first + k * gap;
+            }
+        }
+        return out;
+    }
+
+    /** The lowest label of a run of {@code size}, centred on {@code mean}. */
+    private static double bottom(double mean, int size, double gap) {
+        return mean - (size - 1) * gap / 2;
     }
 
     private void drawLegend(Graphics2D g, int top, int width) {
@@ -229,16 +270,5 @@ final class PanelFigure {
             g.setColor(Color.BLACK);
             g.drawString(e.label(), x + 44, y);
         }
-    }
-
-    /**
-     * A tick label for integer values only, such as epochs: the ticks between them stay unlabelled.
-     *
-     * @param value a tick's value
-     * @return the integer, or a blank (xchart refuses an empty label)
-     */
-    static String integerTick(double value) {
-        double rounded = Math.rint(value);
-        return Math.abs(value - rounded) < 1e-6 ? String.format(Locale.ROOT, "%d", (long) rounded) : " ";
     }
 }

@@ -56,17 +56,17 @@ class DocCommandsTest {
         return commands;
     }
 
-    /** Splits like a shell: spaces separate words, double quotes keep them together and are dropped. */
+    /** Splits like a shell: spaces separate words, quotes (double or single) keep them together and are dropped. */
     static List<String> words(String command) {
         List<String> words = new ArrayList<>();
         StringBuilder word = new StringBuilder();
-        boolean quoted = false;
+        char quote = 0;
         boolean any = false;
         for (char c : command.trim().toCharArray()) {
-            if (c == '"') {
-                quoted = !quoted;
+            if ((c == '"' || c == '\'') && (quote == 0 || quote == c)) {
+                quote = quote == 0 ? c : 0;
                 any = true;
-            } else if (Character.isWhitespace(c) && !quoted) {
+            } else if (Character.isWhitespace(c) && quote == 0) {
                 if (any) {
                     words.add(word.toString());
                     word.setLength(0);
