@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.AdamWOptions;
 
 /**
@@ -35,6 +36,10 @@ import org.bytedeco.pytorch.AdamWOptions;
  * @param weightDecay the decoupled weight decay: {@code p *= 1 − lr·weightDecay}
  */
 public record AdamWConfig(double lr, double beta1, double beta2, double eps, double weightDecay) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
 
     /**
      * Validates every field.

@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.Tensor;
 
 /**
@@ -14,4 +15,9 @@ import org.bytedeco.pytorch.Tensor;
  *                 has not been updated since the optimizer was built or loaded
  */
 public record AdamWState(Tensor expAvg, Tensor expAvgSq, long step, double lastLr) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
 }

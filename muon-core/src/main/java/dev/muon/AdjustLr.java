@@ -1,5 +1,7 @@
 package dev.muon;
 
+import dev.muon.internal.TorchNatives;
+
 /**
  * How the learning rate of a Muon update is scaled for a parameter of shape {@code A × B} (rows × cols, before
  * any internal transpose; a flattened conv filter counts as {@code out × in·kh·kw}). Weight decay always uses the
@@ -37,6 +39,11 @@ public enum AdjustLr {
             return 1.0;
         }
     };
+
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
 
     /**
      * The factor by which the lr is multiplied for a matrix of this shape.

@@ -1,6 +1,7 @@
 package dev.muon;
 
 import dev.muon.internal.NativeLifetime;
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.Tensor;
 
 import java.util.ArrayList;
@@ -59,6 +60,11 @@ import java.util.function.Predicate;
  * }</pre>
  */
 public final class Assignment {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     /** The reason of the output-layer rule, as the table shows it. */
     static final String OUTPUT_LAYER = AssignmentRule.OUTPUT_LAYER;
     private static final String NO_DECAY = "; no weight decay";
@@ -77,6 +83,11 @@ public final class Assignment {
      */
     public record Row(String name, long[] shape, String dtype, OptimizerKind optimizer, String reason, double lr,
                       long stateBytes) {
+        static {
+            // First, in case this is the first type of ours a program touches: see TorchNatives.
+            TorchNatives.extract();
+        }
+
         /**
          * Copies the shape.
          *

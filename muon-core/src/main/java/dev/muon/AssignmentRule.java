@@ -1,5 +1,7 @@
 package dev.muon;
 
+import dev.muon.internal.TorchNatives;
+
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
@@ -22,6 +24,11 @@ import java.util.Set;
  * }</pre>
  */
 public final class AssignmentRule {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     private static final Set<String> EMBEDDING_OR_HEAD_ANYWHERE =
             Set.of("wte", "wpe", "tok_emb", "pos_emb", "lm_head", "classifier");
     private static final Set<String> HEAD_ANYWHERE = Set.of("lm_head", "classifier");
@@ -45,6 +52,11 @@ public final class AssignmentRule {
      * @param reason    the rule or override that decided, as the assignment table shows it
      */
     public record Verdict(OptimizerKind optimizer, String reason) {
+        static {
+            // First, in case this is the first type of ours a program touches: see TorchNatives.
+            TorchNatives.extract();
+        }
+
         /**
          * Checks that both fields are set.
          *
@@ -65,6 +77,11 @@ public final class AssignmentRule {
      * @param optimizer where the other rules sent it (a later alias of a tied weight counts as AdamW)
      */
     public record Candidate(String name, String ruleName, int dims, OptimizerKind optimizer) {
+        static {
+            // First, in case this is the first type of ours a program touches: see TorchNatives.
+            TorchNatives.extract();
+        }
+
         /**
          * A candidate whose name is its dotted name.
          *
@@ -87,6 +104,11 @@ public final class AssignmentRule {
      * @param cols  the columns of each matrix
      */
     public record Matrix(long batch, long rows, long cols) {
+        static {
+            // First, in case this is the first type of ours a program touches: see TorchNatives.
+            TorchNatives.extract();
+        }
+
     }
 
     /**

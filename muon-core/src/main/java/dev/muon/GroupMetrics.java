@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.internal.TorchNatives;
 import java.util.Map;
 
 /**
@@ -16,6 +17,11 @@ import java.util.Map;
  */
 public record GroupMetrics(OptimizerKind optimizer, double gradNorm, double momentumNorm, double updateRms,
                            Map<String, Double> adjustedLr) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     /**
      * Copies the map.
      *

@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Optimizer;
@@ -18,6 +19,11 @@ import java.util.Objects;
  * }</pre>
  */
 public final class LibtorchOptimizer implements TrainingOptimizer {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     private final Optimizer optimizer;
 
     private LibtorchOptimizer(Optimizer optimizer) {

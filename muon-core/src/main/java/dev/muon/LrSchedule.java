@@ -1,5 +1,7 @@
 package dev.muon;
 
+import dev.muon.internal.TorchNatives;
+
 /**
  * A learning-rate schedule: a pure function from the step number to a factor on each group's base lr, so that a
  * resumed run (which knows its step) gets the same lr as an uninterrupted one. {@link LrScheduler} applies it.
@@ -120,6 +122,11 @@ public interface LrSchedule {
 
     /** The constant schedule. */
     record Constant() implements LrSchedule {
+        static {
+            // First, in case this is the first type of ours a program touches: see TorchNatives.
+            TorchNatives.extract();
+        }
+
         @Override
         public double factor(long step) {
             requireStep(step);
@@ -135,6 +142,11 @@ public interface LrSchedule {
      * @param minFactor   the final factor
      */
     record WarmupCosine(long warmupSteps, long totalSteps, double minFactor) implements LrSchedule {
+        static {
+            // First, in case this is the first type of ours a program touches: see TorchNatives.
+            TorchNatives.extract();
+        }
+
         /**
          * Validates the fields.
          *
@@ -173,6 +185,11 @@ public interface LrSchedule {
      */
     record WarmupStableDecay(long warmupSteps, long stableSteps, long decaySteps, double minFactor)
             implements LrSchedule {
+        static {
+            // First, in case this is the first type of ours a program touches: see TorchNatives.
+            TorchNatives.extract();
+        }
+
         /**
          * Validates the fields.
          *

@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.internal.TorchNatives;
 import java.util.Arrays;
 import java.util.Objects;
 
@@ -23,6 +24,11 @@ import java.util.Objects;
  * }</pre>
  */
 public final class LrScheduler {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     private static final System.Logger LOG = System.getLogger(LrScheduler.class.getName());
     private final TrainingOptimizer optimizer;
     private final LrSchedule schedule;

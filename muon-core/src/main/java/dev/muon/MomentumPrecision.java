@@ -1,5 +1,8 @@
 package dev.muon;
 
+import dev.muon.internal.TorchNatives;
+
+
 /**
  * The dtype Muon stores a parameter's momentum buffer in. The momentum update and the Newton–Schulz input are
  * computed in float32 either way (float64 for a float64 parameter); only the stored buffer differs.
@@ -13,5 +16,10 @@ public enum MomentumPrecision {
      * the rounding error stays in the buffer, as it does in low-precision optimizer states (e.g. Dion's and
      * modded-nanogpt's bfloat16 momentum).
      */
-    BFLOAT16
+    BFLOAT16;
+
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
 }

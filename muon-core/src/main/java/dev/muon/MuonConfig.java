@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.internal.TorchNatives;
 import dev.muon.orthogonalize.CoefficientSchedule;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
 import dev.muon.orthogonalize.NsAlgorithm;
@@ -69,6 +70,10 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
                          ConvWeights convWeights, StackedWeights stackedWeights, Orthogonalization orthogonalization,
                          boolean batchSameShape, NorMuonConfig norMuon, boolean cautiousWeightDecay,
                          MomentumPrecision momentumPrecision) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
 
     /**
      * Validates every field.

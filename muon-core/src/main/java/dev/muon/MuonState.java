@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.Tensor;
 
 /**
@@ -12,4 +13,9 @@ import org.bytedeco.pytorch.Tensor;
  *                      built or loaded
  */
 public record MuonState(Tensor momentum, double lastScaledLr) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
 }

@@ -1,5 +1,7 @@
 package dev.muon;
 
+import dev.muon.internal.TorchNatives;
+
 /**
  * What {@link MuonAdamW#step()} does when a gradient holds NaN or ±Inf. The default is {@link #SKIP}.
  *
@@ -16,5 +18,10 @@ public enum NonFinitePolicy {
     /** The step throws an {@link IllegalStateException} naming the parameter; nothing changes. */
     RAISE,
     /** The gradients are used as they are, so NaN spreads into the parameters: PyTorch's behaviour. */
-    IGNORE
+    IGNORE;
+
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
 }

@@ -1,5 +1,7 @@
 package dev.muon;
 
+import dev.muon.internal.TorchNatives;
+
 /**
  * The settings of NorMuon's neuron-wise normalization (Li et al., "NorMuon: Making Muon more efficient and
  * scalable", arXiv 2510.05491, Algorithm 1): an immutable value, validated at construction. Turned on for a Muon
@@ -29,6 +31,10 @@ package dev.muon;
  * @param eps   added to {@code sqrt(v)} before the division
  */
 public record NorMuonConfig(double beta2, double eps) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
 
     /**
      * Validates both fields.

@@ -2,6 +2,7 @@ package dev.muon;
 
 import dev.muon.distributed.DistributedGroup;
 import dev.muon.internal.NamedParameters;
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Scalar;
@@ -56,6 +57,11 @@ import java.util.Set;
  * the maximum of their reports, so all of them rescale alike. Not thread-safe.
  */
 public final class QkClip {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     /** The default threshold: the {@code τ = 100} the Kimi K2 report trained with. */
     public static final double DEFAULT_TAU = 100;
     /** The default split of the scale between {@code W_q} and {@code W_k}: {@code √γ} each, as in the report. */
@@ -257,6 +263,11 @@ public final class QkClip {
 
     /** Heads of an attention layer: query heads, key heads (fewer when shared) and the dimension of each. */
     public record Heads(int queryHeads, int keyHeads, int headDim) {
+        static {
+            // First, in case this is the first type of ours a program touches: see TorchNatives.
+            TorchNatives.extract();
+        }
+
         /**
          * Validates the counts.
          *

@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.internal.TorchNatives;
 import java.util.Arrays;
 
 /**
@@ -30,6 +31,11 @@ import java.util.Arrays;
  * }</pre>
  */
 public final class RowSplit {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     /** The block sizes of a {@code splitRows} rule; null for {@code perHead}. */
     private final int[] sizes;
     /** The head dimension of a {@code perHead} rule; 0 for {@code splitRows}. */

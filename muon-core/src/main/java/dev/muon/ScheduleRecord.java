@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.internal.TorchNatives;
 import java.util.Arrays;
 import java.util.Objects;
 
@@ -14,6 +15,11 @@ import java.util.Objects;
  *                   in
  */
 public record ScheduleRecord(double[] initialLrs, String schedule) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     /**
      * Validates and copies.
      *

@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.internal.TorchNatives;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -18,6 +19,11 @@ import java.util.Optional;
  */
 public record StepReport(long step, boolean skipped, Optional<String> nonFiniteParameter,
                          List<GroupMetrics> groups, Map<String, Double> orthogonalityError) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     /**
      * Copies the collections.
      *

@@ -34,8 +34,8 @@ final class ThreadPoolAdvice {
         return Optional.of("OMP_WAIT_POLICY is " + (ompWaitPolicy == null ? "not set" : "'" + ompWaitPolicy + "'")
                 + ": libtorch's OpenMP threads spin after each elementwise op and compete with the OpenBLAS threads "
                 + "of the next product (measured on 2 cores: Newton-Schulz at 768x768 took 320 ms without PASSIVE "
-                + "and 94 ms with it; docs/benchmarks.md, 'the two thread pools'). Start the JVM with "
-                + "OMP_WAIT_POLICY=PASSIVE in its environment.");
+                + "and 94 ms with it). Start the JVM with "
+                + "OMP_WAIT_POLICY=PASSIVE in its environment (Getting started, 'Threads on CPUs').");
     }
 
     /**
@@ -64,8 +64,8 @@ final class ThreadPoolAdvice {
                 + ": OpenBLAS's idle threads spin for about a tenth of a second after each float32/float64 product, "
                 + "CPU that other processes on the machine could use (measured on 2 cores: about 100 ms of CPU burnt "
                 + "in the 300 ms after a 768x768 float32 Newton-Schulz, 0 ms with the variable at 4; our own step "
-                + "was not measurably faster either way; docs/benchmarks.md, 'the two thread pools'). Start the JVM "
-                + "with OPENBLAS_THREAD_TIMEOUT=4 in its environment.");
+                + "was not measurably faster either way). Start the JVM "
+                + "with OPENBLAS_THREAD_TIMEOUT=4 in its environment (Getting started, 'Threads on CPUs').");
     }
 
     /** Logs the warnings for this process's environment, once per process. */

@@ -12,6 +12,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** One thread budget for both CPU pools, and the one warning about OpenMP's spinning threads. */
@@ -45,7 +46,10 @@ class ThreadPoolsTest {
         assertEquals(warns, ThreadPoolAdvice.forWaitPolicy(policy).isPresent());
         ThreadPoolAdvice.forWaitPolicy(policy).ifPresent(w -> {
             assertTrue(w.startsWith("OMP_WAIT_POLICY is " + (policy == null ? "not set" : "'" + policy + "'")), w);
-            assertTrue(w.endsWith("Start the JVM with OMP_WAIT_POLICY=PASSIVE in its environment."), w);
+            assertTrue(w.endsWith("Start the JVM with OMP_WAIT_POLICY=PASSIVE in its environment (Getting started, "
+                    + "'Threads on CPUs')."), w);
+            // A jar user has no docs/ folder: the message names a section, not a path (issue 30, item 9).
+            assertFalse(w.contains(".md"), w);
         });
     }
 
@@ -58,7 +62,9 @@ class ThreadPoolsTest {
         ThreadPoolAdvice.forOpenBlasTimeout(timeout).ifPresent(w -> {
             assertTrue(w.startsWith("OPENBLAS_THREAD_TIMEOUT is " + (timeout == null ? "not set" : "'" + timeout
                     + "'")), w);
-            assertTrue(w.endsWith("Start the JVM with OPENBLAS_THREAD_TIMEOUT=4 in its environment."), w);
+            assertTrue(w.endsWith("Start the JVM with OPENBLAS_THREAD_TIMEOUT=4 in its environment (Getting started, "
+                    + "'Threads on CPUs')."), w);
+            assertFalse(w.contains(".md"), w);
         });
     }
 }

@@ -3,7 +3,6 @@ package dev.muon.examples;
 import org.bytedeco.pytorch.Tensor;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -67,14 +66,19 @@ final class CharCorpus {
      *
      * @param path a file or directory, or null
      * @return the corpus
-     * @throws IllegalArgumentException if {@code path} is given but does not exist
+     * @throws DataError if {@code path} is given but does not exist, cannot be read, or holds no text
      */
     static CharCorpus load(Path path) {
         if (path != null) {
             if (!Files.exists(path)) {
-                throw new IllegalArgumentException("--data must name a file or directory, got " + path);
+                throw new DataError("--data " + path + ": no such file or folder; it must be a text file or a "
+                        + "folder of them");
             }
-            return new CharCorpus(path.toString(), read(path));
+            String text = read(path);
+            if (text.isEmpty()) {
+                throw new DataError("--data " + path + ": holds no text");
+            }
+            return new CharCorpus(path.toString(), text);
         }
         Path fortunes = Path.of(FORTUNES_DIR);
         if (Files.isDirectory(fortunes)) {
@@ -116,7 +120,7 @@ final class CharCorpus {
             }
             return text.toString();
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot read the corpus at " + path, e);
+            throw new DataError(path + ": cannot read it (" + DataError.reason(e) + ")", e);
         }
     }
 

@@ -1,20 +1,14 @@
 package dev.muon.examples;
 
-import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
-import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.XYSeries;
-import org.knowm.xchart.style.Styler;
-import org.knowm.xchart.style.lines.SeriesLines;
 import org.knowm.xchart.style.markers.SeriesMarkers;
 
-import javax.imageio.ImageIO;
 import java.awt.Color;
-import java.awt.Graphics2D;
-import java.awt.image.BufferedImage;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -22,50 +16,73 @@ import java.util.Map;
 
 /**
  * One figure for one model: test accuracy against epochs and against training seconds, and the training loss
- * against steps, for each optimizer and learning rate. Lines are the mean over seeds; the shaded band spans the
+ * against epochs, for each optimizer and learning rate. Lines are the mean over seeds; the shaded band spans the
  * lowest to the highest seed. The loss is smoothed with a centred moving average (a trailing one lags and bends the
- * curve where the window fills).
+ * curve where the window fills). Each curve ends in a label with its final value and, for MuonAdamW, the difference
+ * to AdamW at the same lr; the note under the title gives the optimizer state of each.
  */
 final class ComparisonPlot {
-    private static final int WIDTH = 620;
-    private static final int HEIGHT = 460;
-    /** Half-width of the centred loss window, in steps: about a tenth of an epoch of 234 steps. */
+    /** Half-width of the centred loss window, in steps: about a tenth of an epoch of 117 to 234 steps. */
     private static final int HALF_WINDOW = 12;
 
     private ComparisonPlot() {
     }
 
     /** The runs of one optimizer at one lr, over seeds. */
-    private record Group(String optimizer, double multiplier, List<FashionMnist.Result> runs) {
-        String label() {
-            return optimizer + " lr " + RunTables.multiple(multiplier);
+    private record Group(String optimizer, double multiplier, double lr, List<FashionMnist.Result> runs) {
+        boolean muon() {
+            return optimizer.startsWith("Muon");
         }
 
-        Color color(int alpha) {
-            boolean muon = optimizer.startsWith("Muon");
+        Color color() {
             boolean base = multiplier == 1.0;
-            Color c = muon ? (base ? new Color(214, 90, 0) : new Color(160, 40, 120))
+            return muon() ? (base ? new Color(214, 90, 0) : new Color(160, 40, 120))
                     : (base ? new Color(30, 90, 200) : new Color(40, 160, 170));
-            return new Color(c.getRed(), c.getGreen(), c.getBlue(), alpha);
+        }
+
+        Color band() {
+            Color c = color();
+            return new Color(c.getRed(), c.getGreen(), c.getBlue(), 55);
         }
     }
 
-    static void write(Path png, String title, List<FashionMnist.Result> results, double baseLr, long stepsPerEpoch)
-            throws IOException {
+    /**
+     * Draws the figure.
+     *
+     * @param png           the file
+     * @param title         the figure's title (the data set and model)
+     * @param results       every run of the model: each optimizer, lr and seed
+     * @param baseLr        the lr the multipliers are relative to
+     * @param stepsPerEpoch steps per epoch, for the loss panel's x axis
+     * @param secondsNote   what to say about the machine the seconds were measured on, or empty
+     * @throws IOException if the file cannot be written
+     */
+    static void write(Path png, String title, List<FashionMnist.Result> results, double baseLr, long stepsPerEpoch,
+                      String secondsNote) throws IOException {
         Map<String, Group> groups = new LinkedHashMap<>();
         for (FashionMnist.Result r : results) {
-            double multiplier = r.lr() / baseLr;
             groups.computeIfAbsent(r.optimizer() + "|" + r.lr(),
-                    k -> new Group(r.optimizer(), multiplier, new ArrayList<>())).runs().add(r);
+                    k -> new Group(r.optimizer(), r.lr() / baseLr, r.lr(), new ArrayList<>())).runs().add(r);
         }
+        boolean oneLr = groups.values().stream().mapToDouble(Group::lr).distinct().count() == 1;
         int seeds = groups.values().iterator().next().runs().size();
-        String band = seeds > 1 ? "mean of " + seeds + " seeds, band: min to max" : "one seed";
-        XYChart byEpoch = chart("test accuracy by epoch (" + band + ")", "epoch", "test accuracy, %");
-        XYChart bySeconds = chart("test accuracy by training time", "training seconds (evaluation excluded)",
-                "test accuracy, %");
-        XYChart loss = chart("training loss, centred mean of " + (2 * HALF_WINDOW + 1) + " steps",
-                "step (" + stepsPerEpoch + " per epoch)", "training loss");
+        String band = seeds > 1 ? "mean of " + seeds + " seeds, band: lowest to highest" : "one seed";
+        PanelFigure figure = new PanelFigure(title + (oneLr ? String.format(Locale.ROOT, ", lr %.0e", baseLr) : ""),
+                band + "; in brackets: MuonAdamW less AdamW at the same lr; " + stateNote(groups)
+                        + (secondsNote.isEmpty() ? "" : "; seconds: " + secondsNote));
+        XYChart byEpoch = figure.panel("test accuracy by epoch", "epoch", "test accuracy, %", "0.#");
+        XYChart bySeconds = figure.panel("test accuracy by training time", "training seconds (evaluation excluded)",
+                "test accuracy, %", "0");
+        XYChart loss = figure.panel("training loss, centred mean of " + (2 * HALF_WINDOW + 1) + " steps", "epoch",
+                "training loss", "0.#");
+        byEpoch.getStyler().setXAxisMin(0.5);
+        loss.getStyler().setXAxisMin(0.0);
+        // The first steps' loss (about ln 10) would squash the rest: the axis ends at half an epoch's.
+        loss.getStyler().setYAxisMax(lossAxisTop(groups.values(), stepsPerEpoch));
+        Map<Double, Double> adamWAccuracy = new LinkedHashMap<>();
+        Map<Double, Double> adamWLoss = new LinkedHashMap<>();
         for (Group g : groups.values()) {
+            String label = label(g, oneLr);
             int epochs = g.runs().get(0).epochs().size();
             double[] epochX = new double[epochs];
             double[] secondsX = new double[epochs];
@@ -82,39 +99,87 @@ final class ComparisonPlot {
                 epochX[e] = e + 1;
                 secondsX[e] = RunTables.mean(sec);
                 mean[e] = RunTables.mean(acc);
-                low[e] = java.util.Arrays.stream(acc).min().orElseThrow();
-                high[e] = java.util.Arrays.stream(acc).max().orElseThrow();
+                low[e] = Arrays.stream(acc).min().orElseThrow();
+                high[e] = Arrays.stream(acc).max().orElseThrow();
             }
-            addWithBand(byEpoch, g, epochX, mean, low, high);
-            addWithBand(bySeconds, g, secondsX, mean, low, high);
-            addLoss(loss, g);
+            addWithBand(figure, byEpoch, g, label, epochX, mean, low, high);
+            addWithBand(figure, bySeconds, g, label, secondsX, mean, low, high);
+            double last = mean[epochs - 1];
+            double[] smooth = meanLoss(g);
+            double lastLoss = smooth[smooth.length - 1];
+            double[] lossX = new double[smooth.length];
+            for (int i = 0; i < lossX.length; i++) {
+                lossX[i] = (i + 1) / (double) stepsPerEpoch;
+            }
+            figure.line(loss, label, lossX, smooth, g.color(), g.multiplier() != 1.0).setMarker(SeriesMarkers.NONE);
+            String name = shortName(g, oneLr);
+            if (g.muon() && adamWAccuracy.containsKey(g.lr())) {
+                String delta = String.format(Locale.ROOT, " (%+.2f)", last - adamWAccuracy.get(g.lr()));
+                String lossDelta = String.format(Locale.ROOT, " (%+.3f)", lastLoss - adamWLoss.get(g.lr()));
+                figure.endLabel(byEpoch, epochs, last, String.format(Locale.ROOT, "%s %.2f%%", name, last) + delta);
+                figure.endLabel(loss, lossX[lossX.length - 1], lastLoss,
+                        String.format(Locale.ROOT, "%s %.3f", name, lastLoss) + lossDelta);
+            } else {
+                figure.endLabel(byEpoch, epochs, last, String.format(Locale.ROOT, "%s %.2f%%", name, last));
+                figure.endLabel(loss, lossX[lossX.length - 1], lastLoss,
+                        String.format(Locale.ROOT, "%s %.3f", name, lastLoss));
+            }
+            figure.endLabel(bySeconds, secondsX[epochs - 1], last,
+                    String.format(Locale.ROOT, "%s %.0f s", name, secondsX[epochs - 1]));
+            if (!g.muon()) {
+                adamWAccuracy.put(g.lr(), last);
+                adamWLoss.put(g.lr(), lastLoss);
+            }
         }
-        BufferedImage image = new BufferedImage(3 * WIDTH, HEIGHT + 40, BufferedImage.TYPE_INT_RGB);
-        Graphics2D g2 = image.createGraphics();
-        g2.setColor(Color.WHITE);
-        g2.fillRect(0, 0, image.getWidth(), image.getHeight());
-        g2.setColor(Color.BLACK);
-        g2.setFont(g2.getFont().deriveFont(java.awt.Font.BOLD, 18f));
-        g2.drawString(title, 20, 27);
-        int x = 0;
-        for (XYChart chart : List.of(byEpoch, bySeconds, loss)) {
-            g2.drawImage(BitmapEncoder.getBufferedImage(chart), x, 40, null);
-            x += WIDTH;
-        }
-        g2.dispose();
-        ImageIO.write(image, "png", png.toFile());
+        figure.write(png);
     }
 
-    private static XYChart chart(String title, String xTitle, String yTitle) {
-        XYChart chart = new XYChartBuilder().width(WIDTH).height(HEIGHT).title(title).xAxisTitle(xTitle)
-                .yAxisTitle(yTitle).build();
-        chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideSE);
-        chart.getStyler().setChartBackgroundColor(Color.WHITE);
-        chart.getStyler().setPlotBackgroundColor(Color.WHITE);
-        return chart;
+    /** The largest smoothed loss after half of the first epoch, with a tenth more room. */
+    private static double lossAxisTop(java.util.Collection<Group> groups, long stepsPerEpoch) {
+        double top = 0;
+        for (Group g : groups) {
+            double[] smooth = meanLoss(g);
+            int from = (int) Math.min(smooth.length - 1, Math.max(0, stepsPerEpoch / 2));
+            for (int i = from; i < smooth.length; i++) {
+                top = Math.max(top, smooth[i]);
+            }
+        }
+        return Math.ceil(top * 1.1 * 10) / 10;
     }
 
-    private static void addWithBand(XYChart chart, Group g, double[] x, double[] mean, double[] low, double[] high) {
+    /** The legend's label: the optimizer, and the lr only when the figure has more than one. */
+    private static String label(Group g, boolean oneLr) {
+        return oneLr ? g.optimizer() : String.format(Locale.ROOT, "%s, lr %.0e (%s)", g.optimizer(), g.lr(),
+                RunTables.multiple(g.multiplier()));
+    }
+
+    /** The end label's name: short, so that labels fit beside the curves. */
+    private static String shortName(Group g, boolean oneLr) {
+        String name = g.muon() ? "Muon" : "AdamW";
+        return oneLr ? name : name + " " + RunTables.multiple(g.multiplier());
+    }
+
+    /** "optimizer state: MuonAdamW 1,089,616 B = 0.51 x AdamW's 2,154,576 B" */
+    private static String stateNote(Map<String, Group> groups) {
+        long adamW = 0;
+        long muon = 0;
+        for (Group g : groups.values()) {
+            long bytes = g.runs().get(0).stateBytes();
+            if (g.muon()) {
+                muon = bytes;
+            } else {
+                adamW = bytes;
+            }
+        }
+        if (adamW <= 0 || muon <= 0) {
+            return "optimizer state not recorded";
+        }
+        return String.format(Locale.ROOT, "optimizer state: MuonAdamW %,d B = %.2f x AdamW's %,d B", muon,
+                (double) muon / adamW, adamW);
+    }
+
+    private static void addWithBand(PanelFigure figure, XYChart chart, Group g, String label, double[] x,
+                                    double[] mean, double[] low, double[] high) {
         if (g.runs().size() > 1) {
             // The band as one closed polygon: along the highs, back along the lows.
             int n = x.length;
@@ -126,20 +191,18 @@ final class ComparisonPlot {
                 px[2 * n - 1 - i] = x[i];
                 py[2 * n - 1 - i] = low[i];
             }
-            XYSeries band = chart.addSeries(g.label() + " band", px, py);
+            XYSeries band = chart.addSeries(label + " band #" + chart.getSeriesMap().size(), px, py);
             band.setXYSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.PolygonArea);
-            band.setFillColor(g.color(55));
-            band.setLineColor(g.color(0));
+            band.setFillColor(g.band());
+            band.setLineColor(new Color(0, 0, 0, 0));
             band.setMarker(SeriesMarkers.NONE);
-            band.setShowInLegend(false);
         }
-        XYSeries line = chart.addSeries(g.label(), x, mean);
-        style(line, g);
+        XYSeries line = figure.line(chart, label, x, mean, g.color(), g.multiplier() != 1.0);
         line.setMarker(SeriesMarkers.CIRCLE);
-        line.setMarkerColor(g.color(255));
     }
 
-    private static void addLoss(XYChart chart, Group g) {
+    /** The training loss per step, averaged over the seeds, then smoothed. */
+    private static double[] meanLoss(Group g) {
         int steps = g.runs().get(0).steps().size();
         double[] mean = new double[steps];
         for (FashionMnist.Result r : g.runs()) {
@@ -147,14 +210,7 @@ final class ComparisonPlot {
                 mean[i] += r.steps().get(i) / g.runs().size();
             }
         }
-        double[] x = new double[steps];
-        double[] smooth = centredMean(mean, HALF_WINDOW);
-        for (int i = 0; i < steps; i++) {
-            x[i] = i + 1;
-        }
-        XYSeries line = chart.addSeries(g.label(), x, smooth);
-        style(line, g);
-        line.setMarker(SeriesMarkers.NONE);
+        return centredMean(mean, HALF_WINDOW);
     }
 
     /** A moving average centred on each step; near the ends the window shrinks symmetrically, so nothing lags. */
@@ -169,11 +225,5 @@ final class ComparisonPlot {
             out[i] = sum / (2 * h + 1);
         }
         return out;
-    }
-
-    private static void style(XYSeries line, Group g) {
-        line.setLineColor(g.color(255));
-        line.setLineWidth(2f);
-        line.setLineStyle(g.multiplier() == 1.0 ? SeriesLines.SOLID : SeriesLines.DASH_DASH);
     }
 }

@@ -19,9 +19,11 @@ import picocli.CommandLine.Option;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.OptionalDouble;
 import java.util.concurrent.Callable;
 import java.util.function.Supplier;
 
@@ -32,11 +34,12 @@ import java.util.function.Supplier;
  * multiple of it). The two training methods, {@link #trainWithAdamW} and {@link #trainWithMuonAdamW}, differ only by
  * the line that creates the optimizer.
  *
- * <p>Data: {@code --data DIR}, else Debian's {@code dataset-fashion-mnist} ({@value FashionMnistData#DEBIAN_DIR}),
- * else a generated stand-in, announced as such. After every epoch it measures test accuracy and loss, and the
- * training seconds so far (evaluation excluded). Output under {@code --out} (printed as absolute paths):
- * {@code epochs.csv}, {@code steps.csv}, {@code summary.csv} and one {@code fashion-mnist-<model>.png} per model
- * ({@link ComparisonPlot}).
+ * <p>Data: {@code --data DIR} (and only that folder, when given), else Debian's {@code dataset-fashion-mnist}
+ * ({@value FashionMnistData#DEBIAN_DIR}), else a generated stand-in, announced as such. After every epoch it measures
+ * test accuracy and loss, and the training seconds so far (evaluation excluded). Output in the run's folder
+ * ({@link RunFolder}: a new {@code target/runs/fashion-mnist-<date>-<time>} or {@code --out}, printed as an absolute
+ * path): {@code epochs.csv}, {@code steps.csv}, {@code summary.csv} and one {@code fashion-mnist-<model>.png} per
+ * model ({@link ComparisonPlot}); {@code --docs DIR} also writes them where {@code docs/examples.md} shows them.
  *
  * <p>Run from the repository root; {@code --help} lists the options. The defaults are the README's main job (the
  * MLP, one seed, the base lr); the figures of {@code docs/examples.md} add seeds and the lr sweep:
@@ -54,9 +57,14 @@ public final class FashionMnist implements Callable<Integer> {
             + "dataset-fashion-mnist, else generated data)")
     Path data;
 
-    @Option(names = "--out", paramLabel = "DIR", defaultValue = "target/fashion-mnist",
-            description = "output folder (default: ${DEFAULT-VALUE})")
+    @Option(names = "--out", paramLabel = "DIR", description = "the run's folder, new or empty (default: a new "
+            + "target/runs/fashion-mnist-<date>-<time>)")
     Path out;
+
+    @Option(names = "--docs", paramLabel = "DIR", description = "also write the figures and CSVs of this run into "
+            + "the docs folder DIR under the names docs/examples.md shows (../docs from the examples module), "
+            + "replacing the published ones")
+    Path docs;
 
     @Option(names = "--epochs", defaultValue = "3", description = "epochs per run (default: ${DEFAULT-VALUE})")
     int epochs;
@@ -139,17 +147,18 @@ public final class FashionMnist implements Callable<Integer> {
     }
 
     /**
-     * Parses the command line and runs the comparison.
+     * Parses the command line and runs the comparison; exits with 0, 1 for a data or output error, 2 for a usage
+     * error (one line on stderr each).
      *
      * @param args options, see {@code --help}
      */
     public static void main(String[] args) {
-        System.exit(commandLine().execute(args));
+        ExampleCli.main(new FashionMnist(), args);
     }
 
-    /** The parser, with bad values reported as usage errors that name the option. */
+    /** The parser, with bad values reported as one-line usage errors that name the option. */
     static CommandLine commandLine() {
-        return new CommandLine(new FashionMnist());
+        return ExampleCli.commandLine(new FashionMnist());
     }
 
     /** Checks the options; picocli prints the message and the usage for a {@code ParameterException}. */
@@ -167,6 +176,7 @@ public final class FashionMnist implements Callable<Integer> {
         for (String m : models) {
             check(spec, m.equals("mlp") || m.equals("cnn"), "--models takes mlp and/or cnn, got " + m);
         }
+        check(spec, docs == null || Files.isDirectory(docs), "--docs must be an existing folder, got " + docs);
     }
 
     private static void check(CommandLine.Model.CommandSpec spec, boolean ok, String message) {
@@ -179,16 +189,17 @@ public final class FashionMnist implements Callable<Integer> {
     CommandLine.Model.CommandSpec spec;
 
     @Override
-    public Integer call() throws IOException {
+    public Integer call() {
         validate(spec);
         System.setProperty("java.awt.headless", "true");
+        Path runDir = RunFolder.create(spec.commandLine(), out, "fashion-mnist", LocalDateTime.now());
         // Pinned so that every run, and every machine that repeats the job, uses the same pool.
         torch.set_num_threads(threads);
-        Path outDir = out.toAbsolutePath().normalize();
         try (PointerScope scope = new PointerScope()) {
             FashionMnistData all = FashionMnistData.locate(java.util.Optional.ofNullable(data),
                     Path.of(FashionMnistData.DEBIAN_DIR), seed).withTrainSize(trainSize);
             System.out.println("Data: " + all.source());
+            System.out.println("Run folder: " + runDir);
             // OpenBLAS (Muon's symmetric kernel) keeps its own pool, sized by this variable or else one per core.
             System.out.println(String.format(Locale.ROOT, "libtorch threads: %d (torch.get_num_threads() = %d); "
                     + "OMP_NUM_THREADS=%s, OPENBLAS_NUM_THREADS=%s, cores: %d", threads, torch.get_num_threads(),
@@ -197,44 +208,95 @@ public final class FashionMnist implements Callable<Integer> {
             System.out.println(String.format(Locale.ROOT, "%d epoch(s), batch %d, %d seed(s) from %d, AdamW lr %g x %s,"
                             + " weight decay %g (MuonAdamW.dropIn gets the same options)", epochs, batch, seeds, seed,
                     lr, lrMultipliers, weightDecay));
-            Files.createDirectories(outDir);
             List<Result> results = new ArrayList<>();
+            List<Path> written = new ArrayList<>();
             long started = System.nanoTime();
+            OptionalDouble loadAtStart = MachineLoad.now();
             for (String name : models) {
                 Supplier<Module> model = name.equals("mlp") ? FashionMlp::new : FashionCnn::new;
-                String title = name.equals("mlp") ? "MLP 784-256-256-10" : "CNN conv16-conv32-128-10";
                 List<Result> ofModel = new ArrayList<>();
                 for (double multiplier : lrMultipliers) {
                     for (int s = 0; s < seeds; s++) {
                         Run run = new Run(name, seed + s, lr * multiplier, weightDecay, epochs, batch);
                         ofModel.add(trainWithAdamW(model, all, run));
-                        ofModel.add(trainWithMuonAdamW(model, all, run));
+                        // The assignment table is the same for every run of a model: logged by the first only.
+                        boolean first = ofModel.size() == 1;
+                        ofModel.add(first ? trainWithMuonAdamW(model, all, run)
+                                : AssignmentLog.quietly(() -> trainWithMuonAdamW(model, all, run)));
                     }
                 }
                 results.addAll(ofModel);
-                Path png = outDir.resolve("fashion-mnist-" + name + ".png");
-                ComparisonPlot.write(png, "Fashion-MNIST, " + title + (all.generated() ? " (GENERATED data)" : ""),
-                        ofModel, lr, all.trainImages().size(0) / batch);
-                System.out.println("wrote " + png);
+                String load = MachineLoad.note(loadAtStart, MachineLoad.now());
+                written.add(figure(runDir.resolve("fashion-mnist-" + name + ".png"), name, all, ofModel, load));
+                if (docs != null) {
+                    written.addAll(publish(docs.toAbsolutePath().normalize(), name, all, ofModel, load));
+                }
             }
-            Path epochsCsv = outDir.resolve("epochs.csv");
-            Path stepsCsv = outDir.resolve("steps.csv");
-            Path summaryCsv = outDir.resolve("summary.csv");
-            RunTables.writeEpochs(epochsCsv, results);
-            RunTables.writeSteps(stepsCsv, results);
+            Path epochsCsv = runDir.resolve("epochs.csv");
+            Path stepsCsv = runDir.resolve("steps.csv");
+            Path summaryCsv = runDir.resolve("summary.csv");
             List<RunTables.Summary> summary = RunTables.summarise(results, lr);
-            RunTables.writeSummary(summaryCsv, summary);
+            write(epochsCsv, p -> RunTables.writeEpochs(p, results));
+            write(stepsCsv, p -> RunTables.writeSteps(p, results));
+            write(summaryCsv, p -> RunTables.writeSummary(p, summary));
+            written.addAll(List.of(epochsCsv, stepsCsv, summaryCsv));
             System.out.println();
             System.out.print(RunTables.table(summary));
             System.out.println(String.format(Locale.ROOT, "total %.0f s", (System.nanoTime() - started) / 1e9));
-            System.out.println("wrote " + epochsCsv);
-            System.out.println("wrote " + stepsCsv);
-            System.out.println("wrote " + summaryCsv);
+            for (Path p : written) {
+                System.out.println("wrote " + p);
+            }
             if (all.generated()) {
                 System.out.println("NOTE: these numbers come from GENERATED data, not Fashion-MNIST.");
             }
         }
         return 0;
+    }
+
+    /** One model's figure, titled with the model and the data. */
+    private Path figure(Path png, String model, FashionMnistData all, List<Result> ofModel, String load) {
+        String title = "Fashion-MNIST, " + modelTitle(model) + (all.generated() ? " (GENERATED data)" : "");
+        write(png, p -> ComparisonPlot.write(p, title, ofModel, lr, all.trainImages().size(0) / batch, load));
+        return png;
+    }
+
+    /**
+     * The model as the figures name it.
+     *
+     * @param model {@code mlp} or {@code cnn}
+     * @return its layers, such as {@code MLP 784-256-256-10}
+     */
+    static String modelTitle(String model) {
+        return model.equals("mlp") ? "MLP 784-256-256-10" : "CNN conv16-conv32-128-10";
+    }
+
+    /** The docs' copies of one model's figure and CSVs, under the names docs/examples.md links to. */
+    private List<Path> publish(Path docsDir, String model, FashionMnistData all, List<Result> ofModel,
+                               String load) {
+        Path data = docsDir.resolve("data");
+        String prefix = "fashion-mnist-" + model;
+        List<Path> files = List.of(docsDir.resolve(prefix + ".png"), data.resolve(prefix + "-epochs.csv"),
+                data.resolve(prefix + "-steps.csv"), data.resolve(prefix + "-summary.csv"));
+        figure(files.get(0), model, all, ofModel, load);
+        write(files.get(1), p -> RunTables.writeEpochs(p, ofModel));
+        write(files.get(2), p -> RunTables.writeSteps(p, ofModel));
+        write(files.get(3), p -> RunTables.writeSummary(p, RunTables.summarise(ofModel, lr)));
+        return files;
+    }
+
+    /** Something that writes a file. */
+    private interface FileWriter {
+        void write(Path file) throws IOException;
+    }
+
+    /** Writes a file; a failure is one line naming it. */
+    private static void write(Path file, FileWriter writer) {
+        try {
+            Files.createDirectories(file.toAbsolutePath().getParent());
+            writer.write(file);
+        } catch (IOException e) {
+            throw new DataError(file + ": cannot write it (" + DataError.reason(e) + ")", e);
+        }
     }
 
     /** libtorch's AdamW options: the one set of hyperparameters both runs use. */

@@ -4,20 +4,23 @@ import org.bytedeco.javacpp.FloatPointer;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 
+import java.io.EOFException;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.zip.ZipException;
 
 /**
  * The Fashion-MNIST images and labels as tensors: images {@code [n, 1, 28, 28]} float, normalised with the data
  * set's mean and standard deviation; labels {@code [n]} int64 in 0..9.
  *
- * <p>Where it comes from, in order: the {@code --data} directory if one is given, then where Debian's
- * {@code dataset-fashion-mnist} package installs the IDX files ({@value #DEBIAN_DIR}), and when neither holds the
- * four files, a generated stand-in of the same shape, which {@link #source()} and {@link #generated()} say plainly.
+ * <p>Where it comes from: the {@code --data} folder if one is given (and nothing else: a folder that lacks a file
+ * is an error, not a reason to look elsewhere); else where Debian's {@code dataset-fashion-mnist} package installs
+ * the IDX files ({@value #DEBIAN_DIR}); else a generated stand-in of the same shape, which {@link #source()} and
+ * {@link #generated()} say plainly.
  *
  * @param trainImages the training images
  * @param trainLabels the training labels
@@ -41,22 +44,31 @@ public record FashionMnistData(Tensor trainImages, Tensor trainLabels, Tensor te
     private static final int CLASSES = 10;
 
     /**
-     * Loads from {@code dataDir} when given and complete, else from {@link #DEBIAN_DIR}, else generates a stand-in.
+     * Loads from {@code dataDir} when given, else from {@link #DEBIAN_DIR} when it holds the four files, else
+     * generates a stand-in. A folder given explicitly is never replaced by another copy: if it lacks a file, that is
+     * an error.
      *
-     * @param dataDir   a directory with the four IDX files (gzip or not), or empty to look only at the Debian path
+     * @param dataDir   a folder with the four IDX files (gzip or not), or empty to look only at the Debian path
      * @param debianDir the Debian path (a parameter so that tests can point it elsewhere)
      * @param seed      the seed of the generated stand-in
      * @return the data
-     * @throws UncheckedIOException if a directory has the files but one cannot be read
+     * @throws DataError if {@code dataDir} is not a folder, lacks a file, or a file is damaged
      */
     public static FashionMnistData locate(Optional<Path> dataDir, Path debianDir, long seed) {
         if (dataDir.isPresent()) {
-            if (hasFiles(dataDir.get())) {
-                return load(dataDir.get());
+            Path dir = dataDir.get();
+            if (!Files.isDirectory(dir)) {
+                throw new DataError("--data " + dir + ": " + (Files.exists(dir) ? "not a folder" : "no such folder")
+                        + "; it must be the folder of the four Fashion-MNIST IDX files");
             }
-            System.out.println("No Fashion-MNIST IDX files in --data " + dataDir.get() + "; looking in " + debianDir);
+            List<String> missing = missing(dir);
+            if (!missing.isEmpty()) {
+                throw new DataError("--data " + dir + ": no " + String.join(", ", missing) + " there (plain or"
+                        + " .gz); the folder must hold all four Fashion-MNIST IDX files");
+            }
+            return load(dir);
         }
-        if (hasFiles(debianDir)) {
+        if (missing(debianDir).isEmpty()) {
             return load(debianDir);
         }
         System.out.println("NOTE: Fashion-MNIST not found (install it with `apt-get install dataset-fashion-mnist`,"
@@ -66,18 +78,19 @@ public record FashionMnistData(Tensor trainImages, Tensor trainLabels, Tensor te
     }
 
     /**
-     * Whether a directory holds all four files, each either plain or gzip.
+     * The files a folder lacks, of the four, each either plain or gzip.
      *
-     * @param dir the directory
-     * @return true if all four are there
+     * @param dir the folder
+     * @return the names of the missing files, empty if all four are there
      */
-    static boolean hasFiles(Path dir) {
+    static List<String> missing(Path dir) {
+        List<String> missing = new ArrayList<>();
         for (String name : FILES) {
             if (find(dir, name) == null) {
-                return false;
+                missing.add(name);
             }
         }
-        return true;
+        return missing;
     }
 
     private static Path find(Path dir, String name) {
@@ -90,43 +103,72 @@ public record FashionMnistData(Tensor trainImages, Tensor trainLabels, Tensor te
     }
 
     /**
-     * Reads the four IDX files of a directory.
+     * Reads the four IDX files of a folder that holds them.
      *
-     * @param dir the directory
+     * @param dir the folder
      * @return the data
-     * @throws UncheckedIOException     if a file cannot be read
-     * @throws IllegalArgumentException if the files do not have matching counts or 28x28 images
+     * @throws DataError naming the file, if one cannot be read, is damaged, or does not match the others
      */
     public static FashionMnistData load(Path dir) {
+        NamedIdx trainImages = read(find(dir, FILES.get(0)));
+        NamedIdx trainLabels = read(find(dir, FILES.get(1)));
+        NamedIdx testImages = read(find(dir, FILES.get(2)));
+        NamedIdx testLabels = read(find(dir, FILES.get(3)));
+        return new FashionMnistData(images(trainImages, trainLabels), labels(trainLabels),
+                images(testImages, testLabels), labels(testLabels),
+                "Fashion-MNIST from " + dir + " (" + trainImages.count() + " train, " + testImages.count()
+                        + " test)", false);
+    }
+
+    /** Reads one IDX file, every failure as one line that names it. */
+    private static NamedIdx read(Path file) {
         try {
-            IdxFile trainImages = IdxFile.read(find(dir, FILES.get(0)));
-            IdxFile trainLabels = IdxFile.read(find(dir, FILES.get(1)));
-            IdxFile testImages = IdxFile.read(find(dir, FILES.get(2)));
-            IdxFile testLabels = IdxFile.read(find(dir, FILES.get(3)));
-            return new FashionMnistData(images(trainImages, trainLabels), labels(trainLabels),
-                    images(testImages, testLabels), labels(testLabels),
-                    "Fashion-MNIST from " + dir + " (" + trainImages.count() + " train, " + testImages.count()
-                            + " test)", false);
+            return new NamedIdx(file, IdxFile.read(file));
+        } catch (EOFException e) {
+            throw new DataError(file + ": the file ends early, it is truncated", e);
+        } catch (ZipException e) {
+            throw new DataError(file + ": not a valid gzip file (" + e.getMessage() + ")", e);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot read Fashion-MNIST from " + dir, e);
+            // GZIPInputStream reports a gzip stream cut short as "Unexpected end of ZLIB input stream".
+            String reason = String.valueOf(e.getMessage()).contains("Unexpected end")
+                    ? "the file ends early, it is truncated (" + e.getMessage() + ")" : DataError.reason(e);
+            throw new DataError(file + ": " + reason, e);
+        } catch (IllegalArgumentException e) {
+            throw new DataError(file + ": not an IDX file of unsigned bytes: " + e.getMessage(), e);
         }
     }
 
-    private static Tensor images(IdxFile images, IdxFile labels) {
-        if (images.itemSize() != SIDE * SIDE) {
-            throw new IllegalArgumentException("images must be 28x28, got " + images);
+    /** An IDX file and where it came from, for the messages. */
+    private record NamedIdx(Path path, IdxFile idx) {
+        int count() {
+            return idx.count();
+        }
+    }
+
+    private static Tensor images(NamedIdx images, NamedIdx labels) {
+        int[] dims = images.idx().dims();
+        if (dims.length != 3 || dims[1] != SIDE || dims[2] != SIDE) {
+            throw new DataError(images.path() + ": images must be [count, 28, 28], got "
+                    + java.util.Arrays.toString(dims));
         }
         if (images.count() != labels.count()) {
-            throw new IllegalArgumentException("image and label counts must match, got " + images + " and " + labels);
+            throw new DataError(images.path() + " holds " + images.count() + " images and " + labels.path()
+                    + " " + labels.count() + " labels: the counts must match");
         }
         Tensor out = torch.empty(images.count(), 1, SIDE, SIDE);
-        copy(images.bytes(), out, v -> ((v / 255f) - MEAN) / STD);
+        copy(images.idx().bytes(), out, v -> ((v / 255f) - MEAN) / STD);
         return out;
     }
 
-    private static Tensor labels(IdxFile labels) {
+    private static Tensor labels(NamedIdx labels) {
+        for (int i = 0; i < labels.count(); i++) {
+            if (labels.idx().unsigned(i) >= CLASSES) {
+                throw new DataError(labels.path() + ": label " + i + " is " + labels.idx().unsigned(i)
+                        + ", labels must be 0 to 9");
+            }
+        }
         Tensor out = torch.empty(labels.count());
-        copy(labels.bytes(), out, v -> v);
+        copy(labels.idx().bytes(), out, v -> v);
         return out.to(torch.ScalarType.Long);
     }
 

@@ -27,7 +27,7 @@ import java.util.concurrent.Callable;
  *
  * <p>Run with
  * <pre>{@code
- * mvn -B -q -Ptrain -DskipTests package -pl examples -Dexample.main=dev.muon.examples.JmhQuickstart \
+ * mvn -B -q -Ptrain -DskipTests package -Dexample.main=dev.muon.examples.JmhQuickstart \
  *     -Dexample.args="768x3072 1024x1024"
  * }</pre>
  * or with {@code --print-only} first to print the commands and time nothing.
@@ -53,7 +53,7 @@ public final class JmhQuickstart implements Callable<Integer> {
      * @param args shapes as {@code ROWSxCOLS}, and {@code --print-only}; see {@code --help}
      */
     public static void main(String[] args) {
-        System.exit(new CommandLine(new JmhQuickstart()).execute(args));
+        ExampleCli.main(new JmhQuickstart(), args);
     }
 
     /** Picocli reports a bad shape as a usage error that names it. */
@@ -95,8 +95,11 @@ public final class JmhQuickstart implements Callable<Integer> {
         return String.join(System.lineSeparator(),
                 "Benchmark Newton-Schulz on your shapes with muon-bench (JMH), from the repository root:",
                 "  mvn -B -DskipTests package",
-                "  java -jar muon-bench/target/benchmarks.jar NewtonSchulzBenchmark -p shape=" + joined
+                "  OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 java -jar muon-bench/target/benchmarks.jar"
+                        + " NewtonSchulzBenchmark -p shape=" + joined
                         + " -p dtype=float32 -p variant=ns-auto,gemm -rf json -rff ns.json",
+                "(the two variables keep OpenMP's and OpenBLAS's idle threads from spinning against each other;"
+                        + " on a machine other jobs share, the numbers are not worth reporting)",
                 "'ns-auto' is what Muon runs; 'gemm' is the floor, the same matrix products and nothing else.",
                 "Add bfloat16 with -p dtype=float32,bfloat16; see docs/benchmarks.md for the variants and our numbers.",
                 "");

@@ -17,7 +17,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 
 /**
- * The README's main job: trains a small MLP on a generated classification task twice, once with libtorch's
+ * The README's quick start on embedded data: trains a small MLP on a generated classification task twice, once with libtorch's
  * {@code AdamW} and once with {@link MuonAdamW} built by {@link MuonAdamW#dropIn} from the same AdamW options (Muon
  * for the hidden matrices, AdamW for the biases and the output head), and prints both runs side by side. The two
  * optimizer set-ups differ by one line.
@@ -25,7 +25,7 @@ import java.util.concurrent.Callable;
  * <p>The data is embedded (generated from a fixed seed): 8,192 points in 32 dimensions, labelled by a random
  * two-layer "teacher" network into 10 classes. Run with
  * {@code mvn -B -q -Ptrain -DskipTests package -Dexample.main=dev.muon.examples.QuickStart}, or
- * {@code java -cp ... dev.muon.examples.QuickStart [epochs]}.
+ * {@code java -cp ... dev.muon.examples.QuickStart [--epochs N]}.
  */
 @Command(name = "QuickStart", mixinStandardHelpOptions = true,
         description = "AdamW against MuonAdamW.dropIn on a small MLP and generated data.")
@@ -44,7 +44,7 @@ public final class QuickStart implements Callable<Integer> {
     private static final int BATCH = 128;
     private static final long SEED = 42;
 
-    private QuickStart() {
+    QuickStart() {
     }
 
     /** The student network: two hidden layers, whose weight matrices are what Muon is for. */
@@ -77,7 +77,7 @@ public final class QuickStart implements Callable<Integer> {
      * @param args {@code --epochs N} (default 8); see {@code --help}
      */
     public static void main(String[] args) {
-        System.exit(new CommandLine(new QuickStart()).execute(args));
+        ExampleCli.main(new QuickStart(), args);
     }
 
     @Override

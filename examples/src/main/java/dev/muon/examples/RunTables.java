@@ -1,7 +1,9 @@
 package dev.muon.examples;
 
 import org.apache.commons.csv.CSVFormat;
+import org.apache.commons.csv.CSVParser;
 import org.apache.commons.csv.CSVPrinter;
+import org.apache.commons.csv.CSVRecord;
 
 import java.io.IOException;
 import java.io.Writer;
@@ -76,6 +78,68 @@ final class RunTables {
                         round(s.accuracySd(), 4), round(s.testLoss(), 4), round(s.trainLoss(), 4),
                         round(s.seconds(), 1), s.stateBytes());
             }
+        }
+    }
+
+    /**
+     * One model's runs read back from the CSVs that {@link #writeEpochs}, {@link #writeSteps} and
+     * {@link #writeSummary} wrote, for redrawing a figure.
+     *
+     * @param epochs  the per-epoch CSV
+     * @param steps   the per-step CSV
+     * @param summary the summary CSV, for the optimizer state, or null (the figure then says it was not recorded)
+     * @param model   the model whose rows to keep
+     * @return the runs, in the epochs file's order
+     * @throws DataError naming the file, if one cannot be read, is not such a CSV, or lacks the model's steps
+     */
+    static List<FashionMnist.Result> read(Path epochs, Path steps, Path summary, String model) {
+        Map<String, List<FashionMnist.EpochPoint>> points = new LinkedHashMap<>();
+        Map<String, String[]> keys = new LinkedHashMap<>();
+        forEachRow(epochs, model, r -> {
+            String key = r.get("optimizer") + "|" + r.get("lr") + "|" + r.get("seed");
+            keys.putIfAbsent(key, new String[] {r.get("optimizer"), r.get("lr"), r.get("seed")});
+            points.computeIfAbsent(key, k -> new ArrayList<>()).add(new FashionMnist.EpochPoint(
+                    Integer.parseInt(r.get("epoch")), Double.parseDouble(r.get("seconds")),
+                    Double.parseDouble(r.get("test_accuracy")), Double.parseDouble(r.get("test_loss")),
+                    Double.parseDouble(r.get("train_loss"))));
+        });
+        Map<String, List<Double>> losses = new LinkedHashMap<>();
+        forEachRow(steps, model, r -> losses.computeIfAbsent(r.get("optimizer") + "|" + r.get("lr") + "|"
+                + r.get("seed"), k -> new ArrayList<>()).add(Double.parseDouble(r.get("loss"))));
+        Map<String, Long> state = new LinkedHashMap<>();
+        if (summary != null) {
+            forEachRow(summary, model, r -> state.put(r.get("optimizer") + "|" + r.get("lr"),
+                    Long.parseLong(r.get("optimizer_state_bytes"))));
+        }
+        if (points.isEmpty()) {
+            throw new DataError(epochs + ": no rows of model '" + model + "'");
+        }
+        List<FashionMnist.Result> results = new ArrayList<>();
+        for (Map.Entry<String, String[]> e : keys.entrySet()) {
+            String[] k = e.getValue();
+            List<Double> ofRun = losses.get(e.getKey());
+            if (ofRun == null) {
+                throw new DataError(steps + ": no steps of " + model + ", " + k[0] + ", lr " + k[1] + ", seed "
+                        + k[2] + ", which " + epochs + " has");
+            }
+            results.add(new FashionMnist.Result(model, k[0], Double.parseDouble(k[1]), Long.parseLong(k[2]),
+                    points.get(e.getKey()), ofRun, state.getOrDefault(k[0] + "|" + k[1], 0L)));
+        }
+        return results;
+    }
+
+    private static void forEachRow(Path csv, String model, java.util.function.Consumer<CSVRecord> row) {
+        try (CSVParser parser = CSVParser.parse(csv, StandardCharsets.UTF_8,
+                CSVFormat.DEFAULT.builder().setHeader().setSkipHeaderRecord(true).get())) {
+            for (CSVRecord r : parser) {
+                if (r.get("model").equals(model)) {
+                    row.accept(r);
+                }
+            }
+        } catch (IOException e) {
+            throw new DataError(csv + ": cannot read it (" + DataError.reason(e) + ")", e);
+        } catch (IllegalArgumentException | IllegalStateException e) {
+            throw new DataError(csv + ": not a FashionMnist CSV of this kind (" + e.getMessage() + ")", e);
         }
     }
 

@@ -15,12 +15,16 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.OptionalDouble;
 import java.util.Random;
+import java.util.concurrent.Callable;
 import java.util.function.Function;
 
 /**
@@ -41,13 +45,13 @@ import java.util.function.Function;
  * <p>The text is Debian's {@code fortunes} data ({@code apt-get install fortunes}), or {@code --data PATH}; without
  * either, a short embedded text, announced as such. Run with
  * <pre>{@code
- * mvn -B -q -Ptrain -DskipTests package -pl examples -Dexample.main=dev.muon.examples.TinyGpt \
- *     -Dexample.args="--steps 500"
+ * mvn -B -q -Ptrain -DskipTests package -Dexample.main=dev.muon.examples.TinyGpt -Dexample.args="--steps 500"
  * }</pre>
  * Options (defaults in brackets): {@code --steps} [500], {@code --width} [128], {@code --layers} [2],
  * {@code --heads} [4], {@code --context} [64], {@code --batch} [32], {@code --lr} [3e-3],
  * {@code --weight-decay} [0.1], {@code --seed} [1337], {@code --eval-every} [25], {@code --val-batches} [8], {@code --threads} [1],
- * {@code --out} [target/tinygpt], {@code --data} [the fortunes directory], {@code --compare} [adamw].
+ * {@code --out} [a new {@code target/runs/tinygpt-<date>-<time>}], {@code --data} [the fortunes directory],
+ * {@code --compare} [adamw], {@code --docs} [none: the docs' figure and CSV are written only when asked].
  */
 public final class TinyGpt {
     private static final int WARM_UP_STEPS = 5;
@@ -99,7 +103,12 @@ public final class TinyGpt {
     /** The command-line settings; see the class comment or {@code --help}. */
     record Settings(int steps, int width, int layers, int heads, int context, int batch, double lr,
                     double weightDecay, long seed, int evalEvery, int valBatches, int threads, Path out,
-                    Path data, Comparison comparison) {
+                    Path data, Comparison comparison, Path docs) {
+        /** The name of the run's files, {@code tinygpt} or {@code tinygpt-normuon}, as docs/examples.md has them. */
+        String fileName() {
+            return comparison == Comparison.NORMUON ? "tinygpt-normuon" : "tinygpt";
+        }
+
         /**
          * Parses the options.
          *
@@ -109,7 +118,7 @@ public final class TinyGpt {
         static Settings parse(String... args) {
             Options o = new Options();
             try {
-                new CommandLine(o).setCaseInsensitiveEnumValuesAllowed(true).parseArgs(args);
+                ExampleCli.commandLine(o).parseArgs(args);
             } catch (CommandLine.ParameterException e) {
                 throw new IllegalArgumentException(e.getMessage(), e);
             }
@@ -121,7 +130,7 @@ public final class TinyGpt {
     @Command(name = "TinyGpt", mixinStandardHelpOptions = true,
             description = "Trains a character-level transformer with AdamW and with MuonAdamW.dropIn on the same "
                     + "options, and compares them by step and by training time.")
-    static final class Options {
+    static final class Options implements Callable<Integer> {
         @Option(names = "--steps", defaultValue = "500", description = "training steps (default: ${DEFAULT-VALUE})")
         int steps;
         @Option(names = "--width", defaultValue = "128", description = "model width d (default: ${DEFAULT-VALUE})")
@@ -150,10 +159,15 @@ public final class TinyGpt {
         @Option(names = "--threads", defaultValue = "1",
                 description = "libtorch threads, pinned (default: ${DEFAULT-VALUE})")
         int threads;
-        @Option(names = "--out", defaultValue = "target/tinygpt",
-                description = "output prefix of the CSV and PNG (default: ${DEFAULT-VALUE})")
+        @Option(names = "--out", paramLabel = "DIR", description = "the run's folder, new or empty (default: a new "
+                + "target/runs/tinygpt-<date>-<time>)")
         Path out;
-        @Option(names = "--data", description = "a text file or folder (default: Debian's fortunes)")
+        @Option(names = "--docs", paramLabel = "DIR", description = "also write the figure and CSV of this run into "
+                + "the docs folder DIR under the names docs/examples.md shows (../docs from the examples module), "
+                + "replacing the published ones")
+        Path docs;
+        @Option(names = "--data", paramLabel = "PATH",
+                description = "a text file or folder, and only that (default: Debian's fortunes)")
         Path data;
         @Option(names = "--compare", defaultValue = "adamw",
                 description = "adamw: AdamW against MuonAdamW.dropIn; normuon: MuonAdamW.dropIn against the same "
@@ -168,39 +182,55 @@ public final class TinyGpt {
                     throw new IllegalArgumentException(e.getKey() + " must be >= 1, got " + e.getValue());
                 }
             }
+            if (docs != null && !Files.isDirectory(docs)) {
+                throw new IllegalArgumentException("--docs must be an existing folder, got " + docs);
+            }
             return new Settings(steps, width, layers, heads, context, batch, lr, weightDecay, seed, evalEvery,
-                    valBatches, threads, out, data, comparison);
+                    valBatches, threads, out, data, comparison, docs);
+        }
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() {
+            Settings s;
+            try {
+                s = settings();
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage(), e);
+            }
+            Path runDir = RunFolder.create(spec.commandLine(), s.out(), s.fileName(), LocalDateTime.now());
+            run(s, runDir);
+            return 0;
         }
     }
 
     /**
-     * Runs the comparison.
+     * Runs the comparison; exits with 0, 1 for a data or output error, 2 for a usage error (one line on stderr each).
      *
      * @param args options, see {@code --help}
      */
     public static void main(String[] args) {
-        Options options = new Options();
-        CommandLine cli = new CommandLine(options).setCaseInsensitiveEnumValuesAllowed(true);
-        try {
-            cli.parseArgs(args);
-        } catch (CommandLine.ParameterException e) {
-            System.err.println(e.getMessage());
-            cli.usage(System.err);
-            System.exit(2);
-            return;
-        }
-        if (CommandLine.printHelpIfRequested(cli.getParseResult())) {
-            return;
-        }
-        Settings s = options.settings();
+        ExampleCli.main(new Options(), args);
+    }
+
+    /** Trains, prints the tables, and writes the curves into the run's folder (and the docs, if asked). */
+    private static void run(Settings s, Path runDir) {
         // These matrices are small (128 x 512 at most), so a second thread buys little, and on a machine whose
         // cores are shared, libtorch's spinning worker threads made every step 20x slower in our runs.
         torch.set_num_threads(s.threads());
         CharCorpus corpus = CharCorpus.load(s.data());
+        if (corpus.validationLength() < s.context() + 2) {
+            throw new DataError("--data " + s.data() + ": " + corpus.length() + " characters are too few for "
+                    + "--context " + s.context() + ": its last 10 % (the validation text) must hold more than "
+                    + (s.context() + 1));
+        }
         System.out.println(s.comparison() == Comparison.NORMUON
                 ? "Muon for the JVM: TinyGpt, MuonAdamW.dropIn against the same with NorMuon"
                 : "Muon for the JVM: TinyGpt, AdamW against MuonAdamW.dropIn on the same AdamWOptions");
         System.out.println("corpus: " + corpus.source());
+        System.out.println("run folder: " + runDir);
         System.out.printf(Locale.ROOT, "  %,d characters (%,d train, %,d validation), vocabulary %d%n",
                 corpus.length(), corpus.trainLength(), corpus.validationLength(), corpus.vocabularySize());
         System.out.printf(Locale.ROOT, "model: %d layers, d = %d, %d heads, context %d; batch %d, %d steps,"
@@ -208,10 +238,36 @@ public final class TinyGpt {
                 s.heads(), s.context(), s.batch(), s.steps(), s.lr(), s.weightDecay(), s.seed(),
                 torch.get_num_threads());
 
+        OptionalDouble loadAtStart = MachineLoad.now();
         List<Run> runs = compare(corpus, s);
+        String load = MachineLoad.note(loadAtStart, MachineLoad.now());
         printTables(runs, s);
-        TinyGptCurves.write(runs, s.out());
-        System.out.println("wrote " + s.out() + ".csv and " + s.out() + ".png");
+        String title = figureTitle(s.comparison(), s.width(), s.layers(), s.batch());
+        List<Path> written = new ArrayList<>(TinyGptCurves.write(runs, runDir.resolve(s.fileName() + ".csv"),
+                runDir.resolve(s.fileName() + ".png"), title, load));
+        if (s.docs() != null) {
+            Path docs = s.docs().toAbsolutePath().normalize();
+            written.addAll(TinyGptCurves.write(runs, docs.resolve("data").resolve(s.fileName() + ".csv"),
+                    docs.resolve(s.fileName() + ".png"), title, load));
+        }
+        for (Path p : written) {
+            System.out.println("wrote " + p);
+        }
+    }
+
+    /**
+     * The figure's title: what is compared, on which model.
+     *
+     * @param comparison the two optimizers
+     * @param width      the model width
+     * @param layers     the blocks
+     * @param batch      the batch size
+     * @return the title
+     */
+    static String figureTitle(Comparison comparison, int width, int layers, int batch) {
+        return (comparison == Comparison.NORMUON ? "TinyGpt: Muon against NorMuon"
+                : "TinyGpt: AdamW against MuonAdamW.dropIn") + String.format(Locale.ROOT,
+                " (d = %d, %d layers, batch %d)", width, layers, batch);
     }
 
     /**
@@ -270,19 +326,11 @@ public final class TinyGpt {
     }
 
     private static void warmUp(CharCorpus corpus, Settings s, Function<CharTransformer, Stepper> optimizerFor) {
-        // The assignment table is logged once, by the timed run; the throwaway optimizer keeps quiet.
-        java.util.logging.Logger log = java.util.logging.Logger.getLogger(MuonAdamW.class.getName());
-        java.util.logging.Level level = log.getLevel();
         try (PointerScope scope = new PointerScope()) {
             CharTransformer model = new CharTransformer(corpus.vocabularySize(), s.context(), s.width(),
                     s.layers(), s.heads());
-            log.setLevel(java.util.logging.Level.WARNING);
-            Stepper optimizer;
-            try {
-                optimizer = optimizerFor.apply(model);
-            } finally {
-                log.setLevel(level);
-            }
+            // The assignment table is logged once, by the timed run; the throwaway optimizer keeps quiet.
+            Stepper optimizer = AssignmentLog.quietly(() -> optimizerFor.apply(model));
             Random batches = new Random(-1);
             for (int i = 0; i < WARM_UP_STEPS; i++) {
                 step(model, optimizer, corpus.batch(batches, false, s.batch(), s.context()), s.context());
@@ -396,6 +444,25 @@ public final class TinyGpt {
         return sum / validation.size();
     }
 
+    /**
+     * The evaluated steps at or before each quarter of the run, each once and none of them step 0: with few
+     * evaluations (25 steps, one every 25) several quarters fall on the same one.
+     *
+     * @param run   a run
+     * @param steps the run's length
+     * @return the steps, ascending
+     */
+    static List<Integer> quarterSteps(Run run, int steps) {
+        java.util.TreeSet<Integer> out = new java.util.TreeSet<>();
+        for (int quarter = 1; quarter <= 4; quarter++) {
+            int step = run.atStep(steps * quarter / 4).step();
+            if (step > 0) {
+                out.add(step);
+            }
+        }
+        return List.copyOf(out);
+    }
+
     private static void printTables(List<Run> runs, Settings s) {
         Run adamw = runs.get(0);
         Run muon = runs.get(1);
@@ -404,8 +471,7 @@ public final class TinyGpt {
         System.out.println("Validation loss at the same number of steps (nats per character):");
         System.out.printf(Locale.ROOT, "| %6s | %10s | %10s | %8s |%n", "step", adamw.name(), muon.name(), difference);
         System.out.println("| ---: | ---: | ---: | ---: |");
-        for (int quarter = 1; quarter <= 4; quarter++) {
-            int step = adamw.atStep(s.steps() * quarter / 4).step();
+        for (int step : quarterSteps(adamw, s.steps())) {
             double a = adamw.atStep(step).valLoss();
             double m = muon.atStep(step).valLoss();
             System.out.printf(Locale.ROOT, "| %6d | %10.4f | %10.4f | %+8.4f |%n", step, a, m, m - a);
@@ -416,10 +482,18 @@ public final class TinyGpt {
                 muon.name(), difference);
         System.out.println("| ---: | ---: | ---: | ---: | ---: | ---: |");
         double budget = Math.min(adamw.last().seconds(), muon.last().seconds());
+        Point previousA = adamw.points().get(0);
+        Point previousM = muon.points().get(0);
         for (int quarter = 1; quarter <= 4; quarter++) {
             double t = budget * quarter / 4;
             Point a = adamw.atSeconds(t);
             Point m = muon.atSeconds(t);
+            // A quarter that reaches no evaluation beyond the last row's would repeat it.
+            if (a == previousA && m == previousM) {
+                continue;
+            }
+            previousA = a;
+            previousM = m;
             System.out.printf(Locale.ROOT, "| %7.1f | %10d | %.4f | %14d | %.4f | %+.4f |%n", t, a.step(),
                     a.valLoss(), m.step(), m.valLoss(), m.valLoss() - a.valLoss());
         }

@@ -52,9 +52,9 @@ class ComparisonPlotTest {
             }
         }
         Path png = dir.resolve("figure.png");
-        ComparisonPlot.write(png, "test", results, 1e-3, 20);
+        ComparisonPlot.write(png, "test", results, 1e-3, 20, "load average 0.1 to 0.2 on 2 cores");
         BufferedImage image = ImageIO.read(png.toFile());
-        assertEquals(3 * 620, image.getWidth(), "three panels side by side");
-        assertTrue(image.getHeight() > 400);
+        assertEquals(3 * PanelFigure.PANEL_WIDTH, image.getWidth(), "three panels side by side");
+        assertTrue(image.getHeight() > PanelFigure.PANEL_HEIGHT);
     }
 }

@@ -14,10 +14,8 @@ import dev.muon.distributed.GroupConfig;
 import dev.muon.distributed.ShardingConfig;
 import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.PointerScope;
-import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 
 import java.io.IOException;
@@ -33,22 +31,6 @@ import java.util.function.Function;
  */
 final class DocSnippets {
     private DocSnippets() {
-    }
-
-    static MuonAdamW oneLineSwap(FashionMlp model, Tensor images, Tensor labels) {
-        AdamWOptions options = new AdamWOptions(1e-3);
-        options.weight_decay().put(0.01);
-        // AdamW optimizer = new AdamW(model.parameters(), options);
-        MuonAdamW optimizer = MuonAdamW.dropIn(model.named_parameters(), options);
-        for (int step = 0; step < 10; step++) {
-            try (PointerScope scope = new PointerScope()) {
-                optimizer.zero_grad();
-                Tensor loss = torch.cross_entropy_loss(model.forward(images), labels);
-                loss.backward();
-                optimizer.step();
-            }
-        }
-        return optimizer;
     }
 
     static long readAssignment(MuonAdamW optimizer) {
@@ -102,18 +84,20 @@ final class DocSnippets {
     }
 
     // README.md, "Quick start".
-    static void readmeQuickStart(QuickStart.Mlp model, Tensor x, Tensor y, int steps) {
-        // The hidden weight matrices go to Muon; the biases and the output head stay on libtorch's AdamW.
-        Muon muon = Muon.of(List.of(model.fc1.weight(), model.fc2.weight()), MuonConfig.defaults().withLr(0.02));
-        AdamW rest = new AdamW(new TensorVector(model.fc1.bias(), model.fc2.bias(), model.head.weight(),
-                model.head.bias()), new AdamWOptions(3e-3));
+    static MuonAdamW readmeQuickStart(QuickStart.Mlp model, Tensor x, Tensor y, int steps) {
+        // The options of the AdamW line it replaces: Muon for the hidden matrices, AdamW for the rest.
+        AdamWOptions options = new AdamWOptions(1e-3);
+        options.weight_decay().put(0.01);
+        // AdamW optimizer = new AdamW(model.parameters(), options);
+        MuonAdamW optimizer = MuonAdamW.dropIn(model.named_parameters(), options);
         for (int step = 0; step < steps; step++) {
-            muon.zeroGrad();
-            rest.zero_grad();
-            torch.cross_entropy_loss(model.forward(x), y).backward();
-            muon.step();
-            rest.step();
+            try (PointerScope scope = new PointerScope()) {
+                optimizer.zero_grad();
+                torch.cross_entropy_loss(model.forward(x), y).backward();
+                optimizer.step();
+            }
         }
+        return optimizer;
     }
 
     // docs/api.md, "dev.muon.Muon".
@@ -199,14 +183,14 @@ final class DocSnippets {
         }
     }
 
-    // docs/getting-started.md, "A system-wide libtorch".
+    // docs/getting-started.md, Main.java's first statement ("A system-wide libtorch and the first run").
     static void readyLibtorchNatives() throws IOException {
         // The first line of main, before anything touches libtorch:
         Loader.cacheResource(Loader.class, "/org/bytedeco/pytorch/" + Loader.getPlatform() + "/"
                 + System.mapLibraryName("torch_cpu"));
     }
 
-    // getting-started.md, "8. Logging".
+    // getting-started.md, "7. Logging".
     // A static field keeps the logger, and so its level, alive.
     private static final java.util.logging.Logger MUON_LOGS = java.util.logging.Logger.getLogger("dev.muon");
 

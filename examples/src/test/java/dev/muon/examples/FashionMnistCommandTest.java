@@ -42,7 +42,8 @@ class FashionMnistCommandTest {
         Outcome o = run("--help");
         assertEquals(0, o.exitCode());
         for (String option : List.of("--data", "--out", "--epochs", "--train-size", "--batch", "--lr",
-                "--lr-multipliers", "--weight-decay", "--seed", "--seeds", "--models", "--threads")) {
+                "--lr-multipliers", "--weight-decay", "--seed", "--seeds", "--models", "--threads", "--docs",
+                "--debug", "--version")) {
             assertTrue(o.out().contains(option), "--help does not list " + option + ":\n" + o.out());
         }
     }

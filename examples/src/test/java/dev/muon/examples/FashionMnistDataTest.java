@@ -66,10 +66,9 @@ class FashionMnistDataTest {
     }
 
     @Test
-    void locate_nothingThere_fallsBackToGeneratedAndSaysSo() {
+    void locate_noDataOptionAndNoDebianCopy_fallsBackToGeneratedAndSaysSo() {
         try (PointerScope scope = new PointerScope()) {
-            FashionMnistData data = FashionMnistData.locate(Optional.of(dir.resolve("missing")),
-                    dir.resolve("also-missing"), 7);
+            FashionMnistData data = FashionMnistData.locate(Optional.empty(), dir.resolve("also-missing"), 7);
             assertTrue(data.generated());
             assertTrue(data.source().contains("GENERATED"), data.source());
             assertArrayEquals(new long[] {10_000, 1, 28, 28}, data.trainImages().sizes().vec().get());

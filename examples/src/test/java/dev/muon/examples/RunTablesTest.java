@@ -44,4 +44,28 @@ class RunTablesTest {
             assertEquals("7", rows.get(0).get("seed"));
         }
     }
+
+    /** What Replot redraws a figure from: the three CSVs read back as the runs that wrote them. */
+    @Test
+    void read_givesBackTheRunsOfOneModel(@TempDir Path dir) throws Exception {
+        List<FashionMnist.Result> runs = List.of(run("AdamW", 1e-3, 1, 0.80), run("MuonAdamW", 1e-3, 1, 0.85),
+                new FashionMnist.Result("cnn", "AdamW", 1e-3, 1, List.of(new FashionMnist.EpochPoint(1, 1, 0.5, 1, 1)),
+                        List.of(2.0), 99));
+        RunTables.writeEpochs(dir.resolve("e.csv"), runs);
+        RunTables.writeSteps(dir.resolve("s.csv"), runs);
+        RunTables.writeSummary(dir.resolve("m.csv"), RunTables.summarise(runs, 1e-3));
+        List<FashionMnist.Result> back = RunTables.read(dir.resolve("e.csv"), dir.resolve("s.csv"),
+                dir.resolve("m.csv"), "mlp");
+        assertEquals(runs.subList(0, 2), back);
+    }
+
+    @Test
+    void read_stepsMissingForARun_isADataErrorNamingIt(@TempDir Path dir) throws Exception {
+        RunTables.writeEpochs(dir.resolve("e.csv"), List.of(run("AdamW", 1e-3, 1, 0.80)));
+        RunTables.writeSteps(dir.resolve("s.csv"), List.of(run("AdamW", 1e-3, 2, 0.80)));
+        DataError e = org.junit.jupiter.api.Assertions.assertThrows(DataError.class,
+                () -> RunTables.read(dir.resolve("e.csv"), dir.resolve("s.csv"), null, "mlp"));
+        assertEquals(dir.resolve("s.csv") + ": no steps of mlp, AdamW, lr 0.001, seed 1, which "
+                + dir.resolve("e.csv") + " has", e.getMessage());
+    }
 }

@@ -39,8 +39,7 @@ class TinyGptTest {
     @Test
     void compare_onEmbeddedText_bothOptimizersLowerTheValidationLoss(@TempDir Path dir) {
         TinyGpt.Settings s = TinyGpt.Settings.parse("--steps", "8", "--width", "32", "--layers", "1", "--heads", "2",
-                "--context", "16", "--batch", "8", "--eval-every", "4", "--val-batches", "1",
-                "--out", dir.resolve("curves").toString());
+                "--context", "16", "--batch", "8", "--eval-every", "4", "--val-batches", "1");
         List<TinyGpt.Run> runs = TinyGpt.compare(CharCorpus.embedded(), s);
 
         assertEquals(2, runs.size());
@@ -50,9 +49,33 @@ class TinyGptTest {
             assertEquals(List.of(0, 4, 8), run.points().stream().map(TinyGpt.Point::step).toList());
             assertTrue(run.last().valLoss() < run.points().get(0).valLoss(), run.name() + ": " + run.points());
         }
-        TinyGptCurves.write(runs, s.out());
+        List<Path> written = TinyGptCurves.write(runs, dir.resolve("curves.csv"), dir.resolve("curves.png"), "test",
+                "");
+        assertEquals(List.of(dir.resolve("curves.csv"), dir.resolve("curves.png")), written);
         assertTrue(Files.isRegularFile(dir.resolve("curves.png")));
-        assertTrue(Files.exists(dir.resolve("curves.csv")));
+        // The CSV reads back as the same curves (to its 5 decimals): what a figure is redrawn from.
+        List<TinyGpt.Run> back = TinyGptCurves.read(dir.resolve("curves.csv"));
+        assertEquals(runs.stream().map(TinyGpt.Run::name).toList(), back.stream().map(TinyGpt.Run::name).toList());
+        for (int r = 0; r < runs.size(); r++) {
+            assertEquals(runs.get(r).points().size(), back.get(r).points().size());
+            for (int i = 0; i < runs.get(r).points().size(); i++) {
+                assertEquals(runs.get(r).points().get(i).step(), back.get(r).points().get(i).step());
+                assertEquals(runs.get(r).points().get(i).valLoss(), back.get(r).points().get(i).valLoss(), 1e-5);
+            }
+        }
+    }
+
+    /** With few evaluations, quarters that fall on the same one give one row, and step 0 none (issue 30, item 8). */
+    @Test
+    void quarterSteps_areDistinct_andSkipStepZero() {
+        TinyGpt.Run everyTwentyFive = new TinyGpt.Run("AdamW", List.of(new TinyGpt.Point(0, 0, Double.NaN, 4.9),
+                new TinyGpt.Point(25, 1, 3.0, 2.9)));
+        assertEquals(List.of(25), TinyGpt.quarterSteps(everyTwentyFive, 25));
+        java.util.List<TinyGpt.Point> points = new java.util.ArrayList<>();
+        for (int step = 0; step <= 500; step += 25) {
+            points.add(new TinyGpt.Point(step, step, 2, 2));
+        }
+        assertEquals(List.of(125, 250, 375, 500), TinyGpt.quarterSteps(new TinyGpt.Run("AdamW", points), 500));
     }
 
     @Test

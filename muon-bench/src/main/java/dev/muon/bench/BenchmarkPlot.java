@@ -1,9 +1,5 @@
 package dev.muon.bench;
 
-import org.knowm.xchart.BitmapEncoder;
-import org.knowm.xchart.CategoryChart;
-import org.knowm.xchart.CategoryChartBuilder;
-import org.knowm.xchart.style.Styler;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -22,9 +18,10 @@ import java.util.concurrent.Callable;
 /**
  * Draws {@code docs/benchmarks.md}'s plot from a JMH JSON result of {@link NewtonSchulzBenchmark}: for each shape,
  * one bar per variant showing its time relative to the {@code gemm} floor of the same shape and dtype (shapes span
- * two orders of magnitude in time, so ratios read better than milliseconds), one chart per dtype. Error bars are
- * JMH's 99.9% confidence intervals, the bar's and its floor's combined in quadrature; some exceed the bar itself on
- * a shared machine, which is why they are drawn.
+ * two orders of magnitude in time, so ratios read better than milliseconds), one chart per dtype ({@link RatioBars}:
+ * no bar for a variant not run at a shape). Error bars are JMH's 99.9% confidence intervals, the bar's and its
+ * floor's combined in quadrature, clipped at 0; some exceed the bar itself on a shared machine, which is why they
+ * are drawn.
  *
  * <p>With {@code --peer}, a PyTorch bar is added at {@code --peer-shape}: the peer's median over the {@code gemm}
  * floor of {@code --peer-floor}, a JMH file measured in the same sitting as the peer (a floor from another sitting
@@ -85,11 +82,22 @@ public final class BenchmarkPlot implements Callable<Integer> {
             if (peerBars.containsKey(dtype)) {
                 bars.put(peerLabel, peerBars.get(dtype));
             }
-            String out = prefix + "-" + dtype + ".png";
-            BitmapEncoder.saveBitmap(chart(dtype, bars, shapes(scores, dtype)), out, BitmapEncoder.BitmapFormat.PNG);
-            System.out.println("wrote " + Path.of(out).toAbsolutePath());
+            Path out = Path.of(prefix + "-" + dtype + ".png").toAbsolutePath();
+            RatioBars.write(out, "Newton-Schulz, 5 steps, " + dtype + ": time / its GEMM floor (lower is better;"
+                    + " error bars: 99.9% CI)", note(), shapes(scores, dtype), bars);
+            System.out.println("wrote " + out);
         }
         return 0;
+    }
+
+    /** Where the bars come from: the file names, so that a figure says which sitting it shows. */
+    private String note() {
+        String note = "JMH: " + jmh.getFileName();
+        if (!peers.isEmpty()) {
+            note += "; " + peerLabel + ": " + String.join(", ", peers.stream().map(p -> p.getFileName().toString())
+                    .toList()) + " over the floor of " + (peerFloor == null ? jmh : peerFloor).getFileName();
+        }
+        return note;
     }
 
     /** Variant, then shape, to its ratio over the floor. */
@@ -132,30 +140,5 @@ public final class BenchmarkPlot implements Callable<Integer> {
             }
         }
         return new ArrayList<>(shapes);
-    }
-
-    private static CategoryChart chart(String dtype, Map<String, Map<String, NsScores.Ratio>> bars,
-                                       List<String> shapes) {
-        CategoryChart chart = new CategoryChartBuilder().width(1200).height(600)
-                .title("Newton-Schulz, 5 steps, " + dtype + ": time / its GEMM floor (lower is better; bars: 99.9% CI)")
-                .xAxisTitle("shape").yAxisTitle("time relative to the 3 GEMMs per step alone").build();
-        chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideE);
-        chart.getStyler().setErrorBarsColorSeriesColor(true);
-        // Some intervals reach below zero on a loaded machine; a time cannot, so the axis starts at 0.
-        chart.getStyler().setYAxisMin(0.0);
-        for (Map.Entry<String, Map<String, NsScores.Ratio>> variant : bars.entrySet()) {
-            // Every series over the floor's shapes: XChart places a category series' values by position, so a
-            // shorter list would draw bars over the wrong shapes. A variant not run at a shape gets a zero-height
-            // bar, which draws nothing: XChart's error bars reject the null that would otherwise mark a gap.
-            List<Double> ratios = new ArrayList<>();
-            List<Double> errors = new ArrayList<>();
-            for (String shape : shapes) {
-                NsScores.Ratio r = variant.getValue().get(shape);
-                ratios.add(r == null ? 0.0 : r.ratio());
-                errors.add(r == null ? 0.0 : r.error());
-            }
-            chart.addSeries(variant.getKey(), shapes, ratios, errors);
-        }
-        return chart;
     }
 }

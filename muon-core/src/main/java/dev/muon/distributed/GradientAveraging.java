@@ -1,6 +1,7 @@
 package dev.muon.distributed;
 
 import dev.muon.internal.NamedParameters;
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Scalar;
@@ -31,6 +32,11 @@ import java.util.Objects;
  * Every rank must call it with the same parameters in the same order.
  */
 public final class GradientAveraging {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     private GradientAveraging() {
     }
 

@@ -1,5 +1,6 @@
 package dev.muon.distributed;
 
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.global.torch;
 
@@ -22,6 +23,11 @@ import java.util.Objects;
  */
 public record GroupConfig(String masterAddr, int masterPort, int rank, int worldSize, Duration timeout,
                           CollectiveBackend backend) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     /**
      * The timeout when none is given: c10d's own default of 30 minutes leaves a hung job unnoticed for long, and 5
      * minutes still covers a slow step or a checkpoint of a large model. Raise it for steps slower than that.

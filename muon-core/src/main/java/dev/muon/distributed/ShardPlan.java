@@ -1,5 +1,6 @@
 package dev.muon.distributed;
 
+import dev.muon.internal.TorchNatives;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -21,6 +22,11 @@ import java.util.Objects;
  * {@code 2·m³}. The iteration count is the same for every parameter of a group, so it cancels.
  */
 public final class ShardPlan {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     private final int worldSize;
     private final long[][] shapes;
     private final int[] owners;

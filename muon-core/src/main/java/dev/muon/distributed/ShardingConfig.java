@@ -1,5 +1,6 @@
 package dev.muon.distributed;
 
+import dev.muon.internal.TorchNatives;
 import java.util.Objects;
 
 /**
@@ -18,6 +19,11 @@ import java.util.Objects;
  * @param syncPrecision    the precision of the parameter broadcast after the Muon update
  */
 public record ShardingConfig(boolean averageGradients, SyncPrecision syncPrecision) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     /**
      * Validates the fields.
      *

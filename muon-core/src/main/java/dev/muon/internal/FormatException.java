@@ -2,7 +2,7 @@ package dev.muon.internal;
 
 /**
  * Bytes that break a rule of the format they claim to be: thrown by the byte-level readers of this package
- * ({@link Json}, {@link Safetensors}, {@link WeightsOnlyUnpickler}, {@link TorchZip}) with the entry it concerns and
+ * ({@link Json}, {@link Safetensors}, {@link WeightsOnlyUnpickler}, {@link TorchLoad}) with the entry it concerns and
  * the rule it breaks, so that the codec above can name the file as well.
  *
  * <p>Not API (see this package).

@@ -26,7 +26,9 @@ import java.util.jar.JarFile;
  *
  * <p>{@link #extract()} runs once per JVM and costs a few {@code stat} calls on a warm cache; on an empty one it
  * extracts what JavaCPP would have extracted anyway, a few hundred kilobytes more. Call it from a static initializer
- * of every class through which our code may be the first to touch libtorch, before any field that does.
+ * of every public class a user may touch before libtorch (configs and enums included: user code that builds its
+ * model right after {@code MuonConfig.defaults()} loads libtorch itself), before any field that touches libtorch.
+ * {@code EntryTypesTest} checks that every public class, record and enum of the API packages does.
  *
  * <p>Not API: this package is an implementation detail shared by the modules of this project.
  */
@@ -34,6 +36,8 @@ public final class TorchNatives {
     private static final System.Logger LOG = System.getLogger(TorchNatives.class.getName());
     /** The preset's resource folder; the natives lie in its sub-folder named after the platform. */
     private static final String PRESET = "org/bytedeco/pytorch/";
+    /** Set by the first {@link #extract()}: lets a test see which classes call it when they are initialized. */
+    private static volatile boolean requested;
 
     private TorchNatives() {
     }
@@ -46,13 +50,23 @@ public final class TorchNatives {
      * @return whether the files are in the cache (false if extraction failed or JavaCPP loads no libraries)
      */
     public static boolean extract() {
+        requested = true;
         // The holder's initialization runs once, and other threads wait for it: no lock of our own.
         return Once.DONE;
     }
 
     /**
-     * Extracts and exits: for build steps that start a JVM on the user's behalf (the examples' {@code -Ptrain}
-     * run), so that the JVM after it finds a complete cache.
+     * Whether {@link #extract()} has been called in this class's class loader.
+     *
+     * @return true once it has
+     */
+    static boolean requested() {
+        return requested;
+    }
+
+    /**
+     * Extracts and exits: for build steps that start a JVM on the user's behalf, so that the JVM after it finds a
+     * complete cache.
      *
      * @param args ignored
      */
@@ -108,9 +122,25 @@ public final class TorchNatives {
         return folder.equals(platform) || folder.startsWith(platform + "-");
     }
 
-    private static final class Once {
-        static final boolean DONE = run();
+    /**
+     * Whether JavaCPP is on the class path at all: muon-djl uses this module's configs and rules (whose static
+     * initializers call {@link #extract()}) without bytedeco's bindings, and then there is nothing to extract.
+     */
+    private static boolean bindingsPresent() {
+        try {
+            Class.forName("org.bytedeco.javacpp.Loader", false, TorchNatives.class.getClassLoader());
+            return true;
+        } catch (ClassNotFoundException e) {
+            return false;
+        }
+    }
 
+    private static final class Once {
+        static final boolean DONE = bindingsPresent() && Extraction.run();
+    }
+
+    /** The extraction itself, in a class of its own so that nothing loads JavaCPP's classes when it is absent. */
+    private static final class Extraction {
         private static boolean run() {
             if (!Loader.isLoadLibraries()) {
                 return false;
@@ -128,7 +158,9 @@ public final class TorchNatives {
             } catch (IOException | RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "could not put libtorch's native files into the JavaCPP "
                         + "cache before loading them (" + e + "); if a system-wide libtorch is installed, the "
-                        + "first JVM on an empty cache may crash: see docs/getting-started.md", e);
+                        + "first JVM on an empty cache may crash (SIGSEGV in pthread_mutex_lock); a program "
+                        + "prevents it by calling org.bytedeco.javacpp.Loader.cacheResource for libtorch_cpu before "
+                        + "it touches libtorch (Getting started, 'A system-wide libtorch and the first run')", e);
                 return false;
             }
         }

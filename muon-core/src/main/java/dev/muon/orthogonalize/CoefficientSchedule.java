@@ -1,5 +1,6 @@
 package dev.muon.orthogonalize;
 
+import dev.muon.internal.TorchNatives;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -29,6 +30,10 @@ import java.util.OptionalInt;
  */
 public record CoefficientSchedule(String name, List<Coefficients> coefficients, boolean repeating,
                                   double normalizationSafety) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
 
     // Polar Express, degree 5 (Amsel, Persson, Musco, Gower 2025, arXiv:2505.16932, Algorithm 1): the raw
     // minimax compositions before the 1.01 safety damping, which the paper applies to all but the last entry.

@@ -1,5 +1,7 @@
 package dev.muon.orthogonalize;
 
+import dev.muon.internal.TorchNatives;
+
 /**
  * One Newton–Schulz polynomial {@code p(x) = a·x + b·x³ + c·x⁵}, applied as
  * {@code A = X Xᵀ; B = b·A + c·A²; X = a·X + B X}.
@@ -9,6 +11,10 @@ package dev.muon.orthogonalize;
  * @param c the quintic coefficient
  */
 public record Coefficients(double a, double b, double c) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
 
     /** Keller Jordan's triple, the default of PyTorch's {@code torch.optim.Muon}. */
     public static final Coefficients KELLER_JORDAN = new Coefficients(3.4445, -4.7750, 2.0315);

@@ -1,6 +1,7 @@
 package dev.muon.orthogonalize;
 
 import dev.muon.internal.TorchNatives;
+
 import org.bytedeco.javacpp.Loader;
 
 import java.io.File;
@@ -76,6 +77,11 @@ public final class NativeKernels {
         AVX512("avx512", "AVX-512 F, BW and VL with AVX512_BF16", 0),
         /** AVX2 with FMA: Intel Haswell and later, AMD Excavator, Zen and later. */
         AVX2("avx2", "AVX2 and FMA", 1);
+
+        static {
+            // First, in case this is the first type of ours a program touches: see TorchNatives.
+            TorchNatives.extract();
+        }
 
         private final String propertyValue;
         private final String features;

@@ -1,5 +1,6 @@
 package dev.muon.orthogonalize;
 
+import dev.muon.internal.TorchNatives;
 import java.util.Objects;
 
 /**
@@ -25,6 +26,10 @@ import java.util.Objects;
  */
 public record NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps, double eps,
                                  NsPrecision nsPrecision, NsAlgorithm nsAlgorithm) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
 
     /** The largest accepted {@code nsSteps}; more is never useful and usually a typo. */
     public static final int MAX_STEPS = 99;

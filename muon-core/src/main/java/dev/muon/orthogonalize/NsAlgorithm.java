@@ -1,5 +1,7 @@
 package dev.muon.orthogonalize;
 
+import dev.muon.internal.TorchNatives;
+
 /**
  * Which kernel {@link NewtonSchulz} uses for its iterations. Every choice computes the same function and passes
  * the same golden and property tests; they differ in speed.
@@ -33,5 +35,10 @@ public enum NsAlgorithm {
      * blocks of GEMMs otherwise). Any device and dtype, single matrices; batches run {@code GEMM}. In bfloat16
      * the restart every 3 steps keeps its error at or below the plain kernel's (see {@code GramIteration}).
      */
-    GRAM
+    GRAM;
+
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
 }

@@ -1,5 +1,6 @@
 package dev.muon.orthogonalize;
 
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
 /**
@@ -20,6 +21,11 @@ public enum NsPrecision {
     BFLOAT16,
     /** Float64, for reference runs and tests; slow. */
     FLOAT64;
+
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
 
     /**
      * The libtorch dtype of the iteration.

@@ -1,5 +1,7 @@
 package dev.muon.state;
 
+import dev.muon.internal.TorchNatives;
+
 import org.bytedeco.pytorch.Tensor;
 
 import java.util.Objects;
@@ -12,6 +14,11 @@ import java.util.Objects;
  * @param step     how many updates the parameter has had
  */
 public record AdamWMoments(Tensor expAvg, Tensor expAvgSq, long step) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     /**
      * Validates.
      *

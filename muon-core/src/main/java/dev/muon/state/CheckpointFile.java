@@ -11,6 +11,7 @@ import dev.muon.internal.Json;
 import dev.muon.internal.Messages;
 import dev.muon.internal.Safetensors;
 import dev.muon.internal.TensorBytes;
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
@@ -48,6 +49,11 @@ import java.util.Set;
  * {@link StateFit}'s question. See {@code docs/checkpoints.md}.
  */
 public final class CheckpointFile {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     /** The format's name in the metadata. */
     public static final String FORMAT = "dev.muon.checkpoint";
     /** The format's version: 3, the safetensors layout (1 and 2 were libtorch archives, no longer read). */

@@ -4,6 +4,7 @@ import dev.muon.AdamWConfig;
 import dev.muon.MuonConfig;
 import dev.muon.OptimizerKind;
 import dev.muon.ScheduleRecord;
+import dev.muon.internal.TorchNatives;
 
 import java.util.HashSet;
 import java.util.List;
@@ -33,6 +34,11 @@ import java.util.Set;
  */
 public record OptimizerState(long step, List<MuonConfig> muonConfigs, AdamWConfig adamWConfig,
                              List<ParameterEntry> entries, ScheduleRecord schedule) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     /**
      * Validates and copies.
      *

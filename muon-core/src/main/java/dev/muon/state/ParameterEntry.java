@@ -1,5 +1,7 @@
 package dev.muon.state;
 
+import dev.muon.internal.TorchNatives;
+
 import org.bytedeco.pytorch.Tensor;
 
 import java.util.Objects;
@@ -19,6 +21,11 @@ import java.util.Objects;
  */
 public record ParameterEntry(ParameterSpec spec, Tensor value, Tensor momentum, Tensor secondMoment,
                              AdamWMoments adamW) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     /**
      * Validates.
      *

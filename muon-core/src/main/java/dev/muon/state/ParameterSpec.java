@@ -2,6 +2,7 @@ package dev.muon.state;
 
 import dev.muon.OptimizerKind;
 import dev.muon.RowSplit;
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
 import java.util.Arrays;
@@ -24,6 +25,11 @@ import java.util.Objects;
  */
 public record ParameterSpec(String name, OptimizerKind optimizer, int group, long[] shape, ScalarType dtype,
                             String tiedTo, RowSplit rowSplit) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     /**
      * Validates and copies.
      *

@@ -1,5 +1,7 @@
 package dev.muon.state;
 
+import dev.muon.internal.TorchNatives;
+
 import java.nio.file.Path;
 
 /**
@@ -8,6 +10,11 @@ import java.nio.file.Path;
  * changed.
  */
 public final class StateFileException extends IllegalStateException {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     private static final long serialVersionUID = 1L;
 
     private final transient Path file;

@@ -3,6 +3,7 @@ package dev.muon.state;
 import dev.muon.MomentumPrecision;
 import dev.muon.MuonConfig;
 import dev.muon.OptimizerKind;
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
@@ -28,6 +29,11 @@ import java.util.function.UnaryOperator;
  * second moment with its momentum buffer and the reverse.
  */
 public final class StateFit {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     private StateFit() {
     }
 

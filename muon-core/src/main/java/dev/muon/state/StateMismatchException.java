@@ -1,5 +1,7 @@
 package dev.muon.state;
 
+import dev.muon.internal.TorchNatives;
+
 import java.util.List;
 import java.util.Objects;
 
@@ -8,6 +10,11 @@ import java.util.Objects;
  * other build settings, or values the math forbids. It lists every difference; the optimizer is unchanged.
  */
 public final class StateMismatchException extends IllegalStateException {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     private static final long serialVersionUID = 1L;
 
     /** The most differences spelled out in the message; {@link #differences()} holds all of them. */
@@ -23,6 +30,11 @@ public final class StateMismatchException extends IllegalStateException {
      * @param hint      how to build an optimizer the state fits, or null
      */
     public record Difference(String entry, String field, String optimizer, String state, String hint) {
+        static {
+            // First, in case this is the first type of ours a program touches: see TorchNatives.
+            TorchNatives.extract();
+        }
+
         /** Validates. */
         public Difference {
             Objects.requireNonNull(entry, "entry");

@@ -11,6 +11,7 @@ import dev.muon.internal.FormatException;
 import dev.muon.internal.Messages;
 import dev.muon.internal.PickleValues;
 import dev.muon.internal.TorchLoad;
+import dev.muon.internal.TorchNatives;
 import dev.muon.internal.TorchSave;
 import dev.muon.orthogonalize.CoefficientSchedule;
 import dev.muon.orthogonalize.Coefficients;
@@ -58,6 +59,11 @@ import java.util.Set;
  * optimizer's own state, the template.
  */
 public final class TorchStateFile {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     /** The format's name in the file. */
     public static final String FORMAT = "dev.muon.torch_state_dict/1";
     private static final String WHAT = "torch state dict";

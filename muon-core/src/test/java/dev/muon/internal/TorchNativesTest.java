@@ -1,17 +1,22 @@
 package dev.muon.internal;
 
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
 import java.net.URL;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -30,6 +35,22 @@ class TorchNativesTest {
     @TempDir
     Path dir;
 
+    /**
+     * The cache holds symbolic links to CUDA libraries outside it (JavaCPP links what it finds on the system); JUnit
+     * warns on the console for each such link it deletes, so the cache goes here, links deleted as links.
+     */
+    @AfterEach
+    void deleteCache() throws IOException {
+        Path cache = dir.resolve("javacpp-cache");
+        if (Files.exists(cache, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            try (Stream<Path> files = Files.walk(cache)) {
+                for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
+                    Files.delete(p);
+                }
+            }
+        }
+    }
+
     @Test
     void nativeFiles_includeLibtorchCpu() throws IOException {
         assertTrue(TorchNatives.extract(), "the natives are in this JVM's cache");
@@ -39,8 +60,13 @@ class TorchNativesTest {
                 "the preset's files hold " + torchCpu + ": " + files);
     }
 
-    @Test
-    void firstJvmOnEmptyCache_mapsOnlyTheCachedLibtorchCpu() throws Exception {
+    /**
+     * Each row a program that touches one of our types first: one in which our code loads libtorch, and one that
+     * only makes a config before loading libtorch itself (that one crashed before issue 30).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"newton-schulz", "config-then-model"})
+    void firstJvmOnEmptyCache_mapsOnlyTheCachedLibtorchCpu(String program) throws Exception {
         assumeTrue(Files.isReadable(Path.of("/proc/self/maps")),
                 "reads the process's mappings from /proc/self/maps, which only Linux has");
         Path cache = Files.createDirectories(dir.resolve("javacpp-cache"));
@@ -50,7 +76,7 @@ class TorchNativesTest {
                 "-Dorg.bytedeco.javacpp.cachedir=" + cache,
                 // A crash is the failure this test exists for: keep its report out of the module folder.
                 "-XX:ErrorFile=" + dir.resolve("hs_err_pid%p.log"),
-                "-cp", System.getProperty("java.class.path"), FirstLoadProbe.class.getName());
+                "-cp", System.getProperty("java.class.path"), FirstLoadProbe.class.getName(), program);
         builder.environment().put("OMP_NUM_THREADS", "1");
         builder.redirectErrorStream(true);
         builder.redirectOutput(log.toFile());

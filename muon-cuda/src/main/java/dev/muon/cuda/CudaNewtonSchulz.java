@@ -2,6 +2,7 @@ package dev.muon.cuda;
 
 import dev.muon.internal.NativeLifetime;
 import dev.muon.internal.NewtonSchulzStages;
+import dev.muon.internal.TorchNatives;
 import dev.muon.orthogonalize.Coefficients;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
@@ -58,6 +59,11 @@ import java.util.Objects;
 // PointerScope and CUDAGuard work by existing: their try blocks never name them.
 @SuppressWarnings("try")
 public final class CudaNewtonSchulz implements Orthogonalizer {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     private final NewtonSchulzConfig config;
     private final int deviceIndex;
     private final NewtonSchulz libtorch;

@@ -1,5 +1,6 @@
 package dev.muon.cuda;
 
+import dev.muon.internal.TorchNatives;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
@@ -19,6 +20,10 @@ import java.util.Optional;
  * {@code NewtonSchulz}, and the reason is logged once.
  */
 public final class CudaOrthogonalizerProvider implements OrthogonalizerProvider {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
 
     /** Called by {@link java.util.ServiceLoader}. */
     public CudaOrthogonalizerProvider() {

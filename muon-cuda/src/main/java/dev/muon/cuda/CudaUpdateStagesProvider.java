@@ -1,5 +1,6 @@
 package dev.muon.cuda;
 
+import dev.muon.internal.TorchNatives;
 import dev.muon.internal.UpdateStages;
 import dev.muon.internal.UpdateStagesProvider;
 import org.bytedeco.pytorch.Device;
@@ -29,6 +30,11 @@ import java.util.Optional;
  * {@link FusedUpdates} per device among that optimizer's parameters: like the optimizer, not thread-safe.
  */
 public final class CudaUpdateStagesProvider implements UpdateStagesProvider {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     /** {@code -Ddev.muon.cuda.disableFusedUpdates=true}: keep libtorch's momentum and update ops. */
     public static final String DISABLE_PROPERTY = "dev.muon.cuda.disableFusedUpdates";
 

@@ -1,5 +1,6 @@
 package dev.muon.cuda;
 
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Tensor;
@@ -30,6 +31,11 @@ import java.util.Objects;
 // PointerScope and CUDAGuard work by existing: their try blocks never name them.
 @SuppressWarnings("try")
 public final class FusedUpdates {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     private final int deviceIndex;
     private final CudaKernels kernels;
 

@@ -6,6 +6,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -54,18 +55,31 @@ final class Outer {
 
     /** Runs this build's Maven in {@code dir}, batch mode, with the given arguments. */
     static Run maven(Path dir, Path log, String... args) throws IOException, InterruptedException {
+        return maven(dir, log, Map.of(), args);
+    }
+
+    /** Runs this build's Maven in {@code dir}, batch mode, with the given arguments and extra environment. */
+    static Run maven(Path dir, Path log, Map<String, String> env, String... args)
+            throws IOException, InterruptedException {
         Path mvn = Path.of(property("muon.mavenHome"), "bin", "mvn");
         List<String> command = new ArrayList<>();
         command.add(mvn.toString());
         command.add("-B");
         command.addAll(List.of(args));
-        return run(dir, log, command, 480);
+        return run(dir, log, env, command, 480);
     }
 
     static Run run(Path dir, Path log, List<String> command, long timeoutSeconds)
             throws IOException, InterruptedException {
-        Process process = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true)
-                .redirectOutput(log.toFile()).start();
+        return run(dir, log, Map.of(), command, timeoutSeconds);
+    }
+
+    static Run run(Path dir, Path log, Map<String, String> env, List<String> command, long timeoutSeconds)
+            throws IOException, InterruptedException {
+        ProcessBuilder builder = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true)
+                .redirectOutput(log.toFile());
+        builder.environment().putAll(env);
+        Process process = builder.start();
         if (!process.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
             process.destroyForcibly();
             throw new IllegalStateException(String.join(" ", command) + " ran over " + timeoutSeconds + " s; output:\n"
