@@ -166,6 +166,8 @@ public final class Muon implements TrainingOptimizer {
     private ScheduleRecord scheduleRecord;
     /** Package-private so that a test can hold it while another thread calls in. */
     final SingleThreadGuard guard = new SingleThreadGuard("Muon");
+    /** Set by a step that failed part-way; refuses step and save until a restore. */
+    final PartialStep partial = new PartialStep("Muon");
     /** The QK-Clip hook run after each step, or null (the default: no clipping, no cost). */
     private QkClip qkClip;
 
@@ -246,18 +248,22 @@ public final class Muon implements TrainingOptimizer {
      *
      * <p>All gradients are checked before any parameter changes, so a rejected step changes nothing. In a
      * distributed optimizer this rank updates the parameters it owns, then takes part in the broadcast of all of
-     * them.
+     * them. A failure after the first parameter changed (out of memory, a lost rank) is rethrown and leaves the
+     * optimizer part-way through the step: {@code step}, {@code save}, {@code state} and
+     * {@code exportTorchStateDict} then throw {@link IllegalStateException} until {@link #load} or
+     * {@link #restore} (docs/api.md, "When a step fails part-way").
      *
      * @throws UnsupportedOperationException if a gradient is sparse or complex
      * @throws IllegalStateException         if a gradient's shape, dtype or device differs from its parameter's,
      *                                       another thread is inside this optimizer's {@code step()} (it is not
-     *                                       thread-safe), or, distributed, ranks disagree on which parameters have
-     *                                       gradients or a rank fails
+     *                                       thread-safe), an earlier step failed part-way, or, distributed, ranks
+     *                                       disagree on which parameters have gradients or a rank fails
      */
     @Override
     public void step() {
         try (SingleThreadGuard.Entered entered = guard.enter("step");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            partial.requireWhole("step");
             List<Tensor> grads = new ArrayList<>();
             for (ParameterState state : states) {
                 grads.add(GradientCheck.usable(state.param, "Muon", state.label));
@@ -280,6 +286,11 @@ public final class Muon implements TrainingOptimizer {
         if (peers) {
             sharding.beforeUpdate(states);
         }
+        partial.run(stepCount + 1, () -> updateAll(grads, peers));
+    }
+
+    /** The part of a step that changes parameters and state, from the first update to the step count. */
+    private void updateAll(List<Tensor> grads, boolean peers) {
         int i = 0;
         int batched = 0;
         for (Group group : groups) {
@@ -347,6 +358,7 @@ public final class Muon implements TrainingOptimizer {
         Objects.requireNonNull(path, "path must not be null");
         try (SingleThreadGuard.Entered entered = guard.enter("save");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            partial.requireWhole("save");
             StateFiles.save(path, captureState(Capture.HANDLES), sharding == null ? null : sharding.group());
         }
     }
@@ -381,6 +393,7 @@ public final class Muon implements TrainingOptimizer {
     public OptimizerState state() {
         try (SingleThreadGuard.Entered entered = guard.enter("state");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            partial.requireWhole("state");
             return captureState(Capture.COPIES);
         }
     }
@@ -424,6 +437,7 @@ public final class Muon implements TrainingOptimizer {
         try (SingleThreadGuard.Entered entered = guard.enter("exportTorchStateDict");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             requireSingleProcess("exportTorchStateDict");
+            partial.requireWhole("exportTorchStateDict");
             TorchStateFile.write(path, captureState(Capture.HANDLES));
         }
     }
@@ -543,6 +557,7 @@ public final class Muon implements TrainingOptimizer {
         stepCount = checked.step();
         // A state does not hold the lrs of the last updates.
         updates.forEach(update -> update.appliedLr = Double.NaN);
+        partial.clear();
     }
 
     private double[] lrs() {

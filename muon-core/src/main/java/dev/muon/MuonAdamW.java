@@ -129,6 +129,8 @@ public final class MuonAdamW implements TrainingOptimizer {
     private ScheduleRecord scheduleRecord;
     /** Package-private so that a test can hold it while another thread calls in. */
     final SingleThreadGuard guard = new SingleThreadGuard("MuonAdamW");
+    /** Set by a step that failed part-way; refuses step and save until a restore. */
+    private final PartialStep partial = new PartialStep("MuonAdamW");
     private StepReport lastStep = new StepReport(0, false, Optional.empty(), List.of(), Map.of());
 
     private MuonAdamW(Builder b, MuonConfig muonConfig, Assignment assignment) {
@@ -267,20 +269,26 @@ public final class MuonAdamW implements TrainingOptimizer {
     /**
      * One step of both groups, after the gradient check of the {@link NonFinitePolicy}.
      *
-     * <p>Every gradient is checked before any parameter changes, so a call that throws changes nothing. A step in
-     * which no parameter has a gradient changes nothing and is not counted ({@link StepReport#skipped()} is true,
-     * with no parameter named), so that schedules keyed to {@link #stepCount()} do not advance on nothing.
+     * <p>Every gradient is checked before any parameter changes, so a call that throws for a gradient changes
+     * nothing. A step in which no parameter has a gradient changes nothing and is not counted
+     * ({@link StepReport#skipped()} is true, with no parameter named), so that schedules keyed to
+     * {@link #stepCount()} do not advance on nothing. A failure after the first parameter changed (out of memory, a
+     * lost rank) is rethrown and leaves the optimizer part-way through the step: {@code step}, {@code save},
+     * {@code state} and {@code exportTorchStateDict} then throw {@link IllegalStateException} until {@link #load}
+     * or {@link #restore} (docs/api.md, "When a step fails part-way").
      *
      * @throws IllegalStateException         under {@link NonFinitePolicy#RAISE} if a gradient is not finite; if a
-     *                                       gradient's shape, dtype or device differs from its parameter's; or if
+     *                                       gradient's shape, dtype or device differs from its parameter's; if
      *                                       another thread is inside this optimizer's {@code step()},
-     *                                       {@code save()} or {@code load()} (the optimizer is not thread-safe)
+     *                                       {@code save()} or {@code load()} (the optimizer is not thread-safe); or
+     *                                       if an earlier step failed part-way
      * @throws UnsupportedOperationException if a gradient is sparse or complex
      */
     @Override
     public void step() {
         try (SingleThreadGuard.Entered entered = guard.enter("step");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            partial.requireWhole("step");
             // Every gradient of both groups, before anything changes: libtorch's AdamW checks nothing, and the
             // non-finite scan below must not meet a sparse gradient first.
             List<Tensor> muonGrads = checkedGradients(muonNames, muonParams);
@@ -322,18 +330,20 @@ public final class MuonAdamW implements TrainingOptimizer {
                     ? new StepMeter(metrics, orthogonalityNames, new StepMeter.Group(muonNames, muonParams),
                     new StepMeter.Group(adamWNames, adamWParams), muonConfig, adamWConfig)
                     : null;
-            if (muon != null) {
-                // Checked above, once: Muon's own check would read every gradient again.
-                muon.stepChecked(muonGrads);
-            }
-            if (adamW != null) {
-                adamW.step();
-            }
-            recordAdamWLrs(adamWGrads);
-            if (qkClip != null) {
-                qkClip.afterStep(group);
-            }
-            stepCount++;
+            partial.run(stepCount + 1, () -> {
+                if (muon != null) {
+                    // Checked above, once: Muon's own check would read every gradient again.
+                    muon.stepChecked(muonGrads);
+                }
+                if (adamW != null) {
+                    adamW.step();
+                }
+                recordAdamWLrs(adamWGrads);
+                if (qkClip != null) {
+                    qkClip.afterStep(group);
+                }
+                stepCount++;
+            });
             lastStep = meter == null
                     ? new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of())
                     : meter.finish(stepCount, new StepMeter.StateLookup(
@@ -584,6 +594,7 @@ public final class MuonAdamW implements TrainingOptimizer {
         Objects.requireNonNull(path, "path must not be null");
         try (SingleThreadGuard.Entered entered = guard.enter("save");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            partial.requireWhole("save");
             StateFiles.save(path, captureState(Muon.Capture.HANDLES), group);
         }
     }
@@ -620,6 +631,7 @@ public final class MuonAdamW implements TrainingOptimizer {
     public OptimizerState state() {
         try (SingleThreadGuard.Entered entered = guard.enter("state");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            partial.requireWhole("state");
             return captureState(Muon.Capture.COPIES);
         }
     }
@@ -665,6 +677,7 @@ public final class MuonAdamW implements TrainingOptimizer {
         try (SingleThreadGuard.Entered entered = guard.enter("exportTorchStateDict");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             requireSingleProcess("exportTorchStateDict");
+            partial.requireWhole("exportTorchStateDict");
             TorchStateFile.write(path, captureState(Muon.Capture.HANDLES));
         }
     }
@@ -764,6 +777,7 @@ public final class MuonAdamW implements TrainingOptimizer {
             adamWConfig = candidate.adamWConfig();
         }
         stepCount = candidate.step();
+        partial.clear();
         scheduleRecord = ScheduleRecords.afterLoad(candidate.schedule(), scheduleRecord,
                 new double[]{muonConfig.lr(), adamWConfig.lr()}, source);
         // A state does not hold the lrs of the last updates.

@@ -59,6 +59,8 @@ public final class RecordingUpdateStagesProvider implements UpdateStagesProvider
         int momentumCalls;
         int updateCalls;
         int updatesDeclined;
+        /** The update call (1-based) that throws, as a device kernel that fails would; 0 for none. */
+        int failingUpdateCall;
         final UpdateStages stages = new UpdateStages() {
             @Override
             public boolean momentumInto(Tensor out, Tensor buffer, Tensor grad, double momentum, boolean nesterov) {
@@ -76,6 +78,9 @@ public final class RecordingUpdateStagesProvider implements UpdateStagesProvider
                     return false;
                 }
                 updateCalls++;
+                if (updateCalls == failingUpdateCall) {
+                    throw new IllegalStateException("simulated device failure in update call " + updateCalls);
+                }
                 param.mul_(new Scalar(decay)).add_(update.to(param.scalar_type()).mul_(new Scalar(alpha)));
                 return true;
             }
