@@ -4,6 +4,7 @@ import dev.muon.AdamWConfig;
 import dev.muon.AdjustLr;
 import dev.muon.LrSchedule;
 import dev.muon.LrScheduler;
+import dev.muon.MomentumPrecision;
 import dev.muon.Muon;
 import dev.muon.MuonAdamW;
 import dev.muon.MuonConfig;
@@ -213,6 +214,15 @@ final class DocSnippets {
         // One float32 second moment per row, beside the momentum buffer.
         Tensor v = muon.secondMoment(hiddenMatrices.get(0)).orElseThrow();
         return v;
+    }
+
+    // api.md, "Momentum in bfloat16 (withMomentumPrecision)".
+    static Muon leanMuon(List<Tensor> hiddenMatrices) {
+        MuonConfig lean = MuonConfig.defaults().withLr(0.02)
+                .withCautiousWeightDecay(true)                        // decay where update and weight agree in sign
+                .withMomentumPrecision(MomentumPrecision.BFLOAT16);   // half the momentum bytes
+        Muon muon = Muon.of(hiddenMatrices, lean);
+        return muon;
     }
 
     // docs/api.md, "PyTorch-compatible optimizer state".
