@@ -1,5 +1,6 @@
 package dev.muon.bench;
 
+import dev.muon.MomentumPrecision;
 import dev.muon.Muon;
 import dev.muon.MuonAdamW;
 import dev.muon.MuonConfig;
@@ -30,6 +31,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 
 /**
  * What does one optimizer step cost, Muon against AdamW, and what does same-shape batching save?
@@ -99,8 +101,17 @@ public class MuonStepBenchmark {
     @Param({"on", "off"})
     public String batching;
 
+    /**
+     * An update variant on the Muon side, to measure what it costs: {@code plain} (the default), {@code cautious-wd}
+     * ({@link MuonConfig#withCautiousWeightDecay}) or {@code bf16-momentum} ({@link MomentumPrecision#BFLOAT16}).
+     */
+    @Param({"plain"})
+    public String variant;
+
     private PointerScope scope;
     private Runnable step;
+    /** The Muon side's state bytes after the first step, printed with the results; null for AdamW alone. */
+    private LongSupplier muonState;
 
     /** Builds the parameter set, its gradients and the optimizer, and runs one step to create all state. */
     @Setup(Level.Trial)
@@ -128,20 +139,31 @@ public class MuonStepBenchmark {
                 .withNsPrecision(nsPrecision.equals("bfloat16") ? NsPrecision.BFLOAT16 : NsPrecision.FLOAT32)
                 .withNsAlgorithm(NsAlgorithm.valueOf(nsAlgorithm))
                 .withBatchSameShape(batching.equals("on"));
+        config = switch (variant) {
+            case "plain" -> config;
+            case "cautious-wd" -> config.withCautiousWeightDecay(true);
+            case "bf16-momentum" -> config.withMomentumPrecision(MomentumPrecision.BFLOAT16);
+            default -> throw new IllegalArgumentException("variant must be plain, cautious-wd or bf16-momentum, got "
+                    + variant);
+        };
         if (optimizer.equals("muon-adamw")) {
             // Both sets put exactly the `hidden` list on Muon, as the muon rows do: the small set has no head, so
             // the output-layer rule would otherwise move its last projection to AdamW.
             MuonAdamW hybrid = MuonAdamW.builder(named).muon(config).outputLayerOnAdamW(false).build();
             step = hybrid::step;
+            muonState = hybrid::muonStateBytes;
         } else if (optimizer.equals("adamw")) {
             List<Tensor> all = new ArrayList<>(hidden);
             all.addAll(rest);
             AdamW adamw = new AdamW(new TensorVector(all.toArray(new Tensor[0])), new AdamWOptions(1e-3));
             step = adamw::step;
         } else if (rest.isEmpty()) {
-            step = Muon.of(hidden, config)::step;
+            Muon muon = Muon.of(hidden, config);
+            step = muon::step;
+            muonState = muon::stateBytes;
         } else {
             Muon muon = Muon.of(hidden, config);
+            muonState = muon::stateBytes;
             AdamW adamw = new AdamW(new TensorVector(rest.toArray(new Tensor[0])), new AdamWOptions(1e-3));
             step = () -> {
                 muon.step();
@@ -150,12 +172,16 @@ public class MuonStepBenchmark {
         }
         step.run();
         System.out.println("# " + CpuCapabilities.summary().replace('\n', ','));
+        if (muonState != null) {
+            System.out.println("# Muon state bytes (" + variant + "): " + muonState.getAsLong());
+        }
         Map<String, String> params = new LinkedHashMap<>();
         params.put("model", model);
         params.put("optimizer", optimizer);
         params.put("nsPrecision", nsPrecision);
         params.put("nsAlgorithm", nsAlgorithm);
         params.put("batching", batching);
+        params.put("variant", variant);
         before.report(System.getProperty(RESIDENT_OUT), params);
     }
 
