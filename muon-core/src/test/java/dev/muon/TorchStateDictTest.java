@@ -322,6 +322,10 @@ class TorchStateDictTest {
                         "adjust_lr_fn must be None, 'original' or 'match_rms_adamw', got 'spectral'"),
                 new BadFile("muon_coefficientsTwo", r -> group(r, "muon", 0).put("ns_coefficients",
                         PickleValues.Tuple.of(3.0, -4.0)), "ns_coefficients must hold 3 numbers, got 2"),
+                // Found by FileReadersFuzzTest: a NaN coefficient escaped as a bare IllegalArgumentException.
+                new BadFile("muon_coefficientNaN", r -> group(r, "muon", 0).put("ns_coefficients",
+                        PickleValues.Tuple.of(Double.NaN, -4.775, 2.0315)),
+                        "muon.param_groups[0].ns_coefficients must hold finite numbers, got (NaN, -4.775, 2.0315)"),
                 new BadFile("muon_nsStepsZero", r -> group(r, "muon", 0).put("ns_steps", 0L),
                         "ns_steps must be an int >= 1, got 0"),
                 new BadFile("muon_bufferWrongShape", r -> firstState(r, "muon").put("momentum_buffer",

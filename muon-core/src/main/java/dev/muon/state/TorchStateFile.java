@@ -442,7 +442,14 @@ public final class TorchStateFile {
 
         private MuonConfig muonConfig(Map<String, Object> group, String where, MuonConfig current) {
             double[] abc = numbers(group.get("ns_coefficients"), 3, where + ".ns_coefficients");
-            Coefficients coefficients = new Coefficients(abc[0], abc[1], abc[2]);
+            Coefficients coefficients;
+            try {
+                coefficients = new Coefficients(abc[0], abc[1], abc[2]);
+            } catch (IllegalArgumentException e) {
+                // NaN or infinite a, b or c (found by FileReadersFuzzTest): the file's fault, named as such.
+                throw fail(where + ".ns_coefficients", "must hold finite numbers, got (" + abc[0] + ", " + abc[1]
+                        + ", " + abc[2] + ")");
+            }
             CoefficientSchedule schedule = current.nsCoefficients();
             if (!oneTriple(schedule)) {
                 throw fail(where + ".ns_coefficients", "cannot replace this optimizer's per-step schedule "
