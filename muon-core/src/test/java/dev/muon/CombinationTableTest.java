@@ -21,6 +21,7 @@ import java.io.IOException;
 import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -33,8 +34,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The combination table of {@code docs/api.md}, tested cell by cell: for every pair of features, an optimizer with
- * both runs three steps and each parameter's displacement matches a float64 reference written here from the
- * formulas on plain Java arrays (momentum, Nesterov, PyTorch's Newton–Schulz, NorMuon per row block, the lr of each
+ * both runs three steps and each parameter's displacement matches a float64 reference written from the
+ * formulas on plain Java arrays ({@link Float64Update}) (momentum, Nesterov, PyTorch's Newton–Schulz, NorMuon per row block, the lr of each
  * block's shape, cautious or plain decay, bfloat16 momentum storage, QK-Clip's rescaling after the step, a skipped
  * step for a non-finite gradient). Relative error ≤ 1e-10 with float64 Newton–Schulz; with bfloat16 Newton–Schulz,
  * the golden suite's bfloat16 bound on an update (5e-2, as many steps). The one pair not in the table is Gram with
@@ -132,11 +133,11 @@ class CombinationTableTest {
         }
 
         Map<String, Tensor> named = new LinkedHashMap<>();
-        Map<String, Reference> refs = new LinkedHashMap<>();
+        Map<String, Float64Update> refs = new LinkedHashMap<>();
         for (Map.Entry<String, long[]> e : shapes.entrySet()) {
-            double[] values = gaussian(random, e.getValue());
+            double[] values = Float64Update.gaussian(random, e.getValue());
             named.put(e.getKey(), Tensors.of(values, e.getValue(), ScalarType.Double).requires_grad_(true));
-            refs.put(e.getKey(), new Reference(values, e.getValue(), splits.get(e.getKey()), config));
+            refs.put(e.getKey(), reference(values, e.getValue(), splits.get(e.getKey()), config));
         }
         Map<String, Tensor> initial = new LinkedHashMap<>();
         named.forEach((k, v) -> initial.put(k, v.detach().clone()));
@@ -177,7 +178,7 @@ class CombinationTableTest {
         for (int step = 1; step <= STEPS; step++) {
             boolean poisoned = f.contains(Feature.NON_FINITE) && step == 2;
             for (Map.Entry<String, Tensor> e : named.entrySet()) {
-                double[] g = gaussian(random, shapes.get(e.getKey()));
+                double[] g = Float64Update.gaussian(random, shapes.get(e.getKey()));
                 if (poisoned && e.getKey().equals("layer.a.weight")) {
                     g[0] = Double.NaN;
                 }
@@ -189,7 +190,7 @@ class CombinationTableTest {
             if (clip != null) {
                 clip.report("attn", Tensors.of(logits, new long[]{logits.length}, ScalarType.Double));
                 if (!poisoned) {
-                    clipReference(refs, fusedClip, logits, config.norMuon() != null);
+                    clipReference(refs, fusedClip, logits);
                 }
             }
             optimizer.step();
@@ -212,7 +213,7 @@ class CombinationTableTest {
     }
 
     /** QK-Clip after the step: each head over τ scaled by γ = τ/S, its query rows by γ^α and key rows by γ^(1−α). */
-    private static void clipReference(Map<String, Reference> refs, boolean fused, double[] logits, boolean unused) {
+    private static void clipReference(Map<String, Float64Update> refs, boolean fused, double[] logits) {
         double alpha = QkClip.DEFAULT_ALPHA;
         for (int h = 0; h < logits.length; h++) {
             double gamma = logits[h] > TAU ? TAU / logits[h] : 1;
@@ -226,116 +227,17 @@ class CombinationTableTest {
         }
     }
 
-    static double[] gaussian(Random random, long[] shape) {
-        long n = 1;
-        for (long s : shape) {
-            n *= s;
+    /** The reference of one parameter: a stack's matrices, or one matrix (a conv filter flattened). */
+    private static Float64Update reference(double[] values, long[] shape, RowSplit split, MuonConfig c) {
+        int k = shape.length == 3 ? (int) shape[0] : 1;
+        int m = (int) shape[shape.length == 3 ? 1 : 0];
+        int[] blocks = null;
+        if (split != null && split.headDim() > 0) {
+            blocks = new int[m / split.headDim()];
+            Arrays.fill(blocks, split.headDim());
+        } else if (split != null) {
+            blocks = split.blockSizes();
         }
-        double[] out = new double[(int) n];
-        for (int k = 0; k < out.length; k++) {
-            out[k] = random.nextGaussian();
-        }
-        return out;
-    }
-
-    /**
-     * One parameter of the reference: {@code k} matrices of {@code m × n} (a stack; a conv filter is one matrix of
-     * {@code out × in·kh·kw}), each cut into the same row blocks, row-major float64.
-     */
-    static final class Reference {
-        final int k;
-        final int m;
-        final int n;
-        final int[] blocks;
-        final MuonConfig c;
-        final double[] p;
-        final double[] momentum;
-        final double[] v;
-        /** The steps that deferred QK-Clip's scaling: applied after the step's update. */
-        private final List<double[]> pendingScales = new ArrayList<>();
-
-        Reference(double[] values, long[] shape, RowSplit split, MuonConfig c) {
-            this.k = shape.length == 3 ? (int) shape[0] : 1;
-            this.m = (int) shape[shape.length == 3 ? 1 : 0];
-            this.n = values.length / (k * m);
-            this.blocks = split == null ? new int[]{m} : toInts(split, m);
-            this.c = c;
-            this.p = values.clone();
-            this.momentum = new double[values.length];
-            this.v = new double[k * m];
-        }
-
-        private static int[] toInts(RowSplit split, int rows) {
-            if (split.headDim() > 0) {
-                int[] out = new int[rows / split.headDim()];
-                java.util.Arrays.fill(out, split.headDim());
-                return out;
-            }
-            return split.blockSizes();
-        }
-
-        void scaleRows(int first, int count, double factor) {
-            for (int i = first; i < first + count; i++) {
-                for (int j = 0; j < n; j++) {
-                    p[i * n + j] *= factor;
-                }
-            }
-        }
-
-        void step(double[] g) {
-            double mu = c.momentum();
-            boolean bf16 = c.momentumPrecision() == MomentumPrecision.BFLOAT16;
-            double[] u = new double[g.length];
-            for (int e = 0; e < g.length; e++) {
-                double b = UpdateVariantsReferenceTest.Reference.lerp(momentum[e], g[e], 1 - mu);
-                u[e] = c.nesterov() ? UpdateVariantsReferenceTest.Reference.lerp(g[e], b, mu) : b;
-                momentum[e] = bf16 ? UpdateVariantsReferenceTest.Reference.bfloat16(b) : b;
-            }
-            for (int mat = 0; mat < k; mat++) {
-                int first = 0;
-                for (int rows : blocks) {
-                    int base = mat * m + first;
-                    double[][] ub = new double[rows][n];
-                    for (int i = 0; i < rows; i++) {
-                        System.arraycopy(u, (base + i) * n, ub[i], 0, n);
-                    }
-                    double[][] o = NorMuonReferenceTest.ReferenceParameter.newtonSchulz(ub, c);
-                    double lr;
-                    if (c.norMuon() != null) {
-                        double frobenius = 0;
-                        for (int i = 0; i < rows; i++) {
-                            double meanSquare = 0;
-                            for (int j = 0; j < n; j++) {
-                                meanSquare += o[i][j] * o[i][j];
-                            }
-                            int r = base + i;
-                            v[r] = c.norMuon().beta2() * v[r] + (1 - c.norMuon().beta2()) * meanSquare / n;
-                            for (int j = 0; j < n; j++) {
-                                o[i][j] /= Math.sqrt(v[r]) + c.norMuon().eps();
-                                frobenius += o[i][j] * o[i][j];
-                            }
-                        }
-                        double scale = Math.sqrt((double) rows * n) / Math.sqrt(frobenius);
-                        for (int i = 0; i < rows; i++) {
-                            for (int j = 0; j < n; j++) {
-                                o[i][j] *= scale;
-                            }
-                        }
-                        lr = 0.2 * c.lr() * c.extraScale();
-                    } else {
-                        lr = c.lr() * Math.sqrt(Math.max(1.0, (double) rows / n)) * c.extraScale();
-                    }
-                    for (int i = 0; i < rows; i++) {
-                        for (int j = 0; j < n; j++) {
-                            int e = (base + i) * n + j;
-                            boolean decay = !c.cautiousWeightDecay() || o[i][j] * p[e] >= 0;
-                            double decayed = decay ? p[e] * (1 - c.lr() * c.weightDecay()) : p[e];
-                            p[e] = decayed - lr * o[i][j];
-                        }
-                    }
-                    first += rows;
-                }
-            }
-        }
+        return new Float64Update(values, k, m, blocks, c);
     }
 }

@@ -69,16 +69,17 @@ class UpdateVariantsReferenceTest {
     @MethodSource("settings")
     void trajectory_matchesFloat64Reference(Setting setting) {
         Random random = new Random(29);
-        double[] values = gaussian(random, setting.shape());
+        double[] values = Float64Update.gaussian(random, setting.shape());
         Tensor p = Tensors.of(values, setting.shape(), ScalarType.Double).requires_grad_(true);
         Muon.Builder builder = Muon.builder().addGroup(List.of(p), setting.config());
         if (setting.blocks() != null) {
             builder.rowSplit(p, RowSplit.splitRows(setting.blocks()));
         }
         Muon muon = builder.build();
-        Reference ref = new Reference(values, setting.shape(), setting.blocks(), setting.config());
+        Float64Update ref = new Float64Update(values, 1, (int) setting.shape()[0], setting.blocks(),
+                setting.config());
         for (int step = 1; step <= STEPS; step++) {
-            double[] g = gaussian(random, setting.shape());
+            double[] g = Float64Update.gaussian(random, setting.shape());
             p.mutable_grad().put(Tensors.of(g, setting.shape(), ScalarType.Double));
             ref.step(g);
             muon.step();
@@ -105,113 +106,16 @@ class UpdateVariantsReferenceTest {
         for (MuonConfig variant : List.of(base.withCautiousWeightDecay(true),
                 base.withMomentumPrecision(MomentumPrecision.BFLOAT16), base.withNorMuon(0.9, 1e-3))) {
             Random random = new Random(5);
-            double[] values = gaussian(random, shape);
-            Reference plain = new Reference(values, shape, new int[]{2, 4}, base);
-            Reference varied = new Reference(values, shape, new int[]{2, 4}, variant);
+            double[] values = Float64Update.gaussian(random, shape);
+            Float64Update plain = new Float64Update(values, 1, 6, new int[]{2, 4}, base);
+            Float64Update varied = new Float64Update(values, 1, 6, new int[]{2, 4}, variant);
             for (int step = 0; step < STEPS; step++) {
-                double[] g = gaussian(random, shape);
+                double[] g = Float64Update.gaussian(random, shape);
                 plain.step(g);
                 varied.step(g);
             }
             double gap = Tensors.relativeError(plain.p, varied.p);
             assertTrue(gap > 1e-6, variant + ": the reference equals the plain update (gap " + gap + ")");
-        }
-    }
-
-    static double[] gaussian(Random random, long[] shape) {
-        int n = (int) (shape[0] * shape[1]);
-        double[] out = new double[n];
-        for (int k = 0; k < n; k++) {
-            out[k] = random.nextGaussian();
-        }
-        return out;
-    }
-
-    /** The update of one m × n parameter, row-major float64, from the formulas. */
-    static final class Reference {
-        final int m;
-        final int n;
-        final int[] blocks;
-        final MuonConfig c;
-        final double[] p;
-        final double[] momentum;
-        final double[] v;
-
-        Reference(double[] values, long[] shape, int[] blocks, MuonConfig c) {
-            this.m = (int) shape[0];
-            this.n = (int) shape[1];
-            this.blocks = blocks == null ? new int[]{m} : blocks.clone();
-            this.c = c;
-            this.p = values.clone();
-            this.momentum = new double[values.length];
-            this.v = new double[m];
-        }
-
-        void step(double[] g) {
-            double mu = c.momentum();
-            boolean bf16 = c.momentumPrecision() == MomentumPrecision.BFLOAT16;
-            double[] u = new double[g.length];
-            for (int e = 0; e < g.length; e++) {
-                // libtorch's lerp(self, end, w): self + w·(end − self) for w < 0.5, else end − (end − self)·(1 − w).
-                double b = lerp(momentum[e], g[e], 1 - mu);
-                u[e] = c.nesterov() ? lerp(g[e], b, mu) : b;
-                momentum[e] = bf16 ? bfloat16(b) : b;
-            }
-            int first = 0;
-            for (int rows : blocks) {
-                double[][] ub = new double[rows][n];
-                for (int i = 0; i < rows; i++) {
-                    System.arraycopy(u, (first + i) * n, ub[i], 0, n);
-                }
-                double[][] o = NorMuonReferenceTest.ReferenceParameter.newtonSchulz(ub, c);
-                double lr;
-                if (c.norMuon() != null) {
-                    double frobenius = 0;
-                    for (int i = 0; i < rows; i++) {
-                        double meanSquare = 0;
-                        for (int j = 0; j < n; j++) {
-                            meanSquare += o[i][j] * o[i][j];
-                        }
-                        int r = first + i;
-                        v[r] = c.norMuon().beta2() * v[r] + (1 - c.norMuon().beta2()) * meanSquare / n;
-                        for (int j = 0; j < n; j++) {
-                            o[i][j] /= Math.sqrt(v[r]) + c.norMuon().eps();
-                            frobenius += o[i][j] * o[i][j];
-                        }
-                    }
-                    // Unit RMS over the block, then NorMuon's 0.2·lr·extraScale.
-                    double scale = Math.sqrt((double) rows * n) / Math.sqrt(frobenius);
-                    for (int i = 0; i < rows; i++) {
-                        for (int j = 0; j < n; j++) {
-                            o[i][j] *= scale;
-                        }
-                    }
-                    lr = 0.2 * c.lr() * c.extraScale();
-                } else {
-                    // AdjustLr.ORIGINAL on the block's own shape.
-                    lr = c.lr() * Math.sqrt(Math.max(1.0, (double) rows / n)) * c.extraScale();
-                }
-                for (int i = 0; i < rows; i++) {
-                    for (int j = 0; j < n; j++) {
-                        int e = (first + i) * n + j;
-                        boolean decay = !c.cautiousWeightDecay() || o[i][j] * p[e] >= 0;
-                        double decayed = decay ? p[e] * (1 - c.lr() * c.weightDecay()) : p[e];
-                        p[e] = decayed - lr * o[i][j];
-                    }
-                }
-                first += rows;
-            }
-        }
-
-        static double lerp(double self, double end, double w) {
-            return w < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w);
-        }
-
-        /** libtorch's cast of a double to bfloat16: to float first, then round to nearest even on 16 bits. */
-        static double bfloat16(double x) {
-            int bits = Float.floatToRawIntBits((float) x);
-            int rounded = bits + 0x7FFF + ((bits >>> 16) & 1);
-            return Float.intBitsToFloat(rounded & 0xFFFF0000);
         }
     }
 }
