@@ -14,8 +14,9 @@
  * and the rules that send a parameter to Muon or AdamW ({@link dev.muon.AssignmentRule}) are muon-core's own
  * classes, used here as they are, so that the two modules cannot drift apart. This module depends on muon-core,
  * whose bytedeco dependencies are {@code provided} and so never reach a DJL user's class path, and those classes
- * hold no libtorch type in their fields, signatures that run, or static initializers: they load and work with no
- * bytedeco class present (this module's tests run that way and check it).
+ * hold no libtorch type in their fields, signatures that run, or static initializers (the one call there,
+ * {@code TorchNatives.extract()}, which readies libtorch's natives for bytedeco users, does nothing where JavaCPP
+ * is absent): they load and work with no bytedeco class present (this module's tests run that way and check it).
  *
  * <p>Why not a third, dependency-free module for them: it would split muon-core's public package
  * {@code dev.muon} across two jars (a split package, which JPMS refuses), or move the configs every bytedeco user
