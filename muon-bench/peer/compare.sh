@@ -7,6 +7,9 @@
 # every library took the cap; the check's table, with the CPU model and family, goes to OUT_DIR/capabilities.txt.
 # JMH_ARGS (added to both JMH runs) and PEER_REPEATS (pytorch_peer.py's --repeats) shorten a run to check the
 # plumbing, e.g. JMH_ARGS="-wi 0 -i 1 -w 1s -r 1s" PEER_REPEATS=1: not a measurement.
+# DTYPE=float32 or DTYPE=bfloat16 measures one dtype only (both sides), and PEER_ENVS (default
+# "default passive passive-blas") chooses PyTorch's environments: in the AVX2 window a bfloat16 step runs on ATen's
+# reference GEMM for minutes, so its entries are measured apart, with fewer repeats, in the environment that wins.
 #
 # Each side runs in the environment where it is fastest, and every candidate is measured for PyTorch: ours with
 # OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=4 (what docs/benchmarks.md recommends for CPU training),
@@ -19,6 +22,29 @@ threads=${THREADS:-2}
 runs=${RUNS:-1}
 repeats=${PEER_REPEATS:-7}
 read -r -a jmh_args <<< "${JMH_ARGS:-}"
+read -r -a peer_envs <<< "${PEER_ENVS:-default passive passive-blas}"
+for env in "${peer_envs[@]}"; do
+  case "$env" in
+    default|passive|passive-blas) ;;
+    *) echo "PEER_ENVS holds default, passive and passive-blas, got '$env'" >&2; exit 2 ;;
+  esac
+done
+dtype=${DTYPE:-}
+ns_dtype=()
+step_dtype=()
+peer_dtype=()
+case "$dtype" in
+  "") ;;
+  float32|bfloat16)
+    ns_dtype=(-p "dtype=$dtype")
+    step_dtype=(-p "nsPrecision=$dtype")
+    peer_dtype=(--dtype "$dtype")
+    ;;
+  *)
+    echo "DTYPE must be float32 or bfloat16 (or unset for both), got '$dtype'" >&2
+    exit 2
+    ;;
+esac
 out=${OUT_DIR:-muon-bench/target/peer}
 if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
   echo "PyTorch is missing: apt-get install -y python3-torch libopenblas0-pthread" >&2
@@ -39,15 +65,20 @@ for run in $(seq 1 "$runs"); do
   mkdir -p "$dir"
   dirs+=("$dir")
   OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 java $isa_jvm_args -jar "$jar" NewtonSchulzBenchmark \
-    -p shape=1024x4096 -p variant=ns-auto,torch-reference "${jmh_isa[@]}" "${jmh_args[@]}" -rf json -rff "$dir/ns.json"
+    -p shape=1024x4096 -p variant=ns-auto,torch-reference "${ns_dtype[@]}" "${jmh_isa[@]}" "${jmh_args[@]}" \
+    -rf json -rff "$dir/ns.json"
   OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 java $isa_jvm_args -jar "$jar" MuonStepBenchmark \
-    -p model=gpt2-small-width -p batching=on -p optimizer=muon-adamw -p nsAlgorithm=AUTO "${jmh_isa[@]}" \
-    "${jmh_args[@]}" -rf json -rff "$dir/step.json"
-  /usr/bin/python3 muon-bench/peer/pytorch_peer.py --threads "$threads" --isa "$isa_window" \
-    --repeats "$repeats" --out "$dir/peer-default.json"
-  OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 muon-bench/peer/pytorch_peer.py --threads "$threads" \
-    --isa "$isa_window" --repeats "$repeats" --out "$dir/peer-passive.json"
-  OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 /usr/bin/python3 muon-bench/peer/pytorch_peer.py \
-    --threads "$threads" --isa "$isa_window" --repeats "$repeats" --out "$dir/peer-passive-blas.json"
+    -p model=gpt2-small-width -p batching=on -p optimizer=muon-adamw -p nsAlgorithm=AUTO "${step_dtype[@]}" \
+    "${jmh_isa[@]}" "${jmh_args[@]}" -rf json -rff "$dir/step.json"
+  peer=(muon-bench/peer/pytorch_peer.py --threads "$threads" --isa "$isa_window" --repeats "$repeats"
+        "${peer_dtype[@]}")
+  for env in "${peer_envs[@]}"; do
+    case "$env" in
+      default) /usr/bin/python3 "${peer[@]}" --out "$dir/peer-default.json" ;;
+      passive) OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 "${peer[@]}" --out "$dir/peer-passive.json" ;;
+      passive-blas) OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 /usr/bin/python3 "${peer[@]}" \
+                      --out "$dir/peer-passive-blas.json" ;;
+    esac
+  done
 done
 /usr/bin/python3 muon-bench/peer/ratios.py "${dirs[@]}" | tee "$out/ratios.txt"

@@ -184,7 +184,7 @@ def main():
                         help="avx2: as on a CPU without AVX-512 (with compare.sh's ISA=avx2 environment)")
     parser.add_argument("--probe", action="store_true", help="print the capabilities after a few products, exit")
     parser.add_argument("--block", type=int, default=None, help="time one transformer block's Muon step at this width")
-    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default=None, help="with --block: one dtype")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default=None, help="one dtype only (NS, step and --block)")
     args = parser.parse_args()
     isa_window(args.isa)
     torch.set_num_threads(args.threads)
