@@ -10,6 +10,8 @@ import dev.muon.internal.UpdateStages;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.Orthogonalizer;
+import dev.muon.schedule.ScheduleRecord;
+import dev.muon.schedule.TrainingOptimizer;
 import dev.muon.state.CheckpointFile;
 import dev.muon.state.OptimizerState;
 import dev.muon.state.ParameterEntry;
@@ -554,8 +556,9 @@ public final class Muon implements TrainingOptimizer {
     }
 
     /**
-     * The schedule record: each group's base lr and the schedule, recorded by the first {@link LrScheduler} made
-     * for this optimizer, saved by {@link #save(Path)} and restored by {@link #load(Path)}.
+     * The schedule record: each group's base lr and the schedule, recorded by the first
+     * {@link dev.muon.schedule.LrScheduler} made for this optimizer, saved by {@link #save(Path)} and restored
+     * by {@link #load(Path)}.
      *
      * @return the record, if a scheduler made one or a load restored one
      */
@@ -565,7 +568,7 @@ public final class Muon implements TrainingOptimizer {
     }
 
     /**
-     * Keeps a schedule record (see {@link LrScheduler}).
+     * Keeps a schedule record (see {@link dev.muon.schedule.LrScheduler}).
      *
      * @param record one base lr per group
      * @throws IllegalArgumentException if it does not hold one base lr per group

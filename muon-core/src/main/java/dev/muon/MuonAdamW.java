@@ -8,6 +8,8 @@ import dev.muon.internal.Messages;
 import dev.muon.internal.NamedParameters;
 import dev.muon.internal.NativeLifetime;
 import dev.muon.internal.TorchNatives;
+import dev.muon.schedule.ScheduleRecord;
+import dev.muon.schedule.TrainingOptimizer;
 import dev.muon.state.AdamWMoments;
 import dev.muon.state.CheckpointFile;
 import dev.muon.state.OptimizerState;
@@ -48,7 +50,8 @@ import java.util.function.Supplier;
  *
  * <p>Each step: check the gradients ({@link NonFinitePolicy}), then the Muon update of {@link Muon} on group
  * {@link #MUON_GROUP} and libtorch's AdamW update on group {@link #ADAMW_GROUP}, then count the step. Learning
- * rates are per group ({@link #setLr}); {@link LrScheduler} scales both from their base values.
+ * rates are per group ({@link #setLr}); {@link dev.muon.schedule.LrScheduler} scales both from their base
+ * values.
  *
  * <table>
  *   <caption>Defaults</caption>
@@ -843,8 +846,9 @@ public final class MuonAdamW implements TrainingOptimizer {
     }
 
     /**
-     * The schedule record: each group's base lr and the schedule, recorded by the first {@link LrScheduler} made
-     * for this optimizer, saved by {@link #save(Path)} and restored by {@link #load(Path)}.
+     * The schedule record: each group's base lr and the schedule, recorded by the first
+     * {@link dev.muon.schedule.LrScheduler} made for this optimizer, saved by {@link #save(Path)} and restored
+     * by {@link #load(Path)}.
      *
      * @return the record, if a scheduler made one or a load restored one
      */
@@ -854,7 +858,7 @@ public final class MuonAdamW implements TrainingOptimizer {
     }
 
     /**
-     * Keeps a schedule record (see {@link LrScheduler}).
+     * Keeps a schedule record (see {@link dev.muon.schedule.LrScheduler}).
      *
      * @param record one base lr per group (2)
      * @throws IllegalArgumentException if it does not hold 2 base lrs
