@@ -10,10 +10,10 @@ import dev.muon.internal.UpdateStages;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.Orthogonalizer;
+import dev.muon.schedule.ScheduleRecord;
+import dev.muon.schedule.TrainingOptimizer;
 import dev.muon.state.CheckpointFile;
 import dev.muon.state.OptimizerState;
-import dev.muon.state.ParameterEntry;
-import dev.muon.state.ParameterSpec;
 import dev.muon.state.StateFit;
 import dev.muon.state.TorchStateFile;
 import org.bytedeco.javacpp.PointerScope;
@@ -31,6 +31,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.IntPredicate;
 
 /**
  * Muon: momentum orthogonalized by Newton–Schulz, for 2-D hidden weights (and, when configured, flattened conv
@@ -49,8 +50,10 @@ import java.util.Optional;
  * <p><b>NorMuon.</b> With {@link MuonConfig#withNorMuon(NorMuonConfig)}, {@code O} is normalized row by row by a
  * running second moment, one vector of {@code rows} per parameter (float32, float64 for float64 parameters), and
  * the update gets RMS {@code 0.2·lr·extraScale} (Li et al., arXiv 2510.05491, Algorithm 1; see
- * {@link NorMuonConfig}). It applies on every path (single, same-shape batches, 3-D stacks, conv filters); the
- * fused device update stage is not used for it. A distributed Muon refuses it at build.
+ * {@link NorMuonConfig}). It applies on every path (single, same-shape batches, 3-D stacks, conv filters, row
+ * blocks, where each block's rows are normalized with their part of the second moment); the fused device update
+ * stage is not used for it. Distributed, each parameter's owner keeps its second moment, gathered to rank 0 for a
+ * checkpoint like the momentum.
  *
  * <p>Defaults are PyTorch's; see {@link MuonConfig}. Example:
  * <pre>{@code
@@ -78,7 +81,8 @@ import java.util.Optional;
  * is orthogonalized in row blocks: {@code O_k = NS(U_k)} for each block {@code U_k} of {@code U}'s rows, and
  * {@code p_k = p_k − lr·ratio(rows_k, cols)·extraScale·O_k} with the block's own shape in the ratio. Blocks of equal
  * rows run as one batch of Newton–Schulz iterations, unequal ones one by one; the momentum buffer, the Nesterov
- * blend and the weight decay stay the whole parameter's. Such a parameter joins no same-shape batch, and its
+ * blend and the weight decay stay the whole parameter's. A stack of matrices {@code [k, rows, cols]} is cut alike
+ * in each of its matrices (it must be contiguous). Such a parameter joins no same-shape batch, and its
  * decay and update run on libtorch's ops (the fused stages below serve its momentum only).
  *
  * <p><b>Fused device stages.</b> With {@code muon-cuda} on the class path, a parameter that its provider serves
@@ -131,8 +135,9 @@ public final class Muon implements TrainingOptimizer {
      * bound is measured: a batch beat the same matrices one by one at every size from 384² to 1280² (by 1.04× at
      * 768² on a quiet machine and 1.2–1.6× with a neighbour's load on it, see {@code docs/benchmarks.md}), and
      * from 1536 rows a square matrix runs the symmetric kernel alone instead; where muon-core's native bfloat16
-     * half product runs (AVX512_BF16), from 512 rows, because alone on that kernel it beats the batch
-     * ({@link NewtonSchulz#BFLOAT16_NATIVE_SYMMETRIC_MIN_ROWS}).
+     * half product runs (a CPU with AVX512_BF16, or with AVX2 and FMA, the variant chosen at run time;
+     * {@code -Ddev.muon.native.isa=avx2|avx512} forces one), from 512 rows, because alone on that kernel it beats
+     * the batch ({@link NewtonSchulz#BFLOAT16_NATIVE_SYMMETRIC_MIN_ROWS}).
      */
     public static final int BATCH_MAX_SIDE = SameShapeBatch.MAX_SIDE;
 
@@ -148,18 +153,19 @@ public final class Muon implements TrainingOptimizer {
     /** The fewest parameters of one shape that are orthogonalized as a batch (see {@link #BATCH_MAX_SIDE}). */
     public static final int BATCH_MIN_PARAMETERS = SameShapeBatch.MIN_PARAMETERS;
 
-    private final List<Group> groups;
+    private final List<MuonGroup> groups;
     private final Map<Long, ParameterState> byIdentity;
     /** Every parameter in group order: the order of the shard plan and of the broadcasts. */
     private final List<ParameterState> states;
-    /** Each parameter's update in progress, reused every step, in the order of {@link #states}. */
-    private final List<ParameterUpdate> updates;
-    /** Each parameter's stages, chosen at build, in the order of {@link #states}. */
-    private final List<UpdatePlan> plans;
+    /** Each parameter's stages and update in progress, in the order of {@link #states}. */
+    private final PlannedUpdates updates;
     /** The labels and handles of {@link #states}, for gradient averaging. */
     private final List<String> labels;
     private final List<Tensor> params;
     private final Sharding sharding;
+    /** Whether this process updates the parameter at a position: every one, or distributed, those it owns. */
+    private final IntPredicate updatedHere;
+    private final MuonStateTransfer transfer;
     /** How many parameters the last step orthogonalized in same-shape batches; for tests. */
     private int batchedLastStep;
     private long stepCount;
@@ -169,43 +175,24 @@ public final class Muon implements TrainingOptimizer {
     /** Set by a step that failed part-way; refuses step and save until a restore. */
     final PartialStep partial = new PartialStep("Muon");
     /** The QK-Clip hook run after each step, or null (the default: no clipping, no cost). */
-    private QkClip qkClip;
+    private final QkClip qkClip;
 
-    private Muon(List<Group> groups, List<ParameterUpdate> updates, List<UpdatePlan> plans, Sharding sharding) {
-        this.groups = groups;
-        this.updates = List.copyOf(updates);
-        this.plans = List.copyOf(plans);
+    private Muon(MuonAssembly parts, Sharding sharding, QkClip qkClip) {
+        this.groups = parts.groups;
+        this.states = parts.states;
+        this.updates = parts.updates;
         this.sharding = sharding;
-        List<ParameterState> all = new ArrayList<>();
-        for (Group group : groups) {
-            all.addAll(group.params);
-        }
-        this.states = List.copyOf(all);
-        List<String> labelList = new ArrayList<>();
-        List<Tensor> paramList = new ArrayList<>();
-        for (ParameterState state : states) {
-            labelList.add(state.label);
-            paramList.add(state.param);
-        }
-        this.labels = List.copyOf(labelList);
-        this.params = List.copyOf(paramList);
+        this.qkClip = qkClip;
+        this.updatedHere = position -> sharding == null || sharding.owns(position);
+        this.transfer = new MuonStateTransfer(groups, states, sharding);
+        this.labels = states.stream().map(state -> state.label).toList();
+        this.params = states.stream().map(state -> state.param).toList();
         Map<Long, ParameterState> index = new HashMap<>();
-        for (Group group : groups) {
-            for (ParameterState state : group.params) {
-                index.put(state.identity, state);
-            }
-        }
+        states.forEach(state -> index.put(state.identity, state));
         this.byIdentity = index;
         int first = 0;
-        for (Group group : groups) {
-            group.batches = SameShapeBatch.plan(group.params, first, group.config,
-                    position -> sharding == null || sharding.owns(position));
-            group.batched = new boolean[group.params.size()];
-            for (SameShapeBatch batch : group.batches) {
-                for (int position : batch.positions) {
-                    group.batched[position - first] = true;
-                }
-            }
+        for (MuonGroup group : groups) {
+            group.planBatches(first, updatedHere);
             first += group.params.size();
         }
     }
@@ -291,26 +278,12 @@ public final class Muon implements TrainingOptimizer {
 
     /** The part of a step that changes parameters and state, from the first update to the step count. */
     private void updateAll(List<Tensor> grads, boolean peers) {
-        int i = 0;
-        int batched = 0;
-        for (Group group : groups) {
-            ParameterUpdate.StepScalars scalars = new ParameterUpdate.StepScalars(group.config);
-            for (int j = 0; j < group.params.size(); j++, i++) {
-                Tensor grad = grads.get(i);
-                if (grad != null && !group.batched[j] && (sharding == null || sharding.owns(i))) {
-                    update(i, grad, group.config, scalars);
-                }
-            }
-            for (SameShapeBatch batch : group.batches) {
-                batched += updateBatch(batch, grads, group.config, scalars);
-            }
-        }
-        batchedLastStep = batched;
+        batchedLastStep = updates.run(groups, grads, updatedHere);
         if (peers) {
             sharding.broadcastUpdated(states);
         }
         if (qkClip != null) {
-            qkClip.afterStep(sharding == null ? null : sharding.group());
+            qkClip.afterStep(processGroup());
         }
         for (Tensor grad : grads) {
             if (grad != null) {
@@ -325,7 +298,7 @@ public final class Muon implements TrainingOptimizer {
      * its lr stage; NaN before its first update since this optimizer was built or restored.
      */
     double appliedLr(int index) {
-        return updates.get(index).appliedLr;
+        return updates.appliedLr(index);
     }
 
     /** {@link #appliedLr(int)} of a parameter of this optimizer, by any handle on it. */
@@ -356,11 +329,10 @@ public final class Muon implements TrainingOptimizer {
      */
     public void save(Path path) {
         Objects.requireNonNull(path, "path must not be null");
-        try (SingleThreadGuard.Entered entered = guard.enter("save");
-             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+        guard.run("save", () -> {
             partial.requireWhole("save");
-            StateFiles.save(path, captureState(Capture.HANDLES), sharding == null ? null : sharding.group());
-        }
+            StateFiles.save(path, captureState(StateCapture.HANDLES), processGroup());
+        });
     }
 
     /**
@@ -376,10 +348,7 @@ public final class Muon implements TrainingOptimizer {
      */
     public void load(Path path) {
         Objects.requireNonNull(path, "path must not be null");
-        try (SingleThreadGuard.Entered entered = guard.enter("load");
-             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            restoreChecked(StateFiles.load(path, sharding == null ? null : sharding.group()), "checkpoint " + path);
-        }
+        guard.run("load", () -> restoreChecked(StateFiles.load(path, processGroup()), "checkpoint " + path));
     }
 
     /**
@@ -391,11 +360,10 @@ public final class Muon implements TrainingOptimizer {
      * @throws IllegalStateException if another thread is inside this optimizer
      */
     public OptimizerState state() {
-        try (SingleThreadGuard.Entered entered = guard.enter("state");
-             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+        return guard.call("state", () -> {
             partial.requireWhole("state");
-            return captureState(Capture.COPIES);
-        }
+            return captureState(StateCapture.COPIES);
+        });
     }
 
     /**
@@ -412,10 +380,7 @@ public final class Muon implements TrainingOptimizer {
      */
     public void restore(OptimizerState state) {
         Objects.requireNonNull(state, "state must not be null");
-        try (SingleThreadGuard.Entered entered = guard.enter("restore");
-             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            restoreChecked(state, "the state");
-        }
+        guard.run("restore", () -> restoreChecked(state, "the state"));
     }
 
     /**
@@ -434,12 +399,11 @@ public final class Muon implements TrainingOptimizer {
      */
     public void exportTorchStateDict(Path path) {
         Objects.requireNonNull(path, "path must not be null");
-        try (SingleThreadGuard.Entered entered = guard.enter("exportTorchStateDict");
-             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+        guard.run("exportTorchStateDict", () -> {
             requireSingleProcess("exportTorchStateDict");
             partial.requireWhole("exportTorchStateDict");
-            TorchStateFile.write(path, captureState(Capture.HANDLES));
-        }
+            TorchStateFile.write(path, captureState(StateCapture.HANDLES));
+        });
     }
 
     /**
@@ -457,11 +421,16 @@ public final class Muon implements TrainingOptimizer {
      */
     public void importTorchStateDict(Path path) {
         Objects.requireNonNull(path, "path must not be null");
-        try (SingleThreadGuard.Entered entered = guard.enter("importTorchStateDict");
-             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+        guard.run("importTorchStateDict", () -> {
             requireSingleProcess("importTorchStateDict");
-            restoreChecked(TorchStateFile.read(path, captureState(Capture.NONE)), "torch state dict " + path);
-        }
+            OptimizerState read = TorchStateFile.read(path, captureState(StateCapture.NONE));
+            restoreChecked(read, "torch state dict " + path);
+        });
+    }
+
+    /** The process group of a distributed optimizer, null in a single process. */
+    private DistributedGroup processGroup() {
+        return sharding == null ? null : sharding.group();
     }
 
     private void requireSingleProcess(String operation) {
@@ -471,57 +440,14 @@ public final class Muon implements TrainingOptimizer {
         }
     }
 
-    /** Which tensors a captured state holds: none (the layout only), handles on the live ones, or copies. */
-    enum Capture {
-        NONE, HANDLES, COPIES
-    }
-
-    /**
-     * This optimizer's state. With tensors, distributed, a collective: the owners send their momentum to rank 0
-     * ({@link #momentumForCheckpoint}).
-     */
-    OptimizerState captureState(Capture capture) {
-        List<Tensor> momentum = capture == Capture.NONE ? Collections.nCopies(states.size(), null)
-                : momentumForCheckpoint();
-        List<Tensor> secondMoments = capture == Capture.NONE ? Collections.nCopies(states.size(), null)
-                : secondMomentsForCheckpoint();
-        List<ParameterEntry> entries = new ArrayList<>();
-        int i = 0;
-        for (int g = 0; g < groups.size(); g++) {
-            for (ParameterState state : groups.get(g).params) {
-                ParameterEntry entry = ParameterEntry.of(ParameterSpec.muon(state.name, g, state.param.shape(),
-                        state.param.scalar_type(), state.rowBlocks == null ? null : state.rowBlocks.rule));
-                if (capture != Capture.NONE) {
-                    entry = entry.withValue(captured(state.param, capture)).withMomentum(
-                            captured(momentum.get(i), capture)).withSecondMoment(
-                            captured(secondMoments.get(i), capture));
-                }
-                entries.add(entry);
-                i++;
-            }
-        }
-        return new OptimizerState(stepCount, configs(), null, entries, scheduleRecord);
-    }
-
-    private static Tensor captured(Tensor t, Capture capture) {
-        if (t == null) {
-            return null;
-        }
-        return capture == Capture.COPIES ? NativeLifetime.outliveScope(t.detach().clone()) : t;
+    /** This optimizer's state ({@link MuonStateTransfer#capture}). */
+    OptimizerState captureState(StateCapture capture) {
+        return transfer.capture(capture, stepCount, scheduleRecord);
     }
 
     /** Checks {@code candidate} against this optimizer ({@link StateFit}), then restores it. */
     private void restoreChecked(OptimizerState candidate, String source) {
-        OptimizerState mine = captureState(Capture.NONE);
-        if (sharding == null) {
-            StateFit.require(mine, candidate, source, d -> d);
-        } else {
-            // Every rank checks its copy; all succeed before any restores.
-            sharding.group().agree("restoring " + source, () -> {
-                StateFit.require(mine, candidate, source, d -> d);
-                return Boolean.TRUE;
-            }, ok -> "fits");
-        }
+        transfer.requireFits(captureState(StateCapture.NONE), candidate, source);
         applyChecked(candidate);
         scheduleRecord = ScheduleRecords.afterLoad(candidate.schedule(), scheduleRecord, lrs(), source);
     }
@@ -532,31 +458,10 @@ public final class Muon implements TrainingOptimizer {
      * the caller's to restore.
      */
     void applyChecked(OptimizerState checked) {
-        for (int i = 0; i < states.size(); i++) {
-            ParameterState state = states.get(i);
-            ParameterEntry entry = checked.entries().get(i);
-            if (entry.value() != null) {
-                state.param.copy_(entry.value());
-            }
-            boolean owned = sharding == null || sharding.owns(i);
-            if (entry.momentum() != null && owned) {
-                state.momentumMatrix();
-                state.momentumBuffer().copy_(entry.momentum());
-            } else {
-                state.dropMomentum();
-            }
-            if (entry.secondMoment() != null && owned) {
-                state.secondMomentForUpdate().copy_(entry.secondMoment());
-            } else {
-                state.dropSecondMoment();
-            }
-        }
-        for (int g = 0; g < groups.size(); g++) {
-            groups.get(g).config = checked.muonConfigs().get(g);
-        }
+        transfer.apply(checked);
         stepCount = checked.step();
         // A state does not hold the lrs of the last updates.
-        updates.forEach(update -> update.appliedLr = Double.NaN);
+        updates.forgetAppliedLrs();
         partial.clear();
     }
 
@@ -569,8 +474,9 @@ public final class Muon implements TrainingOptimizer {
     }
 
     /**
-     * The schedule record: each group's base lr and the schedule, recorded by the first {@link LrScheduler} made
-     * for this optimizer, saved by {@link #save(Path)} and restored by {@link #load(Path)}.
+     * The schedule record: each group's base lr and the schedule, recorded by the first
+     * {@link dev.muon.schedule.LrScheduler} made for this optimizer, saved by {@link #save(Path)} and restored
+     * by {@link #load(Path)}.
      *
      * @return the record, if a scheduler made one or a load restored one
      */
@@ -580,7 +486,7 @@ public final class Muon implements TrainingOptimizer {
     }
 
     /**
-     * Keeps a schedule record (see {@link LrScheduler}).
+     * Keeps a schedule record (see {@link dev.muon.schedule.LrScheduler}).
      *
      * @param record one base lr per group
      * @throws IllegalArgumentException if it does not hold one base lr per group
@@ -590,106 +496,14 @@ public final class Muon implements TrainingOptimizer {
         scheduleRecord = ScheduleRecords.checked(record, groupCount());
     }
 
-    private List<MuonConfig> configs() {
-        List<MuonConfig> configs = new ArrayList<>();
-        groups.forEach(g -> configs.add(g.config));
-        return configs;
-    }
-
-    /** Runs a parameter's stages ({@link UpdatePlan}): its parameter stages, then its block stages per block. */
-    private void update(int index, Tensor grad, MuonConfig config, ParameterUpdate.StepScalars scalars) {
-        ParameterUpdate update = prepare(index, grad, config, scalars, null);
-        try {
-            if (update.state.matrix.numel() == 0) {
-                // Nothing to orthogonalize or update; the (empty) momentum buffer exists, as in PyTorch's Muon.
-                return;
-            }
-            for (ParameterUpdate.Block block : update.blocks) {
-                update.block = block;
-                for (UpdateStage stage : plans.get(index).blockStages()) {
-                    stage.run(update);
-                }
-            }
-        } finally {
-            update.clear();
-        }
-    }
-
-    /** Sets up a parameter's update for this step and runs its parameter stages (momentum, layout). */
-    private ParameterUpdate prepare(int index, Tensor grad, MuonConfig config, ParameterUpdate.StepScalars scalars,
-                                    Tensor target) {
-        ParameterUpdate update = updates.get(index);
-        update.config = config;
-        update.scalars = scalars;
-        update.grad = update.state.layout.matrixView(grad);
-        update.target = target;
-        for (UpdateStage stage : plans.get(index).parameterStages()) {
-            stage.run(update);
-        }
-        return update;
-    }
-
-    /**
-     * The batched form of {@link #update} for the members of {@code batch} that have a gradient (all of which this
-     * process updates): each member's parameter stages leave its {@code U} in its slice of the batch's stack, one
-     * call orthogonalizes the stack, and each member's block stages after the orthogonalization apply its slice.
-     * With fewer than {@link #BATCH_MIN_PARAMETERS} gradients this step, they take the per-parameter path.
-     *
-     * @return how many parameters were orthogonalized in a batch
-     */
-    private int updateBatch(SameShapeBatch batch, List<Tensor> grads, MuonConfig config,
-                            ParameterUpdate.StepScalars scalars) {
-        int count = 0;
-        for (int k = 0; k < batch.positions.length; k++) {
-            Tensor grad = grads.get(batch.positions[k]);
-            if (grad != null) {
-                batch.activePositions[count] = batch.positions[k];
-                batch.activeGrads[count] = grad;
-                count++;
-            }
-        }
-        if (count < SameShapeBatch.MIN_PARAMETERS) {
-            for (int k = 0; k < count; k++) {
-                update(batch.activePositions[k], batch.activeGrads[k], config, scalars);
-            }
-            batch.release(count);
-            return 0;
-        }
-        Tensor stack = batch.stack(count);
-        for (int k = 0; k < count; k++) {
-            prepare(batch.activePositions[k], batch.activeGrads[k], config, scalars, stack.select(0, k));
-        }
-        // Every member shares the orthogonalizer (the batch's key), so this is the same function, applied to each
-        // slice on its own; the result is a view of its workspace, used up before its next call.
-        Tensor o = batch.members.get(0).orthogonalizer.orthogonalize(stack);
-        for (int k = 0; k < count; k++) {
-            int index = batch.activePositions[k];
-            ParameterUpdate update = updates.get(index);
-            try {
-                // A batch member is a plain matrix: one block.
-                update.block = update.blocks.get(0);
-                update.block.o = o.select(0, k);
-                for (UpdateStage stage : plans.get(index).afterOrthogonalize()) {
-                    stage.run(update);
-                }
-            } finally {
-                update.clear();
-            }
-        }
-        batch.release(count);
-        return count;
-    }
-
     /** Clears every gradient (sets it to undefined, as libtorch's {@code zero_grad()} does by default). */
     @Override
     public void zeroGrad() {
         try (PointerScope scope = new PointerScope()) {
-            for (Group group : groups) {
-                for (ParameterState state : group.params) {
-                    Tensor grad = state.param.mutable_grad();
-                    if (grad.defined()) {
-                        grad.put(new Tensor());
-                    }
+            for (ParameterState state : states) {
+                Tensor grad = state.param.mutable_grad();
+                if (grad.defined()) {
+                    grad.put(new Tensor());
                 }
             }
         }
@@ -737,7 +551,7 @@ public final class Muon implements TrainingOptimizer {
      */
     @Override
     public void setLr(int group, double lr) {
-        Group g = group(group);
+        MuonGroup g = group(group);
         g.config = g.config.withLr(lr);
     }
 
@@ -777,18 +591,7 @@ public final class Muon implements TrainingOptimizer {
      * @return bytes
      */
     public long stateBytes() {
-        long bytes = 0;
-        for (ParameterState state : states) {
-            Tensor buffer = state.momentumBuffer();
-            if (buffer != null) {
-                bytes += buffer.numel() * buffer.element_size();
-            }
-            Tensor secondMoment = state.secondMoment();
-            if (secondMoment != null) {
-                bytes += secondMoment.numel() * secondMoment.element_size();
-            }
-        }
-        return bytes;
+        return transfer.bytes();
     }
 
     /**
@@ -798,31 +601,6 @@ public final class Muon implements TrainingOptimizer {
      */
     public Optional<ShardPlan> shardPlan() {
         return sharding == null ? Optional.empty() : Optional.of(sharding.plan());
-    }
-
-    /**
-     * The momentum of every parameter in group order, for a checkpoint (null where a parameter has none yet).
-     * Distributed, this is a collective: every rank must call it, the owners send their buffers to rank 0, and only
-     * rank 0's list is complete (the others hold their own buffers and nulls).
-     */
-    List<Tensor> momentumForCheckpoint() {
-        if (sharding == null) {
-            List<Tensor> momentum = new ArrayList<>();
-            states.forEach(state -> momentum.add(state.momentumBuffer()));
-            return momentum;
-        }
-        return sharding.gather(states, ParameterState::momentumBuffer, ParameterState::newMomentum, "momentum");
-    }
-
-    /** NorMuon's second moments in group order, for a checkpoint: {@link #momentumForCheckpoint}'s rules. */
-    List<Tensor> secondMomentsForCheckpoint() {
-        if (sharding == null) {
-            List<Tensor> moments = new ArrayList<>();
-            states.forEach(state -> moments.add(state.secondMoment()));
-            return moments;
-        }
-        return sharding.gather(states, ParameterState::secondMoment, ParameterState::newSecondMoment,
-                "NorMuon second moment");
     }
 
     /**
@@ -866,7 +644,7 @@ public final class Muon implements TrainingOptimizer {
     /** The same-shape batches of a group as planned at construction, each as its members' handles; for tests. */
     List<List<Tensor>> sameShapeBatches(int group) {
         List<List<Tensor>> batches = new ArrayList<>();
-        for (SameShapeBatch batch : group(group).batches) {
+        for (SameShapeBatch batch : group(group).batches()) {
             List<Tensor> members = new ArrayList<>();
             batch.members.forEach(state -> members.add(state.param));
             batches.add(members);
@@ -881,109 +659,15 @@ public final class Muon implements TrainingOptimizer {
 
     /** What every rank of a distributed optimizer must agree on: groups, configs, shapes, dtypes, sharding. */
     private static String fingerprint(Muon muon) {
-        StringBuilder text = new StringBuilder("world=").append(muon.sharding.group().worldSize())
-                .append(' ').append(muon.sharding.config()).append('\n');
-        for (Group group : muon.groups) {
-            text.append(group.config).append('\n');
-            for (ParameterState state : group.params) {
-                text.append(state.label).append(' ').append(Arrays.toString(state.layout.shape())).append(' ')
-                        .append(state.param.scalar_type());
-                if (state.rowBlocks != null) {
-                    text.append(' ').append(state.rowBlocks.rule);
-                }
-                text.append('\n');
-            }
-        }
-        return text.toString();
+        return "world=" + muon.sharding.group().worldSize() + ' ' + muon.sharding.config() + '\n'
+                + MuonGroup.describe(muon.groups);
     }
 
-    /**
-     * Refuses two parameters whose memory overlaps (two leaves over one storage, such as slices of one buffer):
-     * each is updated in place, so the second update would start from the first one's result.
-     */
-    private static void checkNoSharedMemory(List<ParameterState> states) {
-        long[][] ranges = new long[states.size()][];
-        for (int i = 0; i < states.size(); i++) {
-            Tensor p = states.get(i).param;
-            org.bytedeco.javacpp.Pointer data = p.data_ptr();
-            if (data == null || data.isNull()) {
-                // No memory behind it (a tensor on the meta device, as for counting state): nothing can overlap.
-                ranges[i] = new long[]{0, 0, i};
-                continue;
-            }
-            long start = data.address();
-            long[] sizes = p.sizes().vec().get();
-            long[] strides = p.strides().vec().get();
-            long end = start + p.element_size();
-            for (int d = 0; d < sizes.length; d++) {
-                if (sizes[d] == 0) {
-                    end = start;
-                    break;
-                }
-                end += (sizes[d] - 1) * Math.abs(strides[d]) * p.element_size();
-            }
-            ranges[i] = new long[]{start, end, i};
-        }
-        java.util.Arrays.sort(ranges, java.util.Comparator.comparingLong(r -> r[0]));
-        // Sorted by start, a range overlaps an earlier one exactly when it starts before the furthest end so far.
-        long[] furthest = null;
-        for (long[] range : ranges) {
-            if (range[1] == range[0]) {
-                continue;
-            }
-            if (furthest != null && range[0] < furthest[1]) {
-                ParameterState a = states.get((int) Math.min(furthest[2], range[2]));
-                ParameterState b = states.get((int) Math.max(furthest[2], range[2]));
-                throw new IllegalArgumentException(b.label + " shares memory with " + a.label + "; Muon updates "
-                        + "each parameter in place, so parameters must not overlap");
-            }
-            if (furthest == null || range[1] > furthest[1]) {
-                furthest = range;
-            }
-        }
-    }
-
-    private Group group(int index) {
+    private MuonGroup group(int index) {
         if (index < 0 || index >= groups.size()) {
             throw new IllegalArgumentException("group must be in [0, " + groups.size() + "), got " + index);
         }
         return groups.get(index);
-    }
-
-    /**
-     * The same-shape batches the groups would form in one process, each as its members' positions in the
-     * optimizer's order: the shard plan keeps each on one rank.
-     */
-    private static List<List<Integer>> sameShapeBatches(List<Group> groups) {
-        List<List<Integer>> batches = new ArrayList<>();
-        int first = 0;
-        for (Group group : groups) {
-            for (SameShapeBatch batch : SameShapeBatch.plan(group.params, first, group.config, position -> true)) {
-                List<Integer> members = new ArrayList<>();
-                for (int position : batch.positions) {
-                    members.add(position);
-                }
-                batches.add(members);
-            }
-            first += group.params.size();
-        }
-        return batches;
-    }
-
-    /**
-     * A parameter group: its current configuration (the lr can change), its parameters, and its same-shape
-     * batches with, per parameter, whether a batch serves it (planned once: ownership and shapes do not change).
-     */
-    private static final class Group {
-        private MuonConfig config;
-        private final List<ParameterState> params;
-        private List<SameShapeBatch> batches;
-        private boolean[] batched;
-
-        Group(MuonConfig config, List<ParameterState> params) {
-            this.config = config;
-            this.params = params;
-        }
     }
 
     /**
@@ -1138,94 +822,19 @@ public final class Muon implements TrainingOptimizer {
         }
 
         private Muon buildLocal() {
-            if (paramLists.isEmpty()) {
-                throw new IllegalArgumentException("params must not be empty: add at least one group");
-            }
-            Map<Long, RowSplit> splitByIdentity = RowSplitRules.byIdentity(rowSplits);
-            Map<Long, String> splitShapes = RowSplitRules.shapesByIdentity(rowSplits);
-            OrthogonalizerSelection selection = new OrthogonalizerSelection();
-            UpdateStagesSelection updateStages = new UpdateStagesSelection();
-            // Shared by every parameter's stages: reusable tensors per shape, NorMuon's workspaces.
-            Scratch scratch = new Scratch();
-            NeuronNormalization normalization = new NeuronNormalization();
-            List<ParameterUpdate> updates = new ArrayList<>();
-            List<UpdatePlan> plans = new ArrayList<>();
-            Map<Long, String> seen = new HashMap<>();
-            int position = 0;
-            List<Group> groups = new ArrayList<>();
-            for (int gi = 0; gi < paramLists.size(); gi++) {
-                List<Tensor> params = paramLists.get(gi);
-                if (params.isEmpty()) {
-                    throw new IllegalArgumentException("params must not be empty: group " + gi + " has none");
-                }
-                MuonConfig config = configs.get(gi);
-                List<ParameterState> states = new ArrayList<>();
-                for (int pi = 0; pi < params.size(); pi++) {
-                    Tensor p = params.get(pi);
-                    String name = names != null ? names.get(position) : "parameter " + pi + " of group " + gi;
-                    String label = names != null ? "parameter '" + name + "'" : name;
-                    position++;
-                    if (p == null || !p.defined()) {
-                        throw new IllegalArgumentException(label + " is null or undefined");
-                    }
-                    String previous = seen.putIfAbsent(ParameterState.identityOf(p), label);
-                    if (previous != null) {
-                        throw new IllegalArgumentException("duplicate parameter: " + label
-                                + " is the same tensor as " + previous);
-                    }
-                    if (!p.is_leaf()) {
-                        throw new IllegalArgumentException(label + " is not a leaf tensor (it was computed from "
-                                + "others); Muon updates parameters in place and takes leaf tensors only, as "
-                                + "PyTorch's optimizers do");
-                    }
-                    MatrixLayout layout = MatrixLayout.of(p, config, label);
-                    if (group != null && !p.is_contiguous()) {
-                        throw new IllegalArgumentException(label + " is not contiguous; a distributed optimizer "
-                                + "broadcasts parameters in place and needs contiguous ones");
-                    }
-                    RowSplit split = splitByIdentity.get(ParameterState.identityOf(p));
-                    splitShapes.remove(ParameterState.identityOf(p));
-                    for (int r = 0; split == null && r < rowSplitRules.size(); r++) {
-                        if (rowSplitRules.get(r).getKey().test(p)) {
-                            split = rowSplitRules.get(r).getValue();
-                        }
-                    }
-                    if (split != null && layout.batch() != 0 && !p.is_contiguous()) {
-                        // Its equal row blocks are one view of the whole stack, which only contiguous memory has.
-                        throw new IllegalArgumentException(label + " is a stack of matrices with row split " + split
-                                + " and must be contiguous; it is not");
-                    }
-                    RowBlocks blocks = split == null ? null : new RowBlocks(split, layout, label);
-                    UpdateStages fused = updateStages.forParameter(config, layout.matrixView(p), label);
-                    ParameterState state = new ParameterState(p, layout, selection.forParameter(config,
-                            p.device()), name, label, fused, blocks, config.momentumPrecision());
-                    states.add(state);
-                    updates.add(new ParameterUpdate(state));
-                    plans.add(UpdatePlan.of(config, blocks, fused, scratch, normalization));
-                }
-                groups.add(new Group(config, states));
-            }
-            if (!splitShapes.isEmpty()) {
-                throw new IllegalArgumentException("rowSplit names a tensor of shape "
-                        + splitShapes.values().iterator().next() + " that is not a parameter of this optimizer");
-            }
-            List<ParameterState> all = new ArrayList<>();
-            groups.forEach(g -> all.addAll(g.params));
-            checkNoSharedMemory(all);
+            MuonAssembly parts = MuonAssembly.of(paramLists, configs, names, rowSplits, rowSplitRules, group != null);
             if (qkClip != null) {
                 List<Tensor> tensors = new ArrayList<>();
-                all.forEach(state -> tensors.add(state.param));
+                parts.states.forEach(state -> tensors.add(state.param));
                 qkClip.requireParametersOf(QkClip.identities(tensors), "Muon");
             }
             Sharding sharding = null;
             if (group != null) {
                 ShardPlan plan = reusedPlan != null ? reusedPlan
-                        : Sharding.planFor(all, sameShapeBatches(groups), group.worldSize());
+                        : Sharding.planFor(parts.states, MuonGroup.batchPositions(parts.groups), group.worldSize());
                 sharding = new Sharding(group, shardingConfig, plan);
             }
-            Muon muon = new Muon(List.copyOf(groups), updates, plans, sharding);
-            muon.qkClip = qkClip;
-            return muon;
+            return new Muon(parts, sharding, qkClip);
         }
     }
 }

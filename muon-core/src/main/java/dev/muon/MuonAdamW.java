@@ -1,18 +1,15 @@
 package dev.muon;
 
 import dev.muon.distributed.DistributedGroup;
-import dev.muon.distributed.GradientAveraging;
 import dev.muon.distributed.ShardPlan;
 import dev.muon.distributed.ShardingConfig;
-import dev.muon.internal.Messages;
 import dev.muon.internal.NamedParameters;
 import dev.muon.internal.NativeLifetime;
 import dev.muon.internal.TorchNatives;
-import dev.muon.state.AdamWMoments;
+import dev.muon.schedule.ScheduleRecord;
+import dev.muon.schedule.TrainingOptimizer;
 import dev.muon.state.CheckpointFile;
 import dev.muon.state.OptimizerState;
-import dev.muon.state.ParameterEntry;
-import dev.muon.state.ParameterSpec;
 import dev.muon.state.StateFit;
 import dev.muon.state.StateMismatchException;
 import dev.muon.state.TorchStateFile;
@@ -20,16 +17,12 @@ import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
 import org.bytedeco.pytorch.NoGradGuard;
-import org.bytedeco.pytorch.OptimizerParamGroup;
-import org.bytedeco.pytorch.OptimizerParamGroupVector;
 import org.bytedeco.pytorch.StringTensorDict;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.TensorVector;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -48,7 +41,8 @@ import java.util.function.Supplier;
  *
  * <p>Each step: check the gradients ({@link NonFinitePolicy}), then the Muon update of {@link Muon} on group
  * {@link #MUON_GROUP} and libtorch's AdamW update on group {@link #ADAMW_GROUP}, then count the step. Learning
- * rates are per group ({@link #setLr}); {@link LrScheduler} scales both from their base values.
+ * rates are per group ({@link #setLr}); {@link dev.muon.schedule.LrScheduler} scales both from their base
+ * values.
  *
  * <table>
  *   <caption>Defaults</caption>
@@ -106,23 +100,17 @@ public final class MuonAdamW implements TrainingOptimizer {
     private final Assignment assignment;
     private final List<String> muonNames;
     private final List<Tensor> muonParams;
-    private final List<String> adamWNames;
-    private final List<Tensor> adamWParams;
-    private final NonFinitePolicy nonFinitePolicy;
+    /** libtorch's AdamW over the AdamW parameters. */
+    private final AdamWGroup adamW;
+    private final StepGradients gradients;
     private final boolean metrics;
     private final Set<String> orthogonalityNames;
     private final DistributedGroup group;
     private final ShardingConfig sharding;
-    /** Both groups' names and handles, Muon's first: what a distributed step averages. */
-    private final List<String> averagedNames;
-    private final List<Tensor> averagedParams;
-    /** Per AdamW parameter: the lr of its last update (NaN before one), for {@link #adamWState}. */
-    private final double[] lastAdamWLr;
     /** The QK-Clip hook run after each applied step, or null (the default: no clipping, no cost). */
     private final QkClip qkClip;
 
     private Muon muon;
-    private AdamW adamW;
     private MuonConfig muonConfig;
     private AdamWConfig adamWConfig;
     private long stepCount;
@@ -137,32 +125,16 @@ public final class MuonAdamW implements TrainingOptimizer {
         this.assignment = assignment;
         this.muonNames = assignment.names(OptimizerKind.MUON);
         this.muonParams = assignment.tensors(OptimizerKind.MUON);
-        // libtorch's AdamW keeps its groups' parameters one after the other, and a checkpoint maps its state back
-        // by position: the decayed group first, then the group without decay.
-        List<String> adamWByGroup = new ArrayList<>(assignment.adamWNames(true));
-        adamWByGroup.addAll(assignment.adamWNames(false));
-        List<Tensor> adamWTensorsByGroup = new ArrayList<>(assignment.adamWTensors(true));
-        adamWTensorsByGroup.addAll(assignment.adamWTensors(false));
-        this.adamWNames = List.copyOf(adamWByGroup);
-        this.adamWParams = List.copyOf(adamWTensorsByGroup);
-        this.nonFinitePolicy = b.nonFinitePolicy;
         this.metrics = b.metrics;
         this.orthogonalityNames = Set.copyOf(b.orthogonalityNames);
         this.group = b.group;
         this.sharding = b.sharding;
         this.qkClip = b.qkClip;
-        List<String> names = new ArrayList<>(muonNames);
-        names.addAll(adamWNames);
-        List<Tensor> params = new ArrayList<>(muonParams);
-        params.addAll(adamWParams);
-        this.averagedNames = List.copyOf(names);
-        this.averagedParams = List.copyOf(params);
-        this.lastAdamWLr = new double[adamWParams.size()];
-        Arrays.fill(lastAdamWLr, Double.NaN);
         this.muonConfig = muonConfig;
         this.adamWConfig = b.adamWConfig;
         this.muon = newMuon(muonConfig);
-        this.adamW = newAdamW(adamWConfig);
+        this.adamW = new AdamWGroup(assignment, adamWConfig);
+        this.gradients = new StepGradients(assignment, adamW, b.nonFinitePolicy, group, sharding);
     }
 
     /**
@@ -245,27 +217,6 @@ public final class MuonAdamW implements TrainingOptimizer {
                 .build();
     }
 
-    private AdamW newAdamW(AdamWConfig config) {
-        if (adamWParams.isEmpty()) {
-            return null;
-        }
-        try (PointerScope scope = new PointerScope()) {
-            if (!assignment.noDecayBelow2D()) {
-                return NativeLifetime.outliveScope(new AdamW(new TensorVector(adamWParams.toArray(new Tensor[0])),
-                        config.toOptions()));
-            }
-            // Both groups exist even when one is empty, so that every checkpoint of this optimizer has two.
-            AdamW twoGroups = NativeLifetime.outliveScope(new AdamW(new TensorVector(
-                    assignment.adamWTensors(true).toArray(new Tensor[0])), config.toOptions()));
-            // A group added without options takes a copy of the defaults (the options above); only its decay
-            // differs. The bindings hand the options out as the base type: the object is libtorch's AdamWOptions.
-            twoGroups.add_param_group(new OptimizerParamGroup(new TensorVector(
-                    assignment.adamWTensors(false).toArray(new Tensor[0]))));
-            new AdamWOptions(twoGroups.param_groups().get(1).options()).weight_decay().put(0.0);
-            return twoGroups;
-        }
-    }
-
     /**
      * One step of both groups, after the gradient check of the {@link NonFinitePolicy}.
      *
@@ -289,56 +240,26 @@ public final class MuonAdamW implements TrainingOptimizer {
         try (SingleThreadGuard.Entered entered = guard.enter("step");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             partial.requireWhole("step");
-            // Every gradient of both groups, before anything changes: libtorch's AdamW checks nothing, and the
-            // non-finite scan below must not meet a sparse gradient first.
-            List<Tensor> muonGrads = checkedGradients(muonNames, muonParams);
-            List<Tensor> adamWGrads = checkedGradients(adamWNames, adamWParams);
-            boolean peers = group != null && group.worldSize() > 1;
-            boolean any = muonGrads.stream().anyMatch(Objects::nonNull)
-                    || adamWGrads.stream().anyMatch(Objects::nonNull);
-            if (peers && sharding.averageGradients()) {
-                // Refuses gradients present on some ranks only, so `any` is the same on every rank after it.
-                GradientAveraging.averageGradients(group, averagedNames, averagedParams);
-            } else if (peers) {
-                // Without averaging, ranks hold different gradients: whether any rank has one is decided together.
-                any = group.allReduceSum(new long[]{any ? 1 : 0}, "the gradient-presence check")[0] != 0;
-            }
-            if (!any) {
-                // Nothing to apply: not counted, so that schedules keyed to stepCount() do not advance on nothing.
-                lastStep = new StepReport(stepCount, true, Optional.empty(), List.of(), Map.of());
-                return;
-            }
-            if (nonFinitePolicy != NonFinitePolicy.IGNORE) {
-                String bad = firstNonFinite();
-                // Without averaging, ranks see different gradients: they must still skip, or not, together.
-                boolean elsewhere = peers && !sharding.averageGradients() && group.allReduceSum(
-                        new long[]{bad == null ? 0 : 1}, "the non-finite gradient check")[0] != 0;
-                if (bad != null || elsewhere) {
-                    String what = bad != null ? "the gradient of parameter '" + bad + "'"
-                            : "a gradient on another rank";
-                    if (nonFinitePolicy == NonFinitePolicy.RAISE) {
-                        throw new IllegalStateException(what + " holds NaN or Inf (nonFinitePolicy RAISE); "
-                                + "nothing was changed");
-                    }
+            StepGradients.Screened grads = gradients.screen();
+            if (grads.skipped()) {
+                if (grads.nonFinite() != null) {
                     LOG.log(System.Logger.Level.WARNING, "MuonAdamW: step " + (stepCount + 1) + " skipped: "
-                            + what + " holds NaN or Inf");
-                    lastStep = new StepReport(stepCount, true, Optional.ofNullable(bad), List.of(), Map.of());
-                    return;
+                            + grads.nonFinite() + " holds NaN or Inf");
                 }
+                lastStep = new StepReport(stepCount, true, Optional.ofNullable(grads.parameter()), List.of(),
+                        Map.of());
+                return;
             }
             StepMeter meter = metrics || !orthogonalityNames.isEmpty()
                     ? new StepMeter(metrics, orthogonalityNames, new StepMeter.Group(muonNames, muonParams),
-                    new StepMeter.Group(adamWNames, adamWParams), muonConfig, adamWConfig)
+                    new StepMeter.Group(adamW.names, adamW.params), muonConfig, adamWConfig)
                     : null;
             partial.run(stepCount + 1, () -> {
                 if (muon != null) {
                     // Checked above, once: Muon's own check would read every gradient again.
-                    muon.stepChecked(muonGrads);
+                    muon.stepChecked(grads.muon());
                 }
-                if (adamW != null) {
-                    adamW.step();
-                }
-                recordAdamWLrs(adamWGrads);
+                adamW.step(grads.adamW(), adamWConfig.lr());
                 if (qkClip != null) {
                     qkClip.afterStep(group);
                 }
@@ -348,62 +269,15 @@ public final class MuonAdamW implements TrainingOptimizer {
                     ? new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of())
                     : meter.finish(stepCount, new StepMeter.StateLookup(
                             p -> muon == null ? Optional.empty() : muon.momentumBuffer(p),
-                            p -> muon.appliedLr(p), this::adamWMoments));
+                            p -> muon.appliedLr(p), adamW::moments));
         }
-    }
-
-    /** Checks every gradient of a group; returns them, null where a parameter has none. */
-    private static List<Tensor> checkedGradients(List<String> names, List<Tensor> params) {
-        List<Tensor> grads = new ArrayList<>(params.size());
-        for (int i = 0; i < params.size(); i++) {
-            grads.add(GradientCheck.usable(params.get(i), "MuonAdamW", "parameter '" + names.get(i) + "'"));
-        }
-        return grads;
-    }
-
-    /** Remembers the lr each updated AdamW parameter used in the step just applied (Muon's records its own). */
-    private void recordAdamWLrs(List<Tensor> adamWGrads) {
-        for (int i = 0; i < adamWParams.size(); i++) {
-            if (adamWGrads.get(i) != null) {
-                lastAdamWLr[i] = adamWConfig.lr();
-            }
-        }
-    }
-
-    /** Every AdamW parameter's moments, by tensor identity, through a serialization round trip. */
-    private Map<Long, AdamWMoments> adamWMoments() {
-        return adamW == null ? Map.of() : LibtorchAdamWState.read(adamW);
-    }
-
-    /** The first parameter, in table order, whose gradient is not all finite; null if none. */
-    private String firstNonFinite() {
-        List<Tensor> grads = new ArrayList<>();
-        for (Assignment.Decision d : assignment.decisions()) {
-            if (!d.isAlias()) {
-                grads.add(d.tensor().grad());
-            }
-        }
-        // One cheap pass over everything; the per-tensor scan runs only on a step that will not be applied.
-        if (NonFiniteScan.allFinite(grads)) {
-            return null;
-        }
-        for (Assignment.Decision d : assignment.decisions()) {
-            if (d.isAlias()) {
-                continue;
-            }
-            Tensor grad = d.tensor().grad();
-            if (grad.defined() && NonFiniteScan.hasNonFinite(grad)) {
-                return d.name();
-            }
-        }
-        return null;
     }
 
     /** Clears every gradient of both groups (sets it to undefined, as libtorch's {@code zero_grad()} does). */
     @Override
     public void zeroGrad() {
         try (PointerScope scope = new PointerScope()) {
-            for (List<Tensor> params : List.of(muonParams, adamWParams)) {
+            for (List<Tensor> params : List.of(muonParams, adamW.params)) {
                 for (Tensor p : params) {
                     Tensor grad = p.mutable_grad();
                     if (grad.defined()) {
@@ -463,14 +337,7 @@ public final class MuonAdamW implements TrainingOptimizer {
             muonConfig = next;
         } else {
             AdamWConfig next = adamWConfig.withLr(lr);
-            if (adamW != null) {
-                try (PointerScope scope = new PointerScope()) {
-                    OptimizerParamGroupVector groups = adamW.param_groups();
-                    for (long g = 0; g < groups.size(); g++) {
-                        groups.get(g).options().set_lr(lr);
-                    }
-                }
-            }
+            adamW.setLr(lr);
             adamWConfig = next;
         }
     }
@@ -556,18 +423,7 @@ public final class MuonAdamW implements TrainingOptimizer {
      * @throws IllegalArgumentException if {@code name} is not an AdamW parameter of this optimizer
      */
     public Optional<AdamWState> adamWState(String name) {
-        int i = indexOf(adamWNames, name, "AdamW");
-        if (adamW == null) {
-            return Optional.empty();
-        }
-        try (PointerScope scope = new PointerScope()) {
-            AdamWMoments m = adamWMoments().get(ParameterState.identityOf(adamWParams.get(i)));
-            if (m == null) {
-                return Optional.empty();
-            }
-            return Optional.of(new AdamWState(NativeLifetime.outliveScope(m.expAvg().clone()),
-                    NativeLifetime.outliveScope(m.expAvgSq().clone()), m.step(), lastAdamWLr[i]));
-        }
+        return adamW.state(indexOf(adamW.names, name, "AdamW"));
     }
 
     private static int indexOf(List<String> names, String name, String optimizer) {
@@ -592,11 +448,10 @@ public final class MuonAdamW implements TrainingOptimizer {
      */
     public void save(Path path) {
         Objects.requireNonNull(path, "path must not be null");
-        try (SingleThreadGuard.Entered entered = guard.enter("save");
-             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+        guard.run("save", () -> {
             partial.requireWhole("save");
-            StateFiles.save(path, captureState(Muon.Capture.HANDLES), group);
-        }
+            StateFiles.save(path, captureState(StateCapture.HANDLES), group);
+        });
     }
 
     /**
@@ -613,10 +468,7 @@ public final class MuonAdamW implements TrainingOptimizer {
      */
     public void load(Path path) {
         Objects.requireNonNull(path, "path must not be null");
-        try (SingleThreadGuard.Entered entered = guard.enter("load");
-             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            restoreChecked(StateFiles.load(path, group), "checkpoint " + path);
-        }
+        guard.run("load", () -> restoreChecked(StateFiles.load(path, group), "checkpoint " + path));
     }
 
     /**
@@ -629,11 +481,10 @@ public final class MuonAdamW implements TrainingOptimizer {
      * @throws IllegalStateException if another thread is inside this optimizer
      */
     public OptimizerState state() {
-        try (SingleThreadGuard.Entered entered = guard.enter("state");
-             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+        return guard.call("state", () -> {
             partial.requireWhole("state");
-            return captureState(Muon.Capture.COPIES);
-        }
+            return captureState(StateCapture.COPIES);
+        });
     }
 
     /**
@@ -651,10 +502,7 @@ public final class MuonAdamW implements TrainingOptimizer {
      */
     public void restore(OptimizerState state) {
         Objects.requireNonNull(state, "state must not be null");
-        try (SingleThreadGuard.Entered entered = guard.enter("restore");
-             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            restoreChecked(state, "the state");
-        }
+        guard.run("restore", () -> restoreChecked(state, "the state"));
     }
 
     /**
@@ -674,12 +522,11 @@ public final class MuonAdamW implements TrainingOptimizer {
      */
     public void exportTorchStateDict(Path path) {
         Objects.requireNonNull(path, "path must not be null");
-        try (SingleThreadGuard.Entered entered = guard.enter("exportTorchStateDict");
-             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+        guard.run("exportTorchStateDict", () -> {
             requireSingleProcess("exportTorchStateDict");
             partial.requireWhole("exportTorchStateDict");
-            TorchStateFile.write(path, captureState(Muon.Capture.HANDLES));
-        }
+            TorchStateFile.write(path, captureState(StateCapture.HANDLES));
+        });
     }
 
     /**
@@ -697,11 +544,11 @@ public final class MuonAdamW implements TrainingOptimizer {
      */
     public void importTorchStateDict(Path path) {
         Objects.requireNonNull(path, "path must not be null");
-        try (SingleThreadGuard.Entered entered = guard.enter("importTorchStateDict");
-             PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+        guard.run("importTorchStateDict", () -> {
             requireSingleProcess("importTorchStateDict");
-            restoreChecked(TorchStateFile.read(path, captureState(Muon.Capture.NONE)), "torch state dict " + path);
-        }
+            OptimizerState read = TorchStateFile.read(path, captureState(StateCapture.NONE));
+            restoreChecked(read, "torch state dict " + path);
+        });
     }
 
     private void requireSingleProcess(String operation) {
@@ -712,41 +559,13 @@ public final class MuonAdamW implements TrainingOptimizer {
     }
 
     /**
-     * This optimizer's state, one entry per named parameter in the assignment's order. With tensors, distributed,
-     * a collective (Muon's owners send their momentum to rank 0).
+     * This optimizer's state, one entry per named parameter in the assignment's order ({@link HybridState}). With
+     * tensors, distributed, a collective (Muon's owners send their momentum to rank 0).
      */
-    private OptimizerState captureState(Muon.Capture capture) {
-        Map<String, ParameterEntry> muonEntries = new LinkedHashMap<>();
-        if (muon != null) {
-            for (ParameterEntry e : muon.captureState(capture).entries()) {
-                muonEntries.put(e.name(), e);
-            }
-        }
-        Map<Long, AdamWMoments> moments = capture == Muon.Capture.NONE ? Map.of() : adamWMoments();
-        Set<String> undecayed = Set.copyOf(assignment.adamWNames(false));
-        List<ParameterEntry> entries = new ArrayList<>();
-        for (Assignment.Decision d : assignment.decisions()) {
-            Tensor t = d.tensor();
-            if (d.isAlias()) {
-                entries.add(ParameterEntry.of(ParameterSpec.tied(d.name(), d.aliasOf(), t.shape(),
-                        t.scalar_type())));
-            } else if (d.kind() == OptimizerKind.MUON) {
-                entries.add(muonEntries.get(d.name()));
-            } else {
-                ParameterEntry e = ParameterEntry.of(ParameterSpec.adamW(d.name(), undecayed.contains(d.name()),
-                        t.shape(), t.scalar_type()));
-                if (capture != Muon.Capture.NONE) {
-                    AdamWMoments m = moments.get(ParameterState.identityOf(t));
-                    boolean copy = capture == Muon.Capture.COPIES;
-                    e = e.withValue(copy ? NativeLifetime.outliveScope(t.detach().clone()) : t)
-                            .withAdamW(m == null || !copy ? m : new AdamWMoments(
-                                    NativeLifetime.outliveScope(m.expAvg().clone()),
-                                    NativeLifetime.outliveScope(m.expAvgSq().clone()), m.step()));
-                }
-                entries.add(e);
-            }
-        }
-        return new OptimizerState(stepCount, List.of(muonConfig), adamWConfig, entries, scheduleRecord);
+    private OptimizerState captureState(StateCapture capture) {
+        return HybridState.capture(assignment, muon == null ? null : muon.captureState(capture),
+                capture == StateCapture.NONE ? Map.of() : adamW.moments(), capture, stepCount, muonConfig,
+                adamWConfig, scheduleRecord);
     }
 
     /**
@@ -754,24 +573,19 @@ public final class MuonAdamW implements TrainingOptimizer {
      * moments, and only then changes anything: the Muon part in place, the AdamW swapped in, the counters reset.
      */
     private void restoreChecked(OptimizerState candidate, String source) {
-        OptimizerState mine = captureState(Muon.Capture.NONE);
+        OptimizerState mine = captureState(StateCapture.NONE);
         Supplier<AdamW> prepare = () -> {
-            StateFit.require(mine, candidate, source, this::withHint);
-            return adamWFor(candidate, source);
+            StateFit.require(mine, candidate, source, d -> HybridState.withHint(assignment, d));
+            return adamW.withMoments(candidate, adamWConfig, source);
         };
         // Distributed, building the fresh AdamW can still fail on one rank: every rank must succeed before any
         // of them changes anything.
         AdamW fresh = group == null ? prepare.get()
                 : group.agree("restoring " + source, prepare::get, r -> "ready");
         if (muon != null) {
-            muon.applyChecked(muonPart(candidate));
+            muon.applyChecked(HybridState.muonPart(candidate));
         }
-        for (ParameterEntry e : candidate.entries()) {
-            if (e.value() != null && e.spec().optimizer() == OptimizerKind.ADAMW) {
-                adamWParams.get(adamWNames.indexOf(e.name())).copy_(e.value());
-            }
-        }
-        adamW = fresh;
+        adamW.use(fresh, candidate);
         muonConfig = candidate.muonConfigs().get(0);
         if (candidate.adamWConfig() != null) {
             adamWConfig = candidate.adamWConfig();
@@ -780,85 +594,13 @@ public final class MuonAdamW implements TrainingOptimizer {
         partial.clear();
         scheduleRecord = ScheduleRecords.afterLoad(candidate.schedule(), scheduleRecord,
                 new double[]{muonConfig.lr(), adamWConfig.lr()}, source);
-        // A state does not hold the lrs of the last updates.
-        Arrays.fill(lastAdamWLr, Double.NaN);
         lastStep = new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of());
     }
 
-    /** The Muon entries of a checked state, as the state of this optimizer's Muon. */
-    private static OptimizerState muonPart(OptimizerState checked) {
-        List<ParameterEntry> entries = checked.entries().stream()
-                .filter(e -> e.spec().optimizer() == OptimizerKind.MUON).toList();
-        return new OptimizerState(checked.step(), checked.muonConfigs(), null, entries, null);
-    }
-
-    /** A fresh libtorch AdamW over this optimizer's AdamW parameters, holding the state's moments. */
-    private AdamW adamWFor(OptimizerState candidate, String source) {
-        AdamW fresh = newAdamW(candidate.adamWConfig() == null ? adamWConfig : candidate.adamWConfig());
-        if (fresh == null) {
-            return null;
-        }
-        // libtorch keeps its groups' parameters one after the other: the decayed group, then the undecayed one.
-        Map<Integer, AdamWMoments> moments = new HashMap<>();
-        for (ParameterEntry e : candidate.entries()) {
-            int position = adamWNames.indexOf(e.name());
-            if (position >= 0 && e.adamW() != null) {
-                moments.put(position, e.adamW());
-            }
-        }
-        int decayed = assignment.adamWNames(true).size();
-        List<List<Integer>> groups = new ArrayList<>();
-        groups.add(positions(0, decayed));
-        if (assignment.noDecayBelow2D()) {
-            groups.add(positions(decayed, adamWNames.size()));
-        }
-        try {
-            fresh.load(LibtorchAdamWState.archive(groups, moments, candidate.adamWConfig()));
-        } catch (RuntimeException e) {
-            throw new IllegalStateException(source + ": libtorch's AdamW cannot take its state: "
-                    + Messages.firstLine(e) + "; nothing was changed", e);
-        }
-        return fresh;
-    }
-
-    private static List<Integer> positions(int from, int to) {
-        List<Integer> out = new ArrayList<>();
-        for (int i = from; i < to; i++) {
-            out.add(i);
-        }
-        return out;
-    }
-
     /**
-     * The builder settings that explain a difference: a parameter this builder puts on AdamW by the output-layer
-     * rule, or the AdamW group a parameter is in ({@code noWeightDecayBelow2D}).
-     */
-    private StateMismatchException.Difference withHint(StateMismatchException.Difference d) {
-        for (Assignment.Decision decision : assignment.decisions()) {
-            if (!d.entry().equals("'" + decision.name() + "'")) {
-                continue;
-            }
-            if (d.field().equals("optimizer") && Assignment.OUTPUT_LAYER.equals(decision.reason())) {
-                return hinted(d, "'" + decision.name() + "' is on AdamW by the output-layer rule: build with "
-                        + "outputLayerOnAdamW(false) to load a state saved with it on Muon");
-            }
-            if (d.field().equals("group") && decision.kind() == OptimizerKind.ADAMW) {
-                boolean on = assignment.noDecayBelow2D();
-                return hinted(d, "this optimizer keeps " + (on ? 2 : 1) + " AdamW parameter group"
-                        + (on ? "s" : "") + " (noWeightDecayBelow2D(" + on + ")): a state saved with "
-                        + "noWeightDecayBelow2D(" + !on + ") loads only into an optimizer built the same way");
-            }
-        }
-        return d;
-    }
-
-    private static StateMismatchException.Difference hinted(StateMismatchException.Difference d, String hint) {
-        return new StateMismatchException.Difference(d.entry(), d.field(), d.optimizer(), d.state(), hint);
-    }
-
-    /**
-     * The schedule record: each group's base lr and the schedule, recorded by the first {@link LrScheduler} made
-     * for this optimizer, saved by {@link #save(Path)} and restored by {@link #load(Path)}.
+     * The schedule record: each group's base lr and the schedule, recorded by the first
+     * {@link dev.muon.schedule.LrScheduler} made for this optimizer, saved by {@link #save(Path)} and restored
+     * by {@link #load(Path)}.
      *
      * @return the record, if a scheduler made one or a load restored one
      */
@@ -868,7 +610,7 @@ public final class MuonAdamW implements TrainingOptimizer {
     }
 
     /**
-     * Keeps a schedule record (see {@link LrScheduler}).
+     * Keeps a schedule record (see {@link dev.muon.schedule.LrScheduler}).
      *
      * @param record one base lr per group (2)
      * @throws IllegalArgumentException if it does not hold 2 base lrs

@@ -1,10 +1,9 @@
 package dev.muon;
 
+import dev.muon.schedule.ScheduleRecord;
+
 /** How optimizers keep and persist their {@link ScheduleRecord}: one rule for {@link Muon} and {@link MuonAdamW}. */
 final class ScheduleRecords {
-    /** The schedule text of a record made on a restore from a state that held none. */
-    static final String UNKNOWN = "unknown (restored from a state without a schedule record)";
-
     private static final System.Logger LOG = System.getLogger(ScheduleRecords.class.getName());
 
     private ScheduleRecords() {
@@ -43,6 +42,6 @@ final class ScheduleRecords {
                 + "restored lrs "
                 + java.util.Arrays.toString(loadedLrs) + "; pass the run's base lrs to LrScheduler.of(optimizer, "
                 + "schedule, baseLrs...) to resume the schedule exactly");
-        return new ScheduleRecord(loadedLrs, UNKNOWN);
+        return new ScheduleRecord(loadedLrs, ScheduleRecord.UNKNOWN_SCHEDULE);
     }
 }

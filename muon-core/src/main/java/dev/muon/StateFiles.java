@@ -20,7 +20,7 @@ final class StateFiles {
 
     /**
      * Writes a checkpoint. Distributed, a collective: rank 0 writes {@code state} (complete on rank 0, see
-     * {@link Muon#momentumForCheckpoint}), then every rank learns whether the write succeeded.
+     * {@link MuonStateTransfer#momentumForCheckpoint}), then every rank learns whether the write succeeded.
      *
      * @param path  the target
      * @param state what to write

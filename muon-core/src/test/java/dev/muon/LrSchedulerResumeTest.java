@@ -1,6 +1,11 @@
 package dev.muon;
 
 import dev.muon.golden.NativeScopePerTest;
+import dev.muon.schedule.LibtorchOptimizer;
+import dev.muon.schedule.LrSchedule;
+import dev.muon.schedule.LrScheduler;
+import dev.muon.schedule.ScheduleRecord;
+import dev.muon.schedule.TrainingOptimizer;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
 import org.bytedeco.pytorch.Tensor;
@@ -107,7 +112,7 @@ class LrSchedulerResumeTest {
         assertEquals(0.03, after.lr(0));
         ScheduleRecord record = after.scheduleRecord().orElseThrow();
         assertArrayEquals(new double[]{after.lr(0), after.lr(1)}, record.initialLrs());
-        assertEquals(ScheduleRecords.UNKNOWN, record.schedule());
+        assertEquals(ScheduleRecord.UNKNOWN_SCHEDULE, record.schedule());
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> LrScheduler.resume(after));
         assertTrue(e.getMessage().startsWith("schedule 'unknown"), e.getMessage());
     }

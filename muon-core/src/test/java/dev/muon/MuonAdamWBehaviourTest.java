@@ -1,6 +1,9 @@
 package dev.muon;
 
 import dev.muon.golden.NativeScopePerTest;
+import dev.muon.schedule.LrSchedule;
+import dev.muon.schedule.LrScheduler;
+import dev.muon.schedule.TrainingOptimizer;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;

@@ -1,6 +1,8 @@
 package dev.muon;
 
 import dev.muon.golden.NativeScopePerTest;
+import dev.muon.schedule.LrSchedule;
+import dev.muon.schedule.LrScheduler;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamWOptions;
 import org.bytedeco.pytorch.Tensor;

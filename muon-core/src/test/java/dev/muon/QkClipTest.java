@@ -2,6 +2,7 @@ package dev.muon;
 
 import dev.muon.golden.NativeScopePerTest;
 import dev.muon.golden.Tensors;
+import dev.muon.schedule.TrainingOptimizer;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;

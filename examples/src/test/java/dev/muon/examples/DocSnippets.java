@@ -2,8 +2,6 @@ package dev.muon.examples;
 
 import dev.muon.AdamWConfig;
 import dev.muon.AdjustLr;
-import dev.muon.LrSchedule;
-import dev.muon.LrScheduler;
 import dev.muon.MomentumPrecision;
 import dev.muon.Muon;
 import dev.muon.MuonAdamW;
@@ -13,6 +11,8 @@ import dev.muon.RowSplit;
 import dev.muon.distributed.DistributedGroup;
 import dev.muon.distributed.GroupConfig;
 import dev.muon.distributed.ShardingConfig;
+import dev.muon.schedule.LrSchedule;
+import dev.muon.schedule.LrScheduler;
 import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamWOptions;

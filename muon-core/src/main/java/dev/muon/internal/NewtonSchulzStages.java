@@ -8,8 +8,8 @@ import org.bytedeco.pytorch.Tensor;
  * stage that is declined on libtorch ops.
  *
  * <p>Who may use it: {@code muon-cuda} of the same version as {@code muon-core}, through
- * {@code NewtonSchulz.orthogonalizeWith}. Not user API and no compatibility promise (see this package); a user's
- * own orthogonalizer implements {@code Orthogonalizer} and registers an {@code OrthogonalizerProvider} instead.
+ * {@link NewtonSchulzAccess#orthogonalizeWith}. Not user API and no compatibility promise (see this package); a
+ * user's own orthogonalizer implements {@code Orthogonalizer} and registers an {@code OrthogonalizerProvider} instead.
  *
  * <p>The contract, for every stage:
  * <ul>

@@ -20,10 +20,12 @@ import java.util.Objects;
  * <p>Empty operands never reach the kernels (an empty tensor has no data pointer): an empty result is left as
  * it is, and a product over an empty inner dimension is zero.
  *
+ * <p>As {@link CpuProducts}, every symmetric result is whole, so {@link #completeLower} has nothing to do.
+ *
  * <p>Holds the packing scratch, grown to the largest call so far; use it from one thread at a time, as the
  * workspace it serves.
  */
-final class NativeFloat32Products {
+final class NativeFloat32Products implements CpuProducts {
     private final NativeKernels.Variant variant;
     private final PackingScratch scratch = new PackingScratch();
 
@@ -32,6 +34,32 @@ final class NativeFloat32Products {
      */
     NativeFloat32Products(NativeKernels.Variant variant) {
         this.variant = Objects.requireNonNull(variant, "variant");
+    }
+
+    @Override
+    public void gram(Tensor out, Tensor x) {
+        selfProduct(out, x, false);
+    }
+
+    /** {@code s·sᵀ}, packing {@code s} as the exactly symmetric matrix it is. */
+    @Override
+    public void square(Tensor out, Tensor s) {
+        selfProduct(out, s, true);
+    }
+
+    @Override
+    public void completeLower(Tensor s) {
+        // Both triangles are written already.
+    }
+
+    @Override
+    public void symmetricTimes(Tensor out, Tensor s, Tensor b) {
+        times(out, s, true, b);
+    }
+
+    @Override
+    public void times(Tensor out, Tensor l, Tensor r) {
+        times(out, l, false, r);
     }
 
     /** {@code out = x·xᵀ}; {@code symmetricX} says {@code x} is exactly symmetric, which packs it faster. */
@@ -48,8 +76,9 @@ final class NativeFloat32Products {
                 out.data_ptr().address(), scratchFor(m, k), threads());
     }
 
-    /** {@code out = a·I + b·s + c·s·s} for the exactly symmetric {@code s}. */
-    void polynomial(Tensor out, Tensor s, Coefficients c) {
+    /** {@code out = a·I + b·s + c·s·s} for the exactly symmetric {@code s}, both triangles. */
+    @Override
+    public void polynomial(Tensor out, Tensor s, Coefficients c) {
         int m = rows(s);
         require(s, m, m);
         require(out, m, m);
@@ -71,7 +100,8 @@ final class NativeFloat32Products {
      * Gram iteration both are polynomials in one Gram matrix, so the product is symmetric in exact arithmetic):
      * the upper triangle only, about half the multiply-adds, mirrored, so the result is exactly symmetric.
      */
-    void commutingTimes(Tensor out, Tensor s, Tensor t) {
+    @Override
+    public void commutingTimes(Tensor out, Tensor s, Tensor t) {
         product(out, s, true, t, true);
     }
 
@@ -94,7 +124,8 @@ final class NativeFloat32Products {
      * {@code out = g / max(safety·‖g‖_F, eps)} for the wide {@code out}; {@code g} is of its shape or, with
      * {@code transposed}, of the transposed one (a tall input, read transposed).
      */
-    void normalize(Tensor out, Tensor g, boolean transposed, double safety, double eps) {
+    @Override
+    public void normalize(Tensor out, Tensor g, boolean transposed, double safety, double eps) {
         int m = rows(out);
         int n = Math.toIntExact(out.size(1));
         require(out, m, n);

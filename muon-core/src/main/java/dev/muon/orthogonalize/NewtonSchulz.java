@@ -1,8 +1,9 @@
 package dev.muon.orthogonalize;
 
-import dev.muon.internal.TorchNatives;
 import dev.muon.internal.NativeLifetime;
+import dev.muon.internal.NewtonSchulzAccess;
 import dev.muon.internal.NewtonSchulzStages;
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.ScalarTypeOptional;
@@ -55,6 +56,9 @@ public final class NewtonSchulz implements Orthogonalizer {
     static {
         // Before anything here loads libtorch: see TorchNatives for the crash this prevents.
         TorchNatives.extract();
+        // muon-cuda runs the plain loop with its kernel stages through the internal package, so that this class's
+        // public API names no internal type.
+        NewtonSchulzAccess.register(NewtonSchulz.class, NewtonSchulz::orthogonalizeWith);
     }
 
     /**
@@ -166,20 +170,11 @@ public final class NewtonSchulz implements Orthogonalizer {
      * Runs the plain iteration (the {@code GEMM} kernel, whatever {@code nsAlgorithm} says) on this
      * orthogonalizer's workspace, with the stages that {@code device} takes over and libtorch's ops for the rest.
      * With every stage declined the result is {@link #orthogonalize(Tensor)}'s under {@link NsAlgorithm#GEMM}, bit
-     * for bit.
+     * for bit. muon-cuda reaches it through {@link NewtonSchulzAccess}, which documents the contract.
      *
-     * <p>Not user API: the entry for muon-cuda of the same version, which keeps its kernels behind
-     * {@link NewtonSchulzStages} and shares this loop and workspace; no compatibility promise. Users call
-     * {@link #orthogonalize(Tensor)}.
-     *
-     * @param update the matrix or batch of matrices, as for {@link #orthogonalize(Tensor)}
-     * @param device the stages to try on a device's kernels first; its contract is {@link NewtonSchulzStages}'s
-     * @return the orthogonalized update, a view of a workspace valid until the next call on this orthogonalizer
-     * @throws IllegalArgumentException      as {@link #orthogonalize(Tensor)} does for {@code update}
-     * @throws UnsupportedOperationException as {@link #orthogonalize(Tensor)} does for {@code update}
-     * @throws NullPointerException          if {@code device} is null
+     * @throws NullPointerException if {@code device} is null
      */
-    public Tensor orthogonalizeWith(Tensor update, NewtonSchulzStages device) {
+    Tensor orthogonalizeWith(Tensor update, NewtonSchulzStages device) {
         MatrixInput.check(update);
         Objects.requireNonNull(device, "device");
         return run(update, NsAlgorithm.GEMM, device);

@@ -4,7 +4,6 @@ import dev.muon.AdamWConfig;
 import dev.muon.MuonConfig;
 import dev.muon.OptimizerKind;
 import dev.muon.RowSplit;
-import dev.muon.ScheduleRecord;
 import dev.muon.internal.AtomicFile;
 import dev.muon.internal.FormatException;
 import dev.muon.internal.Json;
@@ -12,6 +11,7 @@ import dev.muon.internal.Messages;
 import dev.muon.internal.Safetensors;
 import dev.muon.internal.TensorBytes;
 import dev.muon.internal.TorchNatives;
+import dev.muon.schedule.ScheduleRecord;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 

@@ -3,8 +3,8 @@ package dev.muon.state;
 import dev.muon.AdamWConfig;
 import dev.muon.MuonConfig;
 import dev.muon.OptimizerKind;
-import dev.muon.ScheduleRecord;
 import dev.muon.internal.TorchNatives;
+import dev.muon.schedule.ScheduleRecord;
 
 import java.util.HashSet;
 import java.util.List;

@@ -59,6 +59,19 @@ class ImportCycleTest {
     }
 
     @Test
+    void schedules_dependOnNoOptimizer() {
+        Map<String, Set<String>> graph = dependencies(SOURCES);
+        List<String> schedules = graph.keySet().stream().filter(f -> f.startsWith("dev.muon.schedule.")).toList();
+        assertTrue(schedules.contains("dev.muon.schedule.LrScheduler"), "the scan found the schedules: " + schedules);
+        for (String schedule : schedules) {
+            Set<String> below = reachable(graph, schedule);
+            assertTrue(below.stream().allMatch(f -> f.startsWith("dev.muon.schedule.")
+                    || f.startsWith("dev.muon.internal.")), schedule + " reaches beyond schedule and internal: "
+                    + below);
+        }
+    }
+
+    @Test
     void byteLevelReaders_importNoStateOrOptimizer() {
         Map<String, Set<String>> graph = dependencies(SOURCES);
         for (String reader : List.of("dev.muon.internal.Safetensors", "dev.muon.internal.TorchLoad",

@@ -4,7 +4,7 @@ import dev.muon.Muon;
 import dev.muon.MuonAdamW;
 import dev.muon.MuonConfig;
 import dev.muon.QkClip;
-import dev.muon.TrainingOptimizer;
+import dev.muon.schedule.TrainingOptimizer;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;

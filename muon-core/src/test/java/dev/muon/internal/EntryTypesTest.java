@@ -24,12 +24,12 @@ class EntryTypesTest {
     void everyPublicType_readiesTheNatives_whenInitialized() throws Exception {
         String[] packages = NativesFirst.apiPackages(classes());
         assertTrue(List.of(packages).containsAll(List.of("dev.muon", "dev.muon.orthogonalize",
-                "dev.muon.distributed")) && !List.of(packages).contains("dev.muon.internal"), List.of(packages)
-                .toString());
+                "dev.muon.distributed", "dev.muon.schedule")) && !List.of(packages).contains("dev.muon.internal"),
+                List.of(packages).toString());
         List<String> types = NativesFirst.publicTypes(classes(), packages);
         // The list is what users touch: a filter that lost the configs would make this test pass on nothing.
         for (String expected : List.of("dev.muon.MuonConfig", "dev.muon.AdjustLr", "dev.muon.Assignment",
-                "dev.muon.LrSchedule$WarmupCosine", "dev.muon.orthogonalize.NewtonSchulzConfig",
+                "dev.muon.schedule.LrSchedule$WarmupCosine", "dev.muon.orthogonalize.NewtonSchulzConfig",
                 "dev.muon.distributed.GroupConfig")) {
             assertTrue(types.contains(expected), expected + " is not among " + types);
         }

@@ -23,8 +23,8 @@ public final class NativesFirst {
 
     /**
      * The API packages of a module: every package under {@code dev.muon} in its compiled classes that holds a class,
-     * but {@code dev.muon.internal}, which is not API. Found, not listed, so that a package added later is checked
-     * too.
+     * but those named {@code internal} ({@code dev.muon.internal}, {@code dev.muon.cuda.internal}), which are not
+     * API. Found, not listed, so that a package added later is checked too.
      *
      * @param classes the module's compiled classes, a folder
      * @return the packages' names, sorted
@@ -34,11 +34,20 @@ public final class NativesFirst {
         Path root = classes.resolve("dev").resolve("muon");
         try (Stream<Path> dirs = Files.walk(root)) {
             return dirs.filter(Files::isDirectory)
-                    .filter(d -> !d.startsWith(root.resolve("internal")))
+                    .filter(d -> !isInternal(root.relativize(d)))
                     .filter(NativesFirst::holdsClasses)
                     .map(d -> classes.relativize(d).toString().replace(java.io.File.separatorChar, '.'))
                     .sorted().toArray(String[]::new);
         }
+    }
+
+    private static boolean isInternal(Path relative) {
+        for (Path segment : relative) {
+            if (segment.toString().equals("internal")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static boolean holdsClasses(Path dir) {

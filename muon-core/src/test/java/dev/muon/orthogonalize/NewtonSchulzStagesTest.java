@@ -2,6 +2,7 @@ package dev.muon.orthogonalize;
 
 import dev.muon.golden.NativeScopePerTest;
 import dev.muon.golden.Tensors;
+import dev.muon.internal.NewtonSchulzAccess;
 import dev.muon.internal.NewtonSchulzStages;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
@@ -22,8 +23,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * {@link NewtonSchulz#orthogonalizeWith}: the plain loop that muon-cuda shares, with the stages of
- * {@link NewtonSchulzStages} taken over or declined, checked on the CPU with stages written on libtorch ops.
+ * {@link NewtonSchulzAccess#orthogonalizeWith}: the plain loop of {@link NewtonSchulz} that muon-cuda shares, reached
+ * as muon-cuda reaches it, with the stages of {@link NewtonSchulzStages} taken over or declined, checked on the CPU
+ * with stages written on libtorch ops.
  */
 @ExtendWith(NativeScopePerTest.class)
 class NewtonSchulzStagesTest {
@@ -101,7 +103,7 @@ class NewtonSchulzStagesTest {
         double[] gemm = Tensors.values(new NewtonSchulz(auto.withNsAlgorithm(NsAlgorithm.GEMM)).orthogonalize(g));
         Recorder declines = new Recorder();
 
-        double[] got = Tensors.values(new NewtonSchulz(auto).orthogonalizeWith(g, declines));
+        double[] got = Tensors.values(NewtonSchulzAccess.orthogonalizeWith(new NewtonSchulz(auto), g, declines));
 
         assertArrayEquals(gemm, got);
         assertEquals(1, declines.normalizeOffers, "normalisation offers");
@@ -124,7 +126,7 @@ class NewtonSchulzStagesTest {
         Recorder zeroGram = new Recorder();
         zeroGram.gram = (out, x) -> out.zero_();
 
-        Tensor got = ns.orthogonalizeWith(g, zeroGram);
+        Tensor got = NewtonSchulzAccess.orthogonalizeWith(ns, g, zeroGram);
 
         assertArrayEquals(Tensors.values(expected), Tensors.values(got));
         assertEquals(config.nsSteps(), zeroGram.gramOffers);
@@ -160,7 +162,7 @@ class NewtonSchulzStagesTest {
                     .add(a.matmul(a).mul(new org.bytedeco.pytorch.Scalar(c.c()))));
         };
 
-        double[] got = Tensors.values(new NewtonSchulz(config).orthogonalizeWith(g, takes));
+        double[] got = Tensors.values(NewtonSchulzAccess.orthogonalizeWith(new NewtonSchulz(config), g, takes));
 
         assertTrue(Tensors.relativeError(got, gemm) <= 1e-12, "taken stages stray from libtorch's by "
                 + Tensors.relativeError(got, gemm));
@@ -172,31 +174,51 @@ class NewtonSchulzStagesTest {
 
     static Stream<Arguments> badArguments() {
         Supplier<NewtonSchulzStages> stages = Recorder::new;
+        Supplier<Object> ns = () -> new NewtonSchulz(NewtonSchulzConfig.defaults());
         return Stream.of(
-                Arguments.of("update_undefined_isRejected", (Supplier<Tensor>) Tensor::new, stages,
+                Arguments.of("update_undefined_isRejected", ns, (Supplier<Tensor>) Tensor::new, stages,
                         IllegalArgumentException.class, "update must be a defined tensor"),
-                Arguments.of("update_1d_isRejected", (Supplier<Tensor>) () -> torch.randn(8), stages,
+                Arguments.of("update_1d_isRejected", ns, (Supplier<Tensor>) () -> torch.randn(8), stages,
                         IllegalArgumentException.class, "update must be 2-D or a 3-D batch of matrices, got shape [8]"),
-                Arguments.of("update_integer_isRejected", (Supplier<Tensor>) () -> torch.ones(3, 3).to(ScalarType.Int),
-                        stages, IllegalArgumentException.class, "update must be floating point, got dtype Int"),
-                Arguments.of("device_null_isRejected", (Supplier<Tensor>) () -> torch.randn(4, 6),
-                        (Supplier<NewtonSchulzStages>) () -> null, NullPointerException.class, "device"));
+                Arguments.of("update_integer_isRejected", ns,
+                        (Supplier<Tensor>) () -> torch.ones(3, 3).to(ScalarType.Int), stages,
+                        IllegalArgumentException.class, "update must be floating point, got dtype Int"),
+                Arguments.of("device_null_isRejected", ns, (Supplier<Tensor>) () -> torch.randn(4, 6),
+                        (Supplier<NewtonSchulzStages>) () -> null, NullPointerException.class, "device"),
+                Arguments.of("newtonSchulz_null_isRejected", (Supplier<Object>) () -> null,
+                        (Supplier<Tensor>) () -> torch.randn(4, 6), stages, NullPointerException.class,
+                        "newtonSchulz"),
+                Arguments.of("newtonSchulz_anotherOrthogonalizer_isRejected",
+                        (Supplier<Object>) () -> new SvdPolarFactor(), (Supplier<Tensor>) () -> torch.randn(4, 6),
+                        stages, IllegalArgumentException.class, "newtonSchulz must be a "
+                                + "dev.muon.orthogonalize.NewtonSchulz, got dev.muon.orthogonalize.SvdPolarFactor"));
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("badArguments")
-    void orthogonalizeWith_badArgument_isRejected(String name, Supplier<Tensor> update,
+    void orthogonalizeWith_badArgument_isRejected(String name, Supplier<Object> newtonSchulz, Supplier<Tensor> update,
             Supplier<NewtonSchulzStages> device, Class<? extends Throwable> type, String message) {
+        Object ns = newtonSchulz.get();
         Tensor t = update.get();
         NewtonSchulzStages stages = device.get();
-        NewtonSchulz ns = new NewtonSchulz(NewtonSchulzConfig.defaults());
 
-        Throwable e = assertThrows(type, () -> ns.orthogonalizeWith(t, stages));
+        Throwable e = assertThrows(type, () -> NewtonSchulzAccess.orthogonalizeWith(ns, t, stages));
 
         assertEquals(message, e.getMessage());
         if (stages instanceof Recorder recorder) {
             assertEquals(0, recorder.normalizeOffers + recorder.gramOffers + recorder.polynomialOffers,
                     "a rejected call offered a stage");
         }
+    }
+
+    @Test
+    void register_aSecondLoop_isRejected() {
+        new NewtonSchulz(NewtonSchulzConfig.defaults());   // its class registered the one loop
+
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> NewtonSchulzAccess.register(SvdPolarFactor.class, (svd, update, device) -> update));
+
+        assertEquals("a Newton–Schulz loop is registered already, by dev.muon.orthogonalize.NewtonSchulz",
+                e.getMessage());
     }
 }

@@ -1,6 +1,7 @@
 package dev.muon.cuda;
 
 import dev.muon.internal.NativeLifetime;
+import dev.muon.internal.NewtonSchulzAccess;
 import dev.muon.internal.NewtonSchulzStages;
 import dev.muon.internal.TorchNatives;
 import dev.muon.orthogonalize.Coefficients;
@@ -38,7 +39,7 @@ import java.util.Objects;
  * others, and every input the kernels do not take (float16 or float64 input, a strided view, dimensions that
  * are not multiples of 8, precisions other than bfloat16, tensors on another device), run on libtorch. The loop
  * and its workspace are {@link NewtonSchulz}'s: this class hands it the stages its kernels take over
- * ({@link NewtonSchulz#orthogonalizeWith}). A call that no kernel would speed up is handed to
+ * ({@link NewtonSchulzAccess#orthogonalizeWith}). A call that no kernel would speed up is handed to
  * {@link NewtonSchulz} whole.
  *
  * <table>
@@ -125,7 +126,8 @@ public final class CudaNewtonSchulz implements Orthogonalizer {
         }
         boolean tall = rows > cols;
         try (PointerScope scope = new PointerScope(); CUDAGuard guard = new CUDAGuard((byte) deviceIndex)) {
-            Tensor o = libtorch.orthogonalizeWith(update, new KernelStages(plan, batched ? update.size(0) : 0));
+            Tensor o = NewtonSchulzAccess.orthogonalizeWith(libtorch, update,
+                    new KernelStages(plan, batched ? update.size(0) : 0));
             // Workspace tensors outlive this scope already; only the transposed view is new here.
             return tall ? NativeLifetime.outliveScope(o) : o;
         }

@@ -30,6 +30,11 @@ public final class CudaSupport {
     public static final String DISABLE_PROPERTY = "dev.muon.cuda.disable";
     /** Set to {@code true} to use the kernels at every size, ignoring the measured thresholds. */
     public static final String FORCE_PROPERTY = "dev.muon.cuda.forceKernels";
+    /**
+     * Set to {@code true} to keep libtorch's momentum and parameter-update ops where the fused kernels
+     * ({@link FusedUpdates}) would run; read when an optimizer is built.
+     */
+    public static final String DISABLE_FUSED_UPDATES_PROPERTY = "dev.muon.cuda.disableFusedUpdates";
 
     private static final System.Logger LOG = System.getLogger(CudaSupport.class.getName());
     private static final Throwable UNAVAILABILITY_CAUSE = probe(System.getProperty(DISABLE_PROPERTY),

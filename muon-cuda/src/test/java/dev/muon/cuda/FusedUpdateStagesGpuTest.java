@@ -2,6 +2,7 @@ package dev.muon.cuda;
 
 import dev.muon.Muon;
 import dev.muon.MuonConfig;
+import dev.muon.cuda.internal.CudaUpdateStagesProvider;
 import dev.muon.internal.UpdateStages;
 import dev.muon.orthogonalize.NsPrecision;
 import org.bytedeco.javacpp.PointerScope;
@@ -129,11 +130,11 @@ class FusedUpdateStagesGpuTest {
             assertTrue(provider.forParameter(f32, ScalarType.Float).isEmpty(), "a float32 iteration");
             assertTrue(provider.forParameter(randn(ScalarType.BFloat16, 64, 32), ScalarType.BFloat16).isEmpty());
             assertTrue(provider.forParameter(randn(ScalarType.Float, 32, 64).t(), ScalarType.BFloat16).isEmpty());
-            System.setProperty(CudaUpdateStagesProvider.DISABLE_PROPERTY, "true");
+            System.setProperty(CudaSupport.DISABLE_FUSED_UPDATES_PROPERTY, "true");
             try {
                 assertTrue(provider.forParameter(f32, ScalarType.BFloat16).isEmpty());
             } finally {
-                System.clearProperty(CudaUpdateStagesProvider.DISABLE_PROPERTY);
+                System.clearProperty(CudaSupport.DISABLE_FUSED_UPDATES_PROPERTY);
             }
         }
     }
@@ -225,11 +226,11 @@ class FusedUpdateStagesGpuTest {
 
     /** Builds with the fused stages switched off, so that momentum and update run on libtorch's ops. */
     private static Muon libtorchOps(java.util.function.Supplier<Muon> build) {
-        System.setProperty(CudaUpdateStagesProvider.DISABLE_PROPERTY, "true");
+        System.setProperty(CudaSupport.DISABLE_FUSED_UPDATES_PROPERTY, "true");
         try {
             return build.get();
         } finally {
-            System.clearProperty(CudaUpdateStagesProvider.DISABLE_PROPERTY);
+            System.clearProperty(CudaSupport.DISABLE_FUSED_UPDATES_PROPERTY);
         }
     }
 

@@ -1,5 +1,6 @@
 package dev.muon.cuda;
 
+import dev.muon.cuda.internal.CudaUpdateStagesProvider;
 import dev.muon.internal.UpdateStagesProvider;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.global.torch;

@@ -1,4 +1,4 @@
-package dev.muon;
+package dev.muon.schedule;
 
 import dev.muon.internal.TorchNatives;
 import java.util.Arrays;
@@ -7,8 +7,8 @@ import java.util.Objects;
 /**
  * What an optimizer keeps of the schedule that drives it, as PyTorch keeps {@code initial_lr} in its param
  * groups: each group's initial (base) lr, which the schedule scales, and the schedule itself as text. The first
- * {@link LrScheduler} made for an optimizer records it; {@link MuonAdamW} and {@link Muon} save it in checkpoints
- * and restore it on load, so a scheduler made after a load scales the right base lrs.
+ * {@link LrScheduler} made for an optimizer records it; {@link dev.muon.MuonAdamW} and {@link dev.muon.Muon} save it
+ * in checkpoints and restore it on load, so a scheduler made after a load scales the right base lrs.
  *
  * @param initialLrs each group's base lr, finite and {@code >= 0}
  * @param schedule   the schedule's text ({@link LrSchedule#describe}), {@code "custom"} for one that is not built
@@ -19,6 +19,13 @@ public record ScheduleRecord(double[] initialLrs, String schedule) {
         // First, in case this is the first type of ours a program touches: see TorchNatives.
         TorchNatives.extract();
     }
+
+    /**
+     * The schedule text of the record an optimizer makes when it restores a state that holds none (a PyTorch state
+     * file, or a checkpoint saved before any scheduler ran): its base lrs are the restored lrs, and no schedule is
+     * known, so a scheduler made afterwards with any schedule raises no warning.
+     */
+    public static final String UNKNOWN_SCHEDULE = "unknown (restored from a state without a schedule record)";
 
     /**
      * Validates and copies.

@@ -1,4 +1,4 @@
-package dev.muon;
+package dev.muon.schedule;
 
 import dev.muon.internal.TorchNatives;
 import java.util.Arrays;
@@ -58,7 +58,8 @@ public final class LrScheduler {
         java.util.Optional<ScheduleRecord> record = optimizer.scheduleRecord();
         if (record.isPresent() && record.get().initialLrs().length == optimizer.groupCount()) {
             String text = LrSchedule.describe(schedule);
-            if (!record.get().schedule().equals(text) && !record.get().schedule().equals(ScheduleRecords.UNKNOWN)) {
+            if (!record.get().schedule().equals(text)
+                    && !record.get().schedule().equals(ScheduleRecord.UNKNOWN_SCHEDULE)) {
                 LOG.log(System.Logger.Level.WARNING, "LrScheduler: the optimizer was scheduled by "
                         + record.get().schedule() + " and is now scheduled by " + text);
             }
@@ -131,7 +132,7 @@ public final class LrScheduler {
      * Sets every group's lr for the step about to be taken, all or none: every new lr is checked before the
      * first one is set, so a schedule that yields an invalid lr for any group leaves every group's lr as it was.
      *
-     * @param step the 0-based step, {@code >= 0} (for a {@link MuonAdamW}, its {@code stepCount()})
+     * @param step the 0-based step, {@code >= 0} (for a {@link dev.muon.MuonAdamW}, its {@code stepCount()})
      * @throws IllegalArgumentException if {@code step < 0}, or if {@code base(g)·factor(step)} is not finite and
      *                                  {@code >= 0} for some group (naming the group, the step, the base lr and
      *                                  the factor); nothing changes then

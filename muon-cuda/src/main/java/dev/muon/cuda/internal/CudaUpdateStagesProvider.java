@@ -1,5 +1,7 @@
-package dev.muon.cuda;
+package dev.muon.cuda.internal;
 
+import dev.muon.cuda.CudaSupport;
+import dev.muon.cuda.FusedUpdates;
 import dev.muon.internal.TorchNatives;
 import dev.muon.internal.UpdateStages;
 import dev.muon.internal.UpdateStagesProvider;
@@ -16,15 +18,16 @@ import java.util.Optional;
  * Registers {@link FusedUpdates} with muon-core's Muon through {@link java.util.ServiceLoader}
  * ({@code META-INF/services/dev.muon.internal.UpdateStagesProvider}): with muon-cuda on the class path, the momentum
  * (with the Nesterov blend and the bfloat16 cast) and the parameter update of a served parameter run as one kernel
- * each, with no change to user code.
+ * each, with no change to user code. Public only because ServiceLoader needs a public provider on the class path;
+ * not API (see this package).
  *
  * <p>It serves a parameter when {@link CudaSupport#isAvailable()}, the parameter is a contiguous float32 CUDA
  * tensor and the update dtype is bfloat16 ({@code nsPrecision} {@code BFLOAT16}): the kernels' types. Otherwise it
  * returns empty and Muon keeps libtorch's ops for that parameter (muon-core logs that once). At each call the stages
  * decline, and libtorch's ops run, where a tensor is not contiguous or not 16-byte aligned (the transposed update of
  * a tall parameter; a slice of a same-shape batch's stack whose size is not a multiple of 8 elements), so a served
- * parameter never meets {@link LaunchChecks}' exceptions. {@code -D}{@value #DISABLE_PROPERTY}{@code =true}, read
- * when an optimizer is built, serves nothing.
+ * parameter never meets the kernels' launch checks. {@code -D}{@value CudaSupport#DISABLE_FUSED_UPDATES_PROPERTY}
+ * {@code =true}, read when an optimizer is built, serves nothing.
  *
  * <p>One instance serves one optimizer's build (ServiceLoader makes a provider per load), and shares one
  * {@link FusedUpdates} per device among that optimizer's parameters: like the optimizer, not thread-safe.
@@ -35,8 +38,8 @@ public final class CudaUpdateStagesProvider implements UpdateStagesProvider {
         TorchNatives.extract();
     }
 
-    /** {@code -Ddev.muon.cuda.disableFusedUpdates=true}: keep libtorch's momentum and update ops. */
-    public static final String DISABLE_PROPERTY = "dev.muon.cuda.disableFusedUpdates";
+    private static final System.Logger LOG = System.getLogger(CudaUpdateStagesProvider.class.getName());
+    private static volatile boolean fallbackLogged;
 
     private final Map<Integer, Stages> byDevice = new HashMap<>();
 
@@ -50,12 +53,12 @@ public final class CudaUpdateStagesProvider implements UpdateStagesProvider {
      * @param matrix     the parameter's matrix view
      * @param updateType the update dtype ({@code nsPrecision})
      * @return the stages, or empty for other devices, dtypes or layouts, when CUDA is unavailable, when the
-     *         kernels fail to load, or when {@value #DISABLE_PROPERTY} is set
+     *         kernels fail to load, or when {@value CudaSupport#DISABLE_FUSED_UPDATES_PROPERTY} is set
      */
     @Override
     public Optional<UpdateStages> forParameter(Tensor matrix, ScalarType updateType) {
-        if (Boolean.getBoolean(DISABLE_PROPERTY) || matrix == null || !matrix.defined() || !matrix.is_cuda()
-                || !CudaSupport.isAvailable()
+        if (Boolean.getBoolean(CudaSupport.DISABLE_FUSED_UPDATES_PROPERTY) || matrix == null || !matrix.defined()
+                || !matrix.is_cuda() || !CudaSupport.isAvailable()
                 || matrix.scalar_type().value != ScalarType.Float.value
                 || updateType.value != ScalarType.BFloat16.value
                 || !matrix.is_contiguous()) {
@@ -67,8 +70,12 @@ public final class CudaUpdateStagesProvider implements UpdateStagesProvider {
                     new FusedUpdates(new Device(torch.DeviceType.CUDA, (byte) (int) i)), i)));
         } catch (RuntimeException e) {
             // A driver that refuses the kernels (say, a fatbin with no image for this GPU) must not stop training.
-            CudaSupport.logFallbackOnce("loading the kernels on cuda:" + index + " failed (" + e.getMessage()
-                    + "); run with -D" + CudaSupport.DISABLE_PROPERTY + "=true to skip them");
+            if (!fallbackLogged) {
+                fallbackLogged = true;
+                LOG.log(System.Logger.Level.INFO, "muon-cuda: the momentum and parameter update run on libtorch ops "
+                        + "because loading the fused kernels on cuda:" + index + " failed (" + e.getMessage()
+                        + "); run with -D" + CudaSupport.DISABLE_FUSED_UPDATES_PROPERTY + "=true to skip them");
+            }
             return Optional.empty();
         }
     }
@@ -102,7 +109,7 @@ public final class CudaUpdateStagesProvider implements UpdateStagesProvider {
             return true;
         }
 
-        /** What {@link LaunchChecks} demands of every operand: the dtype, this device, contiguous, 16-byte aligned. */
+        /** What the kernels' launch checks demand of every operand: the dtype, this device, contiguous, 16-byte aligned. */
         private boolean takes(Tensor t, ScalarType dtype) {
             return t.scalar_type().value == dtype.value && t.is_cuda() && t.device().index() == device
                     && t.is_contiguous() && t.data_ptr().address() % 16 == 0;

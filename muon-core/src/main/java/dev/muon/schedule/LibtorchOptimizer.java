@@ -1,4 +1,4 @@
-package dev.muon;
+package dev.muon.schedule;
 
 import dev.muon.internal.TorchNatives;
 import org.bytedeco.javacpp.PointerScope;

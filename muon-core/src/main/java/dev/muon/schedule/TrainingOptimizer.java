@@ -1,10 +1,10 @@
-package dev.muon;
+package dev.muon.schedule;
 
 /**
  * What a training loop and a learning-rate schedule need from an optimizer: step, clear gradients, and read or
- * change each group's learning rate between steps. {@link Muon} and {@link MuonAdamW} implement it, and
- * {@link LibtorchOptimizer#of(org.bytedeco.pytorch.Optimizer)} adapts libtorch's own optimizers, so a loop written against this
- * interface works with any of them.
+ * change each group's learning rate between steps. {@link dev.muon.Muon} and {@link dev.muon.MuonAdamW} implement
+ * it, and {@link LibtorchOptimizer#of(org.bytedeco.pytorch.Optimizer)} adapts libtorch's own optimizers, so a loop
+ * written against this interface works with any of them.
  *
  * <pre>{@code
  * TrainingOptimizer opt = MuonAdamW.dropIn(model.named_parameters(), new AdamWOptions(3e-4));

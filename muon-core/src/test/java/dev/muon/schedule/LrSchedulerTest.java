@@ -1,5 +1,8 @@
-package dev.muon;
+package dev.muon.schedule;
 
+import dev.muon.AdamWConfig;
+import dev.muon.MuonAdamW;
+import dev.muon.MuonConfig;
 import dev.muon.golden.NativeScopePerTest;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
