@@ -1,9 +1,5 @@
 package dev.muon;
 
-import dev.muon.orthogonalize.Orthogonalizer;
-import org.bytedeco.pytorch.Scalar;
-import org.bytedeco.pytorch.Tensor;
-
 /**
  * The row blocks of one Muon parameter under a {@link RowSplit}, planned once at build: the rows of each block, and
  * whether they are equal (then they run as one stacked view {@code [blocks, rows/blocks, cols]}, a view and no
