@@ -172,9 +172,6 @@ public final class FashionMnistDjl implements Callable<Integer> {
                     }
                     nanos += System.nanoTime() - start;
                 }
-                if (optimizer instanceof MuonAdamW hybrid) {
-                    System.out.print(hybrid.assignment());
-                }
                 return new Result(accuracy(trainer, data), nanos / 1e9);
             }
         } catch (java.io.IOException | ai.djl.translate.TranslateException e) {
