@@ -60,6 +60,7 @@ final class GramIteration {
 
     private final Workspace ws;
     private final GramProduct gram;
+    private final MatrixProducts fullProducts;
 
     /**
      * Prepares the libtorch form for the workspace's shape.
@@ -73,8 +74,22 @@ final class GramIteration {
      *                              the polynomial fused into {@code R_k²}; null: on row blocks of GEMMs
      */
     GramIteration(Workspace ws, int blockedSquaresMinRows, NativeKernels.Variant nativeKernel) {
+        this(ws, blockedSquaresMinRows, nativeKernel, MatrixProducts.LIBTORCH);
+    }
+
+    /**
+     * Prepares the libtorch form for the workspace's shape, its full products on {@code products}.
+     *
+     * @param ws                    as above
+     * @param blockedSquaresMinRows as above
+     * @param nativeKernel          as above
+     * @param products              the full products ({@code Z·Q}, {@code R·Z²}, {@code Q·X} and the row blocks)
+     */
+    GramIteration(Workspace ws, int blockedSquaresMinRows, NativeKernels.Variant nativeKernel,
+            MatrixProducts products) {
         this.ws = ws;
-        gram = new GramProduct(ws.x.size(0), ws.x.options(), nativeKernel, blockedSquaresMinRows);
+        this.fullProducts = products;
+        gram = new GramProduct(ws.x.size(0), ws.x.options(), nativeKernel, blockedSquaresMinRows, products);
     }
 
     /**
@@ -95,18 +110,18 @@ final class GramIteration {
 
             @Override
             public void symmetricTimes(Tensor out, Tensor s, Tensor b) {
-                torch.mm_out(out, s, b);
+                fullProducts.multiply(out, s, b);
             }
 
             @Override
             public void squareTimes(Tensor out, Tensor z, Tensor r, Tensor scratch) {
                 gram.squareInto(scratch, z);
-                torch.mm_out(out, r, scratch);
+                fullProducts.multiply(out, r, scratch);
             }
 
             @Override
             public void times(Tensor out, Tensor q, Tensor x) {
-                torch.mm_out(out, q, x);
+                fullProducts.multiply(out, q, x);
             }
         };
         return run(products, steps, ws);

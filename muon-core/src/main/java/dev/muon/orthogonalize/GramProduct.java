@@ -66,6 +66,8 @@ final class GramProduct {
     private final boolean halfSquares;
     /** The native kernel's packing scratch, grown to the longest {@code k} seen; empty before the first call. */
     private final PackingScratch scratch = new PackingScratch();
+    /** The full products of the row-blocked form and of {@link #squareInto}'s GEMM. */
+    private final MatrixProducts products;
 
     /**
      * Prepares products with {@code rows × rows} results.
@@ -79,6 +81,16 @@ final class GramProduct {
      *                            always); {@link #into} always forms half products
      */
     GramProduct(long rows, TensorOptions options, NativeKernels.Variant nativeKernel, int halfSquaresMinRows) {
+        this(rows, options, nativeKernel, halfSquaresMinRows, MatrixProducts.LIBTORCH);
+    }
+
+    /**
+     * Prepares products with {@code rows × rows} results whose full products (the row blocks, {@link #squareInto}'s
+     * GEMM) run on {@code products}.
+     */
+    GramProduct(long rows, TensorOptions options, NativeKernels.Variant nativeKernel, int halfSquaresMinRows,
+            MatrixProducts products) {
+        this.products = products;
         this.rows = Math.toIntExact(rows);
         this.nativeKernel = nativeKernel;
         this.halfSquares = rows >= halfSquaresMinRows;
@@ -120,7 +132,7 @@ final class GramProduct {
         Tensor xt = x.t();
         for (int r0 = 0; r0 < rows; r0 += BLOCK_ROWS) {
             int height = Math.min(BLOCK_ROWS, rows - r0);
-            torch.mm_out(out.narrow(0, r0, height).narrow(1, r0, rows - r0), x.narrow(0, r0, height),
+            products.multiply(out.narrow(0, r0, height).narrow(1, r0, rows - r0), x.narrow(0, r0, height),
                     xt.narrow(1, r0, rows - r0));
         }
         for (int r0 = 0; r0 < rows; r0 += BLOCK_ROWS) {
@@ -157,7 +169,7 @@ final class GramProduct {
         if (halfSquares) {
             into(out, s);
         } else {
-            torch.mm_out(out, s, s);
+            products.multiply(out, s, s);
         }
     }
 

@@ -208,30 +208,22 @@ public final class NewtonSchulz implements Orthogonalizer {
             if (!device.normalizeInto(ws.x, update)) {
                 normalizeInto(ws.x, g);
             }
-            x = plain(ws, batched, device);
+            x = plain(ws, kernels.products, device);
         }
         return tall ? x.mT() : x;
     }
 
-    private Tensor plain(Workspace ws, boolean batched, NewtonSchulzStages device) {
+    private Tensor plain(Workspace ws, MatrixProducts products, NewtonSchulzStages device) {
         Tensor x = ws.x;
         Tensor next = ws.y;
         for (int k = 0; k < config.nsSteps(); k++) {
             if (!device.gramInto(ws.a, x)) {
-                if (batched) {
-                    torch.bmm_out(ws.a, x, x.mT());
-                } else {
-                    torch.mm_out(ws.a, x, x.t());
-                }
+                products.multiply(ws.a, x, x.mT());
             }
             if (!device.polynomialInto(ws.b, ws.a, k)) {
-                polynomialInto(ws.b, ws.a, ws.t, k);
+                polynomialInto(ws.b, ws.a, ws.t, k, products);
             }
-            if (batched) {
-                torch.bmm_out(next, ws.b, x);
-            } else {
-                torch.mm_out(next, ws.b, x);
-            }
+            products.multiply(next, ws.b, x);
             Tensor done = x;
             x = next;
             next = done;
@@ -328,19 +320,16 @@ public final class NewtonSchulz implements Orthogonalizer {
      * reference's {@code a·I + b·A + c·A²}, with the scalar terms added on diagonals so that the only product is a
      * plain GEMM.
      *
-     * @param out     the destination {@code B}, {@code [batch,] m × m}
-     * @param gram    the Gram matrix {@code A}, same shape, read only
-     * @param scratch a buffer of the same shape, overwritten
-     * @param step    the zero-based step, which selects the coefficients
+     * @param out      the destination {@code B}, {@code [batch,] m × m}
+     * @param gram     the Gram matrix {@code A}, same shape, read only
+     * @param scratch  a buffer of the same shape, overwritten
+     * @param step     the zero-based step, which selects the coefficients
+     * @param products the products of this shape ({@link ShapeKernels#products})
      */
-    private void polynomialInto(Tensor out, Tensor gram, Tensor scratch, int step) {
+    private void polynomialInto(Tensor out, Tensor gram, Tensor scratch, int step, MatrixProducts products) {
         torch.mul_out(scratch, gram, quintic[step]);
         scratch.diagonal(0, -2, -1).add_(cubic[step]);
-        if (gram.dim() == 3) {
-            torch.bmm_out(out, gram, scratch);
-        } else {
-            torch.mm_out(out, gram, scratch);
-        }
+        products.multiply(out, gram, scratch);
         out.diagonal(0, -2, -1).add_(linear[step]);
     }
 

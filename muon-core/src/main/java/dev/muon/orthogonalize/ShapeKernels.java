@@ -7,12 +7,15 @@ package dev.muon.orthogonalize;
  */
 final class ShapeKernels {
     final Workspace ws;
+    /** The full products of the libtorch forms (the plain kernel's, and the symmetric and Gram kernels'). */
+    final MatrixProducts products;
     private GramIteration gram;
     private SymmetricIteration symmetric;
     private BlasKernels blas;
 
     ShapeKernels(Workspace ws) {
         this.ws = ws;
+        this.products = MatrixProducts.forTensorsLike(ws.x);
     }
 
     /**
@@ -31,7 +34,7 @@ final class ShapeKernels {
     /** The libtorch form of the symmetric kernel for this shape, created on first use. */
     SymmetricIteration symmetric() {
         if (symmetric == null) {
-            symmetric = new SymmetricIteration(ws, GramProduct.nativeVariantFor(ws.x));
+            symmetric = new SymmetricIteration(ws, GramProduct.nativeVariantFor(ws.x), products);
         }
         return symmetric;
     }
@@ -44,7 +47,7 @@ final class ShapeKernels {
             NativeKernels.Variant nativeKernel = GramProduct.nativeVariantFor(ws.x);
             boolean rowBlocksOnCpu = ws.x.device().is_cpu() && nativeKernel == null;
             int blockedSquaresMinRows = rowBlocksOnCpu ? GramProduct.CPU_SQUARE_MIN_ROWS : 0;
-            gram = new GramIteration(ws, blockedSquaresMinRows, nativeKernel);
+            gram = new GramIteration(ws, blockedSquaresMinRows, nativeKernel, products);
         }
         return gram;
     }

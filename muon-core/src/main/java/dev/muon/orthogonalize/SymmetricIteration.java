@@ -27,6 +27,7 @@ import org.bytedeco.pytorch.global.torch;
 final class SymmetricIteration {
     private final Workspace ws;
     private final GramProduct gram;
+    private final MatrixProducts products;
 
     /**
      * @param ws           the buffers, {@code x} holding the normalised input at each call
@@ -35,9 +36,19 @@ final class SymmetricIteration {
      *                     polynomial fused into its second one; null: row blocks of GEMMs
      */
     SymmetricIteration(Workspace ws, NativeKernels.Variant nativeKernel) {
+        this(ws, nativeKernel, MatrixProducts.LIBTORCH);
+    }
+
+    /**
+     * @param ws           as above
+     * @param nativeKernel as above
+     * @param products     the full products ({@code B·X} and the row blocks)
+     */
+    SymmetricIteration(Workspace ws, NativeKernels.Variant nativeKernel, MatrixProducts products) {
         this.ws = ws;
+        this.products = products;
         // Half products at any size: asking for this kernel is asking for them.
-        gram = new GramProduct(ws.x.size(0), ws.x.options(), nativeKernel, 0);
+        gram = new GramProduct(ws.x.size(0), ws.x.options(), nativeKernel, 0, products);
     }
 
     /**
@@ -51,7 +62,7 @@ final class SymmetricIteration {
         for (int k = 0; k < steps; k++) {
             gram.into(ws.a, x);
             gram.polynomialInto(ws.b, ws.a, ws.t, linear[k], cubic[k], quintic[k]);
-            torch.mm_out(next, ws.b, x);
+            products.multiply(next, ws.b, x);
             Tensor done = x;
             x = next;
             next = done;

@@ -380,15 +380,18 @@ class NewtonSchulzPropertiesTest {
         java.util.List<NativeKernels.Variant> forms = new java.util.ArrayList<>();
         forms.add(null);
         forms.addAll(java.util.List.of(NativeKernels.Variant.values()));
-        return spectra().flatMap(spectrum -> forms.stream().flatMap(nativeKernel -> Stream.of(
-                Arguments.of(NsAlgorithm.GRAM, 256, 1024, spectrum.get()[0], nativeKernel),
-                Arguments.of(NsAlgorithm.SYMMETRIC, 600, 600, spectrum.get()[0], nativeKernel))));
+        // Each form with libtorch's bfloat16 products and with them widened to float32 (MatrixProducts).
+        return spectra().flatMap(spectrum -> forms.stream().flatMap(nativeKernel -> Stream.of(false, true)
+                .flatMap(widened -> Stream.of(
+                        Arguments.of(NsAlgorithm.GRAM, 256, 1024, spectrum.get()[0], nativeKernel, widened),
+                        Arguments.of(NsAlgorithm.SYMMETRIC, 600, 600, spectrum.get()[0], nativeKernel, widened)))));
     }
 
-    @ParameterizedTest(name = "{0} {1}x{2} {3}, native {4}")
+    @ParameterizedTest(name = "{0} {1}x{2} {3}, native {4}, widened {5}")
     @MethodSource("bf16KernelsOnSpectra")
     void bf16Kernel_straysNoFurtherThanTwiceThePlainBf16Kernel(NsAlgorithm kernel, int rows, int cols,
-                                                               String spectrum, NativeKernels.Variant nativeKernel) {
+                                                               String spectrum, NativeKernels.Variant nativeKernel,
+                                                               boolean widened) {
         if (nativeKernel != null) {
             NativeVariants.assumeRuns(nativeKernel);
         }
@@ -403,10 +406,11 @@ class NewtonSchulzPropertiesTest {
         Workspace ws = new Workspace(0, rows, cols, ScalarType.BFloat16, input.device());
         ns.normalizeInto(ws.x, input);
         org.bytedeco.pytorch.Scalar[][] abc = coefficientScalars(bf16, bf16.nsSteps());
+        MatrixProducts products = widened ? MatrixProducts.widening() : MatrixProducts.LIBTORCH;
         Tensor result = kernel == NsAlgorithm.GRAM
-                ? new GramIteration(ws, nativeKernel != null ? 0 : GramProduct.CPU_SQUARE_MIN_ROWS, nativeKernel)
-                        .iterate(bf16.nsSteps(), abc[0], abc[1], abc[2])
-                : new SymmetricIteration(ws, nativeKernel).iterate(bf16.nsSteps(), abc[0], abc[1], abc[2]);
+                ? new GramIteration(ws, nativeKernel != null ? 0 : GramProduct.CPU_SQUARE_MIN_ROWS, nativeKernel,
+                        products).iterate(bf16.nsSteps(), abc[0], abc[1], abc[2])
+                : new SymmetricIteration(ws, nativeKernel, products).iterate(bf16.nsSteps(), abc[0], abc[1], abc[2]);
         double error = Tensors.relativeError(Tensors.values(result), exact);
         // Gram, measured at 512 x 2048 with the restart after 3 steps: 0.6-1.5x the plain kernel's error. Without
         // the restart the decaying, power-law and low-rank cases land 10-360x above the plain kernel and fail here.
