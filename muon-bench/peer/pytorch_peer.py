@@ -185,6 +185,10 @@ def main():
     parser.add_argument("--probe", action="store_true", help="print the capabilities after a few products, exit")
     parser.add_argument("--block", type=int, default=None, help="time one transformer block's Muon step at this width")
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default=None, help="one dtype only (NS, step and --block)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed Newton-Schulz runs before the timed ones")
+    parser.add_argument("--no-step", action="store_true",
+                        help="Newton-Schulz at --shapes only, without the GPT-2 step (which takes minutes per step "
+                             "in bfloat16 on ATen's reference GEMM, the AVX2 window)")
     args = parser.parse_args()
     isa_window(args.isa)
     torch.set_num_threads(args.threads)
@@ -210,10 +214,10 @@ def main():
         rows, cols = (int(v) for v in shape.split("x"))
         g = torch.randn(rows, cols)
         for name, dtype in dtypes:
-            med, lo, hi = median_ms(lambda: newton_schulz(g, dtype=dtype), args.repeats)
+            med, lo, hi = median_ms(lambda: newton_schulz(g, dtype=dtype), args.repeats, warmup=args.warmup)
             results["ns"][f"{shape}/{name}"] = {"median_ms": med, "min_ms": lo, "max_ms": hi}
             print(f"NS {shape} {name}: median {med:.1f} ms (min {lo:.1f}, max {hi:.1f})", flush=True)
-    for name, dtype in dtypes:
+    for name, dtype in dtypes if not args.no_step else ():
         hidden, rest = gpt2_small_width()
         muon = ReferenceMuon(hidden, dtype=dtype)
         adamw = torch.optim.AdamW(rest, lr=1e-3)

@@ -124,7 +124,7 @@ public final class BenchmarkPlot implements Callable<Integer> {
         List<NsScores.Score> floors = NsScores.readJmh(peerFloor == null ? jmh : peerFloor);
         Map<String, NsScores.Peer> fastest = new LinkedHashMap<>();
         for (Path file : peers) {
-            NsScores.readPeer(file).forEach((dtype, p) -> fastest.merge(dtype, p,
+            NsScores.readPeer(file, peerShape).forEach((dtype, p) -> fastest.merge(dtype, p,
                     (a, b) -> a.median() <= b.median() ? a : b));
         }
         fastest.forEach((dtype, p) -> out.put(dtype, Map.of(peerShape,

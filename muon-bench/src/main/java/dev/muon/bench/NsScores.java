@@ -80,21 +80,33 @@ final class NsScores {
     record Peer(double median, double error) {
     }
 
-    /** The peer's timings by dtype. */
-    static Map<String, Peer> readPeer(Path file) throws IOException {
+    /**
+     * The peer's timings by dtype at {@code shape}: from {@code pytorch_peer.py}'s output, whose {@code "ns"} object
+     * holds {@code "SHAPE/dtype"} entries, or from a file of the older form, {@code {dtype: {...}}} for one shape.
+     */
+    static Map<String, Peer> readPeer(Path file, String shape) throws IOException {
         JsonNode root = JSON.readTree(file.toFile());
         Map<String, Peer> out = new LinkedHashMap<>();
         if (root != null) {
-            for (Map.Entry<String, JsonNode> e : root.properties()) {
+            boolean byShape = root.has("ns");
+            JsonNode timings = byShape ? root.get("ns") : root;
+            for (Map.Entry<String, JsonNode> e : timings.properties()) {
+                String dtype = e.getKey();
+                if (byShape) {
+                    if (!dtype.startsWith(shape + "/")) {
+                        continue;
+                    }
+                    dtype = dtype.substring(shape.length() + 1);
+                }
                 JsonNode t = e.getValue();
                 if (t.has("median_ms") && t.has("min_ms") && t.has("max_ms")) {
-                    out.put(e.getKey(), new Peer(t.get("median_ms").asDouble(),
+                    out.put(dtype, new Peer(t.get("median_ms").asDouble(),
                             (t.get("max_ms").asDouble() - t.get("min_ms").asDouble()) / 2));
                 }
             }
         }
         if (out.isEmpty()) {
-            throw new IllegalArgumentException(file + " holds no {dtype: {median_ms, min_ms, max_ms}} timings");
+            throw new IllegalArgumentException(file + " holds no {dtype: {median_ms, min_ms, max_ms}} timings at " + shape);
         }
         return out;
     }

@@ -57,7 +57,20 @@ class NsScoresTest {
         Path file = write(dir, """
                 {"float32": {"median_ms": 700, "min_ms": 680, "max_ms": 740}, "note": "x"}
                 """);
-        assertEquals(Map.of("float32", new NsScores.Peer(700, 30)), NsScores.readPeer(file));
+        assertEquals(Map.of("float32", new NsScores.Peer(700, 30)), NsScores.readPeer(file, "64x256"));
+    }
+
+    @Test
+    void readPeer_readsPytorchPeersOutput_atTheGivenShape(@TempDir Path dir) throws IOException {
+        Path file = write(dir, """
+                {"torch": "1.13", "ns": {
+                  "1024x4096/float32": {"median_ms": 500, "min_ms": 490, "max_ms": 530},
+                  "1024x4096/bfloat16": {"median_ms": 250, "min_ms": 240, "max_ms": 250},
+                  "768x768/float32": {"median_ms": 80, "min_ms": 79, "max_ms": 81}},
+                 "step": {"float32": {"median_ms": 3000, "min_ms": 2900, "max_ms": 3100}}}
+                """);
+        assertEquals(Map.of("float32", new NsScores.Peer(500, 20), "bfloat16", new NsScores.Peer(250, 5)),
+                NsScores.readPeer(file, "1024x4096"));
     }
 
     static Stream<Arguments> badFiles() {
@@ -66,6 +79,8 @@ class NsScoresTest {
                 Arguments.of("jmh", "[" + record("other.Benchmark.x", "gemm", 1, "1") + "]",
                         "no NewtonSchulzBenchmark results"),
                 Arguments.of("peer", "{\"float32\": {\"median_ms\": 1}}", "holds no {dtype"),
+                Arguments.of("peer", "{\"ns\": {\"768x768/float32\": {\"median_ms\": 1, \"min_ms\": 1, "
+                        + "\"max_ms\": 1}}}", "timings at 64x256"),
                 Arguments.of("floor", "[" + record(NS, "ns-auto", 1, "1") + "]", "no 'gemm' floor for float32 64x256"));
     }
 
@@ -77,7 +92,7 @@ class NsScoresTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> {
             switch (reader) {
                 case "jmh" -> NsScores.readJmh(file);
-                case "peer" -> NsScores.readPeer(file);
+                case "peer" -> NsScores.readPeer(file, "64x256");
                 default -> NsScores.floor(NsScores.readJmh(file), "float32", "64x256");
             }
         });
