@@ -112,12 +112,15 @@ KERNEL static void pack_rows(const float *src, long ld, int row0, int rows, int 
     }
 }
 
-/* The register tile: out[j][i] (+)= Σ_q left[q·PANEL + j]·right[q·PANEL + i] for j < rows, i < cols. */
-KERNEL static inline __attribute__((always_inline)) void tile_body(const int tile_rows, int depth,
+/*
+ * The register tile's sums: sums[j][i] = Σ_q left[q·PANEL + j]·right[q·PANEL + i] for j < tile_rows, i < PANEL.
+ * Returned through memory, indexed by constants only: an accumulator read at a variable index by the caller kept
+ * GCC 12 from holding them in registers inside the loop (it stored all twelve on every column).
+ */
+KERNEL static inline __attribute__((always_inline)) void tile_sums(const int tile_rows, int depth,
                                                                    const float *restrict right,
-                                                                   const float *restrict left, float *restrict out,
-                                                                   long ld, int rows, int cols,
-                                                                   const muon_f32_epilogue *e) {
+                                                                   const float *restrict left,
+                                                                   float sums[TILE_MAX][PANEL]) {
     __m256 lo[TILE_MAX], hi[TILE_MAX];
 #pragma GCC unroll 6
     for (int j = 0; j < tile_rows; j++) {
@@ -136,14 +139,21 @@ KERNEL static inline __attribute__((always_inline)) void tile_body(const int til
         right += PANEL;
         left += PANEL;
     }
-    /* Through memory, indexed by constants only: an accumulator read at a variable index below kept GCC 12 from
-     * holding them in registers inside the loop (it stored all twelve on every column). */
-    float sums[TILE_MAX][PANEL] __attribute__((aligned(32)));
 #pragma GCC unroll 6
     for (int j = 0; j < tile_rows; j++) {
         _mm256_store_ps(sums[j], lo[j]);
         _mm256_store_ps(sums[j] + 8, hi[j]);
     }
+}
+
+/* The register tile: out[j][i] (+)= Σ_q left[q·PANEL + j]·right[q·PANEL + i] for j < rows, i < cols. */
+KERNEL static inline __attribute__((always_inline)) void tile_body(const int tile_rows, int depth,
+                                                                   const float *restrict right,
+                                                                   const float *restrict left, float *restrict out,
+                                                                   long ld, int rows, int cols,
+                                                                   const muon_f32_epilogue *e) {
+    float sums[TILE_MAX][PANEL] __attribute__((aligned(32)));
+    tile_sums(tile_rows, depth, right, left, sums);
     for (int j = 0; j < tile_rows && j < rows; j++) {
         float *row = out + (long) j * ld;
         __m256 v0 = _mm256_load_ps(sums[j]);
@@ -355,31 +365,8 @@ KERNEL static inline __attribute__((always_inline)) void bf16_tile_body(const in
                                                                         int rows, int col0, int cols,
                                                                         uint16_t *restrict out,
                                                                         const bf16_epilogue *e) {
-    __m256 lo[TILE_MAX], hi[TILE_MAX];
-#pragma GCC unroll 6
-    for (int j = 0; j < tile_rows; j++) {
-        lo[j] = _mm256_setzero_ps();
-        hi[j] = _mm256_setzero_ps();
-    }
-    for (int q = 0; q < k; q++) {
-        __m256 r0 = _mm256_load_ps(right);
-        __m256 r1 = _mm256_load_ps(right + 8);
-#pragma GCC unroll 6
-        for (int j = 0; j < tile_rows; j++) {
-            __m256 l = _mm256_broadcast_ss(left + j);
-            lo[j] = _mm256_fmadd_ps(r0, l, lo[j]);
-            hi[j] = _mm256_fmadd_ps(r1, l, hi[j]);
-        }
-        right += PANEL;
-        left += PANEL;
-    }
-    /* As in tile_body: constant indices only. */
     float sums[TILE_MAX][PANEL] __attribute__((aligned(32)));
-#pragma GCC unroll 6
-    for (int j = 0; j < tile_rows; j++) {
-        _mm256_store_ps(sums[j], lo[j]);
-        _mm256_store_ps(sums[j] + 8, hi[j]);
-    }
+    tile_sums(tile_rows, k, right, left, sums);
     uint16_t values[TILE_MAX][PANEL];
     for (int j = 0; j < tile_rows && j < rows; j++) {
         __m256 v0 = _mm256_load_ps(sums[j]);
