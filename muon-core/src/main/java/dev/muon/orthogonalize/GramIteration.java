@@ -72,17 +72,6 @@ final class GramIteration {
      * @param nativeKernel          the native bfloat16 kernel's variant on which the half products run (only where
      *                              {@link GramProduct#nativeVariantFor} gives one, or in tests any this CPU runs),
      *                              the polynomial fused into {@code R_k²}; null: on row blocks of GEMMs
-     */
-    GramIteration(Workspace ws, int blockedSquaresMinRows, NativeKernels.Variant nativeKernel) {
-        this(ws, blockedSquaresMinRows, nativeKernel, MatrixProducts.LIBTORCH);
-    }
-
-    /**
-     * Prepares the libtorch form for the workspace's shape, its full products on {@code products}.
-     *
-     * @param ws                    as above
-     * @param blockedSquaresMinRows as above
-     * @param nativeKernel          as above
      * @param products              the full products ({@code Z·Q}, {@code R·Z²}, {@code Q·X} and the row blocks)
      */
     GramIteration(Workspace ws, int blockedSquaresMinRows, NativeKernels.Variant nativeKernel,

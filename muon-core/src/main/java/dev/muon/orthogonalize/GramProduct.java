@@ -79,14 +79,7 @@ final class GramProduct {
      * @param halfSquaresMinRows  the smallest {@code m} from which {@link #squareInto} and {@link #polynomialInto}
      *                            form {@code m × m} self products as half products rather than one GEMM ({@code 0}:
      *                            always); {@link #into} always forms half products
-     */
-    GramProduct(long rows, TensorOptions options, NativeKernels.Variant nativeKernel, int halfSquaresMinRows) {
-        this(rows, options, nativeKernel, halfSquaresMinRows, MatrixProducts.LIBTORCH);
-    }
-
-    /**
-     * Prepares products with {@code rows × rows} results whose full products (the row blocks, {@link #squareInto}'s
-     * GEMM) run on {@code products}.
+     * @param products            the full products: the row blocks and {@link #squareInto}'s GEMM
      */
     GramProduct(long rows, TensorOptions options, NativeKernels.Variant nativeKernel, int halfSquaresMinRows,
             MatrixProducts products) {

@@ -34,14 +34,6 @@ final class SymmetricIteration {
      * @param nativeKernel the native bfloat16 kernel's variant on which the products run (only where
      *                     {@link GramProduct#nativeVariantFor} gives one, or in tests any this CPU runs), the
      *                     polynomial fused into its second one; null: row blocks of GEMMs
-     */
-    SymmetricIteration(Workspace ws, NativeKernels.Variant nativeKernel) {
-        this(ws, nativeKernel, MatrixProducts.LIBTORCH);
-    }
-
-    /**
-     * @param ws           as above
-     * @param nativeKernel as above
      * @param products     the full products ({@code B·X} and the row blocks)
      */
     SymmetricIteration(Workspace ws, NativeKernels.Variant nativeKernel, MatrixProducts products) {

@@ -53,7 +53,7 @@ class GramProductTest {
         Tensor x = torch.randn(rows, cols).to(dtype);
         // Garbage in the output, as a reused workspace holds: every entry must be overwritten.
         Tensor out = torch.full(new long[]{rows, rows}, new org.bytedeco.pytorch.Scalar(1e3)).to(dtype);
-        GramProduct product = new GramProduct(rows, x.options(), nativeKernel, 0);
+        GramProduct product = new GramProduct(rows, x.options(), nativeKernel, 0, MatrixProducts.LIBTORCH);
         assertEquals(nativeKernel != null, product.usesNativeFor(cols), "the form asked for");
         product.into(out, x);
 

@@ -188,7 +188,7 @@ class NativeKernelsTest {
         Tensor x = torch.randn(m, k).to(ScalarType.BFloat16);
         // NaN in the output, as a reused workspace may hold: every entry must be overwritten.
         Tensor out = torch.full(new long[]{m, m}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
-        new GramProduct(m, x.options(), variant, 0).into(out, x);
+        halfProduct(m, x, variant).into(out, x);
 
         Tensor x64 = x.to(ScalarType.Double);
         Tensor exact = x64.matmul(x64.t());
@@ -213,7 +213,7 @@ class NativeKernelsTest {
         Tensor g = torch.randn(m, m).to(ScalarType.Double).div(new Scalar(Math.sqrt(m)));
         Tensor s = g.add(g.t()).to(ScalarType.BFloat16); // exactly symmetric: each entry rounds the same sum
         Tensor out = torch.full(new long[]{m, m}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
-        new GramProduct(m, s.options(), variant, 0).fusedPolynomialInto(out, s, a, b, c);
+        halfProduct(m, s, variant).fusedPolynomialInto(out, s, a, b, c);
 
         Tensor s64 = s.to(ScalarType.Double);
         Tensor eye = torch.eye(m).to(ScalarType.Double);
@@ -239,7 +239,7 @@ class NativeKernelsTest {
         Tensor x = torch.tensor(new float[]{1, (float) h, 0, 0, 1, (float) h, (float) h, (float) h})
                 .reshape(2, 4).to(ScalarType.BFloat16);
         Tensor out = torch.full(new long[]{2, 2}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
-        new GramProduct(2, x.options(), variant, 0).into(out, x);
+        halfProduct(2, x, variant).into(out, x);
         double[] values = Tensors.values(out.to(ScalarType.Double));
         assertEquals(1.0, values[0], "1 + 2^-8");
         assertEquals(1.0, values[1], "1 + 2^-8 (off the diagonal)");
@@ -263,7 +263,7 @@ class NativeKernelsTest {
         Tensor x = torch.tensor(new float[]{subnormal, 0, (float) Math.pow(2, 60), 0}).reshape(2, 2)
                 .to(ScalarType.BFloat16);
         Tensor out = torch.full(new long[]{2, 2}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
-        new GramProduct(2, x.options(), variant, 0).into(out, x);
+        halfProduct(2, x, variant).into(out, x);
         double[] values = Tensors.values(out.to(ScalarType.Double));
         assertEquals(expected, values[1], "2^-130 * 2^60");
         assertEquals(expected, values[2], "its mirror");
@@ -280,12 +280,12 @@ class NativeKernelsTest {
         NativeVariants.assumeRuns(variant);
         Tensor x = torch.randn(m, k).to(ScalarType.BFloat16);
         Tensor out = torch.full(new long[]{m, m}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
-        new GramProduct(m, x.options(), variant, 0).into(out, x);
+        halfProduct(m, x, variant).into(out, x);
         // x·xᵀ over an empty inner dimension is the zero matrix, as libtorch's GEMM gives it.
         assertTrue(torch.equal(out, torch.zeros(m, m).to(ScalarType.BFloat16)), m + "x" + k);
         if (m == k) {
             Tensor poly = torch.empty(new long[]{0, 0}, x.options(), null);
-            new GramProduct(0, x.options(), variant, 0).fusedPolynomialInto(poly, x, 1, 2, 3);
+            halfProduct(0, x, variant).fusedPolynomialInto(poly, x, 1, 2, 3);
             assertEquals(0, poly.numel());
         }
     }
@@ -326,7 +326,7 @@ class NativeKernelsTest {
         Tensor x = torch.randn(16, 12).to(ScalarType.BFloat16);
         Tensor out = torch.empty(new long[]{12, 12}, x.options(), null);
         IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> new GramProduct(12, x.options(), NativeKernels.Variant.AVX2, 0).into(out, x.t()));
+                () -> halfProduct(12, x, NativeKernels.Variant.AVX2).into(out, x.t()));
         assertEquals("the native half product needs contiguous 2-D bfloat16 CPU tensors of 12 rows, got x 12x16 "
                 + "(contiguous: false) and out 12x12 (contiguous: true)", e.getMessage());
     }
@@ -335,10 +335,10 @@ class NativeKernelsTest {
     void polynomial_withoutTheNativeKernel_isRefused() {
         Tensor s = torch.eye(4).to(ScalarType.BFloat16);
         IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> new GramProduct(4, s.options(), null, 0).fusedPolynomialInto(torch.empty_like(s), s, 1, 1, 1));
+                () -> halfProduct(4, s, null).fusedPolynomialInto(torch.empty_like(s), s, 1, 1, 1));
         assertEquals("the fused polynomial needs the native kernel, which this product lacks", e.getMessage());
         IllegalStateException tooLarge = assertThrows(IllegalStateException.class,
-                () -> new GramProduct(4096, s.options(), NativeKernels.Variant.AVX2, 0)
+                () -> halfProduct(4096, s, NativeKernels.Variant.AVX2)
                         .fusedPolynomialInto(torch.empty_like(s), s, 1, 1, 1));
         assertEquals("the fused polynomial runs natively up to 8388608 elements, and 4096 x 4096 is more",
                 tooLarge.getMessage());
@@ -348,12 +348,17 @@ class NativeKernelsTest {
     void largeProducts_runAsRowBlocks() {
         Tensor s = torch.eye(4).to(ScalarType.BFloat16);
         long limit = GramProduct.NATIVE_MAX_ELEMENTS;
-        GramProduct product = new GramProduct(1024, s.options(), NativeKernels.Variant.AVX2, 0);
+        GramProduct product = halfProduct(1024, s, NativeKernels.Variant.AVX2);
         assertTrue(product.usesNativeFor(limit / 1024), "at the limit");
         assertFalse(product.usesNativeFor(limit / 1024 + 1), "past the limit");
         assertTrue(product.isNative(), "1024 x 1024 squares");
-        assertFalse(new GramProduct(4096, s.options(), NativeKernels.Variant.AVX2, 0).isNative(),
+        assertFalse(halfProduct(4096, s, NativeKernels.Variant.AVX2).isNative(),
                 "4096 x 4096 squares: row blocks");
-        assertFalse(new GramProduct(8, s.options(), null, 0).usesNativeFor(8), "the native kernel not chosen");
+        assertFalse(halfProduct(8, s, null).usesNativeFor(8), "the native kernel not chosen");
+    }
+
+    /** A {@link GramProduct} of {@code rows × rows} results for tensors like {@code like}, half products always. */
+    private static GramProduct halfProduct(long rows, Tensor like, NativeKernels.Variant variant) {
+        return new GramProduct(rows, like.options(), variant, 0, MatrixProducts.LIBTORCH);
     }
 }

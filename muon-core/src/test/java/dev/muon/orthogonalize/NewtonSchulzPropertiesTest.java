@@ -266,7 +266,8 @@ class NewtonSchulzPropertiesTest {
         // On the CPU with OpenBLAS, float64 runs BlasKernels; this drives the libtorch form (bfloat16's, and every
         // other device's) directly, in float64, where it must agree with the plain iteration to rounding.
         assertLibtorchFormEqualsGemm(300, 700, steps, "libtorch Gram form",
-                (ws, abc) -> new GramIteration(ws, blockedSquaresMinRows, null).iterate(steps, abc[0], abc[1], abc[2]));
+                (ws, abc) -> new GramIteration(ws, blockedSquaresMinRows, null, MatrixProducts.LIBTORCH)
+                        .iterate(steps, abc[0], abc[1], abc[2]));
     }
 
     /** One of the libtorch iterations, run on a workspace holding the normalised input, with its coefficients. */
@@ -314,7 +315,8 @@ class NewtonSchulzPropertiesTest {
         // bfloat16's symmetric kernel, driven in float64 (where the CPU would run BlasKernels instead): it must
         // agree with the plain iteration to rounding.
         assertLibtorchFormEqualsGemm(rows, cols, steps, "libtorch symmetric form",
-                (ws, abc) -> new SymmetricIteration(ws, null).iterate(steps, abc[0], abc[1], abc[2]));
+                (ws, abc) -> new SymmetricIteration(ws, null, MatrixProducts.LIBTORCH)
+                        .iterate(steps, abc[0], abc[1], abc[2]));
     }
 
 
