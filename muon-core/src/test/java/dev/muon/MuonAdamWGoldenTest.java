@@ -1,6 +1,7 @@
 package dev.muon;
 
 import dev.muon.golden.GoldenCase;
+import dev.muon.golden.GoldenConfigs;
 import dev.muon.golden.GoldenReader;
 import dev.muon.golden.Tensors;
 import dev.muon.orthogonalize.NsPrecision;
@@ -42,11 +43,6 @@ class MuonAdamWGoldenTest {
                 .map(p -> Arguments.of(c, p)));
     }
 
-    static AdamWConfig adamWConfigOf(GoldenCase c) {
-        return new AdamWConfig(c.number("adamw.lr"), c.number("adamw.beta1"), c.number("adamw.beta2"),
-                c.number("adamw.eps"), c.number("adamw.weight_decay"));
-    }
-
     @ParameterizedTest(name = "{0} {1}")
     @MethodSource("cases")
     void trajectory_matchesGolden(GoldenCase c, Precision precision) {
@@ -56,8 +52,8 @@ class MuonAdamWGoldenTest {
                 named.put(p.name(), Tensors.of(c.tensor("param", p.name(), 0), precision.type()).requires_grad_(true));
             }
             MuonAdamW opt = MuonAdamW.builder(named)
-                    .muon(MuonGoldenTest.configOf(c, precision.ns()))
-                    .adamW(adamWConfigOf(c))
+                    .muon(GoldenConfigs.muon(c, precision.ns()))
+                    .adamW(GoldenConfigs.adamW(c))
                     .build();
             for (GoldenCase.Param p : c.params()) {
                 OptimizerKind expected = OptimizerKind.valueOf(p.optimizer().toUpperCase(Locale.ROOT));

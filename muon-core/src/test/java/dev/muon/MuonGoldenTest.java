@@ -1,10 +1,9 @@
 package dev.muon;
 
 import dev.muon.golden.GoldenCase;
+import dev.muon.golden.GoldenConfigs;
 import dev.muon.golden.GoldenReader;
 import dev.muon.golden.Tensors;
-import dev.muon.orthogonalize.CoefficientSchedule;
-import dev.muon.orthogonalize.Coefficients;
 import dev.muon.orthogonalize.NsPrecision;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
@@ -15,7 +14,6 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -55,20 +53,6 @@ class MuonGoldenTest {
         return cases.stream().flatMap(c -> Stream.of(FLOAT64, FLOAT32, BF16_NS).map(p -> Arguments.of(c, p)));
     }
 
-    static MuonConfig configOf(GoldenCase c, NsPrecision ns) {
-        return MuonConfig.defaults()
-                .withLr(c.number("muon.lr"))
-                .withWeightDecay(c.number("muon.weight_decay"))
-                .withMomentum(c.number("muon.momentum"))
-                .withNesterov(c.bool("muon.nesterov"))
-                .withAdjustLr(AdjustLr.valueOf(c.text("muon.adjust_lr").toUpperCase(Locale.ROOT)))
-                .withNsCoefficients(CoefficientSchedule.constant(new Coefficients(
-                        c.number("muon.ns_a"), c.number("muon.ns_b"), c.number("muon.ns_c"))))
-                .withNsSteps(c.integer("muon.ns_steps"))
-                .withEps(c.number("muon.ns_eps"))
-                .withNsPrecision(ns);
-    }
-
     @ParameterizedTest(name = "{0} {1}")
     @MethodSource("cases")
     void trajectory_matchesGolden(GoldenCase c, Precision precision) {
@@ -87,7 +71,7 @@ class MuonGoldenTest {
 
     private static void replay(GoldenCase c, Precision precision, int copies) {
         try (PointerScope scope = new PointerScope()) {
-            MuonConfig config = configOf(c, precision.ns());
+            MuonConfig config = GoldenConfigs.muon(c, precision.ns());
             List<Tensor> params = new ArrayList<>();
             // golden.get(i) is the golden parameter that params.get(i) replays: the copies come set after set.
             List<GoldenCase.Param> golden = new ArrayList<>();

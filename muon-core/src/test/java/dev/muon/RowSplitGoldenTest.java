@@ -1,6 +1,7 @@
 package dev.muon;
 
 import dev.muon.golden.GoldenCase;
+import dev.muon.golden.GoldenConfigs;
 import dev.muon.golden.GoldenReader;
 import dev.muon.golden.NativeScopePerTest;
 import dev.muon.golden.Tensors;
@@ -84,7 +85,7 @@ class RowSplitGoldenTest {
         // half an ulp of p over lr·ratio_k. The smallest blocks (2×4, ratio 0.4 under match_rms_adamw) would make
         // that about 1e-5 in float32 at the golden lr, the size of the tolerance itself; at 10× it is about 1e-6, so
         // the README's tolerances measure the update, not the measurement.
-        MuonConfig golden0 = MuonGoldenTest.configOf(c, precision.ns());
+        MuonConfig golden0 = GoldenConfigs.muon(c, precision.ns());
         MuonConfig config = golden0.withLr(10 * golden0.lr());
         List<GoldenCase.Param> golden = c.params();
         List<Tensor> params = new ArrayList<>();
@@ -141,7 +142,7 @@ class RowSplitGoldenTest {
     @Test
     void split_changesTheUpdate_farBeyondTolerance() {
         GoldenCase c = GoldenReader.cases(n -> n.equals("muon_default")).get(0);
-        MuonConfig config = MuonGoldenTest.configOf(c, MuonGoldenTest.FLOAT64.ns());
+        MuonConfig config = GoldenConfigs.muon(c, MuonGoldenTest.FLOAT64.ns());
         double[] g = c.tensor("grad", "w0", 1).data();
         long[] shape = {8, 4};
         Reference whole = new Reference(new double[32], shape, new long[]{8}, config);

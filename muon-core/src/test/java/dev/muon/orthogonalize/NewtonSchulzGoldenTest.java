@@ -1,6 +1,7 @@
 package dev.muon.orthogonalize;
 
 import dev.muon.golden.GoldenCase;
+import dev.muon.golden.GoldenConfigs;
 import dev.muon.golden.GoldenReader;
 import dev.muon.golden.Tensors;
 import org.bytedeco.javacpp.PointerScope;
@@ -41,9 +42,7 @@ class NewtonSchulzGoldenTest {
     void newtonSchulz_matchesGolden(GoldenCase c, NsPrecision precision, NsAlgorithm algorithm, ScalarType inputType,
                                     double tolerance) {
         try (PointerScope scope = new PointerScope()) {
-            NewtonSchulzConfig config = new NewtonSchulzConfig(
-                    CoefficientSchedule.constant(new Coefficients(c.number("a"), c.number("b"), c.number("c"))),
-                    c.integer("steps"), c.number("eps"), precision, algorithm);
+            NewtonSchulzConfig config = GoldenConfigs.newtonSchulz(c, precision).withNsAlgorithm(algorithm);
             Tensor input = Tensors.of(c.tensor("input", null, 0), inputType);
             Tensor out = new NewtonSchulz(config).orthogonalize(input);
 

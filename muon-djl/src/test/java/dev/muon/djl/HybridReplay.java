@@ -5,10 +5,10 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
-import dev.muon.AdamWConfig;
 import dev.muon.MuonConfig;
 import dev.muon.OptimizerKind;
 import dev.muon.golden.GoldenCase;
+import dev.muon.golden.GoldenConfigs;
 
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
@@ -38,15 +38,6 @@ final class HybridReplay {
             "lm_head.weight", "03lm_head_weight");
 
     private HybridReplay() {
-    }
-
-    static MuonConfig muonConfig(GoldenCase c, GoldenPrecision precision) {
-        return MuonGoldenTest.configOf(c, precision);
-    }
-
-    static AdamWConfig adamWConfig(GoldenCase c) {
-        return new AdamWConfig(c.number("adamw.lr"), c.number("adamw.beta1"), c.number("adamw.beta2"),
-                c.number("adamw.eps"), c.number("adamw.weight_decay"));
     }
 
     /**
@@ -79,8 +70,8 @@ final class HybridReplay {
                                     .param("bias", first.get("layers.0.mlp.fc1.bias")))
                             .child("fc2", new ParamBlock().param("weight", first.get("layers.0.mlp.fc2.weight"))))
                     .child("lm_head", new ParamBlock().param("weight", first.get("lm_head.weight")));
-            MuonAdamW opt = MuonAdamW.builder().optBlock(block).optMuon(muonConfig(c, precision))
-                    .optAdamW(adamWConfig(c)).build();
+            MuonAdamW opt = MuonAdamW.builder().optBlock(block).optMuon(GoldenConfigs.muon(c, precision.ns()))
+                    .optAdamW(GoldenConfigs.adamW(c)).build();
             Map<String, String> ids = new LinkedHashMap<>();
             block.getParameters().forEach(pair -> ids.put(pair.getKey(), pair.getValue().getId()));
             assertEquals(new java.util.HashSet<>(DJL_NAMES.values()), ids.keySet());

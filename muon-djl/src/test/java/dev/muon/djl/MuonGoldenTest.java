@@ -4,11 +4,9 @@ import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
-import dev.muon.AdjustLr;
 import dev.muon.MuonConfig;
 import dev.muon.golden.GoldenCase;
-import dev.muon.orthogonalize.CoefficientSchedule;
-import dev.muon.orthogonalize.Coefficients;
+import dev.muon.golden.GoldenConfigs;
 import dev.muon.golden.GoldenReader;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -18,7 +16,6 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.stream.Stream;
@@ -41,25 +38,11 @@ class MuonGoldenTest {
                 .flatMap(c -> Stream.of(GoldenPrecision.FLOAT64, GoldenPrecision.FLOAT32).map(p -> Arguments.of(c, p)));
     }
 
-    static MuonConfig configOf(GoldenCase c, GoldenPrecision precision) {
-        return MuonConfig.defaults()
-                .withLr(c.number("muon.lr"))
-                .withWeightDecay(c.number("muon.weight_decay"))
-                .withMomentum(c.number("muon.momentum"))
-                .withNesterov(c.bool("muon.nesterov"))
-                .withAdjustLr(AdjustLr.valueOf(c.text("muon.adjust_lr").toUpperCase(Locale.ROOT)))
-                .withNsCoefficients(CoefficientSchedule.constant(new Coefficients(
-                        c.number("muon.ns_a"), c.number("muon.ns_b"), c.number("muon.ns_c"))))
-                .withNsSteps(c.integer("muon.ns_steps"))
-                .withEps(c.number("muon.ns_eps"))
-                .withNsPrecision(precision.ns());
-    }
-
     @ParameterizedTest(name = "{0} {1}")
     @MethodSource("cases")
     void trajectory_matchesGolden_inAnyCallOrder(GoldenCase c, GoldenPrecision precision) {
         try (NDManager manager = NDManager.newBaseManager()) {
-            MuonConfig config = configOf(c, precision);
+            MuonConfig config = GoldenConfigs.muon(c, precision.ns());
             ParamBlock block = new ParamBlock();
             Map<String, NDArray> params = new LinkedHashMap<>();
             for (GoldenCase.Param p : c.params()) {

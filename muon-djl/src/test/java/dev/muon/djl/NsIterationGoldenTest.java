@@ -5,10 +5,8 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import dev.muon.golden.GoldenCase;
+import dev.muon.golden.GoldenConfigs;
 import dev.muon.golden.GoldenReader;
-import dev.muon.orthogonalize.CoefficientSchedule;
-import dev.muon.orthogonalize.Coefficients;
-import dev.muon.orthogonalize.NewtonSchulzConfig;
 import dev.muon.orthogonalize.NsPrecision;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -33,12 +31,6 @@ class NsIterationGoldenTest {
                 .flatMap(c -> Stream.of(Arguments.of(c, DataType.FLOAT64), Arguments.of(c, DataType.FLOAT32)));
     }
 
-    static NewtonSchulzConfig configOf(GoldenCase c, NsPrecision precision) {
-        return new NewtonSchulzConfig(CoefficientSchedule.constant(
-                new Coefficients(c.number("a"), c.number("b"), c.number("c"))), c.integer("steps"),
-                c.number("eps"), precision);
-    }
-
     @ParameterizedTest(name = "{0} {1}")
     @MethodSource("cases")
     void orthogonalize_matchesGolden(GoldenCase c, DataType dtype) {
@@ -47,7 +39,7 @@ class NsIterationGoldenTest {
             NDArray input = manager.create(c.tensor("input", null, 0).data(), new Shape(c.shape())).toType(dtype,
                     false);
             double[] before = Measures.values(input);
-            NDArray out = NsIteration.orthogonalize(input, configOf(c, precision));
+            NDArray out = NsIteration.orthogonalize(input, GoldenConfigs.newtonSchulz(c, precision));
             assertEquals(dtype, out.getDataType());
             assertEquals(input.getShape(), out.getShape());
             double error = Measures.relativeError(Measures.values(out), c.tensor("expected", null, 0).data());
@@ -64,12 +56,12 @@ class NsIterationGoldenTest {
     void aBatch_orthogonalizesEachMatrixOnItsOwn() {
         GoldenCase zero = GoldenReader.read("ns_zero_5x3.txt");
         GoldenCase tiny = GoldenReader.read("ns_tiny_norm_5x3.txt");
-        assertEquals(configOf(zero, NsPrecision.FLOAT64), configOf(tiny, NsPrecision.FLOAT64));
+        assertEquals(GoldenConfigs.newtonSchulz(zero, NsPrecision.FLOAT64), GoldenConfigs.newtonSchulz(tiny, NsPrecision.FLOAT64));
         try (NDManager manager = NDManager.newBaseManager()) {
             Shape shape = new Shape(5, 3);
             NDArray a = manager.create(zero.tensor("input", null, 0).data(), shape);
             NDArray b = manager.create(tiny.tensor("input", null, 0).data(), shape);
-            NDArray out = NsIteration.orthogonalize(a.stack(b), configOf(zero, NsPrecision.FLOAT64));
+            NDArray out = NsIteration.orthogonalize(a.stack(b), GoldenConfigs.newtonSchulz(zero, NsPrecision.FLOAT64));
             assertEquals(new Shape(2, 5, 3), out.getShape());
             assertArrayEquals(zero.tensor("expected", null, 0).data(), Measures.values(out.get(0)), 0.0);
             double e1 = Measures.relativeError(Measures.values(out.get(1)), tiny.tensor("expected", null, 0).data());
