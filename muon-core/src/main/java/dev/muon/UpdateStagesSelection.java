@@ -12,15 +12,25 @@ import java.util.stream.Collectors;
 
 /**
  * Picks, once per parameter when a {@link Muon} is built, the device's fused momentum and update stages
- * ({@link UpdateStages}, muon-cuda's kernels through {@link ServiceLoader}), or none: then the parameter's momentum
- * and update run on libtorch's ops, exactly as without any provider. Only Newton–Schulz parameters are offered:
- * the exact SVD reference keeps libtorch's ops.
+ * ({@link UpdateStages}): a provider's (muon-cuda's kernels through {@link ServiceLoader}) first, else, for a CPU
+ * float32 parameter where muon-core's native kernels run, {@link NativeUpdateStages} (the same bits as libtorch's
+ * ops, in fewer passes), or none: then the parameter's momentum and update run on libtorch's ops. Only
+ * Newton–Schulz parameters are offered: the exact SVD reference keeps libtorch's ops.
  */
 final class UpdateStagesSelection {
     private static final System.Logger LOG = System.getLogger(UpdateStagesSelection.class.getName());
     private static volatile boolean fallbackLogged;
 
+    /**
+     * Set to {@code true} when an optimizer is built, keeps its CPU parameters' momentum and update on libtorch's
+     * ops (the native stages give the same bits; this is for measuring them, and for ruling them out).
+     */
+    static final String DISABLE_NATIVE_STAGES_PROPERTY = "dev.muon.native.disableUpdateStages";
+
     private final List<UpdateStagesProvider> providers;
+    /** The CPU's native stages, looked up at the first CPU parameter they would serve; null where none run. */
+    private NativeUpdateStages cpu;
+    private boolean cpuLookedUp;
 
     UpdateStagesSelection() {
         providers = ServiceLoader.load(UpdateStagesProvider.class).stream()
@@ -28,7 +38,10 @@ final class UpdateStagesSelection {
                 .collect(Collectors.toList());
     }
 
-    /** The stages of the first provider that serves this parameter, or null for libtorch's ops. */
+    /**
+     * The stages of the first provider that serves this parameter, else the CPU's native stages where they serve it,
+     * or null for libtorch's ops.
+     */
     UpdateStages forParameter(MuonConfig config, Tensor matrix, String label) {
         if (config.orthogonalization() != Orthogonalization.NEWTON_SCHULZ) {
             return null;
@@ -38,6 +51,15 @@ final class UpdateStagesSelection {
             Optional<UpdateStages> served = provider.forParameter(matrix, updateType);
             if (served.isPresent()) {
                 return served.get();
+            }
+        }
+        if (NativeUpdateStages.serves(matrix, updateType)) {
+            if (!cpuLookedUp) {
+                cpu = Boolean.getBoolean(DISABLE_NATIVE_STAGES_PROPERTY) ? null : NativeUpdateStages.ifAvailable();
+                cpuLookedUp = true;
+            }
+            if (cpu != null) {
+                return cpu;
             }
         }
         if (matrix.is_cuda() && !fallbackLogged) {

@@ -108,6 +108,14 @@ public class MuonStepBenchmark {
     @Param({"plain"})
     public String variant;
 
+    /**
+     * The Muon side's momentum and update passes on the CPU: {@code native} (muon-core's one-pass stages where its
+     * native kernels run, the default) or {@code libtorch} (libtorch's ops, through
+     * {@code -Ddev.muon.native.disableUpdateStages=true}); the two give the same bits.
+     */
+    @Param({"native"})
+    public String updateStages;
+
     private PointerScope scope;
     private Runnable step;
     /** The Muon side's state bytes after the first step, printed with the results; null for AdamW alone. */
@@ -146,6 +154,12 @@ public class MuonStepBenchmark {
             default -> throw new IllegalArgumentException("variant must be plain, cautious-wd or bf16-momentum, got "
                     + variant);
         };
+        switch (updateStages) {
+            case "native" -> System.clearProperty("dev.muon.native.disableUpdateStages");
+            case "libtorch" -> System.setProperty("dev.muon.native.disableUpdateStages", "true");
+            default -> throw new IllegalArgumentException("updateStages must be native or libtorch, got "
+                    + updateStages);
+        }
         if (optimizer.equals("muon-adamw")) {
             // Both sets put exactly the `hidden` list on Muon, as the muon rows do: the small set has no head, so
             // the output-layer rule would otherwise move its last projection to AdamW.
@@ -182,6 +196,7 @@ public class MuonStepBenchmark {
         params.put("nsAlgorithm", nsAlgorithm);
         params.put("batching", batching);
         params.put("variant", variant);
+        params.put("updateStages", updateStages);
         before.report(System.getProperty(RESIDENT_OUT), params);
     }
 

@@ -13,8 +13,9 @@ import java.util.Set;
 
 /**
  * Whether muon-core's own native CPU kernels run in this process, which variant, and why not. The library,
- * {@code libmuoncpu.so} (source: {@code muon-core/src/main/c}), holds two sets of Newton–Schulz products; the build
- * puts it into the jar for Linux x86-64 when gcc is at hand:
+ * {@code libmuoncpu.so} (source: {@code muon-core/src/main/c}), holds two sets of Newton–Schulz products, and
+ * Muon's momentum and update stages for float32 parameters, each in one pass ({@code muon_update_kernels.c}, used by
+ * {@code dev.muon}'s step); the build puts it into the jar for Linux x86-64 when gcc is at hand:
  * <ul>
  *   <li>the bfloat16 half product {@code out = x·xᵀ} ({@code muon_cpu_kernels.c}), which libtorch lacks (it forms
  *       {@code x·xᵀ} as a full GEMM);</li>

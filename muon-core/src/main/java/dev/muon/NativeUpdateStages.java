@@ -1,0 +1,116 @@
+package dev.muon;
+
+import dev.muon.internal.UpdateStages;
+import dev.muon.orthogonalize.NativeKernels;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+/**
+ * Muon's momentum and update stages for float32 parameters on the CPU, each one pass over memory on muon-core's
+ * native kernels ({@link NativeUpdateKernels}) instead of libtorch's three ({@code lerp_}, {@code lerp_out}, the cast
+ * to the update dtype) and two ({@code mul_}, {@code add_}, which first copies a bfloat16 {@code O} to float32).
+ * They compute every value with libtorch's operations and roundings, so a step gives the same bits with them as
+ * without (NativeUpdateStagesTest); what they save is memory traffic, which is what these passes cost.
+ *
+ * <p>Chosen by {@link UpdateStagesSelection} for CPU float32 parameters where the native kernels run (and ATen's
+ * vectorised kernels, see {@link #ifAvailable()}); a call on
+ * anything else (another dtype, a non-contiguous view such as a tall parameter's transposed {@code O}, overlapping
+ * tensors) is declined and runs on libtorch's ops, as the {@link UpdateStages} contract allows.
+ */
+final class NativeUpdateStages implements UpdateStages {
+    private final NativeKernels.Variant variant;
+
+    /** @param variant the native kernels' variant this process runs ({@link NativeKernels#variant()}) */
+    NativeUpdateStages(NativeKernels.Variant variant) {
+        this.variant = variant;
+    }
+
+    /**
+     * The stages where the native kernels run in this process and ATen runs its vectorised kernels, whose bits they
+     * reproduce; else null. ATen's scalar kernels ({@code ATEN_CPU_CAPABILITY=default}) round {@code a·b + c}
+     * twice where the vectorised ones form an fma, so there the stages would change the bits, and libtorch's ops
+     * keep them.
+     */
+    static NativeUpdateStages ifAvailable() {
+        return atenVectorized() ? NativeKernels.variant().map(NativeUpdateStages::new).orElse(null) : null;
+    }
+
+    /** Whether ATen runs its vectorised CPU kernels (AVX2 or AVX-512), not its scalar ones. */
+    static boolean atenVectorized() {
+        return !"DEFAULT".equals(torch.get_cpu_capability().getString());
+    }
+
+    /** Whether these stages take a parameter of this dtype and device with updates of {@code updateType}. */
+    static boolean serves(Tensor matrix, ScalarType updateType) {
+        return matrix.is_cpu() && isFloat(matrix) && (updateType.value == ScalarType.Float.value
+                || updateType.value == ScalarType.BFloat16.value);
+    }
+
+    @Override
+    public boolean momentumInto(Tensor out, Tensor buffer, Tensor grad, double momentum, boolean nesterov) {
+        long n = buffer.numel();
+        if (!plainFloat(buffer, n) || !plainFloat(grad, n) || !plainUpdate(out, n)) {
+            return false;
+        }
+        if (n == 0) {
+            return true; // nothing to write (and an empty tensor may have no data pointer)
+        }
+        if (overlaps(out, buffer) || overlaps(out, grad) || overlaps(buffer, grad)) {
+            return false;
+        }
+        NativeUpdateKernels.momentum(code(), address(buffer), address(grad), address(out), !isFloat(out), n,
+                momentum, nesterov, torch.get_num_threads());
+        return true;
+    }
+
+    @Override
+    public boolean updateParameter(Tensor param, Tensor update, double decay, double alpha) {
+        long n = param.numel();
+        if (!plainFloat(param, n) || !plainUpdate(update, n)) {
+            return false;
+        }
+        if (n == 0) {
+            return true;
+        }
+        if (overlaps(param, update)) {
+            return false;
+        }
+        NativeUpdateKernels.update(code(), address(param), address(update), !isFloat(update), n, decay, alpha,
+                torch.get_num_threads());
+        return true;
+    }
+
+    private int code() {
+        // MUON_VARIANT_* in muon_kernels.h.
+        return variant == NativeKernels.Variant.AVX512 ? 0 : 1;
+    }
+
+    private static boolean isFloat(Tensor t) {
+        return t.scalar_type().value == ScalarType.Float.value;
+    }
+
+    /** A contiguous CPU float32 tensor of n entries. */
+    private static boolean plainFloat(Tensor t, long n) {
+        return isFloat(t) && plain(t, n);
+    }
+
+    /** A contiguous CPU float32 or bfloat16 tensor of n entries. */
+    private static boolean plainUpdate(Tensor t, long n) {
+        return (isFloat(t) || t.scalar_type().value == ScalarType.BFloat16.value) && plain(t, n);
+    }
+
+    private static boolean plain(Tensor t, long n) {
+        return t.is_cpu() && t.numel() == n && t.is_contiguous();
+    }
+
+    private static long address(Tensor t) {
+        return t.data_ptr().address();
+    }
+
+    private static boolean overlaps(Tensor a, Tensor b) {
+        long aStart = address(a);
+        long bStart = address(b);
+        return aStart < bStart + b.nbytes() && bStart < aStart + a.nbytes();
+    }
+}
