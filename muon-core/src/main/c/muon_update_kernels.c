@@ -3,7 +3,8 @@
  * in one pass over memory; called through JNI from dev.muon.NativeUpdateKernels (dev.muon.NativeUpdateStages):
  *
  *   momentum   B = lerp(B, g, 1 − μ);  U = nesterov ? lerp(g, B, μ) : B;  out = U (float32, or rounded to bfloat16)
- *   update     p = decay·p + alpha·O   (O float32 or bfloat16; the product with decay skipped when decay is 1)
+ *   update     p = decay·p + alpha·O   (O float32 or bfloat16, as stored or transposed; the product with decay
+ *              skipped when decay is 1)
  *
  * On libtorch's ops these are lerp_, lerp_out and a cast (three passes; 30 bytes per entry with a bfloat16 U), and
  * mul_ and add_ (two passes, plus a float32 copy of a bfloat16 O): about 1.2 GB per step of a GPT-2-small-width
@@ -97,6 +98,30 @@ BODY void update_range(float *restrict param, const void *restrict update, int u
     }
 }
 
+/* The update with O stored transposed (a tall parameter's orthogonalized update is the transpose of the wide
+ * matrix the iteration ran on): param is rows × cols, update cols × rows; 32 × 32 blocks [first, end) in row-major
+ * block order. */
+BODY void update_transposed_blocks(float *restrict param, const void *restrict update, int update_bfloat16,
+                                   float decay, int decayed, float alpha, long rows, long cols, long first,
+                                   long end) {
+    const float *o32 = (const float *) update;
+    const uint16_t *o16 = (const uint16_t *) update;
+    long block_cols = (cols + 31) / 32;
+    for (long b = first; b < end; b++) {
+        long r0 = b / block_cols * 32;
+        long c0 = b % block_cols * 32;
+        long r1 = r0 + 32 < rows ? r0 + 32 : rows;
+        long c1 = c0 + 32 < cols ? c0 + 32 : cols;
+        for (long r = r0; r < r1; r++) {
+            for (long c = c0; c < c1; c++) {
+                float p = decayed ? param[r * cols + c] * decay : param[r * cols + c];
+                float o = update_bfloat16 ? from_bfloat16(o16[c * rows + r]) : o32[c * rows + r];
+                param[r * cols + c] = fmaf(o, alpha, p);
+            }
+        }
+    }
+}
+
 /*
  * The loops with their branches hoisted, so that gcc vectorizes each combination without a per-entry test. One
  * instance per instruction set: the body is inlined into a function with that target.
@@ -134,10 +159,18 @@ BODY void update_range(float *restrict param, const void *restrict update, int u
         }                                                                                                        \
     }
 
+#define UPDATE_TRANSPOSED_VARIANT(name, target)                                                                   \
+    target static void name(float *restrict param, const void *restrict update, int update_bfloat16, float decay, \
+                            int decayed, float alpha, long rows, long cols, long first, long end) {              \
+        update_transposed_blocks(param, update, update_bfloat16, decay, decayed, alpha, rows, cols, first, end);  \
+    }
+
 MOMENTUM_VARIANT(momentum_avx512, AVX512_KERNEL)
 MOMENTUM_VARIANT(momentum_avx2, AVX2_KERNEL)
 UPDATE_VARIANT(update_avx512, AVX512_KERNEL)
 UPDATE_VARIANT(update_avx2, AVX2_KERNEL)
+UPDATE_TRANSPOSED_VARIANT(update_transposed_avx512, AVX512_KERNEL)
+UPDATE_TRANSPOSED_VARIANT(update_transposed_avx2, AVX2_KERNEL)
 
 /* The threads a pass of n entries uses: at most `threads`, each with at least MIN_ENTRIES_PER_THREAD entries. */
 static int threads_for(long n, int threads) {
@@ -192,11 +225,13 @@ JNIEXPORT void JNICALL Java_dev_muon_NativeUpdateKernels_momentum(JNIEnv *env, j
 }
 
 /*
- * The update stage over n entries: param float32, update float32 or bfloat16 (updateBfloat16), both contiguous and
- * not overlapping; the caller checked them.
+ * The update stage over the rows × cols param: float32, contiguous; update float32 or bfloat16 (updateBfloat16),
+ * contiguous rows × cols or, with transposed, contiguous cols × rows holding the transpose; not overlapping; the
+ * caller checked them.
  */
 JNIEXPORT void JNICALL Java_dev_muon_NativeUpdateKernels_update(JNIEnv *env, jclass cls, jint variant, jlong param,
-                                                                jlong update, jboolean updateBfloat16, jlong n,
+                                                                jlong update, jboolean updateBfloat16,
+                                                                jboolean transposed, jlong rows, jlong cols,
                                                                 jdouble decay, jdouble alpha, jint threads) {
     (void) env;
     (void) cls;
@@ -206,7 +241,24 @@ JNIEXPORT void JNICALL Java_dev_muon_NativeUpdateKernels_update(JNIEnv *env, jcl
     int decayed = decay != 1.0;
     float decay32 = (float) decay;
     float alpha32 = (float) alpha;
+    long n = rows * cols;
     int count = threads_for(n, threads);
+    if (transposed) {
+        long blocks = ((rows + 31) / 32) * ((cols + 31) / 32);
+#pragma omp parallel num_threads(count) if (count > 1)
+        {
+            int t = omp_get_thread_num();
+            int parts = omp_get_num_threads();
+            long first = blocks * t / parts;
+            long end = blocks * (t + 1) / parts;
+            if (variant == MUON_VARIANT_AVX2) {
+                update_transposed_avx2(p, o, updateBfloat16, decay32, decayed, alpha32, rows, cols, first, end);
+            } else {
+                update_transposed_avx512(p, o, updateBfloat16, decay32, decayed, alpha32, rows, cols, first, end);
+            }
+        }
+        return;
+    }
 #pragma omp parallel num_threads(count) if (count > 1)
     {
         long first;

@@ -17,9 +17,10 @@ final class NativeUpdateKernels {
                                 double momentum, boolean nesterov, int threads);
 
     /**
-     * {@code param = decay·param + alpha·update} over {@code n} contiguous entries; {@code param} float32,
-     * {@code update} float32 or, with {@code updateBfloat16}, bfloat16.
+     * {@code param = decay·param + alpha·update} for the contiguous float32 {@code rows × cols} {@code param};
+     * {@code update} float32 or, with {@code updateBfloat16}, bfloat16, contiguous {@code rows × cols} or, with
+     * {@code transposed}, the transpose of a contiguous {@code cols × rows} matrix.
      */
-    static native void update(int variant, long param, long update, boolean updateBfloat16, long n, double decay,
-                              double alpha, int threads);
+    static native void update(int variant, long param, long update, boolean updateBfloat16, boolean transposed,
+                              long rows, long cols, double decay, double alpha, int threads);
 }

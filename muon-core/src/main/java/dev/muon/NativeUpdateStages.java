@@ -14,9 +14,9 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
  * without (NativeUpdateStagesTest); what they save is memory traffic, which is what these passes cost.
  *
  * <p>Chosen by {@link UpdateStagesSelection} for CPU float32 parameters where the native kernels run (and ATen's
- * vectorised kernels, see {@link #ifAvailable()}); a call on
- * anything else (another dtype, a non-contiguous view such as a tall parameter's transposed {@code O}, overlapping
- * tensors) is declined and runs on libtorch's ops, as the {@link UpdateStages} contract allows.
+ * vectorised kernels, see {@link #ifAvailable()}). A tall parameter's {@code O}, the transposed view of the
+ * iteration's wide result, is read block by block; a call on anything else (another dtype, another non-contiguous
+ * view, overlapping tensors) is declined and runs on libtorch's ops, as the {@link UpdateStages} contract allows.
  */
 final class NativeUpdateStages implements UpdateStages {
     private final NativeKernels.Variant variant;
@@ -67,7 +67,11 @@ final class NativeUpdateStages implements UpdateStages {
     @Override
     public boolean updateParameter(Tensor param, Tensor update, double decay, double alpha) {
         long n = param.numel();
-        if (!plainFloat(param, n) || !plainUpdate(update, n)) {
+        // A tall parameter's O is the transposed view of the wide result: served as such, read block by block.
+        boolean transposed = param.dim() == 2 && isTransposedMatrix(update) && update.size(0) == param.size(0)
+                && update.size(1) == param.size(1);
+        if (!plainFloat(param, n) || !(transposed ? updateType(update) && update.numel() == n
+                : plainUpdate(update, n))) {
             return false;
         }
         if (n == 0) {
@@ -76,9 +80,15 @@ final class NativeUpdateStages implements UpdateStages {
         if (overlaps(param, update)) {
             return false;
         }
-        NativeUpdateKernels.update(code(), address(param), address(update), !isFloat(update), n, decay, alpha,
-                torch.get_num_threads());
+        long rows = transposed ? update.size(0) : 1;
+        NativeUpdateKernels.update(code(), address(param), address(update), !isFloat(update), transposed, rows,
+                n / rows, decay, alpha, torch.get_num_threads());
         return true;
+    }
+
+    /** A CPU matrix that is not contiguous but whose transpose is: the transposed view of a contiguous matrix. */
+    private static boolean isTransposedMatrix(Tensor t) {
+        return t.dim() == 2 && t.is_cpu() && !t.is_contiguous() && t.mT().is_contiguous();
     }
 
     private int code() {
@@ -97,7 +107,11 @@ final class NativeUpdateStages implements UpdateStages {
 
     /** A contiguous CPU float32 or bfloat16 tensor of n entries. */
     private static boolean plainUpdate(Tensor t, long n) {
-        return (isFloat(t) || t.scalar_type().value == ScalarType.BFloat16.value) && plain(t, n);
+        return updateType(t) && plain(t, n);
+    }
+
+    private static boolean updateType(Tensor t) {
+        return isFloat(t) || t.scalar_type().value == ScalarType.BFloat16.value;
     }
 
     private static boolean plain(Tensor t, long n) {

@@ -120,6 +120,32 @@ class NativeUpdateStagesTest {
         }
     }
 
+    @ParameterizedTest(name = "{0} weightDecay={1} O={2}")
+    @MethodSource("updateCases")
+    void updateParameter_ofATallParameter_readsItsTransposedUpdate_withLibtorchsBits(
+            NativeKernels.Variant variant, double weightDecay, String updateType) {
+        assumeRunnable(variant);
+        MuonConfig config = MuonConfig.defaults().withLr(0.02).withWeightDecay(weightDecay);
+        ParameterUpdate.StepScalars scalars = new ParameterUpdate.StepScalars(config);
+        double alpha = -config.scaledLr(300, 70);
+        // Tall shapes whose sides end inside and on the 32-value blocks, and one above the one-thread limit.
+        for (long[] shape : new long[][]{{3, 2}, {33, 31}, {64, 32}, {300, 70}, {1_024, 160}}) {
+            long rows = shape[0];
+            long cols = shape[1];
+            Tensor o = data(rows * cols, 9).view(cols, rows).to(ScalarType.valueOf(updateType)).t();
+            Tensor expected = data(rows * cols, 10).view(rows, cols);
+            Tensor param = expected.clone();
+            if (weightDecay != 0) {
+                expected.mul_(scalars.decay);
+            }
+            expected.add_(o, new Scalar(alpha));
+
+            assertTrue(new NativeUpdateStages(variant).updateParameter(param, o, scalars.decayFactor, alpha));
+
+            assertArrayEquals(values(expected), values(param), rows + "x" + cols);
+        }
+    }
+
     /** What each declined call is given; the stage must return false and leave every tensor as it was. */
     static Stream<Arguments> declinedCalls() {
         return Stream.of(
@@ -163,8 +189,10 @@ class NativeUpdateStagesTest {
                         new Tensor[]{t[0].to(ScalarType.Double), t[1]}),
                 Arguments.of("float16 update", (Function<Tensor[], Tensor[]>) t ->
                         new Tensor[]{t[0], t[1].to(ScalarType.Half)}),
-                Arguments.of("transposed update (a tall parameter's O)", (Function<Tensor[], Tensor[]>) t ->
-                        new Tensor[]{t[0].view(12, 10), t[1].view(10, 12).t()}),
+                Arguments.of("strided update", (Function<Tensor[], Tensor[]>) t ->
+                        new Tensor[]{t[0], torch.zeros(120, 2).select(1, 0)}),
+                Arguments.of("transposed update of another shape", (Function<Tensor[], Tensor[]>) t ->
+                        new Tensor[]{t[0].view(12, 10), t[1].view(12, 10).t()}),
                 Arguments.of("strided parameter", (Function<Tensor[], Tensor[]>) t ->
                         new Tensor[]{torch.zeros(120, 2).select(1, 0), t[1]}),
                 Arguments.of("update is the parameter", (Function<Tensor[], Tensor[]>) t ->
