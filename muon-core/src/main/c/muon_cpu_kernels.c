@@ -23,7 +23,9 @@
 #include <jni.h>
 #include <immintrin.h>
 #include <omp.h>
+#include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "muon_kernels.h"
@@ -42,6 +44,23 @@
  */
 static inline size_t panel_elems(int pairs) {
     return (size_t) pairs * PANEL * 2;
+}
+
+static inline __attribute__((always_inline)) float bf16_value(uint16_t b) {
+    uint32_t u = (uint32_t) b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* c10::BFloat16's rounding: to nearest, ties to even; NaN to a quiet NaN. */
+static inline __attribute__((always_inline)) uint16_t bf16_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) {
+        return 0x7FC0u;
+    }
+    return (uint16_t) ((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
 /* One row's pairs from q0 on, and an odd k's last column (its pair's other half zero), at their places in the panel:
@@ -257,6 +276,116 @@ static void self_product(const uint16_t *x, int m, int k, uint16_t *out, uint16_
     }
 }
 
+/*
+ * The normalisation before a bfloat16 iteration, out = g / max(safety·‖g‖_F, eps), in two passes over bfloat16
+ * instead of libtorch's four over float32 copies (the norm with dtype float32 casts g to a float32 copy, and the
+ * quotient casts g again and its result back). The norm: each source row's squares summed in double in 16 fixed
+ * lanes, the rows summed in order, so the same bits for any thread count; every square of a bfloat16 is exact in
+ * double, so the sum is closer to the true norm than libtorch's float32 sum, to which it can differ in the last
+ * bit. The quotient as libtorch forms it: the norm rounded to float32, times safety in float32 (unless 1), at least
+ * eps, g divided by it in float32, rounded to bfloat16 to nearest even.
+ */
+static inline __attribute__((always_inline)) double row_squares(const uint16_t *g, int n) {
+    double lanes[16] = {0};
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        for (int j = 0; j < 16; j++) {
+            float v = bf16_value(g[i + j]);
+            lanes[j] += (double) v * (double) v;
+        }
+    }
+    for (int j = 0; i < n; i++, j++) {
+        float v = bf16_value(g[i]);
+        lanes[j] += (double) v * (double) v;
+    }
+    double sum = 0.0;
+    for (int j = 0; j < 16; j++) {
+        sum += lanes[j];
+    }
+    return sum;
+}
+
+static inline __attribute__((always_inline)) void scale_rows(const uint16_t *g, int source_rows, int source_cols,
+                                                             int transposed, float denominator, uint16_t *out,
+                                                             long first, long end) {
+    if (!transposed) {
+        for (long i = first; i < end; i++) {
+            out[i] = bf16_round(bf16_value(g[i]) / denominator);
+        }
+        return;
+    }
+    /* out (source_cols × source_rows) is g transposed: 32 × 32 blocks, this thread's share of them. */
+    long block_cols = (source_cols + 31) / 32;
+    for (long b = first; b < end; b++) {
+        int r0 = (int) (b / block_cols) * 32;
+        int c0 = (int) (b % block_cols) * 32;
+        int r1 = r0 + 32 < source_rows ? r0 + 32 : source_rows;
+        int c1 = c0 + 32 < source_cols ? c0 + 32 : source_cols;
+        for (int c = c0; c < c1; c++) {
+            for (int r = r0; r < r1; r++) {
+                out[(size_t) c * source_rows + r] = bf16_round(bf16_value(g[(size_t) r * source_cols + c]) / denominator);
+            }
+        }
+    }
+}
+
+#define NORMALIZE_VARIANT(name, target)                                                                           \
+    target static double name##_squares(const uint16_t *g, int n) {                                              \
+        return row_squares(g, n);                                                                                \
+    }                                                                                                            \
+    target static void name##_scale(const uint16_t *g, int source_rows, int source_cols, int transposed,        \
+                                    float denominator, uint16_t *out, long first, long end) {                   \
+        scale_rows(g, source_rows, source_cols, transposed, denominator, out, first, end);                       \
+    }
+
+NORMALIZE_VARIANT(normalize_avx512, KERNEL)
+NORMALIZE_VARIANT(normalize_avx2, __attribute__((target("avx2,fma"))))
+
+static int normalize_bf16(int variant, const uint16_t *g, int m, int n, int transposed, uint16_t *out, int threads,
+                          double safety, double eps) {
+    int source_rows = transposed ? n : m;
+    int source_cols = transposed ? m : n;
+    double *row_sums = malloc((size_t) (source_rows > 0 ? source_rows : 1) * sizeof(double));
+    if (row_sums == NULL) {
+        return 0;
+    }
+    int avx2 = variant == MUON_VARIANT_AVX2;
+    float denominator = 1.0f;
+    long units = transposed ? (long) ((source_rows + 31) / 32) * ((source_cols + 31) / 32) : (long) m * n;
+#pragma omp parallel num_threads(threads)
+    {
+        int t = omp_get_thread_num();
+        int parts = omp_get_num_threads();
+#pragma omp for schedule(static)
+        for (int r = 0; r < source_rows; r++) {
+            const uint16_t *row = g + (size_t) r * source_cols;
+            row_sums[r] = avx2 ? normalize_avx2_squares(row, source_cols) : normalize_avx512_squares(row, source_cols);
+        }
+#pragma omp single
+        {
+            double sum = 0.0;
+            for (int r = 0; r < source_rows; r++) {
+                sum += row_sums[r];
+            }
+            float norm = (float) sqrt(sum);
+            if (safety != 1.0) {
+                norm *= (float) safety;
+            }
+            float floor = (float) eps;
+            denominator = norm > floor ? norm : floor;
+        }
+        long first = units * t / parts;
+        long end = units * (t + 1) / parts;
+        if (avx2) {
+            normalize_avx2_scale(g, source_rows, source_cols, transposed, denominator, out, first, end);
+        } else {
+            normalize_avx512_scale(g, source_rows, source_cols, transposed, denominator, out, first, end);
+        }
+    }
+    free(row_sums);
+    return 1;
+}
+
 int muon_variant_supported(int variant) {
     __builtin_cpu_init();
     if (variant == MUON_VARIANT_AVX512) {
@@ -287,6 +416,20 @@ JNIEXPORT jlong JNICALL Java_dev_muon_orthogonalize_NativeKernels_bfloat16PackBy
     }
     int panels = (m + PANEL - 1) / PANEL;
     return (jlong) ((size_t) panels * panel_elems((k + 1) / 2) * sizeof(uint16_t));
+}
+
+/*
+ * out = g / max(safety·‖g‖_F, eps) for the m × n bfloat16 out, g holding m × n values or, with transposed, the
+ * n × m transpose; both contiguous, not overlapping. False (nothing written) if its few bytes of scratch cannot be
+ * had: the caller then normalises on libtorch.
+ */
+JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_NativeKernels_bfloat16Normalize(
+        JNIEnv *env, jclass cls, jint variant, jlong g, jint m, jint n, jboolean transposed, jlong out, jint threads,
+        jdouble safety, jdouble eps) {
+    (void) env;
+    (void) cls;
+    return normalize_bf16(variant, (const uint16_t *) (intptr_t) g, m, n, transposed == JNI_TRUE,
+                          (uint16_t *) (intptr_t) out, threads, safety, eps) ? JNI_TRUE : JNI_FALSE;
 }
 
 /*

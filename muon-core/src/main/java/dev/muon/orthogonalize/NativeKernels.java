@@ -407,6 +407,26 @@ public final class NativeKernels {
                                     boolean symmetricOut, long out, long packed, int threads);
 
     /**
+     * {@code out = g / max(safety·‖g‖_F, eps)} in bfloat16, as libtorch's ops compute it from a float32 norm (the
+     * norm here summed in double and rounded to float32): two passes over the bfloat16 values; the same bits for any
+     * thread count.
+     *
+     * @param variant    the {@link Variant#code} of a variant this CPU runs
+     * @param g          address of {@code m × n} bfloat16 values, or with {@code transposed} of {@code n × m} ones
+     *                   whose transpose is meant
+     * @param m          rows of {@code out}
+     * @param n          columns of {@code out}
+     * @param transposed whether {@code g} holds the transpose
+     * @param out        address of {@code m × n} bfloat16 values, not overlapping {@code g}
+     * @param threads    the OpenMP threads to use
+     * @param safety     the factor on the norm
+     * @param eps        the smallest denominator
+     * @return false, having written nothing, if the kernel could not allocate its row sums
+     */
+    static native boolean bfloat16Normalize(int variant, long g, int m, int n, boolean transposed, long out,
+                                            int threads, double safety, double eps);
+
+    /**
      * {@code out = g / max(safety·‖g‖_F, eps)} in float32, as the OpenBLAS path computes it: the norm summed in
      * double and rounded to float32, then a multiplication by the float32 reciprocal; the same bits for any thread
      * count. Same contract as {@link #float32SelfProduct}.

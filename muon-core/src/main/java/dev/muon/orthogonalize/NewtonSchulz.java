@@ -301,6 +301,9 @@ public final class NewtonSchulz implements Orthogonalizer {
      * @param g   the input matrix or batch of matrices (transposed views are fine)
      */
     void normalizeInto(Tensor out, Tensor g) {
+        if (nativeNormalizeInto(out, g)) {
+            return;
+        }
         // ScalarType values are not singletons in the bindings: compare their codes.
         boolean wide64 = g.scalar_type().value == ScalarType.Double.value
                 || config.nsPrecision() == NsPrecision.FLOAT64;
@@ -313,6 +316,33 @@ public final class NewtonSchulz implements Orthogonalizer {
         // The norm is a [.., 1, 1] tensor, not a 0-dim one, so type promotion computes the quotient in its dtype
         // (float32 at least) before the cast to the iteration's dtype.
         torch.div_out(out, g, norm);
+    }
+
+    /**
+     * The normalisation of a bfloat16 matrix on the CPU by the native kernel ({@link NativeKernels#bfloat16Normalize}:
+     * two passes over bfloat16 where libtorch makes four over float32 copies), where it runs and serves the layout:
+     * a matrix, {@code out} contiguous, {@code g} contiguous or the transposed view of a contiguous tall matrix.
+     *
+     * @return whether it wrote {@code out}; false leaves it to libtorch's ops
+     */
+    private boolean nativeNormalizeInto(Tensor out, Tensor g) {
+        if (config.nsPrecision() != NsPrecision.BFLOAT16 || g.dim() != 2 || !g.device().is_cpu()
+                || g.scalar_type().value != ScalarType.BFloat16.value
+                || out.scalar_type().value != ScalarType.BFloat16.value || !out.is_contiguous()
+                || g.numel() == 0 || g.numel() > Integer.MAX_VALUE) {
+            return false;
+        }
+        boolean transposed = !g.is_contiguous();
+        if (transposed && !g.mT().is_contiguous()) {
+            return false;
+        }
+        NativeKernels.Variant variant = NativeKernels.variant().orElse(null);
+        if (variant == null) {
+            return false;
+        }
+        return NativeKernels.bfloat16Normalize(variant.code, g.data_ptr().address(), (int) g.size(0),
+                (int) g.size(1), transposed, out.data_ptr().address(), torch.get_num_threads(),
+                config.nsCoefficients().normalizationSafety(), config.eps());
     }
 
     /**
