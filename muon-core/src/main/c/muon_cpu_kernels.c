@@ -46,23 +46,6 @@ static inline size_t panel_elems(int pairs) {
     return (size_t) pairs * PANEL * 2;
 }
 
-static inline __attribute__((always_inline)) float bf16_value(uint16_t b) {
-    uint32_t u = (uint32_t) b << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* c10::BFloat16's rounding: to nearest, ties to even; NaN to a quiet NaN. */
-static inline __attribute__((always_inline)) uint16_t bf16_round(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) {
-        return 0x7FC0u;
-    }
-    return (uint16_t) ((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
 /* One row's pairs from q0 on, and an odd k's last column (its pair's other half zero), at their places in the panel:
  * what the 16 × 16 blocks below leave, which is every pair of a panel that m cuts short. */
 static void pack_row_tail(const uint16_t *src, int k, uint32_t *d, int q0) {
@@ -290,12 +273,12 @@ static inline __attribute__((always_inline)) double row_squares(const uint16_t *
     int i = 0;
     for (; i + 16 <= n; i += 16) {
         for (int j = 0; j < 16; j++) {
-            float v = bf16_value(g[i + j]);
+            float v = muon_bf16_value(g[i + j]);
             lanes[j] += (double) v * (double) v;
         }
     }
     for (int j = 0; i < n; i++, j++) {
-        float v = bf16_value(g[i]);
+        float v = muon_bf16_value(g[i]);
         lanes[j] += (double) v * (double) v;
     }
     double sum = 0.0;
@@ -310,7 +293,7 @@ static inline __attribute__((always_inline)) void scale_rows(const uint16_t *g, 
                                                              long first, long end) {
     if (!transposed) {
         for (long i = first; i < end; i++) {
-            out[i] = bf16_round(bf16_value(g[i]) / denominator);
+            out[i] = muon_bf16_round(muon_bf16_value(g[i]) / denominator);
         }
         return;
     }
@@ -323,7 +306,8 @@ static inline __attribute__((always_inline)) void scale_rows(const uint16_t *g, 
         int c1 = c0 + 32 < source_cols ? c0 + 32 : source_cols;
         for (int c = c0; c < c1; c++) {
             for (int r = r0; r < r1; r++) {
-                out[(size_t) c * source_rows + r] = bf16_round(bf16_value(g[(size_t) r * source_cols + c]) / denominator);
+                float v = muon_bf16_value(g[(size_t) r * source_cols + c]);
+                out[(size_t) c * source_rows + r] = muon_bf16_round(v / denominator);
             }
         }
     }

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* NativeKernels.Variant's codes. */
 #define MUON_VARIANT_AVX512 0
@@ -19,6 +20,25 @@
 
 /* Whether this CPU and OS run the variant's instructions. */
 int muon_variant_supported(int variant);
+
+/* A bfloat16's float32 value (exact). */
+static inline __attribute__((always_inline)) float muon_bf16_value(uint16_t b) {
+    uint32_t u = (uint32_t) b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* c10::BFloat16's rounding of a float32, which libtorch's casts use: to nearest, ties to even, subnormals kept;
+ * NaN to a quiet NaN. (AVX512_BF16's vcvtneps2bf16 flushes subnormals, so it is not used for this.) */
+static inline __attribute__((always_inline)) uint16_t muon_bf16_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) {
+        return 0x7FC0u;
+    }
+    return (uint16_t) ((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
 
 /* Tiles per packed panel of the float32 products' left operand (rows tile_start[t] .. + tile_rows[t]). */
 #define MUON_TILES_PER_PANEL 3

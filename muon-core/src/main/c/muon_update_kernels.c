@@ -53,23 +53,6 @@ BODY float lerp(float start, float end, lerp_weight w) {
     return fmaf(w.coefficient, end - start, w.from_end ? end : start);
 }
 
-/* c10::BFloat16's rounding of a float32: to nearest, ties to even; NaN to a quiet NaN. */
-BODY uint16_t to_bfloat16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) {
-        return 0x7FC0u;
-    }
-    return (uint16_t) ((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
-BODY float from_bfloat16(uint16_t b) {
-    uint32_t u = (uint32_t) b << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 BODY void momentum_range(float *restrict buffer, const float *restrict grad, void *restrict out, int out_bfloat16,
                          lerp_weight advance, lerp_weight blend, int nesterov, long first, long end) {
     float *out32 = (float *) out;
@@ -80,7 +63,7 @@ BODY void momentum_range(float *restrict buffer, const float *restrict grad, voi
         buffer[i] = b;
         float u = nesterov ? lerp(g, b, blend) : b;
         if (out_bfloat16) {
-            out16[i] = to_bfloat16(u);
+            out16[i] = muon_bf16_round(u);
         } else {
             out32[i] = u;
         }
@@ -93,7 +76,7 @@ BODY void update_range(float *restrict param, const void *restrict update, int u
     const uint16_t *o16 = (const uint16_t *) update;
     for (long i = first; i < end; i++) {
         float p = decayed ? param[i] * decay : param[i];
-        float o = update_bfloat16 ? from_bfloat16(o16[i]) : o32[i];
+        float o = update_bfloat16 ? muon_bf16_value(o16[i]) : o32[i];
         param[i] = fmaf(o, alpha, p);
     }
 }
@@ -115,7 +98,7 @@ BODY void update_transposed_blocks(float *restrict param, const void *restrict u
         for (long r = r0; r < r1; r++) {
             for (long c = c0; c < c1; c++) {
                 float p = decayed ? param[r * cols + c] * decay : param[r * cols + c];
-                float o = update_bfloat16 ? from_bfloat16(o16[c * rows + r]) : o32[c * rows + r];
+                float o = update_bfloat16 ? muon_bf16_value(o16[c * rows + r]) : o32[c * rows + r];
                 param[r * cols + c] = fmaf(o, alpha, p);
             }
         }
