@@ -71,34 +71,6 @@ static float *aligned(jlong address) {
     return (float *) (((uintptr_t) address + 63) & ~(uintptr_t) 63);
 }
 
-/* In-register transpose of 16 rows of 16 floats: r[c] becomes column c. */
-KERNEL static inline void transpose16(__m512 r[16]) {
-    __m512 t[16];
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    /* r[4i + j], lane L: rows 4i .. 4i+3 of column 4L + j */
-    for (int i = 0; i < 4; i++) {
-        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-    }
-    for (int j = 0; j < 4; j++) {
-        t[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
-        t[4 + j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
-        t[8 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
-        t[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
-    }
-    for (int j = 0; j < 4; j++) {
-        r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
-        r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
-        r[4 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88);
-        r[12 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xDD);
-    }
-}
-
 /* packed[q·PANEL + r] = src[(row0 + r)·ld + q0 + q]: rows of src become a panel's columns (rows past m: zero). */
 KERNEL static void pack_rows(const float *src, long ld, int row0, int rows, int q0, int depth, float *packed) {
     for (int half = 0; half < 2; half++) {
@@ -111,7 +83,7 @@ KERNEL static void pack_rows(const float *src, long ld, int row0, int rows, int 
                 r[i] = row < rows ? _mm512_maskz_loadu_ps(mask, src + (long) (row0 + row) * ld + q0 + qb)
                                   : _mm512_setzero_ps();
             }
-            transpose16(r);
+            muon_transpose16(r);
             for (int c = 0; c < width; c++) {
                 _mm512_store_ps(packed + (long) (qb + c) * PANEL + half * 16, r[c]);
             }
@@ -223,7 +195,7 @@ KERNEL static void mirror_upper(float *out, int m, int thread, int threads) {
             for (int t = 0; t < 16; t++) {
                 r[t] = _mm512_maskz_loadu_ps(mask, out + (long) (j0 + t) * m + i0);
             }
-            transpose16(r);
+            muon_transpose16(r);
             for (int c = 0; c < rows; c++) {
                 _mm512_storeu_ps(out + (long) (i0 + c) * m + j0, r[c]);
             }
@@ -267,7 +239,7 @@ KERNEL static void scale_transposed(const float *g, int m, int n, float scale, f
         for (int t = 0; t < 16; t++) {
             r[t] = t < rows ? _mm512_maskz_loadu_ps(col_mask, g + (long) (j0 + t) * m + i0) : _mm512_setzero_ps();
         }
-        transpose16(r);
+        muon_transpose16(r);
         for (int c = 0; c < cols; c++) {
             _mm512_mask_storeu_ps(out + (long) (i0 + c) * n + j0, row_mask, _mm512_mul_ps(r[c], s));
         }

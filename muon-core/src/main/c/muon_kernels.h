@@ -10,6 +10,7 @@
 #ifndef MUON_KERNELS_H
 #define MUON_KERNELS_H
 
+#include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -20,6 +21,35 @@
 
 /* Whether this CPU and OS run the variant's instructions. */
 int muon_variant_supported(int variant);
+
+/* In-register transpose of 16 rows of 16 floats: r[c] becomes column c. Only moves bits, so it serves any 32-bit
+ * values (the bfloat16 pack's pairs too). AVX-512: call it only where that variant runs. */
+static inline __attribute__((always_inline, target("avx512f"))) void muon_transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* r[4i + j], lane L: rows 4i .. 4i+3 of column 4L + j */
+    for (int i = 0; i < 4; i++) {
+        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int j = 0; j < 4; j++) {
+        t[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
+        t[4 + j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
+        t[8 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+        t[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
+    }
+    for (int j = 0; j < 4; j++) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
+        r[4 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88);
+        r[12 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xDD);
+    }
+}
 
 /* A bfloat16's float32 value (exact). */
 static inline __attribute__((always_inline)) float muon_bf16_value(uint16_t b) {
