@@ -250,12 +250,12 @@ KERNEL static double sum_of_squares(const float *g, int n) {
 KERNEL static void scale_transposed(const float *g, int m, int n, float scale, float *out, int first_block,
                                     int end_block) {
     __m256 s = _mm256_set1_ps(scale);
-    int column_blocks = (m + 7) / 8;
     for (int b = first_block; b < end_block; b++) {
-        int j0 = (b / column_blocks) * 8;
-        int i0 = (b % column_blocks) * 8;
-        int rows = min_int(8, n - j0);
-        int cols = min_int(8, m - i0);
+        muon_block k = muon_block_at(b, n, m, 8);
+        int j0 = (int) k.row0;
+        int i0 = (int) k.col0;
+        int rows = k.rows;
+        int cols = k.cols;
         __m256 r[8];
         for (int t = 0; t < 8; t++) {
             r[t] = t < rows ? load_part(g + (long) (j0 + t) * m + i0, cols) : _mm256_setzero_ps();

@@ -269,14 +269,10 @@ static inline __attribute__((always_inline)) void scale_rows(const uint16_t *g, 
         return;
     }
     /* out (source_cols × source_rows) is g transposed: 32 × 32 blocks, this thread's share of them. */
-    long block_cols = (source_cols + 31) / 32;
     for (long b = first; b < end; b++) {
-        int r0 = (int) (b / block_cols) * 32;
-        int c0 = (int) (b % block_cols) * 32;
-        int r1 = r0 + 32 < source_rows ? r0 + 32 : source_rows;
-        int c1 = c0 + 32 < source_cols ? c0 + 32 : source_cols;
-        for (int c = c0; c < c1; c++) {
-            for (int r = r0; r < r1; r++) {
+        muon_block k = muon_block_at(b, source_rows, source_cols, 32);
+        for (long c = k.col0; c < k.col0 + k.cols; c++) {
+            for (long r = k.row0; r < k.row0 + k.rows; r++) {
                 float v = muon_bf16_value(g[(size_t) r * source_cols + c]);
                 out[(size_t) c * source_rows + r] = muon_bf16_round(v / denominator);
             }

@@ -227,12 +227,12 @@ KERNEL static double sum_of_squares(const float *g, int n) {
 KERNEL static void scale_transposed(const float *g, int m, int n, float scale, float *out, int first_block,
                                     int end_block) {
     __m512 s = _mm512_set1_ps(scale);
-    int column_blocks = (m + 15) / 16;
     for (int b = first_block; b < end_block; b++) {
-        int j0 = (b / column_blocks) * 16;
-        int i0 = (b % column_blocks) * 16;
-        int rows = min_int(16, n - j0);
-        int cols = min_int(16, m - i0);
+        muon_block k = muon_block_at(b, n, m, 16);
+        int j0 = (int) k.row0;
+        int i0 = (int) k.col0;
+        int rows = k.rows;
+        int cols = k.cols;
         __mmask16 col_mask = (__mmask16) ((1u << cols) - 1);
         __mmask16 row_mask = (__mmask16) ((1u << rows) - 1);
         __m512 r[16];

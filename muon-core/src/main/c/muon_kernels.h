@@ -51,6 +51,25 @@ static inline __attribute__((always_inline, target("avx512f"))) void muon_transp
     }
 }
 
+/* Block b of a rows × cols matrix cut into side × side blocks, numbered row by row (the last row and column of
+ * blocks cut short): its first row and column, and how many rows and columns it holds. */
+typedef struct {
+    long row0;
+    long col0;
+    int rows;
+    int cols;
+} muon_block;
+
+static inline muon_block muon_block_at(long b, long rows, long cols, int side) {
+    long per_row = (cols + side - 1) / side;
+    muon_block k;
+    k.row0 = b / per_row * side;
+    k.col0 = b % per_row * side;
+    k.rows = (int) (rows - k.row0 < side ? rows - k.row0 : side);
+    k.cols = (int) (cols - k.col0 < side ? cols - k.col0 : side);
+    return k;
+}
+
 /* A bfloat16's float32 value (exact). */
 static inline __attribute__((always_inline)) float muon_bf16_value(uint16_t b) {
     uint32_t u = (uint32_t) b << 16;

@@ -89,14 +89,10 @@ BODY void update_transposed_blocks(float *restrict param, const void *restrict u
                                    long end) {
     const float *o32 = (const float *) update;
     const uint16_t *o16 = (const uint16_t *) update;
-    long block_cols = (cols + 31) / 32;
     for (long b = first; b < end; b++) {
-        long r0 = b / block_cols * 32;
-        long c0 = b % block_cols * 32;
-        long r1 = r0 + 32 < rows ? r0 + 32 : rows;
-        long c1 = c0 + 32 < cols ? c0 + 32 : cols;
-        for (long r = r0; r < r1; r++) {
-            for (long c = c0; c < c1; c++) {
+        muon_block k = muon_block_at(b, rows, cols, 32);
+        for (long r = k.row0; r < k.row0 + k.rows; r++) {
+            for (long c = k.col0; c < k.col0 + k.cols; c++) {
                 float p = decayed ? param[r * cols + c] * decay : param[r * cols + c];
                 float o = update_bfloat16 ? muon_bf16_value(o16[c * rows + r]) : o32[c * rows + r];
                 param[r * cols + c] = fmaf(o, alpha, p);
