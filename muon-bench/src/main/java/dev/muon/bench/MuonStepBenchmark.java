@@ -80,6 +80,8 @@ public class MuonStepBenchmark {
     private static final String BLOCK = "block-";
     /** The system property naming the file the trial's resident memory is appended to. */
     static final String RESIDENT_OUT = "muon.bench.residentOut";
+    /** muon-core's switch that keeps a new optimizer's CPU momentum and update on libtorch's ops. */
+    private static final String DISABLE_UPDATE_STAGES = "dev.muon.native.disableUpdateStages";
 
     /** The parameter set (see the class javadoc; {@code block-D} sets are given with {@code -p}). */
     @Param({"gpt2-small-width", "small-24x256"})
@@ -155,8 +157,8 @@ public class MuonStepBenchmark {
                     + variant);
         };
         switch (updateStages) {
-            case "native" -> System.clearProperty("dev.muon.native.disableUpdateStages");
-            case "libtorch" -> System.setProperty("dev.muon.native.disableUpdateStages", "true");
+            case "native" -> System.clearProperty(DISABLE_UPDATE_STAGES);
+            case "libtorch" -> System.setProperty(DISABLE_UPDATE_STAGES, "true");
             default -> throw new IllegalArgumentException("updateStages must be native or libtorch, got "
                     + updateStages);
         }
