@@ -18,8 +18,9 @@
  * by 8 × 8 register transposes and the mirror copies 8 × 8 blocks the same way.
  *
  * The float32 pieces compute every value in the AVX-512 pieces' order (each output's products summed over the
- * inner dimension in order with one FMA each, the blocks added in order, the same epilogue; the norm's eight double
- * lanes reduced as _mm512_reduce_add_pd does), so the two variants give the same bits: tested.
+ * inner dimension in order with one FMA each, one chain across the blocks, so their different depths do not show;
+ * the same epilogue; the norm's eight double lanes reduced as _mm512_reduce_add_pd does), so the two variants give
+ * the same bits: tested.
  *
  * The bfloat16 half product widens each value to float32 once, in the pack (a bfloat16 is a float32's upper half:
  * a 16-bit shift), and runs the same 6 × 16 tile over the whole inner dimension, float32 accumulation by FMA,
@@ -42,6 +43,9 @@
 #define PANEL 16
 /* The taller of the two tiles. */
 #define TILE_MAX 6
+/* The deepest block of the inner dimension: a left tile's 6 × 256 floats and the right panel's 16 × 256 stay in L1
+ * (blocks of 768, the AVX-512 depth, ran the full product at 768 × 3072 2–3% slower here, docs/benchmarks.md). */
+#define MAX_DEPTH 256
 
 static inline int min_int(int a, int b) {
     return a < b ? a : b;
@@ -120,12 +124,14 @@ KERNEL static void pack_rows(const float *src, long ld, int row0, int rows, int 
 KERNEL static inline __attribute__((always_inline)) void tile_sums(const int tile_rows, int depth,
                                                                    const float *restrict right,
                                                                    const float *restrict left,
+                                                                   const float *start, long ld, int rows, int cols,
                                                                    float sums[TILE_MAX][PANEL]) {
     __m256 lo[TILE_MAX], hi[TILE_MAX];
 #pragma GCC unroll 6
     for (int j = 0; j < tile_rows; j++) {
-        lo[j] = _mm256_setzero_ps();
-        hi[j] = _mm256_setzero_ps();
+        int from_start = start != NULL && j < rows;
+        lo[j] = from_start ? load_part(start + (long) j * ld, cols) : _mm256_setzero_ps();
+        hi[j] = from_start ? load_part(start + (long) j * ld + 8, cols - 8) : _mm256_setzero_ps();
     }
     for (int q = 0; q < depth; q++) {
         __m256 r0 = _mm256_load_ps(right);
@@ -153,15 +159,12 @@ KERNEL static inline __attribute__((always_inline)) void tile_body(const int til
                                                                    long ld, int rows, int cols,
                                                                    const muon_f32_epilogue *e) {
     float sums[TILE_MAX][PANEL] __attribute__((aligned(32)));
-    tile_sums(tile_rows, depth, right, left, sums);
+    /* A later block of the inner dimension continues out's sums (the AVX-512 tile's order). */
+    tile_sums(tile_rows, depth, right, left, e->accumulate ? out : NULL, ld, rows, cols, sums);
     for (int j = 0; j < tile_rows && j < rows; j++) {
         float *row = out + (long) j * ld;
         __m256 v0 = _mm256_load_ps(sums[j]);
         __m256 v1 = _mm256_load_ps(sums[j] + 8);
-        if (e->accumulate) {
-            v0 = _mm256_add_ps(v0, load_part(row, cols));
-            v1 = _mm256_add_ps(v1, load_part(row + 8, cols - 8));
-        }
         if (e->s != NULL) {
             const float *s = e->s + (long) j * ld;
             __m256 b = _mm256_set1_ps(e->b);
@@ -279,7 +282,8 @@ KERNEL static void scale_plain(const float *g, long first, long end, float scale
 }
 
 const muon_f32_isa muon_f32_avx2 = {
-    PANEL, {0, 6, 12}, {6, 6, 4}, tile, pack_rows, mirror_upper, sum_of_squares, scale_transposed, 8, scale_plain,
+    PANEL, {0, 6, 12}, {6, 6, 4}, MAX_DEPTH, tile, pack_rows, mirror_upper, sum_of_squares, scale_transposed, 8,
+    scale_plain,
 };
 
 /* ---- The bfloat16 half product ---- */
@@ -366,7 +370,7 @@ KERNEL static inline __attribute__((always_inline)) void bf16_tile_body(const in
                                                                         uint16_t *restrict out,
                                                                         const bf16_epilogue *e) {
     float sums[TILE_MAX][PANEL] __attribute__((aligned(32)));
-    tile_sums(tile_rows, k, right, left, sums);
+    tile_sums(tile_rows, k, right, left, NULL, 0, 0, 0, sums);
     uint16_t values[TILE_MAX][PANEL];
     for (int j = 0; j < tile_rows && j < rows; j++) {
         __m256 v0 = _mm256_load_ps(sums[j]);

@@ -15,10 +15,11 @@
  * run the half product at about 0.55 of ?gemm's time, the full products at ?gemm's rate, all on libgomp's OpenMP
  * pool (libtorch's own once libtorch is loaded). Measured in docs/benchmarks.md.
  *
- * The design is a GEMM's: the inner dimension in blocks of DEPTH columns; for each block, both operands packed into
- * panels of PANEL rows (for each column q of the block, the panel's PANEL values side by side, 64-byte aligned);
- * a register tile of up to 12 output rows × 32 output columns accumulates over the block in 24 zmm registers
- * (two 16-float loads and 12 broadcasts per column for 24 fused multiply-adds) and is added into out. A panel of
+ * The design is a GEMM's: the inner dimension in blocks of at most MAX_DEPTH columns; for each block, both operands
+ * packed into panels of PANEL rows (for each column q of the block, the panel's PANEL values side by side, 64-byte
+ * aligned); a register tile of up to 12 output rows × 32 output columns starts from out's sums of the blocks before
+ * (zero in the first), accumulates over the block in 24 zmm registers (two 16-float loads and 12 broadcasts per
+ * column for 24 fused multiply-adds) and is stored into out. A panel of
  * the left operand splits into tiles of 12, 12 and 8 rows, which read their broadcasts straight from the panel, so
  * the left operand needs no pack of its own where it is the right one (the self product).
  *
@@ -26,8 +27,9 @@
  * self product is out[J + j][I + i] with both operands x's transposed panels; so the self product fills the tiles
  * on and above the diagonal and copies the upper triangle down at the end.
  *
- * Each output value is summed over the inner dimension in the same order whatever the thread count (a tile's
- * block belongs to one thread, blocks follow each other), so the result's bits do not depend on it.
+ * Each output value is one chain of FMAs over the inner dimension, in order, whatever the thread count (a tile's
+ * block belongs to one thread, blocks follow each other) and the blocks' depth, so the result's bits depend on
+ * neither.
  *
  * Two variants of the pieces that depend on the instruction set (the tile, the packing transposes, the mirror and
  * the normalisation's vector loops): the AVX-512 ones below and the AVX2 ones in muon_avx2_kernels.c (6 × 16 tiles
@@ -47,8 +49,14 @@
 
 /* The AVX-512 pieces' rows per packed panel, and the width (output columns) of their register tile. */
 #define PANEL 32
-/* Inner-dimension block: a left tile's 12 × 256 floats stay in L1 while the right panels stream from L2. */
-#define DEPTH 256
+/*
+ * The deepest block of the inner dimension. Each block costs the threads two barriers and the tiles a pass over
+ * out, and with OMP_WAIT_POLICY=PASSIVE (what the step runs best with) a barrier is a futex wake: at 768² on two
+ * threads, blocks of 768 (one) instead of 256 (three) made the half products 3–6% faster and the full one 2–3%,
+ * while one thread ran the same at both depths (docs/benchmarks.md). A left tile's 12 × 768 floats no longer fit
+ * L1 beside the streamed right panel; its broadcasts come from L2, 48 bytes per 24 FMAs.
+ */
+#define MAX_DEPTH 768
 
 #define TILES_PER_PANEL MUON_TILES_PER_PANEL
 
@@ -60,11 +68,23 @@ static inline int min_int(int a, int b) {
     return a < b ? a : b;
 }
 
+static inline int round_up16(int n) {
+    return (n + 15) / 16 * 16;
+}
+
+/* The depth of the blocks of an inner dimension: the fewest blocks of at most max_depth, of equal depth rounded up
+ * to 16 (the last one shorter). */
+static int block_depth(const muon_f32_isa *isa, int inner) {
+    int blocks = (inner + isa->max_depth - 1) / isa->max_depth;
+    return blocks <= 1 ? inner : round_up16((inner + blocks - 1) / blocks);
+}
+
 /* The packing scratch one call needs, in floats: the right operand's panels (at most max(m, n) rows) and the left
- * operand's (m rows). */
+ * operand's (m rows), each one block deep (the inner dimension is m or n, so a block is at most max(m, n) deep). */
 static size_t pack_floats(const muon_f32_isa *isa, int m, int n) {
     int widest = m > n ? m : n;
-    return ((size_t) panels_of(isa, widest) + (size_t) panels_of(isa, m)) * isa->panel * DEPTH;
+    int depth = min_int(isa->max_depth, round_up16(widest));
+    return ((size_t) panels_of(isa, widest) + (size_t) panels_of(isa, m)) * isa->panel * depth;
 }
 
 static float *aligned(jlong address) {
@@ -108,11 +128,16 @@ typedef muon_f32_epilogue epilogue;
 KERNEL static inline __attribute__((always_inline)) void tile_body(const int tile_rows, int depth, const float *restrict right,
                                                             const float *restrict left, float *restrict out,
                                                             long ld, int rows, int cols, const epilogue *e) {
+    __mmask16 mask_lo = cols >= 16 ? 0xFFFF : (__mmask16) ((1u << cols) - 1);
+    __mmask16 mask_hi = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (__mmask16) ((1u << (cols - 16)) - 1);
+    /* A later block of the inner dimension continues out's sums in the accumulators, so each value is one chain of
+     * FMAs over the whole inner dimension, and its bits do not depend on where the blocks end. */
     __m512 lo[12], hi[12];
 #pragma GCC unroll 12
     for (int j = 0; j < tile_rows; j++) {
-        lo[j] = _mm512_setzero_ps();
-        hi[j] = _mm512_setzero_ps();
+        int from_out = e->accumulate && j < rows;
+        lo[j] = from_out ? _mm512_maskz_loadu_ps(mask_lo, out + (long) j * ld) : _mm512_setzero_ps();
+        hi[j] = from_out ? _mm512_maskz_loadu_ps(mask_hi, out + (long) j * ld + 16) : _mm512_setzero_ps();
     }
     for (int q = 0; q < depth; q++) {
         __m512 r0 = _mm512_load_ps(right);
@@ -126,16 +151,10 @@ KERNEL static inline __attribute__((always_inline)) void tile_body(const int til
         right += PANEL;
         left += PANEL;
     }
-    __mmask16 mask_lo = cols >= 16 ? 0xFFFF : (__mmask16) ((1u << cols) - 1);
-    __mmask16 mask_hi = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (__mmask16) ((1u << (cols - 16)) - 1);
     for (int j = 0; j < tile_rows && j < rows; j++) {
         float *row = out + (long) j * ld;
         __m512 v0 = lo[j];
         __m512 v1 = hi[j];
-        if (e->accumulate) {
-            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(mask_lo, row));
-            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(mask_hi, row + 16));
-        }
         if (e->s != NULL) {
             const float *s = e->s + (long) j * ld;
             __m512 b = _mm512_set1_ps(e->b);
@@ -258,8 +277,8 @@ KERNEL static void scale_plain(const float *g, long first, long end, float scale
 }
 
 const muon_f32_isa muon_f32_avx512 = {
-    PANEL, {0, 12, 24}, {12, 12, 8}, avx512_tile, pack_rows, mirror_upper, sum_of_squares, scale_transposed, 16,
-    scale_plain,
+    PANEL, {0, 12, 24}, {12, 12, 8}, MAX_DEPTH, avx512_tile, pack_rows, mirror_upper, sum_of_squares,
+    scale_transposed, 16, scale_plain,
 };
 
 /* The panels of one operand for one block of the inner dimension: x's rows transposed, or (copy) x's columns. */
@@ -290,9 +309,8 @@ typedef struct {
     int inner;          /* the inner dimension */
 } blocked_operands;
 
-static void pack_share(const muon_f32_isa *isa, const blocked_operands *ops, int q0, int thread, int threads,
-                       float *buffer) {
-    int depth = min_int(ops->inner - q0, DEPTH);
+static void pack_share(const muon_f32_isa *isa, const blocked_operands *ops, int q0, int depth, int thread,
+                       int threads, float *buffer) {
     int right_panels = panels_of(isa, ops->right_rows);
     pack_block(isa, ops->right, ops->right_ld, ops->right_rows, ops->right_transpose, q0, depth,
                (int) ((long) right_panels * thread / threads), (int) ((long) right_panels * (thread + 1) / threads),
@@ -369,10 +387,12 @@ static void run_blocked(const muon_f32_isa *isa, const blocked_operands *ops, lo
         int count = omp_get_num_threads();
         long first = total * thread / count;
         long end = total * (thread + 1) / count;
-        for (int q0 = 0; q0 < ops->inner; q0 += DEPTH) {
-            pack_share(isa, ops, q0, thread, count, packed);
+        int block = block_depth(isa, ops->inner);
+        for (int q0 = 0; q0 < ops->inner; q0 += block) {
+            int depth = min_int(ops->inner - q0, block);
+            pack_share(isa, ops, q0, depth, thread, count, packed);
 #pragma omp barrier
-            tiles(job, packed, q0, min_int(ops->inner - q0, DEPTH), first, end);
+            tiles(job, packed, q0, depth, first, end);
             /* The next block repacks what other threads may still read. (Packing it into a second buffer while
              * the tiles run, one barrier per block instead of two, measured no faster.) */
 #pragma omp barrier

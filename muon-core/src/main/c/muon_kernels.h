@@ -92,8 +92,8 @@ static inline __attribute__((always_inline)) uint16_t muon_bf16_round(float f) {
 /* Tiles per packed panel of the float32 products' left operand (rows tile_start[t] .. + tile_rows[t]). */
 #define MUON_TILES_PER_PANEL 3
 
-/* What a float32 tile does with its sums: add them to out (later blocks of the inner dimension), and in the last
- * block of a polynomial, out = c·sum + b·s + a on the diagonal. */
+/* What a float32 tile does with its sums: continue out's (later blocks of the inner dimension: the tile starts from
+ * them), and in the last block of a polynomial, out = c·sum + b·s + a on the diagonal. */
 typedef struct {
     int accumulate;
     const float *s; /* the polynomial's s at the tile's origin (same leading dimension as out), or NULL */
@@ -107,6 +107,9 @@ typedef struct {
     int panel;
     int tile_start[MUON_TILES_PER_PANEL];
     int tile_rows[MUON_TILES_PER_PANEL];
+    /* The deepest block of the inner dimension (a multiple of 16): the inner dimension runs in blocks of equal depth,
+     * at most this; a value's bits do not depend on it (a tile continues out's sums). */
+    int max_depth;
     /* out[j][i] (+)= Σ_q left[q·panel + j]·right[q·panel + i] for j < rows, i < cols, then e's epilogue;
      * tile_rows is one of tile_rows[]. */
     void (*tile)(int tile_rows, int depth, const float *right, const float *left, float *out, long ld, int rows,

@@ -222,22 +222,27 @@ class NativeFloat32ProductsTest {
     }
 
     @Test
-    void packBytes_followEachVariantsPanels() {
+    void packBytes_followEachVariantsPanelsAndBlocks() {
         // The float32 variants give the same bits, so their results cannot show which ran; their scratch sizes do:
-        // a call with a variant's code reaches that variant's table (32-row panels for AVX-512, 16 for AVX2).
+        // a call with a variant's code reaches that variant's table (32-row panels and blocks up to 768 deep for
+        // AVX-512, 16 and 256 for AVX2), and a block is never deeper than the widest side, rounded up to 16.
         NativeVariants.assumeRuns(NativeKernels.Variant.AVX2);
-        int blockFloats = 256;
-        assertEquals((2 * 16 * blockFloats) * 4 + 64, NativeKernels.float32PackBytes(NativeKernels.Variant.AVX2.code,
-                16, 16));
-        assertEquals((2 * 32 * blockFloats) * 4 + 64, NativeKernels.float32PackBytes(
-                NativeKernels.Variant.AVX512.code, 16, 16));
+        int avx2 = NativeKernels.Variant.AVX2.code;
+        int avx512 = NativeKernels.Variant.AVX512.code;
+        assertEquals((1 + 1) * 16 * 16 * 4 + 64, NativeKernels.float32PackBytes(avx2, 16, 16));
+        assertEquals((1 + 1) * 32 * 16 * 4 + 64, NativeKernels.float32PackBytes(avx512, 16, 16));
+        assertEquals((4 + 1) * 32 * 112 * 4 + 64, NativeKernels.float32PackBytes(avx512, 9, 100));
+        assertEquals((125 + 1) * 16 * 256 * 4 + 64, NativeKernels.float32PackBytes(avx2, 16, 2000));
+        assertEquals((63 + 1) * 32 * 768 * 4 + 64, NativeKernels.float32PackBytes(avx512, 16, 2000));
     }
 
     @ParameterizedTest(name = "{0}x{1}")
     @MethodSource("variantShapes")
     void bothVariants_giveTheSameBits(int m, int k) {
-        // Both sum every value in one order with one FMA per term and share the epilogue and the norm's reduction
-        // (muon_avx2_kernels.c): forcing the AVX2 kernels on an AVX-512 machine changes no float32 result.
+        // Both sum every value in one order with one FMA per term, one chain across the blocks of the inner
+        // dimension (256 deep for AVX2, up to 768 for AVX-512: the shapes below span several of either), and share
+        // the epilogue and the norm's reduction (muon_avx2_kernels.c): forcing the AVX2 kernels on an AVX-512
+        // machine changes no float32 result.
         NativeVariants.assumeRuns(NativeKernels.Variant.AVX512);
         NativeVariants.assumeRuns(NativeKernels.Variant.AVX2);
         Tensor x = randn(m, k);
@@ -253,7 +258,7 @@ class NativeFloat32ProductsTest {
     static Stream<Arguments> variantShapes() {
         // Ragged tiles, panels and 256-column blocks of both variants, and an inner dimension below one transpose.
         return Stream.of(Arguments.of(1, 3), Arguments.of(7, 5), Arguments.of(37, 300), Arguments.of(70, 700),
-                Arguments.of(129, 517));
+                Arguments.of(129, 517), Arguments.of(33, 1700), Arguments.of(800, 800));
     }
 
     static Stream<Arguments> algorithms() {
