@@ -381,13 +381,13 @@ typedef void (*block_tiles)(const void *job, const float *packed, int q0, int de
  */
 static void run_blocked(const muon_f32_isa *isa, const blocked_operands *ops, long total, int threads,
                         float *packed, block_tiles tiles, const void *job, float *mirror_out, int mirror_m) {
+    int block = block_depth(isa, ops->inner);
 #pragma omp parallel num_threads(threads)
     {
         int thread = omp_get_thread_num();
         int count = omp_get_num_threads();
         long first = total * thread / count;
         long end = total * (thread + 1) / count;
-        int block = block_depth(isa, ops->inner);
         for (int q0 = 0; q0 < ops->inner; q0 += block) {
             int depth = min_int(ops->inner - q0, block);
             pack_share(isa, ops, q0, depth, thread, count, packed);

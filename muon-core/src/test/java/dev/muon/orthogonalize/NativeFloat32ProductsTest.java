@@ -256,7 +256,8 @@ class NativeFloat32ProductsTest {
     }
 
     static Stream<Arguments> variantShapes() {
-        // Ragged tiles, panels and 256-column blocks of both variants, and an inner dimension below one transpose.
+        // Ragged tiles and panels of both variants, inner dimensions spanning several blocks of either (AVX2's 256,
+        // AVX-512's equal blocks of up to 768), and an inner dimension below one transpose.
         return Stream.of(Arguments.of(1, 3), Arguments.of(7, 5), Arguments.of(37, 300), Arguments.of(70, 700),
                 Arguments.of(129, 517), Arguments.of(33, 1700), Arguments.of(800, 800));
     }
