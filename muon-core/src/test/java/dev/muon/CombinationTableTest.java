@@ -3,6 +3,7 @@ package dev.muon;
 import dev.muon.distributed.DistributedGroup;
 import dev.muon.distributed.GroupConfig;
 import dev.muon.distributed.ShardingConfig;
+import dev.muon.golden.Float64Update;
 import dev.muon.golden.NativeScopePerTest;
 import dev.muon.golden.Tensors;
 import dev.muon.orthogonalize.NsAlgorithm;

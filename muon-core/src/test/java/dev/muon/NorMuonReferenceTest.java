@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.golden.Float64Update;
 import dev.muon.golden.NativeScopePerTest;
 import dev.muon.golden.Tensors;
 import dev.muon.orthogonalize.NsPrecision;
@@ -178,7 +179,7 @@ class NorMuonReferenceTest {
                         u[i][j] = c.nesterov() ? (1 - mu) * g[e] + mu * momentum[e] : momentum[e];
                     }
                 }
-                double[][] o = newtonSchulz(u, c);
+                double[][] o = Float64Update.newtonSchulz(u, c);
                 // Algorithm 1: v_t = β2·v_{t−1} + (1 − β2)·mean_cols(O_t ⊙ O_t); Ô_t = O_t / (sqrt(v_t) + ε).
                 double frobenius = 0;
                 for (int i = 0; i < m; i++) {
@@ -204,73 +205,6 @@ class NorMuonReferenceTest {
                     }
                 }
             }
-        }
-
-        /** PyTorch's {@code _zeropower_via_newtonschulz} in float64: transpose tall, normalize, iterate. */
-        static double[][] newtonSchulz(double[][] u, MuonConfig c) {
-            boolean tall = u.length > u[0].length;
-            double[][] x = tall ? transpose(u) : copy(u);
-            double norm = 0;
-            for (double[] row : x) {
-                for (double value : row) {
-                    norm += value * value;
-                }
-            }
-            norm = Math.max(Math.sqrt(norm), c.eps());
-            for (double[] row : x) {
-                for (int j = 0; j < row.length; j++) {
-                    row[j] /= norm;
-                }
-            }
-            for (int s = 0; s < c.nsSteps(); s++) {
-                dev.muon.orthogonalize.Coefficients abc = c.nsCoefficients().coefficients()
-                        .get(c.nsCoefficients().repeating() ? s % c.nsCoefficients().coefficients().size() : s);
-                double[][] a = multiply(x, transpose(x));
-                double[][] aa = multiply(a, a);
-                double[][] poly = new double[a.length][a.length];
-                for (int i = 0; i < a.length; i++) {
-                    for (int j = 0; j < a.length; j++) {
-                        poly[i][j] = abc.b() * a[i][j] + abc.c() * aa[i][j];
-                    }
-                }
-                double[][] px = multiply(poly, x);
-                for (int i = 0; i < x.length; i++) {
-                    for (int j = 0; j < x[0].length; j++) {
-                        x[i][j] = abc.a() * x[i][j] + px[i][j];
-                    }
-                }
-            }
-            return tall ? transpose(x) : x;
-        }
-
-        static double[][] multiply(double[][] a, double[][] b) {
-            double[][] out = new double[a.length][b[0].length];
-            for (int i = 0; i < a.length; i++) {
-                for (int l = 0; l < b.length; l++) {
-                    for (int j = 0; j < b[0].length; j++) {
-                        out[i][j] += a[i][l] * b[l][j];
-                    }
-                }
-            }
-            return out;
-        }
-
-        static double[][] transpose(double[][] a) {
-            double[][] out = new double[a[0].length][a.length];
-            for (int i = 0; i < a.length; i++) {
-                for (int j = 0; j < a[0].length; j++) {
-                    out[j][i] = a[i][j];
-                }
-            }
-            return out;
-        }
-
-        static double[][] copy(double[][] a) {
-            double[][] out = new double[a.length][];
-            for (int i = 0; i < a.length; i++) {
-                out[i] = a[i].clone();
-            }
-            return out;
         }
     }
 }

@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.golden.Float64Update;
 import dev.muon.golden.NativeScopePerTest;
 import dev.muon.golden.Tensors;
 import dev.muon.orthogonalize.NsPrecision;

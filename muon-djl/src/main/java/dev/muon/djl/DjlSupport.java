@@ -1,6 +1,7 @@
 package dev.muon.djl;
 
 import ai.djl.ndarray.types.DataType;
+import dev.muon.MomentumPrecision;
 import dev.muon.MuonConfig;
 import dev.muon.Orthogonalization;
 import dev.muon.orthogonalize.NsAlgorithm;
@@ -34,6 +35,10 @@ final class DjlSupport {
         if (config.orthogonalization() != Orthogonalization.NEWTON_SCHULZ) {
             throw new IllegalArgumentException("orthogonalization must be NEWTON_SCHULZ in muon-djl, got "
                     + config.orthogonalization() + ": DJL's NDArray API has no SVD");
+        }
+        if (config.momentumPrecision() == MomentumPrecision.BFLOAT16) {
+            throw new IllegalArgumentException("momentumPrecision must be PARAMETER in muon-djl, got BFLOAT16: "
+                    + "DJL's bfloat16 arrays abort the JVM, so the momentum buffer cannot be stored in bfloat16");
         }
         if (config.nsAlgorithm() != NsAlgorithm.AUTO && config.nsAlgorithm() != NsAlgorithm.GEMM) {
             throw new IllegalArgumentException("nsAlgorithm must be AUTO or GEMM in muon-djl, got "

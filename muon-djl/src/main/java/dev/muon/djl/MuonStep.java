@@ -19,7 +19,8 @@ import java.util.Optional;
  *   B = B.lerp(g, 1 − μ)                      EMA momentum
  *   U = g.lerp(B, μ) if nesterov, else B
  *   O = NS(U)                                 on the matrix view: a conv filter flattened, a stack batched
- *   p = p·(1 − lr·weightDecay)                decoupled, the unadjusted lr
+ *   p = p·(1 − lr·weightDecay)                decoupled, the unadjusted lr; with cautious weight decay only
+ *                                             where O ⊙ p >= 0
  *   p = p − lr·ratio·extraScale · O
  * </pre>
  * With NorMuon, {@code O} is normalized per row first and the update is {@code p − lr·0.2·extraScale · U} (see
@@ -111,12 +112,16 @@ final class MuonStep {
         if (config.norMuon() != null) {
             o = normalizeRows(o, state.secondMoment(), config.norMuon(), matrix);
         }
-        o = o.reshape(shape).toType(weight.getDataType(), false);
+        o = o.reshape(shape);
         double scaledLr = (lr == config.lr() ? config : config.withLr(lr)).scaledLr(matrix.rows(), matrix.cols());
-        if (config.weightDecay() != 0) {
+        if (config.weightDecay() != 0 && config.cautiousWeightDecay()) {
+            // The mask from the parameter before the step, as muon-core forms it: O (in its own dtype) times p.
+            NDArray agree = o.mul(weight).gte(0).toType(weight.getDataType(), false);
+            weight.addi(weight.mul(agree).muli(-lr * config.weightDecay()));
+        } else if (config.weightDecay() != 0) {
             weight.muli(1 - lr * config.weightDecay());
         }
-        weight.subi(o.muli(scaledLr));
+        weight.subi(o.toType(weight.getDataType(), false).muli(scaledLr));
     }
 
     /**

@@ -1,4 +1,8 @@
-package dev.muon;
+package dev.muon.golden;
+
+import dev.muon.MomentumPrecision;
+import dev.muon.MuonConfig;
+import dev.muon.orthogonalize.Coefficients;
 
 import java.util.Random;
 
@@ -7,20 +11,21 @@ import java.util.Random;
  * independent of the update stages: {@code k} matrices of {@code m × n} (a stack; {@code k = 1} for a 2-D weight or
  * a flattened conv filter), each cut into the same row blocks; EMA momentum and the Nesterov blend as libtorch's
  * {@code lerp} computes them, stored in bfloat16 if the config says so; PyTorch's Newton–Schulz per block
- * ({@link NorMuonReferenceTest}); NorMuon per block (the block's rows of the second moment, the block rescaled to
+ * ({@link #newtonSchulz}); NorMuon per block (the block's rows of the second moment, the block rescaled to
  * unit RMS on its own); {@code AdjustLr.ORIGINAL} on the block's shape; plain or cautious decoupled weight decay.
- * The reference of {@link UpdateVariantsReferenceTest} and {@link CombinationTableTest}.
+ * The reference of muon-core's {@code UpdateVariantsReferenceTest} and {@code CombinationTableTest}, and of
+ * muon-djl's tests of the same settings: it loads no libtorch class, so a module without bytedeco can use it.
  */
-final class Float64Update {
-    final int k;
-    final int m;
-    final int n;
-    final int[] blocks;
-    final MuonConfig c;
+public final class Float64Update {
+    private final int k;
+    private final int m;
+    private final int n;
+    private final int[] blocks;
+    private final MuonConfig c;
     /** The parameter, its momentum buffer and NorMuon's per-row second moment ({@code k·m} entries), row-major. */
-    final double[] p;
-    final double[] momentum;
-    final double[] v;
+    public final double[] p;
+    public final double[] momentum;
+    public final double[] v;
 
     /**
      * @param values the parameter's initial values, row-major
@@ -29,7 +34,7 @@ final class Float64Update {
      * @param blocks each matrix's row blocks, top to bottom, or null for the whole matrix
      * @param c      the config
      */
-    Float64Update(double[] values, int k, int m, int[] blocks, MuonConfig c) {
+    public Float64Update(double[] values, int k, int m, int[] blocks, MuonConfig c) {
         this.k = k;
         this.m = m;
         this.n = values.length / (k * m);
@@ -41,7 +46,7 @@ final class Float64Update {
     }
 
     /** Scales rows {@code first … first + count − 1} of the parameter (QK-Clip's rescaling). */
-    void scaleRows(int first, int count, double factor) {
+    public void scaleRows(int first, int count, double factor) {
         for (int i = first; i < first + count; i++) {
             for (int j = 0; j < n; j++) {
                 p[i * n + j] *= factor;
@@ -50,7 +55,7 @@ final class Float64Update {
     }
 
     /** One step with gradient {@code g} (row-major, the parameter's size). */
-    void step(double[] g) {
+    public void step(double[] g) {
         double mu = c.momentum();
         boolean bf16 = c.momentumPrecision() == MomentumPrecision.BFLOAT16;
         double[] u = new double[g.length];
@@ -74,7 +79,7 @@ final class Float64Update {
         for (int i = 0; i < rows; i++) {
             System.arraycopy(u, (base + i) * n, ub[i], 0, n);
         }
-        double[][] o = NorMuonReferenceTest.ReferenceParameter.newtonSchulz(ub, c);
+        double[][] o = newtonSchulz(ub, c);
         double lr;
         if (c.norMuon() != null) {
             double frobenius = 0;
@@ -113,19 +118,19 @@ final class Float64Update {
     }
 
     /** libtorch's lerp(self, end, w): {@code self + w·(end − self)} for w < 0.5, else {@code end − (end − self)·(1 − w)}. */
-    static double lerp(double self, double end, double w) {
+    public static double lerp(double self, double end, double w) {
         return w < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w);
     }
 
     /** libtorch's cast of a double to bfloat16: to float first, then round to nearest even on 16 bits. */
-    static double bfloat16(double x) {
+    public static double bfloat16(double x) {
         int bits = Float.floatToRawIntBits((float) x);
         int rounded = bits + 0x7FFF + ((bits >>> 16) & 1);
         return Float.intBitsToFloat(rounded & 0xFFFF0000);
     }
 
     /** Standard normal values for a tensor of this shape. */
-    static double[] gaussian(Random random, long[] shape) {
+    public static double[] gaussian(Random random, long[] shape) {
         long count = 1;
         for (long s : shape) {
             count *= s;
@@ -133,6 +138,73 @@ final class Float64Update {
         double[] out = new double[(int) count];
         for (int e = 0; e < out.length; e++) {
             out[e] = random.nextGaussian();
+        }
+        return out;
+    }
+
+    /** PyTorch's {@code _zeropower_via_newtonschulz} in float64: transpose tall, normalize, iterate. */
+    public static double[][] newtonSchulz(double[][] u, MuonConfig c) {
+        boolean tall = u.length > u[0].length;
+        double[][] x = tall ? transpose(u) : copy(u);
+        double norm = 0;
+        for (double[] row : x) {
+            for (double value : row) {
+                norm += value * value;
+            }
+        }
+        norm = Math.max(Math.sqrt(norm), c.eps());
+        for (double[] row : x) {
+            for (int j = 0; j < row.length; j++) {
+                row[j] /= norm;
+            }
+        }
+        for (int s = 0; s < c.nsSteps(); s++) {
+            Coefficients abc = c.nsCoefficients().coefficients()
+                    .get(c.nsCoefficients().repeating() ? s % c.nsCoefficients().coefficients().size() : s);
+            double[][] a = multiply(x, transpose(x));
+            double[][] aa = multiply(a, a);
+            double[][] poly = new double[a.length][a.length];
+            for (int i = 0; i < a.length; i++) {
+                for (int j = 0; j < a.length; j++) {
+                    poly[i][j] = abc.b() * a[i][j] + abc.c() * aa[i][j];
+                }
+            }
+            double[][] px = multiply(poly, x);
+            for (int i = 0; i < x.length; i++) {
+                for (int j = 0; j < x[0].length; j++) {
+                    x[i][j] = abc.a() * x[i][j] + px[i][j];
+                }
+            }
+        }
+        return tall ? transpose(x) : x;
+    }
+
+    private static double[][] multiply(double[][] a, double[][] b) {
+        double[][] out = new double[a.length][b[0].length];
+        for (int i = 0; i < a.length; i++) {
+            for (int l = 0; l < b.length; l++) {
+                for (int j = 0; j < b[0].length; j++) {
+                    out[i][j] += a[i][l] * b[l][j];
+                }
+            }
+        }
+        return out;
+    }
+
+    private static double[][] transpose(double[][] a) {
+        double[][] out = new double[a[0].length][a.length];
+        for (int i = 0; i < a.length; i++) {
+            for (int j = 0; j < a[0].length; j++) {
+                out[j][i] = a[i][j];
+            }
+        }
+        return out;
+    }
+
+    private static double[][] copy(double[][] a) {
+        double[][] out = new double[a.length][];
+        for (int i = 0; i < a.length; i++) {
+            out[i] = a[i].clone();
         }
         return out;
     }
