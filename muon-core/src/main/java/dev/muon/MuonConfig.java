@@ -221,7 +221,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      */
     public double scaledLr(long rows, long cols) {
         if (norMuon != null) {
-            return lr * NeuronNormalization.UPDATE_RMS * extraScale;
+            return lr * NorMuonConfig.UPDATE_RMS * extraScale;
         }
         return lr * adjustLr.ratio(rows, cols) * extraScale;
     }

@@ -26,12 +26,6 @@ import java.util.Map;
  * A stack of matrices normalizes each matrix on its own. Holds no optimizer: it gets tensors and settings.
  */
 final class NeuronNormalization {
-    /**
-     * The RMS that the paper's lr rescaling gives the update: {@code η̂ = 0.2·η·sqrt(m·n)/‖Ô‖_F} (Algorithm 1),
-     * chosen there to match AdamW's typical update RMS, as Moonlight's {@code 0.2·sqrt(max(m, n))} does for Muon.
-     */
-    static final double UPDATE_RMS = 0.2;
-
     private static final long[] LAST_DIM = {-1};
     private static final long[] LAST_TWO_DIMS = {-2, -1};
     /**

@@ -31,6 +31,13 @@ import dev.muon.internal.TorchNatives;
  * @param eps   added to {@code sqrt(v)} before the division
  */
 public record NorMuonConfig(double beta2, double eps) {
+    /**
+     * The RMS that the paper's lr rescaling gives the update: {@code η̂ = 0.2·η·sqrt(m·n)/‖Ô‖_F} (Algorithm 1),
+     * chosen there to match AdamW's typical update RMS, as Moonlight's {@code 0.2·sqrt(max(m, n))} does for Muon.
+     * It takes the place of {@link MuonConfig#adjustLr()}'s ratio ({@link MuonConfig#scaledLr}).
+     */
+    public static final double UPDATE_RMS = 0.2;
+
     static {
         // First, in case this is the first type of ours a program touches: see TorchNatives.
         TorchNatives.extract();

@@ -12,7 +12,8 @@ import java.util.Random;
  * a flattened conv filter), each cut into the same row blocks; EMA momentum and the Nesterov blend as libtorch's
  * {@code lerp} computes them, stored in bfloat16 if the config says so; PyTorch's Newton–Schulz per block
  * ({@link #newtonSchulz}); NorMuon per block (the block's rows of the second moment, the block rescaled to
- * unit RMS on its own); {@code AdjustLr.ORIGINAL} on the block's shape; plain or cautious decoupled weight decay.
+ * unit RMS on its own); the config's {@code AdjustLr} on the block's shape; plain or cautious decoupled weight
+ * decay.
  * The reference of muon-core's {@code UpdateVariantsReferenceTest} and {@code CombinationTableTest}, and of
  * muon-djl's tests of the same settings: it loads no libtorch class, so a module without bytedeco can use it.
  */
@@ -104,8 +105,7 @@ public final class Float64Update {
             }
             lr = 0.2 * c.lr() * c.extraScale();
         } else {
-            // AdjustLr.ORIGINAL on the block's own shape.
-            lr = c.lr() * Math.sqrt(Math.max(1.0, (double) rows / n)) * c.extraScale();
+            lr = c.lr() * adjustLrRatio(rows, n) * c.extraScale();
         }
         for (int i = 0; i < rows; i++) {
             for (int j = 0; j < n; j++) {
@@ -115,6 +115,16 @@ public final class Float64Update {
                 p[e] = decayed - lr * o[i][j];
             }
         }
+    }
+
+    /** The config's lr adjustment for a block of {@code rows × cols}, written from its definitions. */
+    private double adjustLrRatio(int rows, int cols) {
+        return switch (c.adjustLr()) {
+            case ORIGINAL -> Math.sqrt(Math.max(1.0, (double) rows / cols));
+            case MATCH_RMS_ADAMW -> 0.2 * Math.sqrt(Math.max(rows, cols));
+            case SPECTRAL -> Math.sqrt((double) rows / cols);
+            case NONE -> 1.0;
+        };
     }
 
     /** libtorch's lerp(self, end, w): {@code self + w·(end − self)} for w < 0.5, else {@code end − (end − self)·(1 − w)}. */
@@ -152,7 +162,8 @@ public final class Float64Update {
                 norm += value * value;
             }
         }
-        norm = Math.max(Math.sqrt(norm), c.eps());
+        // A schedule's safety factor damps the normalisation: X / max(s·‖X‖_F, eps).
+        norm = Math.max(c.nsCoefficients().normalizationSafety() * Math.sqrt(norm), c.eps());
         for (double[] row : x) {
             for (int j = 0; j < row.length; j++) {
                 row[j] /= norm;

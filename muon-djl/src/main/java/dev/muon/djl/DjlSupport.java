@@ -1,15 +1,11 @@
 package dev.muon.djl;
 
 import ai.djl.ndarray.types.DataType;
-import dev.muon.MomentumPrecision;
-import dev.muon.MuonConfig;
-import dev.muon.Orthogonalization;
-import dev.muon.orthogonalize.NsAlgorithm;
-import dev.muon.orthogonalize.NsPrecision;
 
 /**
- * The settings and dtypes that muon-djl runs, checked before any array is touched: a refused setting is an
- * exception that names it, the rule and the value, never a crash.
+ * The parameter dtypes and DJL settings that muon-djl runs, checked before any array is touched: a refused one is an
+ * exception that names it, the rule and the value, never a crash. The Muon settings are checked where muon-djl maps
+ * their {@link dev.muon.UpdateRecipe} ({@code MuonStep}).
  *
  * <p>Newton–Schulz runs in float32 (the default) or float64. Bfloat16 is refused: DJL 0.36.0's
  * {@code toType(DataType.BFLOAT16)} aborts the JVM ({@code terminate called without an active exception}), so
@@ -19,31 +15,6 @@ import dev.muon.orthogonalize.NsPrecision;
  */
 final class DjlSupport {
     private DjlSupport() {
-    }
-
-    /**
-     * Checks that muon-djl can run a Muon configuration.
-     *
-     * @param config the configuration
-     * @throws IllegalArgumentException naming the setting, the rule and the value
-     */
-    static void requireSupported(MuonConfig config) {
-        if (config.nsPrecision() == NsPrecision.BFLOAT16) {
-            throw new IllegalArgumentException("nsPrecision must be FLOAT32 or FLOAT64 in muon-djl, got BFLOAT16: "
-                    + "DJL's conversion to bfloat16 aborts the JVM, so Newton-Schulz runs in float32 (the default)");
-        }
-        if (config.orthogonalization() != Orthogonalization.NEWTON_SCHULZ) {
-            throw new IllegalArgumentException("orthogonalization must be NEWTON_SCHULZ in muon-djl, got "
-                    + config.orthogonalization() + ": DJL's NDArray API has no SVD");
-        }
-        if (config.momentumPrecision() == MomentumPrecision.BFLOAT16) {
-            throw new IllegalArgumentException("momentumPrecision must be PARAMETER in muon-djl, got BFLOAT16: "
-                    + "DJL's bfloat16 arrays abort the JVM, so the momentum buffer cannot be stored in bfloat16");
-        }
-        if (config.nsAlgorithm() != NsAlgorithm.AUTO && config.nsAlgorithm() != NsAlgorithm.GEMM) {
-            throw new IllegalArgumentException("nsAlgorithm must be AUTO or GEMM in muon-djl, got "
-                    + config.nsAlgorithm() + ": its iterations are DJL's plain matrix products");
-        }
     }
 
     /**

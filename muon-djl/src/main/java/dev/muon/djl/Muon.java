@@ -63,7 +63,6 @@ public final class Muon extends Optimizer {
             throw new IllegalStateException("Muon needs the model's block: call optBlock(block) before build(); "
                     + "DJL hands an optimizer only parameter ids, and the block names and shapes them");
         }
-        DjlSupport.requireSupported(b.config);
         DjlSupport.requireDjlDefaults(getWeightDecay(), b.beginNumUpdate, "optConfig(MuonConfig.withWeightDecay)");
         this.config = b.config;
         this.lrTracker = b.lrTracker;

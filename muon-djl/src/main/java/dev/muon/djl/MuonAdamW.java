@@ -88,7 +88,6 @@ public final class MuonAdamW extends Optimizer {
         MuonConfig muonBase = b.muonConfig != null ? b.muonConfig : MuonConfig.defaults().withLr(adamWConfig.lr())
                 .withWeightDecay(adamWConfig.weightDecay()).withAdjustLr(AdjustLr.MATCH_RMS_ADAMW);
         this.muonConfig = muonBase.withConvWeights(ConvWeights.FLATTEN);
-        DjlSupport.requireSupported(muonConfig);
         DjlSupport.requireDjlDefaults(getWeightDecay(), b.beginNumUpdate,
                 "optMuon(MuonConfig.withWeightDecay) and optAdamW(AdamWConfig.withWeightDecay)");
         this.muonTracker = b.muonTracker;

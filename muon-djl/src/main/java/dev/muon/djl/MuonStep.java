@@ -8,30 +8,50 @@ import ai.djl.ndarray.types.Shape;
 import dev.muon.AssignmentRule;
 import dev.muon.MuonConfig;
 import dev.muon.NorMuonConfig;
+import dev.muon.UpdateRecipe;
 
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 
 /**
- * Muon's update of one parameter on DJL arrays, with muon-core's formulas (its golden README):
+ * Muon's update of one parameter on DJL arrays: muon-core's {@link UpdateRecipe} of the configuration, each element
+ * mapped to {@code NDArray} operations when the optimizer is built, or refused there, naming the setting
+ * ({@link UpdateRecipe#refused}). With muon-core's formulas (its golden README):
  * <pre>
- *   B = B.lerp(g, 1 − μ)                      EMA momentum
+ *   B = B.lerp(g, 1 − μ)                      EMA momentum (bfloat16 storage refused)
  *   U = g.lerp(B, μ) if nesterov, else B
- *   O = NS(U)                                 on the matrix view: a conv filter flattened, a stack batched
+ *   O = NS(U)                                 on the matrix view: a conv filter flattened, a stack batched;
+ *                                             float32 or float64, plain products (the SVD, bfloat16 and the
+ *                                             symmetric and Gram kernels refused)
+ *   O = O, or NorMuon's row normalization     then the update is p − lr·0.2·extraScale · O
  *   p = p·(1 − lr·weightDecay)                decoupled, the unadjusted lr; with cautious weight decay only
  *                                             where O ⊙ p >= 0
  *   p = p − lr·ratio·extraScale · O
  * </pre>
- * With NorMuon, {@code O} is normalized per row first and the update is {@code p − lr·0.2·extraScale · U} (see
- * {@link NorMuonConfig}). {@code lerp} follows {@code torch.lerp}'s two branches, so the rounding is PyTorch's.
+ * {@code lerp} follows {@code torch.lerp}'s two branches, so the rounding is PyTorch's.
  *
  * <p>State per parameter and device: the momentum buffer in the parameter's dtype and, with NorMuon, the per-row
  * second moment in float32 (float64 for a float64 parameter). It is created by {@link #state} outside any
  * {@link NDScope}, attached to a manager of the caller's; {@link #apply} runs inside one.
  */
 final class MuonStep {
+    /** This binding's name in refusals. */
+    static final String BINDING = "muon-djl";
+
+    /** {@code O} before it is applied: as it is, or normalized with the parameter's second moment. */
+    private interface Normalizer {
+        NDArray normalize(NDArray o, NDArray secondMoment, AssignmentRule.Matrix matrix);
+    }
+
+    /** Decay and step: {@code o} in the iteration's dtype, the parameter's shape. */
+    private interface Applier {
+        void apply(NDArray weight, NDArray o, double lr, double scaledLr);
+    }
+
     private final MuonConfig config;
+    private final Normalizer normalizer;
+    private final Applier applier;
     private final Map<ParameterKey, NDArray> buffers = new HashMap<>();
     private final Map<ParameterKey, NDArray> secondMoments = new HashMap<>();
 
@@ -40,12 +60,64 @@ final class MuonStep {
     }
 
     /**
-     * A step for one configuration.
+     * A step for one configuration: maps each element of its {@link UpdateRecipe} to this binding's operations.
      *
-     * @param config the configuration, checked by {@link DjlSupport#requireSupported(MuonConfig)}
+     * @param config the configuration
+     * @throws IllegalArgumentException naming the setting, for an element muon-djl has no operation for
      */
     MuonStep(MuonConfig config) {
         this.config = config;
+        UpdateRecipe recipe = UpdateRecipe.of(config);
+        switch (recipe.momentum()) {
+            case EMA -> { }
+            case EMA_BFLOAT16_STORED -> throw UpdateRecipe.refused(recipe.momentum(), BINDING, "DJL's bfloat16 "
+                    + "arrays abort the JVM, so the momentum buffer cannot be stored in bfloat16");
+        }
+        switch (recipe.orthogonalizer()) {
+            case NEWTON_SCHULZ -> requireIteration(recipe);
+            case EXACT_SVD -> throw UpdateRecipe.refused(recipe.orthogonalizer(), BINDING,
+                    "DJL's NDArray API has no SVD");
+        }
+        this.normalizer = switch (recipe.normalizer()) {
+            case NONE -> (o, v, matrix) -> o;
+            case NORMUON -> (o, v, matrix) -> normalizeRows(o, v, config.norMuon(), matrix);
+        };
+        this.applier = switch (recipe.applier()) {
+            case DECOUPLED_DECAY -> (weight, o, lr, scaledLr) -> {
+                if (config.weightDecay() != 0) {
+                    weight.muli(1 - lr * config.weightDecay());
+                }
+                step(weight, o, scaledLr);
+            };
+            case CAUTIOUS_DECAY -> (weight, o, lr, scaledLr) -> {
+                if (config.weightDecay() != 0) {
+                    // The mask from the parameter before the step, as muon-core forms it: O (in its own dtype)
+                    // times p.
+                    NDArray agree = o.mul(weight).gte(0).toType(weight.getDataType(), false);
+                    weight.addi(weight.mul(agree).muli(-lr * config.weightDecay()));
+                }
+                step(weight, o, scaledLr);
+            };
+        };
+    }
+
+    /** The Newton–Schulz settings {@link NsIteration} runs: float32 or float64, plain products. */
+    private static void requireIteration(UpdateRecipe recipe) {
+        switch (recipe.nsPrecision()) {
+            case FLOAT32, FLOAT64 -> { }
+            case BFLOAT16 -> throw UpdateRecipe.refused("nsPrecision = BFLOAT16", BINDING, "DJL's conversion to "
+                    + "bfloat16 aborts the JVM, so Newton-Schulz runs in float32 (the default) or FLOAT64");
+        }
+        switch (recipe.nsAlgorithm()) {
+            case AUTO, GEMM -> { }
+            case SYMMETRIC, GRAM -> throw UpdateRecipe.refused("nsAlgorithm = " + recipe.nsAlgorithm(), BINDING,
+                    "its iterations are DJL's plain matrix products (AUTO or GEMM)");
+        }
+    }
+
+    /** {@code p −= scaledLr·O}, with {@code O} in the parameter's dtype. */
+    private static void step(NDArray weight, NDArray o, double scaledLr) {
+        weight.subi(o.toType(weight.getDataType(), false).muli(scaledLr));
     }
 
     MuonConfig config() {
@@ -109,19 +181,9 @@ final class MuonStep {
         Shape shape = weight.getShape();
         NDArray m = shape.dimension() == 4 ? u.reshape(matrix.rows(), matrix.cols()) : u;
         NDArray o = NsIteration.orthogonalize(m, config.newtonSchulz());
-        if (config.norMuon() != null) {
-            o = normalizeRows(o, state.secondMoment(), config.norMuon(), matrix);
-        }
-        o = o.reshape(shape);
+        o = normalizer.normalize(o, state.secondMoment(), matrix).reshape(shape);
         double scaledLr = (lr == config.lr() ? config : config.withLr(lr)).scaledLr(matrix.rows(), matrix.cols());
-        if (config.weightDecay() != 0 && config.cautiousWeightDecay()) {
-            // The mask from the parameter before the step, as muon-core forms it: O (in its own dtype) times p.
-            NDArray agree = o.mul(weight).gte(0).toType(weight.getDataType(), false);
-            weight.addi(weight.mul(agree).muli(-lr * config.weightDecay()));
-        } else if (config.weightDecay() != 0) {
-            weight.muli(1 - lr * config.weightDecay());
-        }
-        weight.subi(o.toType(weight.getDataType(), false).muli(scaledLr));
+        applier.apply(weight, o, lr, scaledLr);
     }
 
     /**

@@ -67,21 +67,21 @@ class ErrorsTest {
                                 + "before build()" + blockHint + "them, which decides what goes to Muon"),
                 Arguments.of("bfloat16 Newton-Schulz", (Executable) () -> Muon.builder().optBlock(model().block)
                         .optConfig(MuonConfig.defaults().withNsPrecision(NsPrecision.BFLOAT16)).build(),
-                        IllegalArgumentException.class, "nsPrecision must be FLOAT32 or FLOAT64 in muon-djl, got "
-                                + "BFLOAT16: DJL's conversion to bfloat16 aborts the JVM, so Newton-Schulz runs in "
-                                + "float32 (the default)"),
+                        IllegalArgumentException.class, "nsPrecision = BFLOAT16 is not supported by muon-djl: "
+                                + "DJL's conversion to bfloat16 aborts the JVM, so Newton-Schulz runs in float32 (the "
+                                + "default) or FLOAT64"),
                 Arguments.of("the exact SVD", (Executable) () -> MuonAdamW.builder().optBlock(model().block)
                         .optMuon(MuonConfig.defaults().withOrthogonalization(Orthogonalization.EXACT_SVD)).build(),
-                        IllegalArgumentException.class, "orthogonalization must be NEWTON_SCHULZ in muon-djl, got "
-                                + "EXACT_SVD: DJL's NDArray API has no SVD"),
+                        IllegalArgumentException.class, "orthogonalization = EXACT_SVD is not supported by "
+                                + "muon-djl: DJL's NDArray API has no SVD"),
                 Arguments.of("the Gram kernel", (Executable) () -> Muon.builder().optBlock(model().block)
                         .optConfig(MuonConfig.defaults().withNsAlgorithm(NsAlgorithm.GRAM)).build(),
-                        IllegalArgumentException.class, "nsAlgorithm must be AUTO or GEMM in muon-djl, got GRAM: its "
-                                + "iterations are DJL's plain matrix products"),
+                        IllegalArgumentException.class, "nsAlgorithm = GRAM is not supported by muon-djl: its "
+                                + "iterations are DJL's plain matrix products (AUTO or GEMM)"),
                 Arguments.of("the symmetric kernel", (Executable) () -> Muon.builder().optBlock(model().block)
                         .optConfig(MuonConfig.defaults().withNsAlgorithm(NsAlgorithm.SYMMETRIC)).build(),
-                        IllegalArgumentException.class, "nsAlgorithm must be AUTO or GEMM in muon-djl, got "
-                                + "SYMMETRIC: its iterations are DJL's plain matrix products"),
+                        IllegalArgumentException.class, "nsAlgorithm = SYMMETRIC is not supported by muon-djl: "
+                                + "its iterations are DJL's plain matrix products (AUTO or GEMM)"),
                 Arguments.of("DJL's L2 weight decay", (Executable) () -> MuonAdamW.builder().optBlock(model().block)
                         .optWeightDecays(0.1f).build(), IllegalArgumentException.class,
                         "optWeightDecays must be 0, got 0.1: it adds DJL's L2 term to the gradient; the decoupled "

@@ -82,8 +82,8 @@ class UpdateVariantsTest {
 
     static Stream<Arguments> refusedSettings() {
         MuonConfig bf16Momentum = MuonConfig.defaults().withMomentumPrecision(MomentumPrecision.BFLOAT16);
-        String message = "momentumPrecision must be PARAMETER in muon-djl, got BFLOAT16: DJL's bfloat16 arrays abort "
-                + "the JVM, so the momentum buffer cannot be stored in bfloat16";
+        String message = "momentumPrecision = BFLOAT16 is not supported by muon-djl: DJL's bfloat16 arrays abort the "
+                + "JVM, so the momentum buffer cannot be stored in bfloat16";
         return Stream.of(
                 Arguments.of("Muon", (Executable) () -> Muon.builder().optBlock(block()).optConfig(bf16Momentum)
                         .build(), message),

@@ -1,0 +1,205 @@
+package dev.muon;
+
+import dev.muon.internal.TorchNatives;
+import dev.muon.orthogonalize.NsAlgorithm;
+import dev.muon.orthogonalize.NsPrecision;
+
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * What one Muon parameter's step does, derived from a {@link MuonConfig} alone (no tensors, no libtorch): one
+ * element per part of the update, in the order they run.
+ * <pre>
+ *   momentum        B = B.lerp(g, 1 − μ); U = nesterov ? g.lerp(B, μ) : B       EMA, or stored in bfloat16
+ *   orthogonalizer  O = NS(U) in nsPrecision with nsAlgorithm's kernel           or the exact SVD reference
+ *   normalizer      O as it is, or NorMuon's row normalization with its second moment
+ *   applier         decoupled weight decay and p −= lr·ratio·O; cautious decay; or Hyperball's sphere
+ * </pre>
+ * Every binding maps each element to its own operations (muon-core to libtorch's, muon-djl to DJL's
+ * {@code NDArray}s) with an exhaustive {@code switch}, so an element a binding has no operation for is a compile
+ * error there until it is mapped or refused; a refusal names the setting that chose the element
+ * ({@link Element#setting()}) through {@link #refused}. The hyperparameters (lr, weight decay, momentum, Nesterov,
+ * lr adjustment) are the config's values, which every element reads.
+ *
+ * @param momentum       how the momentum buffer is kept
+ * @param orthogonalizer what turns {@code U} into {@code O}
+ * @param nsPrecision    the Newton–Schulz iteration's dtype (for {@link Orthogonalizer#NEWTON_SCHULZ})
+ * @param nsAlgorithm    the Newton–Schulz kernel choice (for {@link Orthogonalizer#NEWTON_SCHULZ})
+ * @param normalizer     what happens to {@code O} before it is applied
+ * @param applier        how {@code O} changes the parameter
+ */
+public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsPrecision nsPrecision,
+                           NsAlgorithm nsAlgorithm, Normalizer normalizer, Applier applier) {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
+    /** One element of a recipe: a choice that a setting of {@link MuonConfig} made. */
+    public interface Element {
+        /**
+         * The setting that chose this element, as a user writes it, e.g. {@code momentumPrecision = BFLOAT16}.
+         *
+         * @return the setting and its value
+         */
+        String setting();
+    }
+
+    /** How the momentum buffer is kept ({@link MuonConfig#momentumPrecision()}). */
+    public enum Momentum implements Element {
+        /** In the parameter's dtype, PyTorch's formula. */
+        EMA("momentumPrecision = PARAMETER"),
+        /** Stored in bfloat16, advanced in float32 (float64 for a float64 parameter). */
+        EMA_BFLOAT16_STORED("momentumPrecision = BFLOAT16");
+
+        static {
+            TorchNatives.extract();
+        }
+
+        private final String setting;
+
+        Momentum(String setting) {
+            this.setting = setting;
+        }
+
+        @Override
+        public String setting() {
+            return setting;
+        }
+    }
+
+    /** What turns the update {@code U} into {@code O} ({@link MuonConfig#orthogonalization()}). */
+    public enum Orthogonalizer implements Element {
+        /** PyTorch's Newton–Schulz iteration. */
+        NEWTON_SCHULZ("orthogonalization = NEWTON_SCHULZ"),
+        /** The exact polar factor through an SVD, a reference. */
+        EXACT_SVD("orthogonalization = EXACT_SVD");
+
+        static {
+            TorchNatives.extract();
+        }
+
+        private final String setting;
+
+        Orthogonalizer(String setting) {
+            this.setting = setting;
+        }
+
+        @Override
+        public String setting() {
+            return setting;
+        }
+    }
+
+    /** What happens to {@code O} before it is applied ({@link MuonConfig#norMuon()}). */
+    public enum Normalizer implements Element {
+        /** {@code O} as the orthogonalizer left it. */
+        NONE("norMuon = off"),
+        /** NorMuon's neuron-wise normalization with a per-row second moment ({@link NorMuonConfig}). */
+        NORMUON("norMuon = on");
+
+        static {
+            TorchNatives.extract();
+        }
+
+        private final String setting;
+
+        Normalizer(String setting) {
+            this.setting = setting;
+        }
+
+        @Override
+        public String setting() {
+            return setting;
+        }
+    }
+
+    /** How {@code O} changes the parameter ({@link MuonConfig#cautiousWeightDecay()}). */
+    public enum Applier implements Element {
+        /** {@code p = (1 − lr·weightDecay)·p}, then {@code p −= scaledLr·O}. */
+        DECOUPLED_DECAY("cautiousWeightDecay = false"),
+        /** The decay only where {@code O ⊙ p >= 0}, then {@code p −= scaledLr·O}. */
+        CAUTIOUS_DECAY("cautiousWeightDecay = true");
+
+        static {
+            TorchNatives.extract();
+        }
+
+        private final String setting;
+
+        Applier(String setting) {
+            this.setting = setting;
+        }
+
+        @Override
+        public String setting() {
+            return setting;
+        }
+    }
+
+    /**
+     * Validates.
+     *
+     * @throws NullPointerException if an element is null
+     */
+    public UpdateRecipe {
+        Objects.requireNonNull(momentum, "momentum must not be null");
+        Objects.requireNonNull(orthogonalizer, "orthogonalizer must not be null");
+        Objects.requireNonNull(nsPrecision, "nsPrecision must not be null");
+        Objects.requireNonNull(nsAlgorithm, "nsAlgorithm must not be null");
+        Objects.requireNonNull(normalizer, "normalizer must not be null");
+        Objects.requireNonNull(applier, "applier must not be null");
+    }
+
+    /**
+     * The recipe of a configuration: the one place that reads which variant a config chose.
+     *
+     * @param config the configuration
+     * @return its recipe
+     */
+    public static UpdateRecipe of(MuonConfig config) {
+        return new UpdateRecipe(
+                config.momentumPrecision() == MomentumPrecision.BFLOAT16 ? Momentum.EMA_BFLOAT16_STORED
+                        : Momentum.EMA,
+                config.orthogonalization() == Orthogonalization.EXACT_SVD ? Orthogonalizer.EXACT_SVD
+                        : Orthogonalizer.NEWTON_SCHULZ,
+                config.nsPrecision(), config.nsAlgorithm(),
+                config.norMuon() != null ? Normalizer.NORMUON : Normalizer.NONE,
+                config.cautiousWeightDecay() ? Applier.CAUTIOUS_DECAY : Applier.DECOUPLED_DECAY);
+    }
+
+    /**
+     * The elements in the order they run.
+     *
+     * @return momentum, orthogonalizer, normalizer, applier
+     */
+    public List<Element> elements() {
+        return List.of(momentum, orthogonalizer, normalizer, applier);
+    }
+
+    /**
+     * The exception a binding throws at build for an element it has no operation for: it names the setting, the
+     * binding and why.
+     *
+     * @param element the element, or the setting's text for a choice that is not an element of its own
+     * @param binding the binding, e.g. {@code muon-djl}
+     * @param reason  why it has no operation for it
+     * @return the exception, to throw
+     */
+    public static IllegalArgumentException refused(String element, String binding, String reason) {
+        return new IllegalArgumentException(element + " is not supported by " + binding + ": " + reason);
+    }
+
+    /**
+     * {@link #refused(String, String, String)} for an element.
+     *
+     * @param element the element
+     * @param binding the binding
+     * @param reason  why
+     * @return the exception, to throw
+     */
+    public static IllegalArgumentException refused(Element element, String binding, String reason) {
+        return refused(element.setting(), binding, reason);
+    }
+}
