@@ -468,7 +468,7 @@ public final class Muon implements TrainingOptimizer {
     private double[] lrs() {
         double[] lrs = new double[groups.size()];
         for (int g = 0; g < groups.size(); g++) {
-            lrs[g] = groups.get(g).config.lr();
+            lrs[g] = groups.get(g).config().lr();
         }
         return lrs;
     }
@@ -527,7 +527,7 @@ public final class Muon implements TrainingOptimizer {
      * @throws IllegalArgumentException if the index is out of range
      */
     public MuonConfig config(int group) {
-        return group(group).config;
+        return group(group).config();
     }
 
     /**
@@ -539,7 +539,7 @@ public final class Muon implements TrainingOptimizer {
      */
     @Override
     public double lr(int group) {
-        return group(group).config.lr();
+        return group(group).config().lr();
     }
 
     /**
@@ -552,7 +552,7 @@ public final class Muon implements TrainingOptimizer {
     @Override
     public void setLr(int group, double lr) {
         MuonGroup g = group(group);
-        g.config = g.config.withLr(lr);
+        g.hyperparameters(g.config().withLr(lr).hyperparameters());
     }
 
     /**

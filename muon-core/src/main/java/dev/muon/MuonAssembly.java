@@ -50,7 +50,6 @@ final class MuonAssembly {
         // Shared by every parameter's stages: reusable tensors per shape, NorMuon's workspaces.
         Scratch scratch = new Scratch();
         NeuronNormalization normalization = new NeuronNormalization();
-        List<ParameterUpdate> updates = new ArrayList<>();
         List<UpdatePlan> plans = new ArrayList<>();
         Map<Long, String> seen = new HashMap<>();
         int position = 0;
@@ -61,6 +60,7 @@ final class MuonAssembly {
                 throw new IllegalArgumentException("params must not be empty: group " + gi + " has none");
             }
             MuonConfig config = configs.get(gi);
+            UpdateRecipe recipe = UpdateRecipe.of(config);
             List<ParameterState> states = new ArrayList<>();
             for (int pi = 0; pi < params.size(); pi++) {
                 Tensor p = params.get(pi);
@@ -102,8 +102,7 @@ final class MuonAssembly {
                 ParameterState state = new ParameterState(p, layout, selection.forParameter(config,
                         p.device()), name, label, fused, blocks, config.momentumPrecision());
                 states.add(state);
-                updates.add(new ParameterUpdate(state));
-                plans.add(UpdatePlan.of(config, blocks, fused, scratch, normalization));
+                plans.add(UpdatePlan.of(recipe, p, blocks, fused, scratch, normalization));
             }
             groups.add(new MuonGroup(config, states));
         }
@@ -114,7 +113,7 @@ final class MuonAssembly {
         List<ParameterState> all = new ArrayList<>();
         groups.forEach(g -> all.addAll(g.params));
         checkNoSharedMemory(all);
-        return new MuonAssembly(List.copyOf(groups), List.copyOf(all), new PlannedUpdates(updates, plans));
+        return new MuonAssembly(List.copyOf(groups), List.copyOf(all), new PlannedUpdates(all, plans));
     }
 
     /**

@@ -227,6 +227,35 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
     }
 
     /**
+     * The fields that may change while an optimizer runs (a schedule's lr, a restore's values); every other field
+     * decided how the optimizer was built.
+     *
+     * @return lr, weight decay, momentum, Nesterov, the lr adjustment and the extra scale
+     */
+    public MuonHyperparameters hyperparameters() {
+        return new MuonHyperparameters(lr, weightDecay, momentum, nesterov, adjustLr, extraScale);
+    }
+
+    /**
+     * A copy with other hyperparameters and this config's build settings.
+     *
+     * @param value the hyperparameters
+     * @return the copy
+     * @throws IllegalArgumentException naming the field, the rule and the value
+     */
+    public MuonConfig withHyperparameters(MuonHyperparameters value) {
+        Objects.requireNonNull(value, "hyperparameters must not be null");
+        return copy(d -> {
+            d.lr = value.lr();
+            d.weightDecay = value.weightDecay();
+            d.momentum = value.momentum();
+            d.nesterov = value.nesterov();
+            d.adjustLr = value.adjustLr();
+            d.extraScale = value.extraScale();
+        });
+    }
+
+    /**
      * A copy with another learning rate.
      *
      * @param value the lr

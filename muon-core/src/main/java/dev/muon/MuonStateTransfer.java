@@ -44,7 +44,7 @@ final class MuonStateTransfer {
         List<MuonConfig> configs = new ArrayList<>();
         int i = 0;
         for (int g = 0; g < groups.size(); g++) {
-            configs.add(groups.get(g).config);
+            configs.add(groups.get(g).config());
             for (ParameterState state : groups.get(g).params) {
                 ParameterEntry entry = ParameterEntry.of(ParameterSpec.muon(state.name, g, state.param.shape(),
                         state.param.scalar_type(), state.rowBlocks == null ? null : state.rowBlocks.rule));
@@ -110,7 +110,7 @@ final class MuonStateTransfer {
             }
         }
         for (int g = 0; g < groups.size(); g++) {
-            groups.get(g).config = checked.muonConfigs().get(g);
+            groups.get(g).hyperparameters(checked.muonConfigs().get(g).hyperparameters());
         }
     }
 

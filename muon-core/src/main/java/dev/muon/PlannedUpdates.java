@@ -2,21 +2,27 @@ package dev.muon;
 
 import org.bytedeco.pytorch.Tensor;
 
+import java.util.Arrays;
 import java.util.List;
 import java.util.function.IntPredicate;
 
 /**
- * Each Muon parameter's stages ({@link UpdatePlan}, chosen at build) and its update in progress
- * ({@link ParameterUpdate}, reused every step), in the optimizer's order, and how a step runs them: per parameter,
- * or per same-shape batch with one orthogonalization for all its members.
+ * Each Muon parameter's {@link UpdatePlan} (chosen at build), in the optimizer's order, and how a step runs them:
+ * in group order, a parameter on its own or a same-shape batch at its first member's place, with one
+ * orthogonalization for all its members. So a step that fails part-way has updated exactly the parameters before
+ * the failing one (or before the failing batch's first member) in group order.
  */
 final class PlannedUpdates {
-    private final List<ParameterUpdate> updates;
+    private final List<ParameterState> states;
     private final List<UpdatePlan> plans;
+    /** The scaled lr of each parameter's last update (its first block's), NaN before its first. */
+    private final double[] appliedLrs;
 
-    PlannedUpdates(List<ParameterUpdate> updates, List<UpdatePlan> plans) {
-        this.updates = List.copyOf(updates);
+    PlannedUpdates(List<ParameterState> states, List<UpdatePlan> plans) {
+        this.states = List.copyOf(states);
         this.plans = List.copyOf(plans);
+        this.appliedLrs = new double[states.size()];
+        forgetAppliedLrs();
     }
 
     /**
@@ -30,76 +36,63 @@ final class PlannedUpdates {
         int i = 0;
         int batched = 0;
         for (MuonGroup group : groups) {
-            ParameterUpdate.StepScalars scalars = new ParameterUpdate.StepScalars(group.config);
+            UpdatePlan.Step step = new UpdatePlan.Step(group.config());
             for (int j = 0; j < group.params.size(); j++, i++) {
+                SameShapeBatch batch = group.batchFirstAt(j);
+                if (batch != null) {
+                    batched += updateBatch(batch, grads, step);
+                    continue;
+                }
                 Tensor grad = grads.get(i);
                 if (grad != null && !group.batched(j) && updatedHere.test(i)) {
-                    update(i, grad, group.config, scalars);
+                    update(i, grad, step);
                 }
-            }
-            for (SameShapeBatch batch : group.batches()) {
-                batched += updateBatch(batch, grads, group.config, scalars);
             }
         }
         return batched;
     }
 
     /**
-     * The scaled lr a parameter's last update applied (its first row block's, for a row split), computed once by
-     * its lr stage; NaN before its first update since this optimizer was built or restored.
+     * The scaled lr a parameter's last update applied (its first row block's, for a row split); NaN before its
+     * first update since this optimizer was built or restored.
      */
     double appliedLr(int index) {
-        return updates.get(index).appliedLr;
+        return appliedLrs[index];
     }
 
     /** Forgets every applied lr: a restored state does not hold the lrs of the last updates. */
     void forgetAppliedLrs() {
-        updates.forEach(update -> update.appliedLr = Double.NaN);
+        Arrays.fill(appliedLrs, Double.NaN);
     }
 
-    /** Runs a parameter's stages ({@link UpdatePlan}): its parameter stages, then its block stages per block. */
-    private void update(int index, Tensor grad, MuonConfig config, ParameterUpdate.StepScalars scalars) {
-        ParameterUpdate update = prepare(index, grad, config, scalars, null);
-        try {
-            if (update.state.matrix.numel() == 0) {
-                // Nothing to orthogonalize or update; the (empty) momentum buffer exists, as in PyTorch's Muon.
-                return;
-            }
-            for (ParameterUpdate.Block block : update.blocks) {
-                update.block = block;
-                for (UpdateStage stage : plans.get(index).blockStages()) {
-                    stage.run(update);
-                }
-            }
-        } finally {
-            update.clear();
+    /** One parameter's whole update: before, the orthogonalization of each block, after, and the finish. */
+    private void update(int index, Tensor grad, UpdatePlan.Step step) {
+        ParameterState state = states.get(index);
+        UpdatePlan plan = plans.get(index);
+        List<UpdatePlan.Block> blocks = plan.beforeOrthogonalize(state, grad, null, step);
+        if (state.matrix.numel() == 0) {
+            // Nothing to orthogonalize or update; the (empty) momentum buffer exists, as in PyTorch's Muon.
+            return;
         }
-    }
-
-    /** Sets up a parameter's update for this step and runs its parameter stages (momentum, layout). */
-    private ParameterUpdate prepare(int index, Tensor grad, MuonConfig config, ParameterUpdate.StepScalars scalars,
-                                    Tensor target) {
-        ParameterUpdate update = updates.get(index);
-        update.config = config;
-        update.scalars = scalars;
-        update.grad = update.state.layout.matrixView(grad);
-        update.target = target;
-        for (UpdateStage stage : plans.get(index).parameterStages()) {
-            stage.run(update);
+        for (int b = 0; b < blocks.size(); b++) {
+            UpdatePlan.Block block = blocks.get(b);
+            double lr = plan.afterOrthogonalize(state, block, state.orthogonalizer.orthogonalize(block.u()), step);
+            if (b == 0) {
+                appliedLrs[index] = lr;
+            }
         }
-        return update;
+        plan.finish(state, step);
     }
 
     /**
      * The batched form of {@link #update} for the members of {@code batch} that have a gradient (all of which this
-     * process updates): each member's parameter stages leave its {@code U} in its slice of the batch's stack, one
-     * call orthogonalizes the stack, and each member's block stages after the orthogonalization apply its slice.
-     * With fewer than {@link SameShapeBatch#MIN_PARAMETERS} gradients this step, they take the per-parameter path.
+     * process updates): each member's momentum leaves its {@code U} in its slice of the batch's stack, one call
+     * orthogonalizes the stack, and each member's part after the orthogonalization applies its slice. With fewer
+     * than {@link SameShapeBatch#MIN_PARAMETERS} gradients this step, they take the per-parameter path.
      *
      * @return how many parameters were orthogonalized in a batch
      */
-    private int updateBatch(SameShapeBatch batch, List<Tensor> grads, MuonConfig config,
-                            ParameterUpdate.StepScalars scalars) {
+    private int updateBatch(SameShapeBatch batch, List<Tensor> grads, UpdatePlan.Step step) {
         int count = 0;
         for (int k = 0; k < batch.positions.length; k++) {
             Tensor grad = grads.get(batch.positions[k]);
@@ -109,35 +102,33 @@ final class PlannedUpdates {
                 count++;
             }
         }
-        if (count < SameShapeBatch.MIN_PARAMETERS) {
-            for (int k = 0; k < count; k++) {
-                update(batch.activePositions[k], batch.activeGrads[k], config, scalars);
-            }
-            batch.release(count);
-            return 0;
-        }
-        Tensor stack = batch.stack(count);
-        for (int k = 0; k < count; k++) {
-            prepare(batch.activePositions[k], batch.activeGrads[k], config, scalars, stack.select(0, k));
-        }
-        // Every member shares the orthogonalizer (the batch's key), so this is the same function, applied to each
-        // slice on its own; the result is a view of its workspace, used up before its next call.
-        Tensor o = batch.members.get(0).orthogonalizer.orthogonalize(stack);
-        for (int k = 0; k < count; k++) {
-            int index = batch.activePositions[k];
-            ParameterUpdate update = updates.get(index);
-            try {
-                // A batch member is a plain matrix: one block.
-                update.block = update.blocks.get(0);
-                update.block.o = o.select(0, k);
-                for (UpdateStage stage : plans.get(index).afterOrthogonalize()) {
-                    stage.run(update);
+        try {
+            if (count < SameShapeBatch.MIN_PARAMETERS) {
+                for (int k = 0; k < count; k++) {
+                    update(batch.activePositions[k], batch.activeGrads[k], step);
                 }
-            } finally {
-                update.clear();
+                return 0;
             }
+            Tensor stack = batch.stack(count);
+            UpdatePlan.Block[] blocks = new UpdatePlan.Block[count];
+            for (int k = 0; k < count; k++) {
+                int index = batch.activePositions[k];
+                // A batch member is a plain matrix: one block.
+                blocks[k] = plans.get(index).beforeOrthogonalize(states.get(index), batch.activeGrads[k],
+                        stack.select(0, k), step).get(0);
+            }
+            // Every member shares the orthogonalizer (the batch's key), so this is the same function, applied to
+            // each slice on its own; the result is a view of its workspace, used up before its next call.
+            Tensor o = batch.members.get(0).orthogonalizer.orthogonalize(stack);
+            for (int k = 0; k < count; k++) {
+                int index = batch.activePositions[k];
+                UpdatePlan plan = plans.get(index);
+                appliedLrs[index] = plan.afterOrthogonalize(states.get(index), blocks[k], o.select(0, k), step);
+                plan.finish(states.get(index), step);
+            }
+            return count;
+        } finally {
+            batch.release(count);
         }
-        batch.release(count);
-        return count;
     }
 }

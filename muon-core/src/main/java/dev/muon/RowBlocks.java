@@ -3,7 +3,7 @@ package dev.muon;
 /**
  * The row blocks of one Muon parameter under a {@link RowSplit}, planned once at build: the rows of each block, and
  * whether they are equal (then they run as one stacked view {@code [blocks, rows/blocks, cols]}, a view and no
- * copy: splitting dim 0 of a matrix is a view for any strides). {@link LayoutStage} cuts each step's update by
+ * copy: splitting dim 0 of a matrix is a view for any strides). {@link UpdatePlan} cuts each step's update by
  * them; each block is then orthogonalized and applied on its own, with the lr adjustment of its own shape.
  */
 final class RowBlocks {

@@ -1,65 +1,374 @@
 package dev.muon;
 
 import dev.muon.internal.UpdateStages;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The stages of one Muon parameter's update, chosen once when the optimizer is built (see {@link UpdateStage}):
- * the parameter stages (momentum, layout) and the block stages (orthogonalize first, then the rest). This is the
- * one place where a variant enters: a new variant is a stage class and a line here.
- *
- * @param parameterStages run once per parameter per step
- * @param blockStages     run once per block per step; the first is always {@link OrthogonalizeStage}, which a
- *                        same-shape batch runs once for all its members instead
+ * One Muon parameter's update on libtorch: its {@link UpdateRecipe} mapped to operations when the optimizer is
+ * built ({@link #of}), in three typed slots that pass values, as Dion's {@code muon_update_pre_orthogonalize} and
+ * {@code muon_update_post_orthogonalize} do:
+ * <pre>
+ *   before the orthogonalization   momentum  (g, B) → U;  the layout cuts U and p into blocks
+ *   the orthogonalization          O = NS(U) per block (the parameter's orthogonalizer; a same-shape batch runs
+ *                                  one call for all its members)
+ *   after it, per block            normalizer (O, the block's rows of the state) → O';  lr of the block's shape;
+ *                                  applier (p, O', lr): decay and step
+ *   after the last block           the applier's whole-parameter part, if it has one
+ * </pre>
+ * The whole update is readable here; {@link PlannedUpdates} runs it per parameter or per same-shape batch.
+ * What a restore or a schedule changes (the hyperparameters) reaches the slots as this step's {@link Step}; what
+ * chose them (the recipe) is fixed at build.
  */
-record UpdatePlan(List<UpdateStage> parameterStages, List<UpdateStage> blockStages) {
-    UpdatePlan {
-        parameterStages = List.copyOf(parameterStages);
-        blockStages = List.copyOf(blockStages);
+final class UpdatePlan {
+    /** The momentum slot: advances the parameter's buffer by its gradient and returns the update {@code U}. */
+    interface Momentum {
+        /**
+         * @param grad   the gradient in the parameter's matrix view
+         * @param state  the parameter (its buffer is created on first use)
+         * @param target where {@code U} must be left (a same-shape batch's slice), or null: anywhere
+         * @param step   this step's settings
+         * @return {@code U}, in the parameter's matrix view
+         */
+        Tensor advance(Tensor grad, ParameterState state, Tensor target, Step step);
+    }
+
+    /** The normalizer slot: what happens to a block's {@code O} before it is applied. */
+    interface Normalizer {
+        /**
+         * @param o     the block's orthogonalized update, a view of a workspace the next call for its shape reuses
+         * @param block the block
+         * @param state the parameter, whose state the normalizer may advance
+         * @param step  this step's settings
+         * @return {@code O'}, of {@code o}'s shape
+         */
+        Tensor normalize(Tensor o, Block block, ParameterState state, Step step);
+    }
+
+    /** The applier slot: how a block's {@code O'} changes the parameter. */
+    interface Applier {
+        /**
+         * @param block the block, whose {@code param} view is updated
+         * @param o     the block's {@code O'}
+         * @param lr    the block's scaled lr ({@link MuonConfig#scaledLr}); the step is {@code −lr·O'}
+         * @param step  this step's settings
+         */
+        void apply(Block block, Tensor o, double lr, Step step);
+
+        /**
+         * Called once after the parameter's last block, for an applier that acts on the whole parameter.
+         *
+         * @param state the parameter
+         * @param step  this step's settings
+         */
+        default void finish(ParameterState state, Step step) {
+        }
     }
 
     /**
-     * The plan for a parameter.
+     * One block of a parameter: a matrix, a stack of matrices, or a stack of equal row blocks, with the parameter's
+     * view it updates.
      *
-     * @param config        its group's configuration
+     * @param u        the block's {@code U}: {@code [rows, cols]} or {@code [k, rows, cols]}
+     * @param param    the parameter's view of the same shape, updated in place
+     * @param rows     the rows of each matrix of the block, for the lr adjustment
+     * @param cols     the columns of each matrix of the block
+     * @param firstRow the block's first row in the parameter, or {@link #WHOLE}
+     * @param stacked  for equal row blocks stacked as one, how many; 0 otherwise
+     * @param rowDim   the dim of the parameter's rows: 0 for a matrix, 1 for a stack of matrices
+     */
+    record Block(Tensor u, Tensor param, long rows, long cols, long firstRow, long stacked, int rowDim) {
+        /** {@link #firstRow} of a block that is the whole parameter (a matrix or a stack). */
+        static final long WHOLE = -1;
+
+        /** The part of a per-row state {@code v} of the parameter that this block covers, shaped as its rows. */
+        Tensor rowsOf(Tensor v) {
+            if (stacked > 0) {
+                return v.view(stacked, rows);
+            }
+            return firstRow == WHOLE ? v : v.narrow(rowDim, firstRow, rows);
+        }
+    }
+
+    /**
+     * A group's settings for one step, made once per step rather than once per parameter: its config as a restore
+     * or a schedule left it, and the scalars the operations take.
+     */
+    static final class Step {
+        final MuonConfig config;
+        final Scalar momentum;
+        final Scalar oneMinusMomentum;
+        final Scalar decay;
+        /** {@link #decay}'s value, for the fused update. */
+        final double decayFactor;
+        /** {@code −lr·weightDecay}: the factor cautious decay multiplies its masked parameter by. */
+        final Scalar negativeLrDecay;
+
+        Step(MuonConfig config) {
+            this.config = config;
+            momentum = new Scalar(config.momentum());
+            oneMinusMomentum = new Scalar(1 - config.momentum());
+            decayFactor = 1 - config.lr() * config.weightDecay();
+            decay = new Scalar(decayFactor);
+            negativeLrDecay = new Scalar(-config.lr() * config.weightDecay());
+        }
+    }
+
+    private final Momentum momentum;
+    /** The parameter's row split, or null for the whole matrix (or stack) as one block. */
+    private final RowBlocks rowBlocks;
+    private final Normalizer normalizer;
+    private final Applier applier;
+
+    private UpdatePlan(Momentum momentum, RowBlocks rowBlocks, Normalizer normalizer, Applier applier) {
+        this.momentum = momentum;
+        this.rowBlocks = rowBlocks;
+        this.normalizer = normalizer;
+        this.applier = applier;
+    }
+
+    /**
+     * The plan of a parameter: each element of its group's recipe mapped to libtorch's operations, or to a device's
+     * fused kernels where they serve it (a fused kernel computes the plain elements only).
+     *
+     * @param recipe        its group's recipe
+     * @param param         the parameter's dtype decides what bfloat16 momentum storage means for it
      * @param rowBlocks     its row split, or null
-     * @param fused         the device's fused stages serving it, or null
+     * @param fused         the device's fused kernels serving it, or null
      * @param scratch       the optimizer's reusable tensors
      * @param normalization the optimizer's NorMuon workspaces
      */
-    static UpdatePlan of(MuonConfig config, RowBlocks rowBlocks, UpdateStages fused, Scratch scratch,
-                         NeuronNormalization normalization) {
-        List<UpdateStage> parameter = new ArrayList<>();
-        MomentumStage momentum = new MomentumStage(scratch);
-        if (config.momentumPrecision() == MomentumPrecision.BFLOAT16) {
-            parameter.add(new BfloatMomentumStage(scratch));
-        } else if (fused != null) {
-            parameter.add(new FusedMomentumStage(fused, momentum, scratch));
-        } else {
-            parameter.add(momentum);
-        }
-        parameter.add(new LayoutStage(rowBlocks));
-
-        List<UpdateStage> block = new ArrayList<>();
-        block.add(OrthogonalizeStage.INSTANCE);
-        if (config.norMuon() != null) {
-            block.add(new NorMuonStage(normalization));
-        }
-        block.add(LrScaleStage.INSTANCE);
-        if (config.cautiousWeightDecay()) {
-            block.add(CautiousApplyStage.INSTANCE);
-        } else if (fused != null && config.norMuon() == null && rowBlocks == null) {
-            block.add(new FusedApplyStage(fused));
-        } else {
-            block.add(ApplyStage.INSTANCE);
-        }
-        return new UpdatePlan(parameter, block);
+    static UpdatePlan of(UpdateRecipe recipe, Tensor param, RowBlocks rowBlocks, UpdateStages fused,
+                         Scratch scratch, NeuronNormalization normalization) {
+        LibtorchMomentum plainMomentum = new LibtorchMomentum(scratch);
+        Momentum momentum = switch (recipe.momentum()) {
+            case EMA -> fused != null ? new FusedMomentum(fused, plainMomentum, scratch) : plainMomentum;
+            // A bfloat16 parameter's buffer is bfloat16 either way: stored in bfloat16 is kept in its dtype.
+            case EMA_BFLOAT16_STORED -> param.scalar_type().value == ScalarType.BFloat16.value ? plainMomentum
+                    : new BfloatMomentum(scratch);
+        };
+        Normalizer normalizer = switch (recipe.normalizer()) {
+            case NONE -> (o, block, state, step) -> o;
+            case NORMUON -> (o, block, state, step) -> normalization.normalize(o,
+                    block.rowsOf(state.secondMomentForUpdate()), step.config.norMuon());
+        };
+        // The fused update computes p·decay + alpha·O on the orthogonalizer's own output of the whole parameter.
+        boolean fusedApply = fused != null && recipe.normalizer() == UpdateRecipe.Normalizer.NONE
+                && rowBlocks == null;
+        Applier applier = switch (recipe.applier()) {
+            case DECOUPLED_DECAY -> fusedApply ? new FusedApply(fused) : UpdatePlan::decayAndStep;
+            case CAUTIOUS_DECAY -> UpdatePlan::cautiousDecayAndStep;
+        };
+        return new UpdatePlan(momentum, rowBlocks, normalizer, applier);
     }
 
-    /** The block stages after the orthogonalization, for a same-shape batch's members. */
-    List<UpdateStage> afterOrthogonalize() {
-        return blockStages.subList(1, blockStages.size());
+    /**
+     * Everything before the orthogonalization: the momentum, then the layout's blocks of {@code U}.
+     *
+     * @param state  the parameter
+     * @param grad   its gradient, in the parameter's shape
+     * @param target where {@code U} must be left (a same-shape batch's slice), or null
+     * @param step   this step's settings
+     * @return the blocks to orthogonalize, in order
+     */
+    List<Block> beforeOrthogonalize(ParameterState state, Tensor grad, Tensor target, Step step) {
+        Tensor u = momentum.advance(state.layout.matrixView(grad), state, target, step);
+        return blocks(u, state);
+    }
+
+    /**
+     * Everything after a block's orthogonalization: normalize, the lr of the block's shape, apply.
+     *
+     * @param state the parameter
+     * @param block the block
+     * @param o     its orthogonalized update
+     * @param step  this step's settings
+     * @return the block's scaled lr
+     */
+    double afterOrthogonalize(ParameterState state, Block block, Tensor o, Step step) {
+        Tensor normalized = normalizer.normalize(o, block, state, step);
+        double lr = step.config.scaledLr(block.rows(), block.cols());
+        applier.apply(block, normalized, lr, step);
+        return lr;
+    }
+
+    /**
+     * After the parameter's last block.
+     *
+     * @param state the parameter
+     * @param step  this step's settings
+     */
+    void finish(ParameterState state, Step step) {
+        applier.finish(state, step);
+    }
+
+    /**
+     * Cuts {@code U} and the parameter into the blocks that are orthogonalized and applied: the whole matrix or
+     * stack as one, or a {@link RowSplit}'s row blocks (equal blocks as one stacked view
+     * {@code [blocks, rows/blocks, cols]}, a view and no copy; unequal ones one by one). Conv filters and stacks
+     * arrive in their matrix views ({@link MatrixLayout}). A stack is cut alike in each of its matrices: its equal
+     * blocks become one stack of {@code k·blocks} matrices, its unequal ones stacks of {@code k} matrices.
+     */
+    private List<Block> blocks(Tensor u, ParameterState state) {
+        Tensor p = state.matrix;
+        MatrixLayout layout = state.layout;
+        if (rowBlocks == null) {
+            return List.of(new Block(u, p, layout.rows(), layout.cols(), Block.WHOLE, 0, 0));
+        }
+        long[] sizes = rowBlocks.sizes();
+        long cols = layout.cols();
+        // A stack [k, rows, cols] is cut alike in each of its k matrices, along its dim 1.
+        long stack = layout.batch();
+        int dim = stack == 0 ? 0 : 1;
+        if (rowBlocks.batched()) {
+            long n = sizes.length * Math.max(stack, 1);
+            return List.of(new Block(u.view(n, sizes[0], cols), p.view(n, sizes[0], cols), sizes[0], cols, 0, n,
+                    dim));
+        }
+        List<Block> blocks = new ArrayList<>(sizes.length);
+        long offset = 0;
+        for (long size : sizes) {
+            blocks.add(new Block(u.narrow(dim, offset, size), p.narrow(dim, offset, size), size, cols, offset, 0,
+                    dim));
+            offset += size;
+        }
+        return blocks;
+    }
+
+    // ------------------------------------------------------------------ the momentum slot
+
+    /**
+     * The momentum on libtorch's ops, PyTorch's formulas: {@code B = B.lerp(g, 1 − μ)}, then {@code U = B}, or with
+     * Nesterov {@code U = g.lerp(B, μ)}.
+     */
+    private static final class LibtorchMomentum implements Momentum {
+        private final Scratch scratch;
+
+        LibtorchMomentum(Scratch scratch) {
+            this.scratch = scratch;
+        }
+
+        @Override
+        public Tensor advance(Tensor grad, ParameterState state, Tensor target, Step step) {
+            Tensor buffer = state.momentumMatrix();
+            buffer.lerp_(grad, step.oneMinusMomentum);
+            return finish(grad, buffer, state.matrix, target, step, scratch);
+        }
+    }
+
+    /**
+     * Leaves {@code U} from an advanced buffer {@code b} where it is wanted: the Nesterov blend written into the
+     * batch slice when its dtype is {@code like}'s, else blended in {@code like}'s dtype and rounded once into the
+     * slice, as the fused momentum does.
+     */
+    private static Tensor finish(Tensor grad, Tensor b, Tensor like, Tensor target, Step step, Scratch scratch) {
+        if (!step.config.nesterov()) {
+            return target == null ? b : target.copy_(b);
+        }
+        if (target != null && target.scalar_type().value == like.scalar_type().value) {
+            return torch.lerp_out(target, grad, b, step.momentum);
+        }
+        Tensor blended = torch.lerp_out(scratch.like(like, like.scalar_type()), grad, b, step.momentum);
+        return target == null ? blended : target.copy_(blended);
+    }
+
+    /**
+     * The momentum with the buffer stored in bfloat16 ({@link MomentumPrecision#BFLOAT16}): read into float32
+     * (float64 for a float64 parameter), advanced there with PyTorch's formula, used as the update in that
+     * precision, and stored back rounded to bfloat16. A float16 parameter's gradient is widened first (exactly).
+     */
+    private static final class BfloatMomentum implements Momentum {
+        private final Scratch scratch;
+
+        BfloatMomentum(Scratch scratch) {
+            this.scratch = scratch;
+        }
+
+        @Override
+        public Tensor advance(Tensor grad, ParameterState state, Tensor target, Step step) {
+            Tensor stored = state.momentumMatrix();
+            ScalarType wide = state.matrix.scalar_type().value == ScalarType.Double.value ? ScalarType.Double
+                    : ScalarType.Float;
+            // Widened exactly; only a float16 parameter's gradient needs it (a temporary of the step's scope).
+            Tensor g = grad.scalar_type().value == wide.value ? grad : grad.to(wide);
+            // A scratch of its own shape and dtype: the Nesterov blend below uses the parameter-dtype scratch.
+            Tensor b = scratch.like(stored, wide).copy_(stored);
+            b.lerp_(g, step.oneMinusMomentum);
+            stored.copy_(b);
+            return finish(g, b, b, target, step, scratch);
+        }
+    }
+
+    /**
+     * The momentum on a device's fused kernel ({@link UpdateStages#momentumInto}: momentum, Nesterov blend and the
+     * cast to the update dtype in one call), falling back to libtorch's ops for every call the kernel declines.
+     */
+    private static final class FusedMomentum implements Momentum {
+        private final UpdateStages kernels;
+        private final LibtorchMomentum fallback;
+        private final Scratch scratch;
+
+        FusedMomentum(UpdateStages kernels, LibtorchMomentum fallback, Scratch scratch) {
+            this.kernels = kernels;
+            this.fallback = fallback;
+            this.scratch = scratch;
+        }
+
+        @Override
+        public Tensor advance(Tensor grad, ParameterState state, Tensor target, Step step) {
+            Tensor out = target != null ? target
+                    : scratch.like(state.matrix, step.config.nsPrecision().scalarType());
+            if (kernels.momentumInto(out, state.momentumMatrix(), grad, step.config.momentum(),
+                    step.config.nesterov())) {
+                return out;
+            }
+            return fallback.advance(grad, state, target, step);
+        }
+    }
+
+    // ------------------------------------------------------------------ the applier slot
+
+    /**
+     * Decoupled weight decay with the unadjusted lr, then the step: {@code p = (1 − lr·wd)·p}, {@code p −= lr'·O}.
+     */
+    private static void decayAndStep(Block block, Tensor o, double lr, Step step) {
+        if (step.config.weightDecay() != 0) {
+            block.param().mul_(step.decay);
+        }
+        block.param().add_(o, new Scalar(-lr));
+    }
+
+    /**
+     * Cautious weight decay ({@link MuonConfig#withCautiousWeightDecay}, Chen et al., arXiv 2510.12402): the decay
+     * applies only to the coordinates where {@code O} (what the step subtracts) and the parameter agree in sign, so
+     * that decay never pushes against the step: {@code p −= lr·wd·p·[O ⊙ p >= 0]}, then {@code p −= lr'·O}.
+     */
+    private static void cautiousDecayAndStep(Block block, Tensor o, double lr, Step step) {
+        Tensor p = block.param();
+        if (step.config.weightDecay() != 0) {
+            // The mask from the parameter before the step, in its dtype: 1 where O·p >= 0, else 0.
+            Tensor agree = o.mul(p).ge(new Scalar(0.0)).to(p.scalar_type());
+            p.addcmul_(p, agree, step.negativeLrDecay);
+        }
+        p.add_(o, new Scalar(-lr));
+    }
+
+    /**
+     * Decay and step on a device's fused kernel ({@link UpdateStages#updateParameter}), falling back to
+     * {@link #decayAndStep} for every call the kernel declines. Chosen only where the block is the whole parameter
+     * and {@code O} is the orthogonalizer's own output (no normalizer, no row split).
+     */
+    private record FusedApply(UpdateStages kernels) implements Applier {
+        @Override
+        public void apply(Block block, Tensor o, double lr, Step step) {
+            if (!kernels.updateParameter(block.param(), o, step.decayFactor, -lr)) {
+                decayAndStep(block, o, lr, step);
+            }
+        }
     }
 }

@@ -102,13 +102,13 @@ class NativeUpdateStagesTest {
     void updateParameter_givesLibtorchsBits(NativeKernels.Variant variant, double weightDecay, String updateType) {
         assumeRunnable(variant);
         MuonConfig config = MuonConfig.defaults().withLr(0.02).withWeightDecay(weightDecay);
-        ParameterUpdate.StepScalars scalars = new ParameterUpdate.StepScalars(config);
+        UpdatePlan.Step scalars = new UpdatePlan.Step(config);
         double alpha = -config.scaledLr(96, 32);
         for (long n : SIZES) {
             Tensor o = data(n, 3).to(ScalarType.valueOf(updateType));
             Tensor expected = data(n, 4);
             Tensor param = expected.clone();
-            // ApplyStage's two ops.
+            // The plain applier's two ops (UpdatePlan).
             if (weightDecay != 0) {
                 expected.mul_(scalars.decay);
             }
@@ -126,7 +126,7 @@ class NativeUpdateStagesTest {
             NativeKernels.Variant variant, double weightDecay, String updateType) {
         assumeRunnable(variant);
         MuonConfig config = MuonConfig.defaults().withLr(0.02).withWeightDecay(weightDecay);
-        ParameterUpdate.StepScalars scalars = new ParameterUpdate.StepScalars(config);
+        UpdatePlan.Step scalars = new UpdatePlan.Step(config);
         double alpha = -config.scaledLr(300, 70);
         // Tall shapes whose sides end inside and on the 32-value blocks, and one above the one-thread limit.
         for (long[] shape : new long[][]{{3, 2}, {33, 31}, {64, 32}, {300, 70}, {1_024, 160}}) {
@@ -249,9 +249,10 @@ class NativeUpdateStagesTest {
         assumeTrue(runnableVariants().anyMatch(v -> v == variant), () -> variant + " kernels do not run here");
     }
 
-    /** MomentumStage's libtorch ops on {@code buffer} (advanced in place), U in {@code out}'s dtype. */
+    /** The plain momentum's libtorch ops (UpdatePlan) on {@code buffer} (advanced in place), U in {@code out}'s
+     * dtype. */
     private static Tensor libtorchMomentum(Tensor buffer, Tensor grad, MuonConfig config, ScalarType out) {
-        ParameterUpdate.StepScalars scalars = new ParameterUpdate.StepScalars(config);
+        UpdatePlan.Step scalars = new UpdatePlan.Step(config);
         buffer.lerp_(grad, scalars.oneMinusMomentum);
         Tensor u = config.nesterov() ? torch.lerp(grad, buffer, scalars.momentum) : buffer.clone();
         return u.to(out);

@@ -210,4 +210,40 @@ class PartialStepTest {
         optimizer.step();
         assertEquals(2, optimizer.stepCount());
     }
+
+    /**
+     * A same-shape batch runs at its first member's place in group order: when it fails, the parameters after it in
+     * group order have not moved (they used to: unbatched parameters were updated before every batch).
+     */
+    @Test
+    void muon_failingInABatch_leavesTheLaterParametersInGroupOrderUnmoved() {
+        torch.manual_seed(5);
+        // a and c share a shape and form a batch at a's place; b, between them, is updated on its own after it.
+        List<Tensor> params = List.of(torch.randn(4, 6).requires_grad_(true), torch.randn(5, 7).requires_grad_(true),
+                torch.randn(4, 6).requires_grad_(true));
+        Muon muon;
+        RecordingUpdateStagesProvider.Recorder recorder = RecordingUpdateStagesProvider.serving(m -> true);
+        try (recorder) {
+            muon = Muon.of(params, CONFIG);
+            gradients(params, 1);
+            muon.step();
+            assertEquals(2, muon.batchedLastStep(), "a and c ran as one batch");
+            List<Tensor> before = copies(params);
+            List<Tensor> momentumBefore = new ArrayList<>();
+            for (Tensor p : params) {
+                momentumBefore.add(muon.momentumBuffer(p).orElseThrow().clone());
+            }
+            gradients(params, 2);
+            // The batch's second update: c's.
+            recorder.failingUpdateCall = recorder.updateCalls + 2;
+            assertThrows(IllegalStateException.class, muon::step);
+            assertFalse(torch.equal(before.get(0), params.get(0).detach()), "a, the batch's first member, moved");
+            assertTrue(torch.equal(before.get(2), params.get(2).detach()), "c, the failing member, did not move");
+            assertFalse(torch.equal(momentumBefore.get(2), muon.momentumBuffer(params.get(2)).orElseThrow()),
+                    "c's momentum advanced with the batch");
+            assertTrue(torch.equal(before.get(1), params.get(1).detach()), "b, after the batch, did not move");
+            assertTrue(torch.equal(momentumBefore.get(1), muon.momentumBuffer(params.get(1)).orElseThrow()),
+                    "b's momentum did not advance");
+        }
+    }
 }

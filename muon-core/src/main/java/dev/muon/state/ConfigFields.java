@@ -5,6 +5,7 @@ import dev.muon.AdjustLr;
 import dev.muon.ConvWeights;
 import dev.muon.MomentumPrecision;
 import dev.muon.MuonConfig;
+import dev.muon.MuonHyperparameters;
 import dev.muon.NorMuonConfig;
 import dev.muon.Orthogonalization;
 import dev.muon.StackedWeights;
@@ -13,20 +14,23 @@ import dev.muon.orthogonalize.Coefficients;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
 
+import java.lang.reflect.RecordComponent;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.function.BiFunction;
 import java.util.function.Function;
+import java.util.stream.Collectors;
 
 /**
  * The fields of {@link MuonConfig} and {@link AdamWConfig}, one row each: its key in files, its value as a JSON
- * value (doubles as Java's shortest round-trip form, so a config comes back bit for bit), how to set it from one,
- * and whether a restore may change it. A restore takes the state's hyperparameters (Muon's {@code lr},
- * {@code weightDecay}, {@code momentum}, {@code nesterov}, {@code adjustLr}, {@code extraScale}; every AdamW
- * field); every other Muon field decided how the optimizer was built and must be equal ({@link StateFit}).
+ * value (doubles as Java's shortest round-trip form, so a config comes back bit for bit), and how to set it from
+ * one. A restore takes the state's hyperparameters (Muon's {@link MuonHyperparameters}; every AdamW field); every
+ * other Muon field decided how the optimizer was built and must be equal ({@link StateFit}).
  *
  * <p>Adding a field to a config means adding one row here.
  */
@@ -34,53 +38,60 @@ final class ConfigFields {
     /**
      * One field.
      *
-     * @param key        its key
-     * @param restorable whether a restore may change it
-     * @param get        its JSON value
-     * @param set        the config with the field set from a JSON value
-     * @param <C>        the config type
+     * @param key its key: the config's accessor of the field
+     * @param get its JSON value
+     * @param set the config with the field set from a JSON value
+     * @param <C> the config type
      */
-    record Field<C>(String key, boolean restorable, Function<C, Object> get, BiFunction<C, Object, C> set) {
+    record Field<C>(String key, Function<C, Object> get, BiFunction<C, Object, C> set) {
     }
 
+    /**
+     * What a restore may change: the hyperparameters, named by their type ({@link MuonHyperparameters}, whose
+     * fields a Muon group replaces on a restore) and every AdamW field; the rest of a Muon config chose how the
+     * optimizer was built.
+     */
+    private static final Set<String> RESTORABLE_MUON_KEYS = Arrays.stream(
+            MuonHyperparameters.class.getRecordComponents()).map(RecordComponent::getName).collect(Collectors.toSet());
+
     static final List<Field<MuonConfig>> MUON = List.of(
-            new Field<>("lr", true, MuonConfig::lr, (c, v) -> c.withLr(number(v, "lr"))),
-            new Field<>("weightDecay", true, MuonConfig::weightDecay,
+            new Field<>("lr", MuonConfig::lr, (c, v) -> c.withLr(number(v, "lr"))),
+            new Field<>("weightDecay", MuonConfig::weightDecay,
                     (c, v) -> c.withWeightDecay(number(v, "weightDecay"))),
-            new Field<>("momentum", true, MuonConfig::momentum, (c, v) -> c.withMomentum(number(v, "momentum"))),
-            new Field<>("nesterov", true, MuonConfig::nesterov, (c, v) -> c.withNesterov(bool(v, "nesterov"))),
-            new Field<>("adjustLr", true, c -> c.adjustLr().name(),
+            new Field<>("momentum", MuonConfig::momentum, (c, v) -> c.withMomentum(number(v, "momentum"))),
+            new Field<>("nesterov", MuonConfig::nesterov, (c, v) -> c.withNesterov(bool(v, "nesterov"))),
+            new Field<>("adjustLr", c -> c.adjustLr().name(),
                     (c, v) -> c.withAdjustLr(AdjustLr.valueOf(name(v, "adjustLr")))),
-            new Field<>("extraScale", true, MuonConfig::extraScale,
+            new Field<>("extraScale", MuonConfig::extraScale,
                     (c, v) -> c.withExtraScale(number(v, "extraScale"))),
-            new Field<>("nsCoefficients", false, c -> schedule(c.nsCoefficients()),
+            new Field<>("nsCoefficients", c -> schedule(c.nsCoefficients()),
                     (c, v) -> c.withNsCoefficients(schedule(v))),
-            new Field<>("eps", false, MuonConfig::eps, (c, v) -> c.withEps(number(v, "eps"))),
-            new Field<>("nsSteps", false, c -> (long) c.nsSteps(), (c, v) -> c.withNsSteps(integer(v, "nsSteps"))),
-            new Field<>("nsPrecision", false, c -> c.nsPrecision().name(),
+            new Field<>("eps", MuonConfig::eps, (c, v) -> c.withEps(number(v, "eps"))),
+            new Field<>("nsSteps", c -> (long) c.nsSteps(), (c, v) -> c.withNsSteps(integer(v, "nsSteps"))),
+            new Field<>("nsPrecision", c -> c.nsPrecision().name(),
                     (c, v) -> c.withNsPrecision(NsPrecision.valueOf(name(v, "nsPrecision")))),
-            new Field<>("nsAlgorithm", false, c -> c.nsAlgorithm().name(),
+            new Field<>("nsAlgorithm", c -> c.nsAlgorithm().name(),
                     (c, v) -> c.withNsAlgorithm(NsAlgorithm.valueOf(name(v, "nsAlgorithm")))),
-            new Field<>("orthogonalization", false, c -> c.orthogonalization().name(),
+            new Field<>("orthogonalization", c -> c.orthogonalization().name(),
                     (c, v) -> c.withOrthogonalization(Orthogonalization.valueOf(name(v, "orthogonalization")))),
-            new Field<>("convWeights", false, c -> c.convWeights().name(),
+            new Field<>("convWeights", c -> c.convWeights().name(),
                     (c, v) -> c.withConvWeights(ConvWeights.valueOf(name(v, "convWeights")))),
-            new Field<>("stackedWeights", false, c -> c.stackedWeights().name(),
+            new Field<>("stackedWeights", c -> c.stackedWeights().name(),
                     (c, v) -> c.withStackedWeights(StackedWeights.valueOf(name(v, "stackedWeights")))),
-            new Field<>("batchSameShape", false, MuonConfig::batchSameShape,
+            new Field<>("batchSameShape", MuonConfig::batchSameShape,
                     (c, v) -> c.withBatchSameShape(bool(v, "batchSameShape"))),
-            new Field<>("norMuon", false, c -> norMuon(c.norMuon()), (c, v) -> c.withNorMuon(norMuon(v))),
-            new Field<>("cautiousWeightDecay", false, MuonConfig::cautiousWeightDecay,
+            new Field<>("norMuon", c -> norMuon(c.norMuon()), (c, v) -> c.withNorMuon(norMuon(v))),
+            new Field<>("cautiousWeightDecay", MuonConfig::cautiousWeightDecay,
                     (c, v) -> c.withCautiousWeightDecay(bool(v, "cautiousWeightDecay"))),
-            new Field<>("momentumPrecision", false, c -> c.momentumPrecision().name(),
+            new Field<>("momentumPrecision", c -> c.momentumPrecision().name(),
                     (c, v) -> c.withMomentumPrecision(MomentumPrecision.valueOf(name(v, "momentumPrecision")))));
 
     static final List<Field<AdamWConfig>> ADAMW = List.of(
-            new Field<>("lr", true, AdamWConfig::lr, (c, v) -> c.withLr(number(v, "lr"))),
-            new Field<>("beta1", true, AdamWConfig::beta1, (c, v) -> c.withBetas(number(v, "beta1"), c.beta2())),
-            new Field<>("beta2", true, AdamWConfig::beta2, (c, v) -> c.withBetas(c.beta1(), number(v, "beta2"))),
-            new Field<>("eps", true, AdamWConfig::eps, (c, v) -> c.withEps(number(v, "eps"))),
-            new Field<>("weightDecay", true, AdamWConfig::weightDecay,
+            new Field<>("lr", AdamWConfig::lr, (c, v) -> c.withLr(number(v, "lr"))),
+            new Field<>("beta1", AdamWConfig::beta1, (c, v) -> c.withBetas(number(v, "beta1"), c.beta2())),
+            new Field<>("beta2", AdamWConfig::beta2, (c, v) -> c.withBetas(c.beta1(), number(v, "beta2"))),
+            new Field<>("eps", AdamWConfig::eps, (c, v) -> c.withEps(number(v, "eps"))),
+            new Field<>("weightDecay", AdamWConfig::weightDecay,
                     (c, v) -> c.withWeightDecay(number(v, "weightDecay"))));
 
     private ConfigFields() {
@@ -130,7 +141,8 @@ final class ConfigFields {
         for (Field<C> f : fields) {
             Object va = f.get().apply(a);
             Object vb = f.get().apply(b);
-            if ((restorableToo || !f.restorable()) && !Objects.equals(va, vb)) {
+            boolean restorable = !(a instanceof MuonConfig) || RESTORABLE_MUON_KEYS.contains(f.key());
+            if ((restorableToo || !restorable) && !Objects.equals(va, vb)) {
                 out.add(new String[]{f.key(), readable(f.key(), va), readable(f.key(), vb)});
             }
         }
