@@ -65,8 +65,6 @@ public final class Assignment {
         TorchNatives.extract();
     }
 
-    /** The reason of the output-layer rule, as the table shows it. */
-    static final String OUTPUT_LAYER = AssignmentRule.OUTPUT_LAYER;
     private static final String NO_DECAY = "; no weight decay";
 
     /**
@@ -110,11 +108,21 @@ public final class Assignment {
 
     /**
      * One classification: a name, the optimizer's own handle on its tensor, where it goes and why;
-     * {@code aliasOf} is the first name of a tied weight when this name is a later alias of it, else null.
+     * {@code aliasOf} is the first name of a tied weight when this name is a later alias of it (its verdict is
+     * then the weight's), else null.
      */
-    record Decision(String name, Tensor tensor, OptimizerKind kind, String reason, String aliasOf) {
+    record Decision(String name, Tensor tensor, AssignmentRule.Verdict verdict, String aliasOf) {
         boolean isAlias() {
             return aliasOf != null;
+        }
+
+        OptimizerKind kind() {
+            return verdict.optimizer();
+        }
+
+        /** The reason as the table shows it. */
+        String reason() {
+            return verdict.text();
         }
     }
 
@@ -162,22 +170,22 @@ public final class Assignment {
             long bytes = d.tensor.numel() * d.tensor.element_size();
             String dtype = d.tensor.scalar_type().toString();
             if (d.isAlias()) {
-                table.add(new Row(d.name, shape, dtype, OptimizerKind.ADAMW, aliasReason(d), adamW.lr(), 0));
+                table.add(new Row(d.name, shape, dtype, OptimizerKind.ADAMW, d.reason(), adamW.lr(), 0));
                 continue;
             }
             adamWOnly += 2 * bytes;
-            if (d.kind == OptimizerKind.MUON) {
+            if (d.kind() == OptimizerKind.MUON) {
                 MatrixLayout layout = MatrixLayout.of(d.tensor, muon, d.name);
                 RowSplit split = rowSplits.get(d.name);
                 if (split != null) {
                     table.add(splitRow(d, shape, dtype, bytes, split, layout, muon));
                     continue;
                 }
-                table.add(new Row(d.name, shape, dtype, OptimizerKind.MUON, d.reason,
+                table.add(new Row(d.name, shape, dtype, OptimizerKind.MUON, d.reason(),
                         muon.scaledLr(layout.rows(), layout.cols()), bytes
                                 + (muon.norMuon() == null ? 0 : NeuronNormalization.stateBytes(d.tensor))));
             } else {
-                String why = decayed(d) ? d.reason : d.reason + NO_DECAY;
+                String why = decayed(d) ? d.reason() : d.reason() + NO_DECAY;
                 table.add(new Row(d.name, shape, dtype, OptimizerKind.ADAMW, why, adamW.lr(), 2 * bytes));
             }
         }
@@ -192,7 +200,7 @@ public final class Assignment {
     private static Row splitRow(Decision d, long[] shape, String dtype, long bytes, RowSplit split,
                                 MatrixLayout layout, MuonConfig muon) {
         double[] lrs = new RowBlocks(split, layout, d.name).scaledLrs(muon);
-        StringBuilder why = new StringBuilder(d.reason).append("; NS per row block ").append(split);
+        StringBuilder why = new StringBuilder(d.reason()).append("; NS per row block ").append(split);
         boolean differ = false;
         for (double lr : lrs) {
             differ |= lr != lrs[0];
@@ -204,10 +212,6 @@ public final class Assignment {
             }
         }
         return new Row(d.name, shape, dtype, OptimizerKind.MUON, why.toString(), lrs[0], bytes);
-    }
-
-    private static String aliasReason(Decision d) {
-        return "tied to '" + d.aliasOf + "' (counted once)";
     }
 
     /**
@@ -271,7 +275,7 @@ public final class Assignment {
                         + "weights go to AdamW; remove it from forceMuon");
             }
             Decision d = decide(name, t, canonical, tied.contains(name), rules);
-            if (d.kind == OptimizerKind.MUON) {
+            if (d.kind() == OptimizerKind.MUON) {
                 // Muon's own check, but with the parameter's name in the message.
                 MatrixLayout.of(t, muon, "parameter '" + name + "'");
             }
@@ -282,7 +286,7 @@ public final class Assignment {
         }
         for (String name : rules.orthogonalityNames()) {
             for (Decision d : decisions) {
-                if (d.name.equals(name) && d.kind != OptimizerKind.MUON) {
+                if (d.name.equals(name) && d.kind() != OptimizerKind.MUON) {
                     throw new IllegalArgumentException("orthogonalityErrorFor names '" + name
                             + "', which is on AdamW; only Muon parameters are orthogonalized");
                 }
@@ -305,11 +309,12 @@ public final class Assignment {
         }
         List<AssignmentRule.Candidate> candidates = new ArrayList<>();
         for (Decision d : decisions) {
-            candidates.add(new AssignmentRule.Candidate(d.name, (int) d.tensor.dim(), d.kind));
+            candidates.add(new AssignmentRule.Candidate(d.name, (int) d.tensor.dim(), d.kind()));
         }
         AssignmentRule.outputLayer(candidates, last, rules.forceMuon(), rules.forceAdamW()).ifPresent(at -> {
             Decision d = decisions.get(at);
-            decisions.set(at, new Decision(d.name, d.tensor, OptimizerKind.ADAMW, OUTPUT_LAYER, null));
+            decisions.set(at, new Decision(d.name, d.tensor, new AssignmentRule.Verdict(OptimizerKind.ADAMW,
+                    AssignmentRule.Reason.OUTPUT_LAYER), null));
         });
     }
 
@@ -321,13 +326,14 @@ public final class Assignment {
     /** One parameter's decision: alias, overrides, tying, then the rule, in that order of precedence. */
     private static Decision decide(String name, Tensor t, String canonical, boolean tied, Rules rules) {
         if (!canonical.equals(name)) {
-            return new Decision(name, t, OptimizerKind.ADAMW, "tied", canonical);
+            return new Decision(name, t, new AssignmentRule.Verdict(OptimizerKind.ADAMW,
+                    AssignmentRule.Reason.TIED_ALIAS, canonical), canonical);
         }
         AssignmentRule.Verdict v = AssignmentRule.override(name, tied, rules.forceMuon(), rules.forceAdamW())
                 .orElseGet(() -> rules.customRule()
                         ? AssignmentRule.customRule(rules.muonRule().test(name, t))
                         : AssignmentRule.defaultRule(name, t.shape()));
-        return new Decision(name, t, v.optimizer(), v.reason(), null);
+        return new Decision(name, t, v, null);
     }
 
     private static void checkNamed(String list, Set<String> names, Map<String, Tensor> trainable,
@@ -389,7 +395,7 @@ public final class Assignment {
      * @return the tensors
      */
     List<Tensor> tensors(OptimizerKind optimizer) {
-        return select(d -> d.kind == optimizer, d -> d.tensor);
+        return select(d -> d.kind() == optimizer, d -> d.tensor);
     }
 
     /**
@@ -400,7 +406,7 @@ public final class Assignment {
      * @return the tensors
      */
     List<Tensor> adamWTensors(boolean decayedGroup) {
-        return select(d -> d.kind == OptimizerKind.ADAMW && decayed(d) == decayedGroup, d -> d.tensor);
+        return select(d -> d.kind() == OptimizerKind.ADAMW && decayed(d) == decayedGroup, d -> d.tensor);
     }
 
     /**
@@ -410,7 +416,7 @@ public final class Assignment {
      * @return the names
      */
     List<String> adamWNames(boolean decayedGroup) {
-        return select(d -> d.kind == OptimizerKind.ADAMW && decayed(d) == decayedGroup, d -> d.name);
+        return select(d -> d.kind() == OptimizerKind.ADAMW && decayed(d) == decayedGroup, d -> d.name);
     }
 
     /** {@code what} of every decision that is not an alias and satisfies {@code which}, in table order. */
@@ -439,9 +445,9 @@ public final class Assignment {
     String layoutText() {
         StringBuilder text = new StringBuilder();
         for (Decision d : decisions) {
-            text.append(d.isAlias() ? OptimizerKind.ADAMW : d.kind).append('\t').append(d.name).append('\t')
+            text.append(d.isAlias() ? OptimizerKind.ADAMW : d.kind()).append('\t').append(d.name).append('\t')
                     .append(Arrays.toString(d.tensor.shape())).append('\t').append(d.tensor.scalar_type())
-                    .append('\t').append(d.isAlias() ? aliasReason(d) : "");
+                    .append('\t').append(d.isAlias() ? d.reason() : "");
             if (rowSplits.containsKey(d.name) && !d.isAlias()) {
                 // A sixth field only where a rule is set: files without one read as "no split".
                 text.append('\t').append(rowSplits.get(d.name));
@@ -457,12 +463,12 @@ public final class Assignment {
      * @return a predicate on (name, tensor) that is true for parameters that go to Muon
      */
     public static BiPredicate<String, Tensor> defaultMuonRule() {
-        return (name, tensor) -> defaultReason(name, tensor.dim()) == null;
+        return (name, tensor) -> defaultVerdict(name, tensor.dim()).optimizer() == OptimizerKind.MUON;
     }
 
-    /** Null when the default rule sends the parameter to Muon, else why it goes to AdamW. */
-    static String defaultReason(String name, long dims) {
-        return AssignmentRule.reason(name, dims);
+    /** The default rule's verdict on a parameter of this name and number of dims. */
+    static AssignmentRule.Verdict defaultVerdict(String name, long dims) {
+        return AssignmentRule.defaultVerdict(name, dims);
     }
 
     /**
@@ -490,7 +496,7 @@ public final class Assignment {
      * @return the names, in order; aliases of tied weights excluded
      */
     public List<String> names(OptimizerKind optimizer) {
-        return select(d -> d.kind == optimizer, d -> d.name);
+        return select(d -> d.kind() == optimizer, d -> d.name);
     }
 
     /**

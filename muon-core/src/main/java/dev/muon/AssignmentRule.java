@@ -20,7 +20,8 @@ import java.util.Set;
  *
  * <pre>{@code
  * AssignmentRule.Verdict v = AssignmentRule.defaultRule("lm_head.weight", new long[] {50257, 768});
- * // v.optimizer() == OptimizerKind.ADAMW, v.reason() == "embedding or head ('lm_head')"
+ * // v.optimizer() == OptimizerKind.ADAMW, v.reason() == Reason.EMBEDDING_OR_HEAD,
+ * // v.text() == "embedding or head ('lm_head')"
  * }</pre>
  */
 public final class AssignmentRule {
@@ -35,36 +36,104 @@ public final class AssignmentRule {
     private static final Set<String> HEAD_AT_TOP = Set.of("output", "out", "head", "heads", "fc", "fc_out",
             "proj_out", "logits", "score", "classifier");
 
-    /** The reason of a parameter that the default rule sends to Muon. */
-    public static final String HIDDEN_MATRIX = "hidden matrix";
-    /** The reason of the output-layer rule. */
-    public static final String OUTPUT_LAYER = "output layer (last matrix)";
-    /** The reason of a parameter that a custom rule placed. */
-    public static final String CUSTOM_RULE = "muonWhen rule";
-
     private AssignmentRule() {
+    }
+
+    /** Which rule or override decided where a parameter goes, with the text the assignment table shows. */
+    public enum Reason {
+        /** The default rule: a 2-D weight or 4-D conv filter that is neither an embedding nor a head. */
+        HIDDEN_MATRIX("hidden matrix"),
+        /** The default rule: a bias, a norm's gain, a scalar. */
+        FEWER_THAN_2_DIMS("fewer than 2 dims"),
+        /** The default rule: a stack of matrices, which needs stacked weights allowed to go to Muon. */
+        STACKED_3D("3-D (force it to Muon with stacked weights allowed)"),
+        /** The default rule: more than 4 dims (the detail is the count). */
+        MORE_THAN_4_DIMS("-D"),
+        /** The default rule: a module named as an embedding or head (the detail is the module). */
+        EMBEDDING_OR_HEAD("embedding or head"),
+        /** The default rule: a top-level module named as an output head (the detail is the module). */
+        OUTPUT_HEAD("output head"),
+        /** The output-layer rule: the last matrix of a model without a named head. */
+        OUTPUT_LAYER("output layer (last matrix)"),
+        /** A custom rule ({@code muonWhen}) placed it. */
+        CUSTOM_RULE("muonWhen rule"),
+        /** Named in {@code forceMuon}. */
+        FORCE_MUON("forceMuon"),
+        /** Named in {@code forceAdamW}. */
+        FORCE_ADAMW("forceAdamW"),
+        /** A tensor registered under several names: tied weights go to AdamW. */
+        TIED_WEIGHTS("tied weights"),
+        /** A later name of a tied weight, counted once under its first name (the detail). */
+        TIED_ALIAS("tied to");
+
+        static {
+            TorchNatives.extract();
+        }
+
+        private final String text;
+
+        Reason(String text) {
+            this.text = text;
+        }
+
+        /**
+         * The reason as the assignment table shows it.
+         *
+         * @param detail the module or dim count it names, or null
+         * @return the text
+         */
+        public String text(String detail) {
+            if (detail == null) {
+                return text;
+            }
+            return switch (this) {
+                case MORE_THAN_4_DIMS -> detail + text;
+                case TIED_ALIAS -> text + " '" + detail + "' (counted once)";
+                default -> text + " ('" + detail + "')";
+            };
+        }
     }
 
     /**
      * Where one parameter goes, and why.
      *
      * @param optimizer the optimizer that updates it
-     * @param reason    the rule or override that decided, as the assignment table shows it
+     * @param reason    the rule or override that decided
+     * @param detail    what the reason names (a module, a dim count), or null
      */
-    public record Verdict(OptimizerKind optimizer, String reason) {
+    public record Verdict(OptimizerKind optimizer, Reason reason, String detail) {
         static {
             // First, in case this is the first type of ours a program touches: see TorchNatives.
             TorchNatives.extract();
         }
 
         /**
-         * Checks that both fields are set.
+         * Checks that the optimizer and the reason are set.
          *
-         * @throws NullPointerException if a field is null
+         * @throws NullPointerException if one is null
          */
         public Verdict {
             java.util.Objects.requireNonNull(optimizer, "optimizer");
             java.util.Objects.requireNonNull(reason, "reason");
+        }
+
+        /**
+         * A verdict whose reason names nothing.
+         *
+         * @param optimizer the optimizer that updates it
+         * @param reason    the rule or override that decided
+         */
+        public Verdict(OptimizerKind optimizer, Reason reason) {
+            this(optimizer, reason, null);
+        }
+
+        /**
+         * The reason as the assignment table shows it, e.g. {@code embedding or head ('lm_head')}.
+         *
+         * @return the text
+         */
+        public String text() {
+            return reason.text(detail);
         }
     }
 
@@ -156,8 +225,7 @@ public final class AssignmentRule {
      * @return the verdict
      */
     public static Verdict defaultRule(String name, long[] shape) {
-        String why = reason(name, shape.length);
-        return why == null ? new Verdict(OptimizerKind.MUON, HIDDEN_MATRIX) : new Verdict(OptimizerKind.ADAMW, why);
+        return defaultVerdict(name, shape.length);
     }
 
     /**
@@ -167,7 +235,7 @@ public final class AssignmentRule {
      * @return the verdict
      */
     public static Verdict customRule(boolean muon) {
-        return new Verdict(muon ? OptimizerKind.MUON : OptimizerKind.ADAMW, CUSTOM_RULE);
+        return new Verdict(muon ? OptimizerKind.MUON : OptimizerKind.ADAMW, Reason.CUSTOM_RULE);
     }
 
     /**
@@ -183,13 +251,13 @@ public final class AssignmentRule {
     public static Optional<Verdict> override(String name, boolean tied, Set<String> forceMuon,
                                              Set<String> forceAdamW) {
         if (forceMuon.contains(name)) {
-            return Optional.of(new Verdict(OptimizerKind.MUON, "forceMuon"));
+            return Optional.of(new Verdict(OptimizerKind.MUON, Reason.FORCE_MUON));
         }
         if (forceAdamW.contains(name)) {
-            return Optional.of(new Verdict(OptimizerKind.ADAMW, "forceAdamW"));
+            return Optional.of(new Verdict(OptimizerKind.ADAMW, Reason.FORCE_ADAMW));
         }
         if (tied) {
-            return Optional.of(new Verdict(OptimizerKind.ADAMW, "tied weights"));
+            return Optional.of(new Verdict(OptimizerKind.ADAMW, Reason.TIED_WEIGHTS));
         }
         return Optional.empty();
     }
@@ -249,28 +317,28 @@ public final class AssignmentRule {
         return HEAD_AT_TOP.contains(parts[0].toLowerCase(Locale.ROOT));
     }
 
-    /** Null when the default rule sends the parameter to Muon, else why it goes to AdamW. */
-    static String reason(String name, long dims) {
+    /** The default rule's verdict on a parameter of this name and number of dims. */
+    static Verdict defaultVerdict(String name, long dims) {
         if (dims < 2) {
-            return "fewer than 2 dims";
+            return new Verdict(OptimizerKind.ADAMW, Reason.FEWER_THAN_2_DIMS);
         }
         if (dims == 3) {
-            return "3-D (force it to Muon with stacked weights allowed)";
+            return new Verdict(OptimizerKind.ADAMW, Reason.STACKED_3D);
         }
         if (dims > 4) {
-            return dims + "-D";
+            return new Verdict(OptimizerKind.ADAMW, Reason.MORE_THAN_4_DIMS, Long.toString(dims));
         }
         String[] parts = name.split("\\.");
         int modules = parts.length > 1 ? parts.length - 1 : 1;
         for (int i = 0; i < modules; i++) {
             String part = parts[i].toLowerCase(Locale.ROOT);
             if (part.contains("embed") || EMBEDDING_OR_HEAD_ANYWHERE.contains(part)) {
-                return "embedding or head ('" + parts[i] + "')";
+                return new Verdict(OptimizerKind.ADAMW, Reason.EMBEDDING_OR_HEAD, parts[i]);
             }
         }
         if (HEAD_AT_TOP.contains(parts[0].toLowerCase(Locale.ROOT))) {
-            return "output head ('" + parts[0] + "')";
+            return new Verdict(OptimizerKind.ADAMW, Reason.OUTPUT_HEAD, parts[0]);
         }
-        return null;
+        return new Verdict(OptimizerKind.MUON, Reason.HIDDEN_MATRIX);
     }
 }

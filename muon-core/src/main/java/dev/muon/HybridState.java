@@ -81,7 +81,7 @@ final class HybridState {
             if (!d.entry().equals("'" + decision.name() + "'")) {
                 continue;
             }
-            if (d.field().equals("optimizer") && Assignment.OUTPUT_LAYER.equals(decision.reason())) {
+            if (d.field().equals("optimizer") && decision.verdict().reason() == AssignmentRule.Reason.OUTPUT_LAYER) {
                 return hinted(d, "'" + decision.name() + "' is on AdamW by the output-layer rule: build with "
                         + "outputLayerOnAdamW(false) to load a state saved with it on Muon");
             }

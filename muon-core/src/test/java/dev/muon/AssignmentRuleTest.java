@@ -41,19 +41,25 @@ class AssignmentRuleTest {
     void defaultRule_givesTheVerdictAndReasonOfAssignment(String name, long[] shape, OptimizerKind kind,
                                                            String reason) {
         AssignmentRule.Verdict v = AssignmentRule.defaultRule(name, shape);
-        assertEquals(new AssignmentRule.Verdict(kind, reason), v);
-        assertEquals(Assignment.defaultReason(name, shape.length) == null ? MUON : ADAMW, v.optimizer());
+        assertEquals(kind, v.optimizer());
+        assertEquals(reason, v.text());
+        assertEquals(Assignment.defaultVerdict(name, shape.length).optimizer(), v.optimizer());
     }
 
     @Test
     void overrides_winInTheirOrder_andLeaveTheRestToTheRule() {
-        assertEquals("forceMuon", AssignmentRule.override("a", true, Set.of("a"), NONE).orElseThrow().reason());
-        assertEquals(new AssignmentRule.Verdict(ADAMW, "forceAdamW"),
+        AssignmentRule.Verdict forced = AssignmentRule.override("a", true, Set.of("a"), NONE).orElseThrow();
+        assertEquals(new AssignmentRule.Verdict(MUON, AssignmentRule.Reason.FORCE_MUON), forced);
+        assertEquals("forceMuon", forced.text());
+        assertEquals(new AssignmentRule.Verdict(ADAMW, AssignmentRule.Reason.FORCE_ADAMW),
                 AssignmentRule.override("a", true, NONE, Set.of("a")).orElseThrow());
-        assertEquals(new AssignmentRule.Verdict(ADAMW, "tied weights"),
-                AssignmentRule.override("a", true, NONE, NONE).orElseThrow());
+        AssignmentRule.Verdict tied = AssignmentRule.override("a", true, NONE, NONE).orElseThrow();
+        assertEquals(new AssignmentRule.Verdict(ADAMW, AssignmentRule.Reason.TIED_WEIGHTS), tied);
+        assertEquals("tied weights", tied.text());
         assertEquals(java.util.Optional.empty(), AssignmentRule.override("a", false, Set.of("b"), Set.of("c")));
-        assertEquals(new AssignmentRule.Verdict(MUON, "muonWhen rule"), AssignmentRule.customRule(true));
+        assertEquals(new AssignmentRule.Verdict(MUON, AssignmentRule.Reason.CUSTOM_RULE),
+                AssignmentRule.customRule(true));
+        assertEquals("muonWhen rule", AssignmentRule.customRule(true).text());
     }
 
     private static AssignmentRule.Candidate c(String name, int dims, OptimizerKind kind) {

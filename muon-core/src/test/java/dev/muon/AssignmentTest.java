@@ -119,7 +119,7 @@ class AssignmentTest {
     @ParameterizedTest(name = "{0} ({1}-D) -> {2}")
     @MethodSource("defaultRuleNames")
     void defaultRule_classifiesByDimsAndName(String name, int dims, OptimizerKind expected) {
-        assertEquals(expected, Assignment.defaultReason(name, dims) == null ? MUON : ADAMW);
+        assertEquals(expected, Assignment.defaultVerdict(name, dims).optimizer());
     }
 
     @Test

@@ -205,7 +205,7 @@ class OutputLayerTest {
     @ParameterizedTest(name = "{0} -> {1}")
     @MethodSource("headNames")
     void headNames_countAtTopLevelOnly(String name, OptimizerKind expected) {
-        assertEquals(expected, Assignment.defaultReason(name, 2) == null ? MUON : ADAMW);
+        assertEquals(expected, Assignment.defaultVerdict(name, 2).optimizer());
     }
 
     @Test

@@ -180,7 +180,7 @@ public final class ParameterAssignment {
             String canonical = firstName.get(e.id());
             AssignmentRule.Verdict v;
             if (!canonical.equals(name)) {
-                v = new AssignmentRule.Verdict(OptimizerKind.ADAMW, "tied to '" + canonical + "' (counted once)");
+                v = new AssignmentRule.Verdict(OptimizerKind.ADAMW, AssignmentRule.Reason.TIED_ALIAS, canonical);
             } else {
                 if (tied.contains(name) && rules.forceMuon().contains(name)) {
                     throw new IllegalArgumentException("parameter '" + name + "' is tied to another name and tied "
@@ -202,7 +202,7 @@ public final class ParameterAssignment {
         if (rules.outputLayer() && rules.muonRule() == null) {
             AssignmentRule.outputLayer(candidates, lastMatrix, rules.forceMuon(), rules.forceAdamW()).ifPresent(
                     at -> verdicts.set(at, new AssignmentRule.Verdict(OptimizerKind.ADAMW,
-                            AssignmentRule.OUTPUT_LAYER)));
+                            AssignmentRule.Reason.OUTPUT_LAYER)));
         }
         List<Row> rows = new ArrayList<>();
         Set<String> aliases = new LinkedHashSet<>();
@@ -218,7 +218,7 @@ public final class ParameterAssignment {
             } else {
                 DjlSupport.requireSupported(e.array().getDataType(), "parameter '" + e.name() + "'");
             }
-            rows.add(new Row(e.name(), shape, e.array().getDataType().toString(), v.optimizer(), v.reason(), lr));
+            rows.add(new Row(e.name(), shape, e.array().getDataType().toString(), v.optimizer(), v.text(), lr));
             if (byId.putIfAbsent(e.id(), v.optimizer()) != null) {
                 aliases.add(e.name());
             }
