@@ -1,6 +1,6 @@
 /*
  * Muon's two memory-bound stages around the orthogonalization, for contiguous float32 parameters on the CPU, each
- * in one pass over memory; called through JNI from dev.muon.NativeUpdateKernels (dev.muon.NativeUpdateStages):
+ * in one pass over memory; called through JNI from dev.muon.NativeUpdateKernels (dev.muon.NativeFusedUpdateKernels):
  *
  *   momentum   B = lerp(B, g, 1 − μ);  U = nesterov ? lerp(g, B, μ) : B;  out = U (float32, or rounded to bfloat16)
  *   update     p = decay·p + alpha·O   (O float32 or bfloat16, as stored or transposed; the product with decay
@@ -14,7 +14,7 @@
  * ATen's vectorized CPU kernels (lerp: fma(coefficient, end − start, base) with the weight's small/large branch;
  * add with alpha: fma(other, alpha, self); mul: one rounded product; float32 to bfloat16: round to nearest even),
  * with the scalars rounded to float32 as ATen rounds them. gcc builds this file with -std=c11, which does not
- * contract a·b + c into an fma, so every fma below is an explicit one. NativeUpdateStagesTest compares the bits with
+ * contract a·b + c into an fma, so every fma below is an explicit one. NativeFusedUpdateKernelsTest compares the bits with
  * libtorch's ops for each variant this CPU runs.
  *
  * Each entry is independent, so the result does not depend on the thread count. Two variants of one loop body

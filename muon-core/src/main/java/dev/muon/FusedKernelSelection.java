@@ -1,7 +1,7 @@
 package dev.muon;
 
-import dev.muon.internal.UpdateStages;
-import dev.muon.internal.UpdateStagesProvider;
+import dev.muon.internal.FusedUpdateKernels;
+import dev.muon.internal.FusedUpdateKernelsProvider;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
@@ -12,13 +12,13 @@ import java.util.stream.Collectors;
 
 /**
  * Picks, once per parameter when a {@link Muon} is built, the device's fused momentum and update stages
- * ({@link UpdateStages}): a provider's (muon-cuda's kernels through {@link ServiceLoader}) first, else, for a CPU
- * float32 parameter where muon-core's native kernels run, {@link NativeUpdateStages} (the same bits as libtorch's
+ * ({@link FusedUpdateKernels}): a provider's (muon-cuda's kernels through {@link ServiceLoader}) first, else, for a CPU
+ * float32 parameter where muon-core's native kernels run, {@link NativeFusedUpdateKernels} (the same bits as libtorch's
  * ops, in fewer passes), or none: then the parameter's momentum and update run on libtorch's ops. Only
  * Newton–Schulz parameters are offered: the exact SVD reference keeps libtorch's ops.
  */
-final class UpdateStagesSelection {
-    private static final System.Logger LOG = System.getLogger(UpdateStagesSelection.class.getName());
+final class FusedKernelSelection {
+    private static final System.Logger LOG = System.getLogger(FusedKernelSelection.class.getName());
     private static volatile boolean fallbackLogged;
 
     /**
@@ -27,13 +27,13 @@ final class UpdateStagesSelection {
      */
     static final String DISABLE_NATIVE_STAGES_PROPERTY = "dev.muon.native.disableUpdateStages";
 
-    private final List<UpdateStagesProvider> providers;
+    private final List<FusedUpdateKernelsProvider> providers;
     /** The CPU's native stages, looked up at the first CPU parameter they would serve; null where none run. */
-    private NativeUpdateStages cpu;
+    private NativeFusedUpdateKernels cpu;
     private boolean cpuLookedUp;
 
-    UpdateStagesSelection() {
-        providers = ServiceLoader.load(UpdateStagesProvider.class).stream()
+    FusedKernelSelection() {
+        providers = ServiceLoader.load(FusedUpdateKernelsProvider.class).stream()
                 .map(ServiceLoader.Provider::get)
                 .collect(Collectors.toList());
     }
@@ -42,20 +42,20 @@ final class UpdateStagesSelection {
      * The stages of the first provider that serves this parameter, else the CPU's native stages where they serve it,
      * or null for libtorch's ops.
      */
-    UpdateStages forParameter(MuonConfig config, Tensor matrix, String label) {
+    FusedUpdateKernels forParameter(MuonConfig config, Tensor matrix, String label) {
         if (config.orthogonalization() != Orthogonalization.NEWTON_SCHULZ) {
             return null;
         }
         ScalarType updateType = config.nsPrecision().scalarType();
-        for (UpdateStagesProvider provider : providers) {
-            Optional<UpdateStages> served = provider.forParameter(matrix, updateType);
+        for (FusedUpdateKernelsProvider provider : providers) {
+            Optional<FusedUpdateKernels> served = provider.forParameter(matrix, updateType);
             if (served.isPresent()) {
                 return served.get();
             }
         }
-        if (NativeUpdateStages.serves(matrix, updateType)) {
+        if (NativeFusedUpdateKernels.serves(matrix, updateType)) {
             if (!cpuLookedUp) {
-                cpu = Boolean.getBoolean(DISABLE_NATIVE_STAGES_PROPERTY) ? null : NativeUpdateStages.ifAvailable();
+                cpu = Boolean.getBoolean(DISABLE_NATIVE_STAGES_PROPERTY) ? null : NativeFusedUpdateKernels.ifAvailable();
                 cpuLookedUp = true;
             }
             if (cpu != null) {

@@ -6,7 +6,7 @@ import dev.muon.distributed.ShardPlan;
 import dev.muon.distributed.ShardingConfig;
 import dev.muon.internal.NativeLifetime;
 import dev.muon.internal.TorchNatives;
-import dev.muon.internal.UpdateStages;
+import dev.muon.internal.FusedUpdateKernels;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.Orthogonalizer;
@@ -627,8 +627,8 @@ public final class Muon implements TrainingOptimizer {
     }
 
     /** The fused momentum and update stages serving a parameter, or null for libtorch's ops; for tests. */
-    UpdateStages updateStagesOf(Tensor param) {
-        return stateOf(param).updateStages;
+    FusedUpdateKernels fusedKernelsOf(Tensor param) {
+        return stateOf(param).fusedKernels;
     }
 
     /** The one lookup of a parameter's state, by its tensor's identity. */

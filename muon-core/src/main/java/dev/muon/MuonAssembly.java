@@ -1,6 +1,6 @@
 package dev.muon;
 
-import dev.muon.internal.UpdateStages;
+import dev.muon.internal.FusedUpdateKernels;
 import org.bytedeco.pytorch.Tensor;
 
 import java.util.ArrayList;
@@ -46,7 +46,7 @@ final class MuonAssembly {
         Map<Long, RowSplit> splitByIdentity = RowSplitRules.byIdentity(rowSplits);
         Map<Long, String> splitShapes = RowSplitRules.shapesByIdentity(rowSplits);
         OrthogonalizerSelection selection = new OrthogonalizerSelection();
-        UpdateStagesSelection updateStages = new UpdateStagesSelection();
+        FusedKernelSelection fusedKernels = new FusedKernelSelection();
         // Shared by every parameter's stages: reusable tensors per shape, NorMuon's workspaces.
         Scratch scratch = new Scratch();
         NeuronNormalization normalization = new NeuronNormalization();
@@ -98,7 +98,7 @@ final class MuonAssembly {
                             + " and must be contiguous; it is not");
                 }
                 RowBlocks blocks = split == null ? null : new RowBlocks(split, layout, label);
-                UpdateStages fused = updateStages.forParameter(config, layout.matrixView(p), label);
+                FusedUpdateKernels fused = fusedKernels.forParameter(config, layout.matrixView(p), label);
                 ParameterState state = new ParameterState(p, layout, selection.forParameter(config,
                         p.device()), name, label, fused, blocks, config.momentumPrecision());
                 states.add(state);

@@ -1,6 +1,6 @@
 package dev.muon;
 
-import dev.muon.internal.UpdateStages;
+import dev.muon.internal.FusedUpdateKernels;
 import dev.muon.orthogonalize.NativeKernels;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
@@ -11,18 +11,18 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
  * native kernels ({@link NativeUpdateKernels}) instead of libtorch's three ({@code lerp_}, {@code lerp_out}, the cast
  * to the update dtype) and two ({@code mul_}, {@code add_}, which first copies a bfloat16 {@code O} to float32).
  * They compute every value with libtorch's operations and roundings, so a step gives the same bits with them as
- * without (NativeUpdateStagesTest); what they save is memory traffic, which is what these passes cost.
+ * without (NativeFusedUpdateKernelsTest); what they save is memory traffic, which is what these passes cost.
  *
- * <p>Chosen by {@link UpdateStagesSelection} for CPU float32 parameters where the native kernels run (and ATen's
+ * <p>Chosen by {@link FusedKernelSelection} for CPU float32 parameters where the native kernels run (and ATen's
  * vectorised kernels, see {@link #ifAvailable()}). A tall parameter's {@code O}, the transposed view of the
  * iteration's wide result, is read block by block; a call on anything else (another dtype, another non-contiguous
- * view, overlapping tensors) is declined and runs on libtorch's ops, as the {@link UpdateStages} contract allows.
+ * view, overlapping tensors) is declined and runs on libtorch's ops, as the {@link FusedUpdateKernels} contract allows.
  */
-final class NativeUpdateStages implements UpdateStages {
+final class NativeFusedUpdateKernels implements FusedUpdateKernels {
     private final NativeKernels.Variant variant;
 
     /** @param variant the native kernels' variant this process runs ({@link NativeKernels#variant()}) */
-    NativeUpdateStages(NativeKernels.Variant variant) {
+    NativeFusedUpdateKernels(NativeKernels.Variant variant) {
         this.variant = variant;
     }
 
@@ -32,8 +32,8 @@ final class NativeUpdateStages implements UpdateStages {
      * twice where the vectorised ones form an fma, so there the stages would change the bits, and libtorch's ops
      * keep them.
      */
-    static NativeUpdateStages ifAvailable() {
-        return atenVectorized() ? NativeKernels.variant().map(NativeUpdateStages::new).orElse(null) : null;
+    static NativeFusedUpdateKernels ifAvailable() {
+        return atenVectorized() ? NativeKernels.variant().map(NativeFusedUpdateKernels::new).orElse(null) : null;
     }
 
     /** Whether ATen runs its vectorised CPU kernels (AVX2 or AVX-512), not its scalar ones. */

@@ -1,7 +1,7 @@
 package dev.muon;
 
 import dev.muon.internal.NativeLifetime;
-import dev.muon.internal.UpdateStages;
+import dev.muon.internal.FusedUpdateKernels;
 import dev.muon.orthogonalize.Orthogonalizer;
 import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.Tensor;
@@ -18,8 +18,8 @@ final class ParameterState {
     final Tensor matrix;
     final MatrixLayout layout;
     final Orthogonalizer orthogonalizer;
-    /** Chosen once at build ({@link UpdateStagesSelection}); null when no provider serves the parameter. */
-    final UpdateStages updateStages;
+    /** Chosen once at build ({@link FusedKernelSelection}); null when no provider serves the parameter. */
+    final FusedUpdateKernels fusedKernels;
     /** The parameter's name in states and checkpoints. */
     final String name;
     /** How messages name it. */
@@ -40,13 +40,13 @@ final class ParameterState {
     }
 
     ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String name, String label,
-                   UpdateStages updateStages, RowBlocks rowBlocks, MomentumPrecision momentumPrecision) {
+                   FusedUpdateKernels fusedKernels, RowBlocks rowBlocks, MomentumPrecision momentumPrecision) {
         // Our own handle on the parameter, so that a PointerScope of the caller cannot free it under us.
         this.param = NativeLifetime.outliveScope(new Tensor(param));
         this.matrix = NativeLifetime.outliveScope(new Tensor(layout.matrixView(this.param)));
         this.layout = layout;
         this.orthogonalizer = orthogonalizer;
-        this.updateStages = updateStages;
+        this.fusedKernels = fusedKernels;
         this.name = name;
         this.label = label;
         this.identity = identityOf(param);

@@ -1,7 +1,7 @@
 package dev.muon;
 
 import dev.muon.internal.NativeLifetime;
-import dev.muon.internal.UpdateStages;
+import dev.muon.internal.FusedUpdateKernels;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
@@ -24,7 +24,7 @@ import java.util.function.IntPredicate;
  * update stages, and that the batching rule ({@link #allows}, documented for users at {@link Muon#BATCH_MAX_SIDE})
  * lets run their Newton–Schulz iterations as one batch; and the stacked buffer {@code [members, rows, cols]} their
  * updates are written into, created at the first batched step and reused. The stack has the members' dtype, or,
- * when they have fused stages ({@link ParameterState#updateStages}), the update dtype those stages write
+ * when they have fused stages ({@link ParameterState#fusedKernels}), the update dtype those stages write
  * ({@code nsPrecision}), so that the fused momentum writes each {@code U} into its slice.
  */
 final class SameShapeBatch {
@@ -110,7 +110,7 @@ final class SameShapeBatch {
                 members.add(states.get(indices.get(k)));
                 positions[k] = first + indices.get(k);
             }
-            ScalarType stackType = head.updateStages != null ? config.nsPrecision().scalarType()
+            ScalarType stackType = head.fusedKernels != null ? config.nsPrecision().scalarType()
                     : head.matrix.scalar_type();
             for (int[] chunk : chunks(indices.size(), head.layout.rows() * head.layout.cols())) {
                 if (chunk[1] < MIN_PARAMETERS) {
@@ -193,11 +193,11 @@ final class SameShapeBatch {
      * stages instance (or none), so that one stack dtype serves them all.
      */
     private record Key(long rows, long cols, byte dtype, byte deviceType, byte deviceIndex,
-                       Orthogonalizer orthogonalizer, UpdateStages updateStages) {
+                       Orthogonalizer orthogonalizer, FusedUpdateKernels fusedKernels) {
         static Key of(ParameterState state) {
             return new Key(state.layout.rows(), state.layout.cols(), state.matrix.scalar_type().value,
                     state.matrix.device().type().value, state.matrix.device().index(), state.orthogonalizer,
-                    state.updateStages);
+                    state.fusedKernels);
         }
     }
 }

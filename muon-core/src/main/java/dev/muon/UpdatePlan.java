@@ -1,6 +1,6 @@
 package dev.muon;
 
-import dev.muon.internal.UpdateStages;
+import dev.muon.internal.FusedUpdateKernels;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
@@ -143,7 +143,7 @@ final class UpdatePlan {
      * @param scratch       the optimizer's reusable tensors
      * @param normalization the optimizer's NorMuon workspaces
      */
-    static UpdatePlan of(UpdateRecipe recipe, Tensor param, RowBlocks rowBlocks, UpdateStages fused,
+    static UpdatePlan of(UpdateRecipe recipe, Tensor param, RowBlocks rowBlocks, FusedUpdateKernels fused,
                          Scratch scratch, NeuronNormalization normalization) {
         LibtorchMomentum plainMomentum = new LibtorchMomentum(scratch);
         Momentum momentum = switch (recipe.momentum()) {
@@ -305,15 +305,15 @@ final class UpdatePlan {
     }
 
     /**
-     * The momentum on a device's fused kernel ({@link UpdateStages#momentumInto}: momentum, Nesterov blend and the
+     * The momentum on a device's fused kernel ({@link FusedUpdateKernels#momentumInto}: momentum, Nesterov blend and the
      * cast to the update dtype in one call), falling back to libtorch's ops for every call the kernel declines.
      */
     private static final class FusedMomentum implements Momentum {
-        private final UpdateStages kernels;
+        private final FusedUpdateKernels kernels;
         private final LibtorchMomentum fallback;
         private final Scratch scratch;
 
-        FusedMomentum(UpdateStages kernels, LibtorchMomentum fallback, Scratch scratch) {
+        FusedMomentum(FusedUpdateKernels kernels, LibtorchMomentum fallback, Scratch scratch) {
             this.kernels = kernels;
             this.fallback = fallback;
             this.scratch = scratch;
@@ -359,11 +359,11 @@ final class UpdatePlan {
     }
 
     /**
-     * Decay and step on a device's fused kernel ({@link UpdateStages#updateParameter}), falling back to
+     * Decay and step on a device's fused kernel ({@link FusedUpdateKernels#updateParameter}), falling back to
      * {@link #decayAndStep} for every call the kernel declines. Chosen only where the block is the whole parameter
      * and {@code O} is the orthogonalizer's own output (no normalizer, no row split).
      */
-    private record FusedApply(UpdateStages kernels) implements Applier {
+    private record FusedApply(FusedUpdateKernels kernels) implements Applier {
         @Override
         public void apply(Block block, Tensor o, double lr, Step step) {
             if (!kernels.updateParameter(block.param(), o, step.decayFactor, -lr)) {

@@ -2,7 +2,7 @@ package dev.muon;
 
 import dev.muon.golden.NativeScopePerTest;
 import dev.muon.golden.Tensors;
-import dev.muon.internal.UpdateStages;
+import dev.muon.internal.FusedUpdateKernels;
 import dev.muon.orthogonalize.NativeKernels;
 import dev.muon.orthogonalize.NsPrecision;
 import org.bytedeco.pytorch.Tensor;
@@ -25,13 +25,13 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The seam of the fused momentum and update stages ({@link dev.muon.internal.UpdateStages}): {@link Muon} asks the
+ * The seam of the fused momentum and update stages ({@link dev.muon.internal.FusedUpdateKernels}): {@link Muon} asks the
  * providers once per parameter at build, uses the stages of a served parameter, falls back to libtorch's ops per
  * parameter where the provider declines and per call where a stage declines, and without any stage steps bit for
- * bit as before. The provider is {@link RecordingUpdateStagesProvider}, switched on for the thread of one test.
+ * bit as before. The provider is {@link RecordingFusedKernelsProvider}, switched on for the thread of one test.
  */
 @ExtendWith(NativeScopePerTest.class)
-class MuonUpdateStagesTest {
+class MuonFusedKernelsTest {
     private static final int STEPS = 20;
     /** wide, tall, square, and two more of the wide shape, which batch with the first. */
     private static final List<long[]> SHAPES = List.of(new long[]{16, 24}, new long[]{24, 16}, new long[]{12, 12},
@@ -44,7 +44,7 @@ class MuonUpdateStagesTest {
         MuonConfig config = CONFIG.withNesterov(nesterov);
         Run plain = new Run(config, null);
         Run declined;
-        try (RecordingUpdateStagesProvider.Recorder recorder = RecordingUpdateStagesProvider.serving(m -> false)) {
+        try (RecordingFusedKernelsProvider.Recorder recorder = RecordingFusedKernelsProvider.serving(m -> false)) {
             declined = new Run(config, plain);
             assertEquals(SHAPES.size(), recorder.asked, "asked once per parameter, at build");
             for (int k = 1; k <= STEPS; k++) {
@@ -66,7 +66,7 @@ class MuonUpdateStagesTest {
     void servedStages_areUsed_andTrackLibtorch_withinFloat32Rounding(boolean nesterov) {
         MuonConfig config = CONFIG.withNesterov(nesterov);
         Run plain = new Run(config, null);
-        try (RecordingUpdateStagesProvider.Recorder recorder = RecordingUpdateStagesProvider.serving(m -> true)) {
+        try (RecordingFusedKernelsProvider.Recorder recorder = RecordingFusedKernelsProvider.serving(m -> true)) {
             Run fused = new Run(config, plain);
             assertEquals(1, fused.muon.sameShapeBatches(0).size(), "the three wide parameters form a batch");
             assertEquals(Collections.nCopies(SHAPES.size(), ScalarType.Float.value), recorder.updateTypes,
@@ -88,7 +88,7 @@ class MuonUpdateStagesTest {
         // Served: the square parameter only. The others, batched or not, must not notice the provider.
         Predicate<Tensor> squareOnly = m -> m.size(0) == m.size(1);
         Run plain = new Run(CONFIG, null);
-        try (RecordingUpdateStagesProvider.Recorder recorder = RecordingUpdateStagesProvider.serving(squareOnly)) {
+        try (RecordingFusedKernelsProvider.Recorder recorder = RecordingFusedKernelsProvider.serving(squareOnly)) {
             Run mixed = new Run(CONFIG, plain);
             for (int k = 1; k <= STEPS; k++) {
                 stepBoth(plain, mixed, k);
@@ -109,7 +109,7 @@ class MuonUpdateStagesTest {
     void bfloat16Iteration_batchStackTakesTheUpdateDtype_andTracksLibtorch() {
         MuonConfig config = CONFIG.withNsPrecision(NsPrecision.BFLOAT16);
         Run plain = new Run(config, null);
-        try (RecordingUpdateStagesProvider.Recorder recorder = RecordingUpdateStagesProvider.serving(m -> true)) {
+        try (RecordingFusedKernelsProvider.Recorder recorder = RecordingFusedKernelsProvider.serving(m -> true)) {
             Run fused = new Run(config, plain);
             assertEquals(Collections.nCopies(SHAPES.size(), ScalarType.BFloat16.value), recorder.updateTypes);
             for (int k = 1; k <= STEPS; k++) {
@@ -135,7 +135,7 @@ class MuonUpdateStagesTest {
 
     @Test
     void exactSvd_isNeverOffered() {
-        try (RecordingUpdateStagesProvider.Recorder recorder = RecordingUpdateStagesProvider.serving(m -> true)) {
+        try (RecordingFusedKernelsProvider.Recorder recorder = RecordingFusedKernelsProvider.serving(m -> true)) {
             new Run(CONFIG.withOrthogonalization(Orthogonalization.EXACT_SVD), null);
             assertEquals(0, recorder.asked);
         }
@@ -146,9 +146,9 @@ class MuonUpdateStagesTest {
         Run run = new Run(CONFIG, null);
         for (int i = 0; i < SHAPES.size(); i++) {
             // What is left is muon-core's own: the native CPU stages where they run, else libtorch's ops.
-            UpdateStages stages = run.muon.updateStagesOf(run.params.get(i));
-            if (NativeKernels.isAvailable() && NativeUpdateStages.atenVectorized()) {
-                assertInstanceOf(NativeUpdateStages.class, stages, "parameter " + i);
+            FusedUpdateKernels stages = run.muon.fusedKernelsOf(run.params.get(i));
+            if (NativeKernels.isAvailable() && NativeFusedUpdateKernels.atenVectorized()) {
+                assertInstanceOf(NativeFusedUpdateKernels.class, stages, "parameter " + i);
             } else {
                 assertEquals(null, stages, "parameter " + i);
             }
@@ -159,18 +159,18 @@ class MuonUpdateStagesTest {
     void fallbackMessage_withoutProvider_pointsToMuonCuda() {
         assertEquals("Muon: CUDA parameters use libtorch's momentum and update ops; add dev.muon:muon-cuda to the "
                         + "class path for the fused kernels",
-                UpdateStagesSelection.fallbackMessage(false, "blocks.0.attn.weight", ScalarType.Half, true,
+                FusedKernelSelection.fallbackMessage(false, "blocks.0.attn.weight", ScalarType.Half, true,
                         "FLOAT32"));
     }
 
     @Test
     void fallbackMessage_withProvider_namesTheParameterItsPropertiesAndTheRule() {
-        String message = UpdateStagesSelection.fallbackMessage(true, "blocks.0.attn.weight", ScalarType.Half, false,
+        String message = FusedKernelSelection.fallbackMessage(true, "blocks.0.attn.weight", ScalarType.Half, false,
                 "FLOAT32");
         assertEquals("Muon: blocks.0.attn.weight (Half, not contiguous, nsPrecision FLOAT32) uses libtorch's "
                 + "momentum and update ops: the fused kernels take contiguous float32 parameters with nsPrecision "
                 + "BFLOAT16 on an available CUDA device", message);
-        assertFalse(UpdateStagesSelection.fallbackMessage(true, "w", ScalarType.Float, true, "BFLOAT16")
+        assertFalse(FusedKernelSelection.fallbackMessage(true, "w", ScalarType.Float, true, "BFLOAT16")
                 .contains("not contiguous"));
     }
 

@@ -27,13 +27,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * The native momentum and update stages ({@link NativeUpdateStages}) give libtorch's bits: each stage against the
+ * The native momentum and update stages ({@link NativeFusedUpdateKernels}) give libtorch's bits: each stage against the
  * libtorch ops {@link MomentumStage} and {@link ApplyStage} run, for every variant this CPU runs, both update dtypes,
  * both lerp branches (weights below and from 0.5), sizes that end inside a vector and that split over threads, and
  * values that reach subnormals, signed zeros and overflow. Declined calls write nothing.
  */
 @ExtendWith(NativeScopePerTest.class)
-class NativeUpdateStagesTest {
+class NativeFusedUpdateKernelsTest {
     /** Empty, ending inside a vector (1, 15, 17, 1 001), and above the one-thread limit of 65 536 entries per thread. */
     private static final long[] SIZES = {0, 1, 15, 16, 17, 1_001, 140_001};
     private static final double[] SPECIAL = {0.0, -0.0, 1e-40, -3e-39, 1.4e-45, 3e38, -3e38, 1e-30, 65504, -1};
@@ -41,11 +41,11 @@ class NativeUpdateStagesTest {
     /**
      * The variants this process can call: the selected one, and AVX2 where AVX-512 was selected (every CPU with
      * AVX512_BF16 runs AVX2 and FMA too); none where the native kernels are off, or where ATen runs its scalar
-     * kernels, whose bits the stages do not reproduce ({@link NativeUpdateStages#ifAvailable()}).
+     * kernels, whose bits the stages do not reproduce ({@link NativeFusedUpdateKernels#ifAvailable()}).
      */
     static Stream<NativeKernels.Variant> runnableVariants() {
         return NativeKernels.variant().stream()
-                .filter(v -> NativeUpdateStages.atenVectorized())
+                .filter(v -> NativeFusedUpdateKernels.atenVectorized())
                 .flatMap(v -> v == NativeKernels.Variant.AVX512
                         ? Stream.of(NativeKernels.Variant.AVX512, NativeKernels.Variant.AVX2) : Stream.of(v));
     }
@@ -78,7 +78,7 @@ class NativeUpdateStagesTest {
             Tensor expectedU = libtorchMomentum(expectedBuffer, grad, config, out);
 
             Tensor u = torch.zeros(n).to(out);
-            assertTrue(new NativeUpdateStages(variant).momentumInto(u, buffer, grad, momentum, nesterov));
+            assertTrue(new NativeFusedUpdateKernels(variant).momentumInto(u, buffer, grad, momentum, nesterov));
 
             assertArrayEquals(values(expectedBuffer), values(buffer), "buffer, n=" + n);
             assertArrayEquals(values(expectedU), values(u), "U, n=" + n);
@@ -114,7 +114,7 @@ class NativeUpdateStagesTest {
             }
             expected.add_(o, new Scalar(alpha));
 
-            assertTrue(new NativeUpdateStages(variant).updateParameter(param, o, scalars.decayFactor, alpha));
+            assertTrue(new NativeFusedUpdateKernels(variant).updateParameter(param, o, scalars.decayFactor, alpha));
 
             assertArrayEquals(values(expected), values(param), "n=" + n);
         }
@@ -140,7 +140,7 @@ class NativeUpdateStagesTest {
             }
             expected.add_(o, new Scalar(alpha));
 
-            assertTrue(new NativeUpdateStages(variant).updateParameter(param, o, scalars.decayFactor, alpha));
+            assertTrue(new NativeFusedUpdateKernels(variant).updateParameter(param, o, scalars.decayFactor, alpha));
 
             assertArrayEquals(values(expected), values(param), rows + "x" + cols);
         }
@@ -176,7 +176,7 @@ class NativeUpdateStagesTest {
         Tensor[] t = make.apply(new Tensor[]{torch.zeros(120), data(120, 5), data(120, 6)});
         double[][] before = {values(t[0]), values(t[1]), values(t[2])};
 
-        assertFalse(new NativeUpdateStages(variant).momentumInto(t[0], t[1], t[2], 0.95, true), what);
+        assertFalse(new NativeFusedUpdateKernels(variant).momentumInto(t[0], t[1], t[2], 0.95, true), what);
 
         for (int i = 0; i < 3; i++) {
             assertArrayEquals(before[i], values(t[i]), what + ": tensor " + i + " changed");
@@ -207,7 +207,7 @@ class NativeUpdateStagesTest {
         Tensor[] t = make.apply(new Tensor[]{data(120, 7), data(120, 8)});
         double[][] before = {values(t[0]), values(t[1])};
 
-        assertFalse(new NativeUpdateStages(variant).updateParameter(t[0], t[1], 0.998, -0.01), what);
+        assertFalse(new NativeFusedUpdateKernels(variant).updateParameter(t[0], t[1], 0.998, -0.01), what);
 
         assertArrayEquals(before[0], values(t[0]), what + ": parameter changed");
         assertArrayEquals(before[1], values(t[1]), what + ": update changed");
@@ -215,12 +215,12 @@ class NativeUpdateStagesTest {
 
     @Test
     void selection_servesCpuFloat32NewtonSchulzParameters_only() {
-        UpdateStagesSelection selection = new UpdateStagesSelection();
+        FusedKernelSelection selection = new FusedKernelSelection();
         MuonConfig ns = MuonConfig.defaults();
         Tensor float32 = torch.zeros(8, 4);
-        if (NativeKernels.isAvailable() && NativeUpdateStages.atenVectorized()) {
-            assertInstanceOf(NativeUpdateStages.class, selection.forParameter(ns, float32, "w"));
-            assertInstanceOf(NativeUpdateStages.class, selection.forParameter(
+        if (NativeKernels.isAvailable() && NativeFusedUpdateKernels.atenVectorized()) {
+            assertInstanceOf(NativeFusedUpdateKernels.class, selection.forParameter(ns, float32, "w"));
+            assertInstanceOf(NativeFusedUpdateKernels.class, selection.forParameter(
                     ns.withNsPrecision(dev.muon.orthogonalize.NsPrecision.FLOAT32), float32, "w"));
         } else {
             assertNull(selection.forParameter(ns, float32, "w"), "native kernels or ATen's vector kernels off");
@@ -231,11 +231,11 @@ class NativeUpdateStagesTest {
 
     @Test
     void selection_withTheDisableProperty_keepsLibtorchsOps() {
-        String key = UpdateStagesSelection.DISABLE_NATIVE_STAGES_PROPERTY;
+        String key = FusedKernelSelection.DISABLE_NATIVE_STAGES_PROPERTY;
         String before = System.getProperty(key);
         System.setProperty(key, "true");
         try {
-            assertNull(new UpdateStagesSelection().forParameter(MuonConfig.defaults(), torch.zeros(8, 4), "w"));
+            assertNull(new FusedKernelSelection().forParameter(MuonConfig.defaults(), torch.zeros(8, 4), "w"));
         } finally {
             if (before == null) {
                 System.clearProperty(key);

@@ -24,7 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A step that fails after it has begun changing parameters (a device kernel failing in the second parameter's
- * update, simulated by {@link RecordingUpdateStagesProvider}): the state it leaves is exactly what the docs say
+ * update, simulated by {@link RecordingFusedKernelsProvider}): the state it leaves is exactly what the docs say
  * (api.md, "When a step fails part-way"), and the optimizer refuses to step, save or hand out its state until a
  * restore; after one it continues as an optimizer restored from that state does.
  */
@@ -62,7 +62,7 @@ class PartialStepTest {
     void muon_failingPartWay_leavesTheDocumentedState_andRefusesUntilRestored() throws Exception {
         List<Tensor> params = parameters();
         Muon muon;
-        RecordingUpdateStagesProvider.Recorder recorder = RecordingUpdateStagesProvider.serving(m -> true);
+        RecordingFusedKernelsProvider.Recorder recorder = RecordingFusedKernelsProvider.serving(m -> true);
         try (recorder) {
             muon = Muon.of(params, CONFIG);
         }
@@ -125,7 +125,7 @@ class PartialStepTest {
             t.requires_grad_(true);
         }
         Muon twin;
-        try (RecordingUpdateStagesProvider.Recorder again = RecordingUpdateStagesProvider.serving(m -> true)) {
+        try (RecordingFusedKernelsProvider.Recorder again = RecordingFusedKernelsProvider.serving(m -> true)) {
             twin = Muon.of(twins, CONFIG);
         }
         twin.restore(afterOne);
@@ -140,7 +140,7 @@ class PartialStepTest {
     void muon_restoreFromState_clearsThePartialStep() {
         List<Tensor> params = parameters();
         Muon muon;
-        RecordingUpdateStagesProvider.Recorder recorder = RecordingUpdateStagesProvider.serving(m -> true);
+        RecordingFusedKernelsProvider.Recorder recorder = RecordingFusedKernelsProvider.serving(m -> true);
         try (recorder) {
             muon = Muon.of(params, CONFIG);
         }
@@ -181,7 +181,7 @@ class PartialStepTest {
         named.put("fc2.bias", torch.randn(5).requires_grad_(true));
         List<Tensor> all = new ArrayList<>(named.values());
         MuonAdamW optimizer;
-        RecordingUpdateStagesProvider.Recorder recorder = RecordingUpdateStagesProvider.serving(m -> true);
+        RecordingFusedKernelsProvider.Recorder recorder = RecordingFusedKernelsProvider.serving(m -> true);
         try (recorder) {
             optimizer = MuonAdamW.builder(named).muon(CONFIG).outputLayerOnAdamW(false).build();
         }
@@ -222,7 +222,7 @@ class PartialStepTest {
         List<Tensor> params = List.of(torch.randn(4, 6).requires_grad_(true), torch.randn(5, 7).requires_grad_(true),
                 torch.randn(4, 6).requires_grad_(true));
         Muon muon;
-        RecordingUpdateStagesProvider.Recorder recorder = RecordingUpdateStagesProvider.serving(m -> true);
+        RecordingFusedKernelsProvider.Recorder recorder = RecordingFusedKernelsProvider.serving(m -> true);
         try (recorder) {
             muon = Muon.of(params, CONFIG);
             gradients(params, 1);

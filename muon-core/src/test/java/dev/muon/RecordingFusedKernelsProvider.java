@@ -1,7 +1,7 @@
 package dev.muon;
 
-import dev.muon.internal.UpdateStages;
-import dev.muon.internal.UpdateStagesProvider;
+import dev.muon.internal.FusedUpdateKernels;
+import dev.muon.internal.FusedUpdateKernelsProvider;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
@@ -12,7 +12,7 @@ import java.util.Optional;
 import java.util.function.Predicate;
 
 /**
- * A test {@link UpdateStagesProvider}, registered in muon-core's test {@code META-INF/services}: CPU stages on
+ * A test {@link FusedUpdateKernelsProvider}, registered in muon-core's test {@code META-INF/services}: CPU stages on
  * plain libtorch ops in another formulation than {@link Muon}'s ({@code μ·B + (1 − μ)·g} with {@code mul}/{@code
  * add} instead of {@code lerp}; the update converted to the parameter's dtype and scaled before the add), which
  * record every call.
@@ -22,11 +22,11 @@ import java.util.function.Predicate;
  * built outside the switch, keeps libtorch's ops bit for bit. Like muon-cuda's stages, it declines a call whose
  * {@code update} is not contiguous (the transposed result for a tall parameter).
  */
-public final class RecordingUpdateStagesProvider implements UpdateStagesProvider {
+public final class RecordingFusedKernelsProvider implements FusedUpdateKernelsProvider {
     private static final ThreadLocal<Recorder> ACTIVE = new ThreadLocal<>();
 
     /** Called by {@link java.util.ServiceLoader}. */
-    public RecordingUpdateStagesProvider() {
+    public RecordingFusedKernelsProvider() {
     }
 
     /**
@@ -40,7 +40,7 @@ public final class RecordingUpdateStagesProvider implements UpdateStagesProvider
     }
 
     @Override
-    public Optional<UpdateStages> forParameter(Tensor matrix, ScalarType updateType) {
+    public Optional<FusedUpdateKernels> forParameter(Tensor matrix, ScalarType updateType) {
         Recorder recorder = ACTIVE.get();
         if (recorder == null) {
             return Optional.empty();
@@ -61,7 +61,7 @@ public final class RecordingUpdateStagesProvider implements UpdateStagesProvider
         int updatesDeclined;
         /** The update call (1-based) that throws, as a device kernel that fails would; 0 for none. */
         int failingUpdateCall;
-        final UpdateStages stages = new UpdateStages() {
+        final FusedUpdateKernels stages = new FusedUpdateKernels() {
             @Override
             public boolean momentumInto(Tensor out, Tensor buffer, Tensor grad, double momentum, boolean nesterov) {
                 momentumCalls++;

@@ -11,7 +11,7 @@ import org.bytedeco.pytorch.Tensor;
  * </pre>
  *
  * <p>Who may use it: {@code muon-cuda} of the same version as {@code muon-core} (its fused kernels), registered
- * through {@link UpdateStagesProvider}. Not user API and no compatibility promise (see this package): the stages
+ * through {@link FusedUpdateKernelsProvider}. Not user API and no compatibility promise (see this package): the stages
  * must reproduce Muon's own formulas, so they are not a place for a user's variant of the optimizer.
  *
  * <p>The contract, for both stages:
@@ -27,7 +27,7 @@ import org.bytedeco.pytorch.Tensor;
  *       implementation documents and tests that difference.</li>
  * </ul>
  */
-public interface UpdateStages {
+public interface FusedUpdateKernels {
     /**
      * The momentum stage: advances {@code buffer} and writes the update {@code U} into {@code out}.
      *

@@ -6,7 +6,7 @@ import java.util.Objects;
 
 /**
  * The way into {@code dev.muon.orthogonalize.NewtonSchulz}'s plain iteration with a device's
- * {@link NewtonSchulzStages}, for {@code muon-cuda} of the same version. {@code NewtonSchulz} hands its loop to this
+ * {@link NewtonSchulzKernels}, for {@code muon-cuda} of the same version. {@code NewtonSchulz} hands its loop to this
  * class when it is initialized, so that its own public API names no internal type (the pattern of the JDK's
  * {@code SharedSecrets}); this package never names {@code NewtonSchulz} itself, which would make the two packages
  * depend on each other.
@@ -34,7 +34,7 @@ public final class NewtonSchulzAccess {
          * @param device       the stages to try first
          * @return the orthogonalized update, a view of a workspace valid until the next call on the orthogonalizer
          */
-        Tensor orthogonalizeWith(N newtonSchulz, Tensor update, NewtonSchulzStages device);
+        Tensor orthogonalizeWith(N newtonSchulz, Tensor update, NewtonSchulzKernels device);
     }
 
     private record Registration<N>(Class<N> type, Loop<N> loop) {
@@ -71,7 +71,7 @@ public final class NewtonSchulzAccess {
      * @param newtonSchulz a {@code NewtonSchulz}, whose loop and workspace run
      * @param update       the matrix or batch of matrices, as for {@code NewtonSchulz.orthogonalize}
      * @param device       the stages to try on a device's kernels first; its contract is
-     *                     {@link NewtonSchulzStages}'s
+     *                     {@link NewtonSchulzKernels}'s
      * @param <N>          the orthogonalizer type
      * @return the orthogonalized update, a view of a workspace valid until the next call on {@code newtonSchulz}
      * @throws IllegalArgumentException      if {@code newtonSchulz} is not of the registered type, or as
@@ -79,7 +79,7 @@ public final class NewtonSchulzAccess {
      * @throws UnsupportedOperationException as {@code NewtonSchulz.orthogonalize} does for {@code update}
      * @throws NullPointerException          if {@code newtonSchulz} or {@code device} is null
      */
-    public static <N> Tensor orthogonalizeWith(N newtonSchulz, Tensor update, NewtonSchulzStages device) {
+    public static <N> Tensor orthogonalizeWith(N newtonSchulz, Tensor update, NewtonSchulzKernels device) {
         Objects.requireNonNull(newtonSchulz, "newtonSchulz");
         Registration<?> r = registration;
         if (r == null || r.type() != newtonSchulz.getClass()) {

@@ -26,7 +26,7 @@ import org.bytedeco.pytorch.Tensor;
  *       implementation documents and tests that difference.</li>
  * </ul>
  */
-public interface NewtonSchulzStages {
+public interface NewtonSchulzKernels {
     /**
      * The normalisation: writes {@code X = G / max(s·‖G‖_F, eps)} into {@code out}, the norm taken per matrix,
      * and {@code G} transposed when the input is tall ({@code rows > cols}).

@@ -2,7 +2,7 @@ package dev.muon.orthogonalize;
 
 import dev.muon.internal.NativeLifetime;
 import dev.muon.internal.NewtonSchulzAccess;
-import dev.muon.internal.NewtonSchulzStages;
+import dev.muon.internal.NewtonSchulzKernels;
 import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Scalar;
@@ -100,7 +100,7 @@ public final class NewtonSchulz implements Orthogonalizer {
     private static final long[] LAST_TWO_DIMS = {-2, -1};
 
     /** The stages of a call of {@link #orthogonalize(Tensor)}: all of them on libtorch ops. */
-    private static final NewtonSchulzStages LIBTORCH_ONLY = new NewtonSchulzStages() {
+    private static final NewtonSchulzKernels LIBTORCH_ONLY = new NewtonSchulzKernels() {
         @Override
         public boolean normalizeInto(Tensor out, Tensor update) {
             return false;
@@ -174,13 +174,13 @@ public final class NewtonSchulz implements Orthogonalizer {
      *
      * @throws NullPointerException if {@code device} is null
      */
-    Tensor orthogonalizeWith(Tensor update, NewtonSchulzStages device) {
+    Tensor orthogonalizeWith(Tensor update, NewtonSchulzKernels device) {
         MatrixInput.check(update);
         Objects.requireNonNull(device, "device");
         return run(update, NsAlgorithm.GEMM, device);
     }
 
-    private Tensor run(Tensor update, NsAlgorithm kernel, NewtonSchulzStages device) {
+    private Tensor run(Tensor update, NsAlgorithm kernel, NewtonSchulzKernels device) {
         boolean batched = update.dim() == 3;
         long rows = update.size(-2);
         long cols = update.size(-1);
@@ -213,7 +213,7 @@ public final class NewtonSchulz implements Orthogonalizer {
         return tall ? x.mT() : x;
     }
 
-    private Tensor plain(Workspace ws, MatrixProducts products, NewtonSchulzStages device) {
+    private Tensor plain(Workspace ws, MatrixProducts products, NewtonSchulzKernels device) {
         Tensor x = ws.x;
         Tensor next = ws.y;
         for (int k = 0; k < config.nsSteps(); k++) {

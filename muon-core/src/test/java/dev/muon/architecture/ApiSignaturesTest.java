@@ -32,8 +32,8 @@ class ApiSignaturesTest {
     void theCheck_findsEveryKindOfSignature() throws Exception {
         Path testClasses = Path.of(LeakyApi.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         String leaky = LeakyApi.class.getName();
-        String ns = "dev.muon.internal.NewtonSchulzStages";
-        String update = "dev.muon.internal.UpdateStages";
+        String ns = "dev.muon.internal.NewtonSchulzKernels";
+        String update = "dev.muon.internal.FusedUpdateKernels";
         assertEquals(List.of(
                 leaky + " interface: " + update,
                 leaky + " type parameter T: " + ns,

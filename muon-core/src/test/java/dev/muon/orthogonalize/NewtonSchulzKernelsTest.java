@@ -3,7 +3,7 @@ package dev.muon.orthogonalize;
 import dev.muon.golden.NativeScopePerTest;
 import dev.muon.golden.Tensors;
 import dev.muon.internal.NewtonSchulzAccess;
-import dev.muon.internal.NewtonSchulzStages;
+import dev.muon.internal.NewtonSchulzKernels;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
@@ -24,18 +24,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * {@link NewtonSchulzAccess#orthogonalizeWith}: the plain loop of {@link NewtonSchulz} that muon-cuda shares, reached
- * as muon-cuda reaches it, with the stages of {@link NewtonSchulzStages} taken over or declined, checked on the CPU
+ * as muon-cuda reaches it, with the stages of {@link NewtonSchulzKernels} taken over or declined, checked on the CPU
  * with stages written on libtorch ops.
  */
 @ExtendWith(NativeScopePerTest.class)
-class NewtonSchulzStagesTest {
+class NewtonSchulzKernelsTest {
     @BeforeEach
     void seed() {
         torch.manual_seed(4321);
     }
 
     /** Stages that count how often each is offered and take it only where a test installs a body. */
-    private static final class Recorder implements NewtonSchulzStages {
+    private static final class Recorder implements NewtonSchulzKernels {
         interface Stage2 {
             void write(Tensor out, Tensor in);
         }
@@ -173,7 +173,7 @@ class NewtonSchulzStagesTest {
     }
 
     static Stream<Arguments> badArguments() {
-        Supplier<NewtonSchulzStages> stages = Recorder::new;
+        Supplier<NewtonSchulzKernels> stages = Recorder::new;
         Supplier<Object> ns = () -> new NewtonSchulz(NewtonSchulzConfig.defaults());
         return Stream.of(
                 Arguments.of("update_undefined_isRejected", ns, (Supplier<Tensor>) Tensor::new, stages,
@@ -184,7 +184,7 @@ class NewtonSchulzStagesTest {
                         (Supplier<Tensor>) () -> torch.ones(3, 3).to(ScalarType.Int), stages,
                         IllegalArgumentException.class, "update must be floating point, got dtype Int"),
                 Arguments.of("device_null_isRejected", ns, (Supplier<Tensor>) () -> torch.randn(4, 6),
-                        (Supplier<NewtonSchulzStages>) () -> null, NullPointerException.class, "device"),
+                        (Supplier<NewtonSchulzKernels>) () -> null, NullPointerException.class, "device"),
                 Arguments.of("newtonSchulz_null_isRejected", (Supplier<Object>) () -> null,
                         (Supplier<Tensor>) () -> torch.randn(4, 6), stages, NullPointerException.class,
                         "newtonSchulz"),
@@ -197,10 +197,10 @@ class NewtonSchulzStagesTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("badArguments")
     void orthogonalizeWith_badArgument_isRejected(String name, Supplier<Object> newtonSchulz, Supplier<Tensor> update,
-            Supplier<NewtonSchulzStages> device, Class<? extends Throwable> type, String message) {
+            Supplier<NewtonSchulzKernels> device, Class<? extends Throwable> type, String message) {
         Object ns = newtonSchulz.get();
         Tensor t = update.get();
-        NewtonSchulzStages stages = device.get();
+        NewtonSchulzKernels stages = device.get();
 
         Throwable e = assertThrows(type, () -> NewtonSchulzAccess.orthogonalizeWith(ns, t, stages));
 

@@ -2,7 +2,7 @@ package dev.muon.cuda;
 
 import dev.muon.internal.NativeLifetime;
 import dev.muon.internal.NewtonSchulzAccess;
-import dev.muon.internal.NewtonSchulzStages;
+import dev.muon.internal.NewtonSchulzKernels;
 import dev.muon.internal.TorchNatives;
 import dev.muon.orthogonalize.Coefficients;
 import dev.muon.orthogonalize.NewtonSchulz;
@@ -158,7 +158,7 @@ public final class CudaNewtonSchulz implements Orthogonalizer {
     }
 
     /** The stages that one call's plan puts on the kernels; {@link NewtonSchulz} runs the declined ones. */
-    private final class KernelStages implements NewtonSchulzStages {
+    private final class KernelStages implements NewtonSchulzKernels {
         private final DispatchPolicy.NsPlan plan;
         private final long batch;
 

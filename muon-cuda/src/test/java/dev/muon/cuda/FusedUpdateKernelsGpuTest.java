@@ -2,8 +2,8 @@ package dev.muon.cuda;
 
 import dev.muon.Muon;
 import dev.muon.MuonConfig;
-import dev.muon.cuda.internal.CudaUpdateStagesProvider;
-import dev.muon.internal.UpdateStages;
+import dev.muon.cuda.internal.CudaFusedUpdateKernelsProvider;
+import dev.muon.internal.FusedUpdateKernels;
 import dev.muon.orthogonalize.NsPrecision;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
@@ -31,7 +31,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * The fused momentum and update stages ({@link CudaUpdateStagesProvider} over {@link FusedUpdates}) against
+ * The fused momentum and update stages ({@link CudaFusedUpdateKernelsProvider} over {@link FusedUpdates}) against
  * libtorch's ops on {@code cuda:0}: each stage bit for bit where both sides are float32 (the buffer; the parameter
  * given the same update) and the bfloat16 {@code U} equal to libtorch's float32 {@code U} rounded once; inside
  * {@link Muon}, 20 steps with the fused stages against 20 with libtorch's ops: the momentum bit for bit (same
@@ -42,7 +42,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 @Tag("gpu")
 // PointerScope works by existing: its try block never names it.
 @SuppressWarnings("try")
-class FusedUpdateStagesGpuTest {
+class FusedUpdateKernelsGpuTest {
     private static final int STEPS = 20;
     private static final MuonConfig CONFIG = MuonConfig.defaults().withLr(0.02).withWeightDecay(0.1)
             .withNsPrecision(NsPrecision.BFLOAT16);
@@ -64,7 +64,7 @@ class FusedUpdateStagesGpuTest {
     @MethodSource("momenta")
     void momentumStage_equalsLibtorchsOps_bitForBit(double momentum, boolean nesterov) {
         try (PointerScope scope = new PointerScope()) {
-            UpdateStages stages = stagesFor(cuda(ScalarType.Float, 96, 160));
+            FusedUpdateKernels stages = stagesFor(cuda(ScalarType.Float, 96, 160));
             Tensor buffer = randn(ScalarType.Float, 96, 160);
             Tensor grad = randn(ScalarType.Float, 96, 160);
             // Muon's libtorch ops: B.lerp_(g, 1 − μ); U = g.lerp(B, μ) or B.
@@ -84,7 +84,7 @@ class FusedUpdateStagesGpuTest {
     void updateStage_equalsLibtorchsOps_bitForBit(double weightDecay) {
         try (PointerScope scope = new PointerScope()) {
             Tensor param = randn(ScalarType.Float, 128, 192);
-            UpdateStages stages = stagesFor(param);
+            FusedUpdateKernels stages = stagesFor(param);
             Tensor o = randn(ScalarType.BFloat16, 128, 192);
             double decay = 1 - 0.02 * weightDecay;
             double alpha = -0.02 * Math.sqrt(1.5);
@@ -104,7 +104,7 @@ class FusedUpdateStagesGpuTest {
     void stages_declineWhatTheKernelsDoNotTake_andWriteNothing() {
         try (PointerScope scope = new PointerScope()) {
             Tensor param = randn(ScalarType.Float, 96, 48);
-            UpdateStages stages = stagesFor(param);
+            FusedUpdateKernels stages = stagesFor(param);
             Tensor before = param.clone();
             // The orthogonalized update of a tall parameter is the transpose of a workspace.
             Tensor transposed = randn(ScalarType.BFloat16, 48, 96).mT();
@@ -124,7 +124,7 @@ class FusedUpdateStagesGpuTest {
     @Test
     void provider_servesOnlyContiguousFloat32WithABfloat16Update() {
         try (PointerScope scope = new PointerScope()) {
-            CudaUpdateStagesProvider provider = new CudaUpdateStagesProvider();
+            CudaFusedUpdateKernelsProvider provider = new CudaFusedUpdateKernelsProvider();
             Tensor f32 = randn(ScalarType.Float, 64, 32);
             assertTrue(provider.forParameter(f32, ScalarType.BFloat16).isPresent());
             assertTrue(provider.forParameter(f32, ScalarType.Float).isEmpty(), "a float32 iteration");
@@ -159,7 +159,7 @@ class FusedUpdateStagesGpuTest {
             Muon fused = Muon.of(fusedParams, config);
             Muon plain = libtorchOps(() -> Muon.of(plainParams, config));
             for (Tensor p : fusedParams) {
-                assertTrue(new CudaUpdateStagesProvider().forParameter(p, ScalarType.BFloat16).isPresent());
+                assertTrue(new CudaFusedUpdateKernelsProvider().forParameter(p, ScalarType.BFloat16).isPresent());
             }
             for (int k = 1; k <= STEPS; k++) {
                 for (int i = 0; i < shapes.size(); i++) {
@@ -206,7 +206,7 @@ class FusedUpdateStagesGpuTest {
             for (int k = 1; k <= STEPS; k++) {
                 double fusedLoss = step.apply(fused, fusedParams);
                 double plainLoss = step.apply(plain, plainParams);
-                System.out.printf("FusedUpdateStagesGpuTest: step %2d  loss fused %.6f  libtorch %.6f%n", k,
+                System.out.printf("FusedUpdateKernelsGpuTest: step %2d  loss fused %.6f  libtorch %.6f%n", k,
                         fusedLoss, plainLoss);
                 assertParametersWithinBf16(fusedParams, plainParams, CONFIG, k);
             }
@@ -247,8 +247,8 @@ class FusedUpdateStagesGpuTest {
         return h.matmul(w.get(2).t());
     }
 
-    private static UpdateStages stagesFor(Tensor param) {
-        return new CudaUpdateStagesProvider().forParameter(param, ScalarType.BFloat16).orElseThrow();
+    private static FusedUpdateKernels stagesFor(Tensor param) {
+        return new CudaFusedUpdateKernelsProvider().forParameter(param, ScalarType.BFloat16).orElseThrow();
     }
 
     private static Tensor cuda(ScalarType dtype, long... shape) {

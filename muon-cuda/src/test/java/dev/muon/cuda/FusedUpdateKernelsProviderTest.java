@@ -1,7 +1,7 @@
 package dev.muon.cuda;
 
-import dev.muon.cuda.internal.CudaUpdateStagesProvider;
-import dev.muon.internal.UpdateStagesProvider;
+import dev.muon.cuda.internal.CudaFusedUpdateKernelsProvider;
+import dev.muon.internal.FusedUpdateKernelsProvider;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
@@ -16,19 +16,19 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** The ServiceLoader registration of the fused update stages and the decisions that need no GPU. */
 // PointerScope works by existing: its try block never names it.
 @SuppressWarnings("try")
-class UpdateStagesProviderTest {
+class FusedUpdateKernelsProviderTest {
 
     @Test
     void serviceLoader_findsTheFusedUpdateProvider() {
-        List<String> names = ServiceLoader.load(UpdateStagesProvider.class).stream()
+        List<String> names = ServiceLoader.load(FusedUpdateKernelsProvider.class).stream()
                 .map(p -> p.type().getName()).collect(Collectors.toList());
-        assertTrue(names.contains(CudaUpdateStagesProvider.class.getName()), names.toString());
+        assertTrue(names.contains(CudaFusedUpdateKernelsProvider.class.getName()), names.toString());
     }
 
     @Test
     void cpuParameter_isNotServed() {
         try (PointerScope scope = new PointerScope()) {
-            assertTrue(new CudaUpdateStagesProvider().forParameter(torch.zeros(8, 4), ScalarType.BFloat16)
+            assertTrue(new CudaFusedUpdateKernelsProvider().forParameter(torch.zeros(8, 4), ScalarType.BFloat16)
                     .isEmpty());
         }
     }

@@ -1,7 +1,7 @@
 package dev.muon.architecture.leaky;
 
-import dev.muon.internal.NewtonSchulzStages;
-import dev.muon.internal.UpdateStages;
+import dev.muon.internal.NewtonSchulzKernels;
+import dev.muon.internal.FusedUpdateKernels;
 
 import java.util.List;
 import java.util.Map;
@@ -13,19 +13,19 @@ import java.util.function.Supplier;
  *
  * @param <T> a type parameter bounded by an internal type
  */
-public class LeakyApi<T extends NewtonSchulzStages> implements Supplier<UpdateStages> {
+public class LeakyApi<T extends NewtonSchulzKernels> implements Supplier<FusedUpdateKernels> {
     /** A public field of an internal type. */
-    public NewtonSchulzStages field;
+    public NewtonSchulzKernels field;
 
     /** Not visible outside: not reported. */
-    private UpdateStages hidden;
+    private FusedUpdateKernels hidden;
 
     /**
      * A public constructor with an internal type as a wildcard's lower bound.
      *
      * @param stages anything
      */
-    public LeakyApi(List<? super UpdateStages> stages) {
+    public LeakyApi(List<? super FusedUpdateKernels> stages) {
     }
 
     /** Not visible outside: not reported. */
@@ -37,7 +37,7 @@ public class LeakyApi<T extends NewtonSchulzStages> implements Supplier<UpdateSt
      *
      * @return nothing
      */
-    public Map<String, NewtonSchulzStages[]> nested() {
+    public Map<String, NewtonSchulzKernels[]> nested() {
         return null;
     }
 
@@ -47,15 +47,15 @@ public class LeakyApi<T extends NewtonSchulzStages> implements Supplier<UpdateSt
      * @param stages anything
      * @param <S>    an internal type's subtype
      */
-    protected <S extends UpdateStages> void bounded(S stages) {
+    protected <S extends FusedUpdateKernels> void bounded(S stages) {
     }
 
     /** Not visible outside: not reported. */
-    void packagePrivate(UpdateStages stages) {
+    void packagePrivate(FusedUpdateKernels stages) {
     }
 
     @Override
-    public UpdateStages get() {
+    public FusedUpdateKernels get() {
         return hidden;
     }
 
@@ -66,13 +66,13 @@ public class LeakyApi<T extends NewtonSchulzStages> implements Supplier<UpdateSt
          *
          * @param stages anything
          */
-        public void take(NewtonSchulzStages stages) {
+        public void take(NewtonSchulzKernels stages) {
         }
     }
 
     /** A private nested type: not read. */
     private static final class Hidden {
-        public void take(NewtonSchulzStages stages) {
+        public void take(NewtonSchulzKernels stages) {
         }
     }
 }

@@ -3,8 +3,8 @@ package dev.muon.cuda.internal;
 import dev.muon.cuda.CudaSupport;
 import dev.muon.cuda.FusedUpdates;
 import dev.muon.internal.TorchNatives;
-import dev.muon.internal.UpdateStages;
-import dev.muon.internal.UpdateStagesProvider;
+import dev.muon.internal.FusedUpdateKernels;
+import dev.muon.internal.FusedUpdateKernelsProvider;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
@@ -16,7 +16,7 @@ import java.util.Optional;
 
 /**
  * Registers {@link FusedUpdates} with muon-core's Muon through {@link java.util.ServiceLoader}
- * ({@code META-INF/services/dev.muon.internal.UpdateStagesProvider}): with muon-cuda on the class path, the momentum
+ * ({@code META-INF/services/dev.muon.internal.FusedUpdateKernelsProvider}): with muon-cuda on the class path, the momentum
  * (with the Nesterov blend and the bfloat16 cast) and the parameter update of a served parameter run as one kernel
  * each, with no change to user code. Public only because ServiceLoader needs a public provider on the class path;
  * not API (see this package).
@@ -32,19 +32,19 @@ import java.util.Optional;
  * <p>One instance serves one optimizer's build (ServiceLoader makes a provider per load), and shares one
  * {@link FusedUpdates} per device among that optimizer's parameters: like the optimizer, not thread-safe.
  */
-public final class CudaUpdateStagesProvider implements UpdateStagesProvider {
+public final class CudaFusedUpdateKernelsProvider implements FusedUpdateKernelsProvider {
     static {
         // First, in case this is the first type of ours a program touches: see TorchNatives.
         TorchNatives.extract();
     }
 
-    private static final System.Logger LOG = System.getLogger(CudaUpdateStagesProvider.class.getName());
+    private static final System.Logger LOG = System.getLogger(CudaFusedUpdateKernelsProvider.class.getName());
     private static volatile boolean fallbackLogged;
 
     private final Map<Integer, Stages> byDevice = new HashMap<>();
 
     /** Called by {@link java.util.ServiceLoader}. */
-    public CudaUpdateStagesProvider() {
+    public CudaFusedUpdateKernelsProvider() {
     }
 
     /**
@@ -56,7 +56,7 @@ public final class CudaUpdateStagesProvider implements UpdateStagesProvider {
      *         kernels fail to load, or when {@value CudaSupport#DISABLE_FUSED_UPDATES_PROPERTY} is set
      */
     @Override
-    public Optional<UpdateStages> forParameter(Tensor matrix, ScalarType updateType) {
+    public Optional<FusedUpdateKernels> forParameter(Tensor matrix, ScalarType updateType) {
         if (Boolean.getBoolean(CudaSupport.DISABLE_FUSED_UPDATES_PROPERTY) || matrix == null || !matrix.defined()
                 || !matrix.is_cuda() || !CudaSupport.isAvailable()
                 || matrix.scalar_type().value != ScalarType.Float.value
@@ -81,7 +81,7 @@ public final class CudaUpdateStagesProvider implements UpdateStagesProvider {
     }
 
     /** The two stages on one device's {@link FusedUpdates}, declining what the kernels do not take. */
-    private static final class Stages implements UpdateStages {
+    private static final class Stages implements FusedUpdateKernels {
         private final FusedUpdates fused;
         private final int device;
 
