@@ -370,7 +370,8 @@ public final class CheckpointFile {
         return RowSplit.splitRows(rows);
     }
 
-    private static <C> C config(Object json, List<ConfigFields.Field<C>> fields, C base, String where) {
+    private static <C extends Record> C config(Object json, List<ConfigFields.Field<C>> fields, C base,
+                                               String where) {
         try {
             return ConfigFields.fromJson(json, fields, base);
         } catch (IllegalArgumentException e) {

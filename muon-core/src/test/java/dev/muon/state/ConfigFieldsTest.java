@@ -107,4 +107,16 @@ class ConfigFieldsTest {
         assertEquals("config key 'colour' is unknown", assertThrows(IllegalArgumentException.class,
                 () -> ConfigFields.fromJson(json, ConfigFields.MUON, MuonConfig.defaults())).getMessage());
     }
+
+    @Test
+    void keys_areTheRecordsFields_newtonSchulzsOneByOne() {
+        assertEquals(List.of("lr", "weightDecay", "momentum", "nesterov", "nsCoefficients", "nsSteps", "eps",
+                "nsPrecision", "nsAlgorithm", "adjustLr", "extraScale", "convWeights", "stackedWeights",
+                "orthogonalization", "batchSameShape", "norMuon", "cautiousWeightDecay", "momentumPrecision"),
+                ConfigFields.MUON.stream().map(ConfigFields.Field::key).toList());
+        assertEquals(List.of("lr", "beta1", "beta2", "eps", "weightDecay"),
+                ConfigFields.ADAMW.stream().map(ConfigFields.Field::key).toList());
+        assertTrue(ConfigFields.FIRST_MUON_KEYS.containsAll(ConfigFields.MUON.stream().map(ConfigFields.Field::key)
+                .toList()), "every key of today's config is one of the first format's");
+    }
 }
