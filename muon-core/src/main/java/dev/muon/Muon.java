@@ -195,6 +195,8 @@ public final class Muon implements TrainingOptimizer {
             group.planBatches(first, updatedHere);
             first += group.params.size();
         }
+        // Last: everything that could refuse the build has been checked.
+        updates.atBuild();
     }
 
     /**

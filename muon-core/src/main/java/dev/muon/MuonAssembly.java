@@ -60,7 +60,6 @@ final class MuonAssembly {
                 throw new IllegalArgumentException("params must not be empty: group " + gi + " has none");
             }
             MuonConfig config = configs.get(gi);
-            UpdateRecipe recipe = UpdateRecipe.of(config);
             List<ParameterState> states = new ArrayList<>();
             for (int pi = 0; pi < params.size(); pi++) {
                 Tensor p = params.get(pi);
@@ -102,7 +101,7 @@ final class MuonAssembly {
                 ParameterState state = new ParameterState(p, layout, selection.forParameter(config,
                         p.device()), name, label, fused, blocks, config.momentumPrecision());
                 states.add(state);
-                plans.add(UpdatePlan.of(recipe, p, blocks, fused, scratch, normalization));
+                plans.add(UpdatePlan.of(config, state, scratch, normalization));
             }
             groups.add(new MuonGroup(config, states));
         }

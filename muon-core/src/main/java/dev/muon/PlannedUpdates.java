@@ -52,6 +52,13 @@ final class PlannedUpdates {
         return batched;
     }
 
+    /** The plans' set-up of their parameters, once the optimizer is complete ({@link UpdatePlan#atBuild}). */
+    void atBuild() {
+        for (int i = 0; i < states.size(); i++) {
+            plans.get(i).atBuild(states.get(i));
+        }
+    }
+
     /**
      * The scaled lr a parameter's last update applied (its first row block's, for a row split); NaN before its
      * first update since this optimizer was built or restored.

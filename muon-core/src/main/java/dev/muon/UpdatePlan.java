@@ -68,6 +68,16 @@ final class UpdatePlan {
          */
         default void finish(ParameterState state, Step step) {
         }
+
+        /**
+         * Called once when the optimizer is complete, as the last thing its build does, for an applier that sets
+         * its parameter up (a check that could refuse belongs in the applier's construction instead, which comes
+         * before any parameter changes).
+         *
+         * @param state the parameter
+         */
+        default void atBuild(ParameterState state) {
+        }
     }
 
     /**
@@ -136,15 +146,19 @@ final class UpdatePlan {
      * The plan of a parameter: each element of its group's recipe mapped to libtorch's operations, or to a device's
      * fused kernels where they serve it (a fused kernel computes the plain elements only).
      *
-     * @param recipe        its group's recipe
-     * @param param         the parameter's dtype decides what bfloat16 momentum storage means for it
-     * @param rowBlocks     its row split, or null
-     * @param fused         the device's fused kernels serving it, or null
+     * @param built         its group's config as built, whose recipe ({@link UpdateRecipe#of}) is mapped here
+     * @param state         the parameter: its dtype decides what bfloat16 momentum storage means for it, its row
+     *                      split the layout, its device's fused kernels (or none) the plain elements
      * @param scratch       the optimizer's reusable tensors
      * @param normalization the optimizer's NorMuon workspaces
+     * @throws IllegalArgumentException if an element refuses the parameter
      */
-    static UpdatePlan of(UpdateRecipe recipe, Tensor param, RowBlocks rowBlocks, FusedUpdateKernels fused,
-                         Scratch scratch, NeuronNormalization normalization) {
+    static UpdatePlan of(MuonConfig built, ParameterState state, Scratch scratch,
+                         NeuronNormalization normalization) {
+        UpdateRecipe recipe = UpdateRecipe.of(built);
+        Tensor param = state.param;
+        RowBlocks rowBlocks = state.rowBlocks;
+        FusedUpdateKernels fused = state.fusedKernels;
         LibtorchMomentum plainMomentum = new LibtorchMomentum(scratch);
         Momentum momentum = switch (recipe.momentum()) {
             case EMA -> fused != null ? new FusedMomentum(fused, plainMomentum, scratch) : plainMomentum;
@@ -153,9 +167,9 @@ final class UpdatePlan {
                     : new BfloatMomentum(scratch);
         };
         Normalizer normalizer = switch (recipe.normalizer()) {
-            case NONE -> (o, block, state, step) -> o;
-            case NORMUON -> (o, block, state, step) -> normalization.normalize(o,
-                    block.rowsOf(state.secondMomentForUpdate()), step.config.norMuon());
+            case NONE -> (o, block, parameter, step) -> o;
+            case NORMUON -> (o, block, parameter, step) -> normalization.normalize(o,
+                    block.rowsOf(parameter.secondMomentForUpdate()), step.config.norMuon());
         };
         // The fused update computes p·decay + alpha·O on the orthogonalizer's own output of the whole parameter.
         boolean fusedApply = fused != null && recipe.normalizer() == UpdateRecipe.Normalizer.NONE
@@ -205,6 +219,15 @@ final class UpdatePlan {
      */
     void finish(ParameterState state, Step step) {
         applier.finish(state, step);
+    }
+
+    /**
+     * When the optimizer is complete: the applier's set-up of the parameter, if it has one.
+     *
+     * @param state the parameter
+     */
+    void atBuild(ParameterState state) {
+        applier.atBuild(state);
     }
 
     /**
