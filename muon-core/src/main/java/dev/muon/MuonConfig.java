@@ -39,6 +39,8 @@ import java.util.function.Consumer;
  *       agree in sign (Chen et al., arXiv 2510.12402)</td></tr>
  *   <tr><td>momentumPrecision</td><td>{@link MomentumPrecision#PARAMETER}</td><td>{@link MomentumPrecision#BFLOAT16}
  *       stores the momentum buffer in bfloat16</td></tr>
+ *   <tr><td>hyperball</td><td>null (off)</td><td>{@link HyperballConfig}: each parameter held at a fixed norm in
+ *       place of weight decay; needs weightDecay 0 and no cautious decay; the lr adjustment has no effect</td></tr>
  * </table>
  *
  * <pre>{@code
@@ -64,12 +66,13 @@ import java.util.function.Consumer;
  * @param cautiousWeightDecay whether the decoupled decay applies only where {@code sign(O) = sign(p)}:
  *                          {@code p −= lr·weightDecay·p·[O ⊙ p >= 0]} (Chen et al., arXiv 2510.12402)
  * @param momentumPrecision the dtype the momentum buffer is stored in
+ * @param hyperball         Hyperball's settings, or null for weight decay as usual (the default)
  */
 public record MuonConfig(double lr, double weightDecay, double momentum, boolean nesterov,
                          NewtonSchulzConfig newtonSchulz, AdjustLr adjustLr, double extraScale,
                          ConvWeights convWeights, StackedWeights stackedWeights, Orthogonalization orthogonalization,
                          boolean batchSameShape, NorMuonConfig norMuon, boolean cautiousWeightDecay,
-                         MomentumPrecision momentumPrecision) {
+                         MomentumPrecision momentumPrecision, HyperballConfig hyperball) {
     static {
         // First, in case this is the first type of ours a program touches: see TorchNatives.
         TorchNatives.extract();
@@ -96,6 +99,14 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         if (!Double.isFinite(extraScale) || !(extraScale > 0)) {
             throw new IllegalArgumentException("extraScale must be a finite number > 0, got " + extraScale);
         }
+        if (hyperball != null && weightDecay != 0) {
+            throw new IllegalArgumentException("weightDecay must be 0 with hyperball (the sphere replaces weight "
+                    + "decay), got " + weightDecay);
+        }
+        if (hyperball != null && cautiousWeightDecay) {
+            throw new IllegalArgumentException("cautiousWeightDecay must be false with hyperball (it is a weight "
+                    + "decay, which the sphere replaces), got true");
+        }
     }
 
     /**
@@ -119,7 +130,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
                       ConvWeights convWeights, StackedWeights stackedWeights, Orthogonalization orthogonalization,
                       boolean batchSameShape) {
         this(lr, weightDecay, momentum, nesterov, newtonSchulz, adjustLr, extraScale, convWeights, stackedWeights,
-                orthogonalization, batchSameShape, null, false, MomentumPrecision.PARAMETER);
+                orthogonalization, batchSameShape, null, false, MomentumPrecision.PARAMETER, null);
     }
 
     /**
@@ -151,7 +162,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         this(lr, weightDecay, momentum, nesterov,
                 new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm), adjustLr, extraScale,
                 convWeights, stackedWeights, orthogonalization, batchSameShape, null, false,
-                MomentumPrecision.PARAMETER);
+                MomentumPrecision.PARAMETER, null);
     }
 
     /**
@@ -213,13 +224,16 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * The lr that the update of a {@code rows × cols} matrix uses: {@code lr · adjustLr.ratio(rows, cols) ·
      * extraScale}, multiplied in that order (the reference forms {@code lr·ratio} first). With NorMuon it is
      * {@code lr · 0.2 · extraScale}, the factor on NorMuon's unit-RMS update: the paper's rescaling takes the
-     * ratio's place.
+     * ratio's place. With Hyperball it is {@code lr}: the update is normalized, so no adjustment applies.
      *
      * @param rows the matrix's rows
      * @param cols the matrix's columns
      * @return the scaled lr
      */
     public double scaledLr(long rows, long cols) {
+        if (hyperball != null) {
+            return lr;
+        }
         if (norMuon != null) {
             return lr * NorMuonConfig.UPDATE_RMS * extraScale;
         }
@@ -459,6 +473,18 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         return copy(d -> d.momentumPrecision = value);
     }
 
+    /**
+     * A copy with Hyperball on or off: each parameter and its update held at a fixed Frobenius norm in place of
+     * weight decay (see {@link HyperballConfig}); set {@code withWeightDecay(0)} first.
+     *
+     * @param value the settings, or null to turn Hyperball off
+     * @return the copy
+     * @throws IllegalArgumentException if weight decay is not 0 or cautious weight decay is on
+     */
+    public MuonConfig withHyperball(HyperballConfig value) {
+        return copy(d -> d.hyperball = value);
+    }
+
     /** The one copy helper: a wither changes fields of a draft of this config, and the draft is validated anew. */
     private MuonConfig copy(Consumer<Draft> change) {
         Draft draft = new Draft(this);
@@ -468,8 +494,8 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
 
     /**
      * Every field of a {@link MuonConfig} as a mutable value, the Newton–Schulz ones one by one, for the withers;
-     * {@link #build()} validates. Adding a field to the config means adding it here and a row to the key table of
-     * {@code dev.muon.state.ConfigFields}, which files and the fit check read.
+     * {@link #build()} validates. Adding a field to the config means adding it here; files and the fit check
+     * read the record's fields themselves ({@code dev.muon.state.ConfigFields}).
      */
     static final class Draft {
         double lr;
@@ -490,6 +516,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         NorMuonConfig norMuon;
         boolean cautiousWeightDecay;
         MomentumPrecision momentumPrecision;
+        HyperballConfig hyperball;
 
         Draft(MuonConfig c) {
             lr = c.lr;
@@ -510,13 +537,14 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
             norMuon = c.norMuon;
             cautiousWeightDecay = c.cautiousWeightDecay;
             momentumPrecision = c.momentumPrecision;
+            hyperball = c.hyperball;
         }
 
         MuonConfig build() {
             return new MuonConfig(lr, weightDecay, momentum, nesterov,
                     new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm), adjustLr,
                     extraScale, convWeights, stackedWeights, orthogonalization, batchSameShape, norMuon,
-                    cautiousWeightDecay, momentumPrecision);
+                    cautiousWeightDecay, momentumPrecision, hyperball);
         }
     }
 

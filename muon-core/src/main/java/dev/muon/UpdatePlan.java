@@ -177,6 +177,7 @@ final class UpdatePlan {
         Applier applier = switch (recipe.applier()) {
             case DECOUPLED_DECAY -> fusedApply ? new FusedApply(fused) : UpdatePlan::decayAndStep;
             case CAUTIOUS_DECAY -> UpdatePlan::cautiousDecayAndStep;
+            case HYPERBALL -> new HyperballApplier(built.hyperball(), state);
         };
         return new UpdatePlan(momentum, rowBlocks, normalizer, applier);
     }

@@ -14,7 +14,7 @@ import java.util.Objects;
  *   momentum        B = B.lerp(g, 1 − μ); U = nesterov ? g.lerp(B, μ) : B       EMA, or stored in bfloat16
  *   orthogonalizer  O = NS(U) in nsPrecision with nsAlgorithm's kernel           or the exact SVD reference
  *   normalizer      O as it is, or NorMuon's row normalization with its second moment
- *   applier         decoupled weight decay and p −= lr·ratio·O; cautious decay; or Hyperball's sphere
+ *   applier         decoupled weight decay and p −= lr·ratio·O; cautious decay; Hyperball's sphere
  * </pre>
  * Every binding maps each element to its own operations (muon-core to libtorch's, muon-djl to DJL's
  * {@code NDArray}s) with an exhaustive {@code switch}, so an element a binding has no operation for is a compile
@@ -115,12 +115,14 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
         }
     }
 
-    /** How {@code O} changes the parameter ({@link MuonConfig#cautiousWeightDecay()}). */
+    /** How {@code O} changes the parameter ({@link MuonConfig#cautiousWeightDecay()}, {@link MuonConfig#hyperball}). */
     public enum Applier implements Element {
         /** {@code p = (1 − lr·weightDecay)·p}, then {@code p −= scaledLr·O}. */
         DECOUPLED_DECAY("cautiousWeightDecay = false"),
         /** The decay only where {@code O ⊙ p >= 0}, then {@code p −= scaledLr·O}. */
-        CAUTIOUS_DECAY("cautiousWeightDecay = true");
+        CAUTIOUS_DECAY("cautiousWeightDecay = true"),
+        /** Hyperball: the step and the parameter held at a fixed norm, in place of decay ({@link HyperballConfig}). */
+        HYPERBALL("hyperball = on");
 
         static {
             TorchNatives.extract();
@@ -166,7 +168,8 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
                         : Orthogonalizer.NEWTON_SCHULZ,
                 config.nsPrecision(), config.nsAlgorithm(),
                 config.norMuon() != null ? Normalizer.NORMUON : Normalizer.NONE,
-                config.cautiousWeightDecay() ? Applier.CAUTIOUS_DECAY : Applier.DECOUPLED_DECAY);
+                config.hyperball() != null ? Applier.HYPERBALL
+                        : config.cautiousWeightDecay() ? Applier.CAUTIOUS_DECAY : Applier.DECOUPLED_DECAY);
     }
 
     /**

@@ -37,11 +37,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The combination table of {@code docs/api.md}, tested cell by cell: for every pair of features, an optimizer with
  * both runs three steps and each parameter's displacement matches a float64 reference written from the
- * formulas on plain Java arrays ({@link Float64Update}) (momentum, Nesterov, PyTorch's Newton–Schulz, NorMuon per row block, the lr of each
- * block's shape, cautious or plain decay, bfloat16 momentum storage, QK-Clip's rescaling after the step, a skipped
- * step for a non-finite gradient). Relative error ≤ 1e-10 with float64 Newton–Schulz; with bfloat16 Newton–Schulz,
- * the golden suite's bfloat16 bound on an update (5e-2, as many steps). The one pair not in the table is Gram with
- * symmetric: two values of one setting ({@code nsAlgorithm}).
+ * formulas on plain Java arrays ({@link Float64Update}) (momentum, Nesterov, PyTorch's Newton–Schulz, NorMuon per
+ * row block, the lr of each block's shape, cautious or plain decay, Hyperball's sphere over the whole parameter,
+ * bfloat16 momentum storage, QK-Clip's rescaling after the step, a skipped step for a non-finite gradient).
+ * Relative error ≤ 1e-10 with float64 Newton–Schulz; with bfloat16 Newton–Schulz, the golden suite's bfloat16
+ * bound on an update (5e-2, as many steps). The pairs not run are refused, each for a stated reason
+ * ({@link #refusedPair}): Gram with symmetric, and Hyperball with cautious decay (tested as a refusal).
  */
 @ExtendWith(NativeScopePerTest.class)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -49,7 +50,18 @@ class CombinationTableTest {
     /** The features of the table, each a change to the config, the parameters or the optimizer. */
     enum Feature {
         NORMUON, ROW_SPLIT, CONV, STACKED, BATCHING, SHARDED, QK_CLIP, NON_FINITE, BF16_NS, GRAM, SYMMETRIC,
-        CAUTIOUS_DECAY, BF16_MOMENTUM
+        CAUTIOUS_DECAY, BF16_MOMENTUM, HYPERBALL
+    }
+
+    /**
+     * The pairs that are refused, each for a stated reason: two values of one setting ({@code nsAlgorithm}); and
+     * Hyperball with cautious weight decay, a weight decay, which the sphere replaces (it needs weight decay 0,
+     * with which cautious decay would change nothing).
+     */
+    private static boolean refusedPair(Feature a, Feature b) {
+        Set<Feature> f = EnumSet.of(a, b);
+        return f.equals(EnumSet.of(Feature.GRAM, Feature.SYMMETRIC))
+                || f.equals(EnumSet.of(Feature.HYPERBALL, Feature.CAUTIOUS_DECAY));
     }
 
     private static final int STEPS = 3;
@@ -75,7 +87,7 @@ class CombinationTableTest {
         Feature[] all = Feature.values();
         for (int a = 0; a < all.length; a++) {
             for (int b = a + 1; b < all.length; b++) {
-                if (!(all[a] == Feature.GRAM && all[b] == Feature.SYMMETRIC)) {
+                if (!refusedPair(all[a], all[b])) {
                     pairs.add(Arguments.of(all[a], all[b]));
                 }
             }
@@ -98,6 +110,9 @@ class CombinationTableTest {
                         : MomentumPrecision.PARAMETER);
         if (f.contains(Feature.NORMUON)) {
             config = config.withNorMuon(0.9, 1e-3);
+        }
+        if (f.contains(Feature.HYPERBALL)) {
+            config = config.withWeightDecay(0).withHyperball(HyperballConfig.defaults());
         }
         Random random = new Random(31);
         Map<String, long[]> shapes = new LinkedHashMap<>();
@@ -241,5 +256,14 @@ class CombinationTableTest {
             blocks = split.blockSizes();
         }
         return new Float64Update(values, k, m, blocks, c);
+    }
+
+    @org.junit.jupiter.api.Test
+    void hyperballWithCautiousDecay_isRefused_becauseTheSphereReplacesWeightDecay() {
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> MuonConfig.defaults().withWeightDecay(0).withCautiousWeightDecay(true)
+                        .withHyperball(HyperballConfig.defaults()));
+        org.junit.jupiter.api.Assertions.assertEquals("cautiousWeightDecay must be false with hyperball (it is a "
+                + "weight decay, which the sphere replaces), got true", e.getMessage());
     }
 }

@@ -2,6 +2,7 @@ package dev.muon.examples;
 
 import dev.muon.AdamWConfig;
 import dev.muon.AdjustLr;
+import dev.muon.HyperballConfig;
 import dev.muon.MomentumPrecision;
 import dev.muon.Muon;
 import dev.muon.MuonAdamW;
@@ -223,6 +224,13 @@ final class DocSnippets {
                 .withMomentumPrecision(MomentumPrecision.BFLOAT16);   // half the momentum bytes
         Muon muon = Muon.of(hiddenMatrices, lean);
         return muon;
+    }
+
+    // api.md, "Hyperball (withHyperball)".
+    static Muon sphereMuon(List<Tensor> hiddenMatrices) {
+        MuonConfig sphere = MuonConfig.defaults().withLr(0.02).withWeightDecay(0)
+                .withHyperball(HyperballConfig.defaults());
+        return Muon.of(hiddenMatrices, sphere);
     }
 
     // docs/api.md, "PyTorch-compatible optimizer state".

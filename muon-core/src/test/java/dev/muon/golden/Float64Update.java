@@ -1,5 +1,6 @@
 package dev.muon.golden;
 
+import dev.muon.HyperballConfig;
 import dev.muon.MomentumPrecision;
 import dev.muon.MuonConfig;
 import dev.muon.orthogonalize.Coefficients;
@@ -13,7 +14,7 @@ import java.util.Random;
  * {@code lerp} computes them, stored in bfloat16 if the config says so; PyTorch's Newton–Schulz per block
  * ({@link #newtonSchulz}); NorMuon per block (the block's rows of the second moment, the block rescaled to
  * unit RMS on its own); the config's {@code AdjustLr} on the block's shape; plain or cautious decoupled weight
- * decay.
+ * decay, or Hyperball's sphere over the whole parameter (a fixed radius applied to the initial values).
  * The reference of muon-core's {@code UpdateVariantsReferenceTest} and {@code CombinationTableTest}, and of
  * muon-djl's tests of the same settings: it loads no libtorch class, so a module without bytedeco can use it.
  */
@@ -44,6 +45,14 @@ public final class Float64Update {
         this.p = values.clone();
         this.momentum = new double[values.length];
         this.v = new double[k * m];
+        HyperballConfig h = c.hyperball();
+        if (h != null && h.fixedRadius()) {
+            // Hyperball's fixed sphere: every parameter starts on it.
+            double scale = h.radius() / norm(p);
+            for (int e = 0; e < p.length; e++) {
+                p[e] *= scale;
+            }
+        }
     }
 
     /** Scales rows {@code first … first + count − 1} of the parameter (QK-Clip's rescaling). */
@@ -65,17 +74,47 @@ public final class Float64Update {
             u[e] = c.nesterov() ? lerp(g[e], b, mu) : b;
             momentum[e] = bf16 ? bfloat16(b) : b;
         }
+        // Hyperball applies O of the whole parameter after every block has made its part.
+        double[] whole = c.hyperball() == null ? null : new double[p.length];
         for (int mat = 0; mat < k; mat++) {
             int first = 0;
             for (int rows : blocks) {
-                updateBlock(u, mat * m + first, rows);
+                updateBlock(u, mat * m + first, rows, whole);
                 first += rows;
             }
         }
+        if (whole != null) {
+            hyperball(whole);
+        }
     }
 
-    /** Orthogonalizes, normalizes and applies the block of {@code rows} rows starting at row {@code base}. */
-    private void updateBlock(double[] u, int base, int rows) {
+    /** Hyperball: {@code p' = p − lr·R·O/max(‖O‖, eps)}, {@code p = R·p'/max(‖p'‖, eps)}, over the parameter. */
+    private void hyperball(double[] o) {
+        HyperballConfig h = c.hyperball();
+        double radius = h.fixedRadius() ? h.radius() : norm(p);
+        double step = c.lr() * radius / Math.max(norm(o), h.eps());
+        for (int e = 0; e < p.length; e++) {
+            p[e] -= step * o[e];
+        }
+        double scale = radius / Math.max(norm(p), h.eps());
+        for (int e = 0; e < p.length; e++) {
+            p[e] *= scale;
+        }
+    }
+
+    private static double norm(double[] x) {
+        double sum = 0;
+        for (double value : x) {
+            sum += value * value;
+        }
+        return Math.sqrt(sum);
+    }
+
+    /**
+     * Orthogonalizes, normalizes and applies the block of {@code rows} rows starting at row {@code base}; with
+     * Hyperball, leaves its {@code O} in {@code whole} instead.
+     */
+    private void updateBlock(double[] u, int base, int rows, double[] whole) {
         double[][] ub = new double[rows][n];
         for (int i = 0; i < rows; i++) {
             System.arraycopy(u, (base + i) * n, ub[i], 0, n);
@@ -106,6 +145,12 @@ public final class Float64Update {
             lr = 0.2 * c.lr() * c.extraScale();
         } else {
             lr = c.lr() * adjustLrRatio(rows, n) * c.extraScale();
+        }
+        if (whole != null) {
+            for (int i = 0; i < rows; i++) {
+                System.arraycopy(o[i], 0, whole, (base + i) * n, n);
+            }
+            return;
         }
         for (int i = 0; i < rows; i++) {
             for (int j = 0; j < n; j++) {

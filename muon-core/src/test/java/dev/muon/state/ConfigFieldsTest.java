@@ -3,6 +3,7 @@ package dev.muon.state;
 import dev.muon.AdamWConfig;
 import dev.muon.AdjustLr;
 import dev.muon.ConvWeights;
+import dev.muon.HyperballConfig;
 import dev.muon.MuonConfig;
 import dev.muon.NorMuonConfig;
 import dev.muon.Orthogonalization;
@@ -112,11 +113,24 @@ class ConfigFieldsTest {
     void keys_areTheRecordsFields_newtonSchulzsOneByOne() {
         assertEquals(List.of("lr", "weightDecay", "momentum", "nesterov", "nsCoefficients", "nsSteps", "eps",
                 "nsPrecision", "nsAlgorithm", "adjustLr", "extraScale", "convWeights", "stackedWeights",
-                "orthogonalization", "batchSameShape", "norMuon", "cautiousWeightDecay", "momentumPrecision"),
-                ConfigFields.MUON.stream().map(ConfigFields.Field::key).toList());
+                "orthogonalization", "batchSameShape", "norMuon", "cautiousWeightDecay", "momentumPrecision",
+                "hyperball"), ConfigFields.MUON.stream().map(ConfigFields.Field::key).toList());
         assertEquals(List.of("lr", "beta1", "beta2", "eps", "weightDecay"),
                 ConfigFields.ADAMW.stream().map(ConfigFields.Field::key).toList());
-        assertTrue(ConfigFields.FIRST_MUON_KEYS.containsAll(ConfigFields.MUON.stream().map(ConfigFields.Field::key)
-                .toList()), "every key of today's config is one of the first format's");
+    }
+
+    @Test
+    void aKeyAddedAfterTheFirstFormat_mayBeMissing_andReadsAsItsDefault() {
+        MuonConfig hyperball = MuonConfig.defaults().withWeightDecay(0).withHyperball(HyperballConfig.radius(2));
+        Map<String, Object> json = new LinkedHashMap<>(ConfigFields.toJson(hyperball, ConfigFields.MUON));
+        assertEquals(Map.of("radius", 2.0, "eps", 1e-8), json.get("hyperball"));
+        assertEquals(hyperball, ConfigFields.fromJson(Json.parse(Json.write(json), "test"), ConfigFields.MUON,
+                MuonConfig.defaults()));
+        json.remove("hyperball");
+        assertNull(ConfigFields.fromJson(json, ConfigFields.MUON, MuonConfig.defaults()).hyperball(),
+                "a file written before hyperball existed reads as hyperball off");
+        json.remove("momentumPrecision");
+        assertEquals("config key 'momentumPrecision' is missing", assertThrows(IllegalArgumentException.class,
+                () -> ConfigFields.fromJson(json, ConfigFields.MUON, MuonConfig.defaults())).getMessage());
     }
 }

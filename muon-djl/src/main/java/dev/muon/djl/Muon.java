@@ -129,6 +129,13 @@ public final class Muon extends Optimizer {
             DjlSupport.requireSupported(array.getDataType(), label);
             out.put(e.id(), AssignmentRule.matrixOf(array.getShape().getShape(), config, label));
         }
+        Map<String, NDArray> weights = new java.util.LinkedHashMap<>();
+        for (ModelParameters.Entry e : model.entries()) {
+            if (out.containsKey(e.id())) {
+                weights.putIfAbsent(e.name(), e.array());
+            }
+        }
+        step.prepare(weights);
         return out;
     }
 

@@ -192,11 +192,16 @@ public final class MuonAdamW extends Optimizer {
                     + "check the names below, send parameters with optForceMuon(..) or optMuonWhen(..), or call "
                     + "optAllowEmptyMuon(true) if AdamW alone is intended.\n" + table);
         }
+        Map<String, NDArray> weights = new java.util.LinkedHashMap<>();
+        Map<String, AssignmentRule.Matrix> views = new HashMap<>();
         for (ModelParameters.Entry e : model.entries()) {
-            if (table.optimizerOf(e.id()) == OptimizerKind.MUON && !matrices.containsKey(e.id())) {
-                matrices.put(e.id(), AssignmentRule.matrixOf(e.array().getShape().getShape(), muonConfig, e.name()));
+            if (table.optimizerOf(e.id()) == OptimizerKind.MUON && !views.containsKey(e.id())) {
+                views.put(e.id(), AssignmentRule.matrixOf(e.array().getShape().getShape(), muonConfig, e.name()));
+                weights.put(e.name(), e.array());
             }
         }
+        muon.prepare(weights);
+        matrices.putAll(views);
         assignment = table;
         LOG.log(System.Logger.Level.INFO, "MuonAdamW: parameter assignment\n" + table);
     }

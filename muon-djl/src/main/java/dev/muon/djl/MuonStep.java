@@ -6,6 +6,7 @@ import ai.djl.ndarray.NDScope;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import dev.muon.AssignmentRule;
+import dev.muon.HyperballConfig;
 import dev.muon.MuonConfig;
 import dev.muon.NorMuonConfig;
 import dev.muon.UpdateRecipe;
@@ -28,6 +29,7 @@ import java.util.Optional;
  *   p = p·(1 − lr·weightDecay)                decoupled, the unadjusted lr; with cautious weight decay only
  *                                             where O ⊙ p >= 0
  *   p = p − lr·ratio·extraScale · O
+ *   or, with Hyperball: p = R·(p − lr·R·O/‖O‖)/‖·‖, R the fixed radius or ‖p‖ before the step
  * </pre>
  * {@code lerp} follows {@code torch.lerp}'s two branches, so the rounding is PyTorch's.
  *
@@ -36,6 +38,7 @@ import java.util.Optional;
  * {@link NDScope}, attached to a manager of the caller's; {@link #apply} runs inside one.
  */
 final class MuonStep {
+    private static final System.Logger LOG = System.getLogger(MuonStep.class.getName());
     /** This binding's name in refusals. */
     static final String BINDING = "muon-djl";
 
@@ -89,6 +92,7 @@ final class MuonStep {
                 }
                 step(weight, o, scaledLr);
             };
+            case HYPERBALL -> (weight, o, lr, scaledLr) -> hyperball(weight, o, lr, config.hyperball());
             case CAUTIOUS_DECAY -> (weight, o, lr, scaledLr) -> {
                 if (config.weightDecay() != 0) {
                     // The mask from the parameter before the step, as muon-core forms it: O (in its own dtype)
@@ -113,6 +117,59 @@ final class MuonStep {
             case SYMMETRIC, GRAM -> throw UpdateRecipe.refused("nsAlgorithm = " + recipe.nsAlgorithm(), BINDING,
                     "its iterations are DJL's plain matrix products (AUTO or GEMM)");
         }
+    }
+
+    /**
+     * Sets the parameters up before their first update, as muon-core does at build: a recipe element that needs a
+     * check or a change of the parameters before training (Hyperball's: a norm &gt; 0, a fixed radius) does it here,
+     * every check before any change.
+     *
+     * @param weights the Muon parameters by name
+     * @throws IllegalArgumentException naming a parameter the recipe refuses; nothing changed then
+     */
+    void prepare(Map<String, NDArray> weights) {
+        HyperballConfig hyperball = config.hyperball();
+        if (hyperball == null) {
+            return;
+        }
+        weights.forEach((name, weight) -> {
+            if (weight.getShape().size() > 0 && weight.toType(DataType.FLOAT64, false).norm().getDouble() == 0) {
+                throw new IllegalArgumentException("hyperball needs every Muon parameter's norm to be > 0 (it is "
+                        + "held on its sphere); parameter '" + name + "' has norm 0");
+            }
+        });
+        if (!hyperball.fixedRadius()) {
+            return;
+        }
+        weights.forEach((name, weight) -> {
+            if (weight.getShape().size() > 0) {
+                try (NDScope scope = new NDScope()) {
+                    scope.suppressNotUsedWarning();
+                    double before = normOf(weight).getDouble();
+                    weight.muli(hyperball.radius() / before);
+                    LOG.log(System.Logger.Level.INFO, "Muon: hyperball radius " + hyperball.radius()
+                            + ": parameter '" + name + "' rescaled from norm " + before + " to "
+                            + hyperball.radius());
+                }
+            }
+        });
+    }
+
+    /**
+     * Hyperball's update: {@code R} the fixed radius or {@code ‖p‖} before the step, {@code p' = p − lr·R·O/‖O‖},
+     * {@code p = R·p'/‖p'‖}, the norms floored at eps and computed in float32 (float64 for a float64 parameter).
+     */
+    private static void hyperball(NDArray weight, NDArray o, double lr, HyperballConfig h) {
+        double radius = h.fixedRadius() ? h.radius() : normOf(weight).getDouble();
+        double oNorm = Math.max(normOf(o).getDouble(), h.eps());
+        weight.subi(o.toType(weight.getDataType(), false).mul(lr * radius / oNorm));
+        double pNorm = Math.max(normOf(weight).getDouble(), h.eps());
+        weight.muli(radius / pNorm);
+    }
+
+    /** The Frobenius norm of a whole array, in float32 (float64 for a float64 array). */
+    private static NDArray normOf(NDArray a) {
+        return a.getDataType() == DataType.FLOAT64 ? a.norm() : a.toType(DataType.FLOAT32, false).norm();
     }
 
     /** {@code p −= scaledLr·O}, with {@code O} in the parameter's dtype. */

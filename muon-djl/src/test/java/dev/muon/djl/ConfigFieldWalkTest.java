@@ -6,6 +6,7 @@ import ai.djl.ndarray.types.Shape;
 import dev.muon.AdamWConfig;
 import dev.muon.AdjustLr;
 import dev.muon.ConvWeights;
+import dev.muon.HyperballConfig;
 import dev.muon.MomentumPrecision;
 import dev.muon.MuonConfig;
 import dev.muon.NorMuonConfig;
@@ -131,6 +132,9 @@ class ConfigFieldWalkTest {
         rows.add(runs("norMuon.beta2", "0.5", c -> c.withNorMuon(0.5, NorMuonConfig.defaults().eps())));
         rows.add(runs("norMuon.eps", "1e-3", c -> c.withNorMuon(NorMuonConfig.defaults().beta2(), 1e-3)));
         rows.add(runs("cautiousWeightDecay", "true", c -> c.withCautiousWeightDecay(true)));
+        rows.add(runs("hyperball", "defaults", c -> c.withWeightDecay(0).withHyperball(HyperballConfig.defaults())));
+        rows.add(runs("hyperball.radius", "3.0", c -> c.withWeightDecay(0).withHyperball(HyperballConfig.radius(3))));
+        rows.add(runs("hyperball.eps", "1e-3", c -> c.withWeightDecay(0).withHyperball(new HyperballConfig(0, 1e-3))));
         rows.add(runs("momentumPrecision", "PARAMETER", c -> c.withMomentumPrecision(MomentumPrecision.PARAMETER)));
         rows.add(refused("momentumPrecision", "BFLOAT16", c -> c.withMomentumPrecision(MomentumPrecision.BFLOAT16),
                 "momentumPrecision = BFLOAT16 is not supported by muon-djl: DJL's bfloat16 arrays abort the JVM, so "
@@ -153,13 +157,16 @@ class ConfigFieldWalkTest {
         assertEquals(fields, rows, "every configuration field must have a row in this walk");
     }
 
-    /** The field names of a record, a nested config's as {@code outer.inner} and, if nullable (off), also whole. */
+    /**
+     * The field names of a record: the Newton–Schulz settings' as {@code newtonSchulz.inner}, and a nested settings
+     * record's (NorMuon's, a variant's: null when off) whole and as {@code outer.inner}.
+     */
     private static void collect(Class<?> type, String prefix, Set<String> out) {
         for (RecordComponent c : type.getRecordComponents()) {
             Class<?> t = c.getType();
             if (t == NewtonSchulzConfig.class) {
                 collect(t, prefix + c.getName() + ".", out);
-            } else if (t == NorMuonConfig.class) {
+            } else if (t.isRecord() && t.getSimpleName().endsWith("Config")) {
                 out.add(prefix + c.getName());
                 collect(t, prefix + c.getName() + ".", out);
             } else {
