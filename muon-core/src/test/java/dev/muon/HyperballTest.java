@@ -196,4 +196,28 @@ class HyperballTest {
                 () -> plain.load(file));
         assertTrue(e.getMessage().contains("hyperball"), e.getMessage());
     }
+
+    @Test
+    void torchStateFile_carriesTheSetting_andAnImportRequiresIt(
+            @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+        torch.manual_seed(10);
+        MuonConfig sphere = BASE.withNsPrecision(NsPrecision.FLOAT32).withHyperball(HyperballConfig.defaults());
+        Tensor p = torch.randn(4, 6).requires_grad_(true);
+        Muon muon = Muon.of(List.of(p), sphere);
+        p.mutable_grad().put(torch.randn(4, 6));
+        muon.step();
+        java.nio.file.Path file = dir.resolve("sphere.pt");
+        muon.exportTorchStateDict(file);
+
+        Muon same = Muon.of(List.of(torch.randn(4, 6).requires_grad_(true)), sphere);
+        same.importTorchStateDict(file);
+        assertTrue(torch.equal(muon.momentumBuffer(p).orElseThrow(),
+                same.momentumBuffer(same.parameters().get(0)).orElseThrow()));
+
+        Muon plain = Muon.of(List.of(torch.randn(4, 6).requires_grad_(true)),
+                BASE.withNsPrecision(NsPrecision.FLOAT32));
+        dev.muon.state.StateMismatchException e = assertThrows(dev.muon.state.StateMismatchException.class,
+                () -> plain.importTorchStateDict(file));
+        assertTrue(e.getMessage().contains("hyperball"), e.getMessage());
+    }
 }

@@ -44,7 +44,7 @@ import java.util.Set;
  *   param_names  [name of parameter 0, name of parameter 1, ...]     named_parameters() order, tied names left out
  *   step         the optimizer's step count
  *   muon         {"state": {i: {"momentum_buffer": T}}, "param_groups": [{lr, weight_decay, momentum, nesterov,
- *                 ns_coefficients, eps, ns_steps, adjust_lr_fn, params}]}
+ *                 ns_coefficients, eps, ns_steps, adjust_lr_fn, muon_core_settings, params}]}
  *   adamw        {"state": {i: {"step": float32 scalar T, "exp_avg": T, "exp_avg_sq": T}}, "param_groups": [{lr,
  *                 betas, eps, weight_decay, amsgrad, maximize, foreach, capturable, differentiable, fused,
  *                 decoupled_weight_decay, params}]}
@@ -55,8 +55,10 @@ import java.util.Set;
  * record's length, its view's bounds) before libtorch sees its bytes. Like PyTorch's {@code load_state_dict}, a
  * read maps the file's parameter ids to the optimizer's parameters by position within the groups, so a file
  * written from Python's own optimizers (ids from 0 in each) reads as well as one written here. The file holds no
- * parameter values, and only the settings {@code torch.optim} has: the rest of each config comes from the
- * optimizer's own state, the template.
+ * parameter values. Beside the settings {@code torch.optim} has, each Muon group carries muon-core's others under
+ * {@code muon_core_settings} (Newton–Schulz precision and kernel, layouts, variants, by their checkpoint names),
+ * which {@code torch.optim.Muon.load_state_dict} keeps and its step ignores; a file without them (PyTorch's own,
+ * or written before they were carried) takes them from the optimizer's own state, the template.
  */
 public final class TorchStateFile {
     static {
@@ -76,7 +78,18 @@ public final class TorchStateFile {
     static final String NORMUON_GROUP_KEY = "normuon";
     static final String ROW_SPLITS_KEY = "row_splits";
     static final String NORMUON_STATE_KEY = "normuon_second_moment";
-    private static final Set<String> MUON_OPTIONAL_KEYS = Set.of(NORMUON_GROUP_KEY, ROW_SPLITS_KEY);
+    /**
+     * A group's muon-core settings that {@code torch.optim.Muon} has no key for (its Newton–Schulz precision and
+     * kernel, layouts, variants), by their names in muon-core's checkpoints ({@link ConfigFields}): so a file
+     * carries every build setting, and an import into an optimizer built otherwise is refused, listing them. Files
+     * without it (written before it existed, or by PyTorch) take these settings from the optimizer.
+     */
+    static final String SETTINGS_GROUP_KEY = "muon_core_settings";
+    private static final Set<String> MUON_OPTIONAL_KEYS = Set.of(NORMUON_GROUP_KEY, ROW_SPLITS_KEY,
+            SETTINGS_GROUP_KEY);
+    /** The fields of a Muon config that torch.optim.Muon's own keys carry (or that an export refuses). */
+    private static final Set<String> TORCH_MUON_FIELDS = Set.of("lr", "weightDecay", "momentum", "nesterov",
+            "nsCoefficients", "eps", "nsSteps", "adjustLr", "extraScale");
     private static final Set<String> MUON_GROUP_KEYS = Set.of("lr", "weight_decay", "momentum", "nesterov",
             "ns_coefficients", "eps", "ns_steps", "adjust_lr_fn", "params");
     private static final Set<String> ADAMW_GROUP_KEYS = Set.of("lr", "betas", "eps", "weight_decay", "params");
@@ -268,6 +281,9 @@ public final class TorchStateFile {
             norMuon.put("eps", c.norMuon().eps());
             group.put(NORMUON_GROUP_KEY, norMuon);
         }
+        Map<String, Object> settings = new LinkedHashMap<>(ConfigFields.toJson(c, ConfigFields.MUON));
+        settings.keySet().removeAll(TORCH_MUON_FIELDS);
+        group.put(SETTINGS_GROUP_KEY, settings);
         group.put("params", longs(ids));
         return group;
     }
@@ -483,14 +499,41 @@ public final class TorchStateFile {
                     throw fail(where + "." + NORMUON_GROUP_KEY, e.getMessage());
                 }
             }
+            MuonConfig fromTorchKeys;
             try {
-                return current.withNorMuon(norMuon).withNsCoefficients(schedule).withNsSteps((int) (long) n)
+                fromTorchKeys = current.withNorMuon(norMuon).withNsCoefficients(schedule)
+                        .withNsSteps((int) (long) n)
                         .withLr(number(group.get("lr"), where + ".lr"))
                         .withWeightDecay(number(group.get("weight_decay"), where + ".weight_decay"))
                         .withMomentum(number(group.get("momentum"), where + ".momentum"))
                         .withNesterov(bool(group.get("nesterov"), where + ".nesterov"))
                         .withEps(number(group.get("eps"), where + ".eps"))
                         .withAdjustLr(adjustLr);
+            } catch (IllegalArgumentException e) {
+                throw fail(where, e.getMessage());
+            }
+            // muon-core's own settings last: they take precedence over the older "normuon" key.
+            return group.containsKey(SETTINGS_GROUP_KEY)
+                    ? settings(group.get(SETTINGS_GROUP_KEY), where + "." + SETTINGS_GROUP_KEY, fromTorchKeys)
+                    : fromTorchKeys;
+        }
+
+        /**
+         * {@code current} with the file's muon-core settings ({@link #SETTINGS_GROUP_KEY}): every key one of
+         * {@code ConfigFields}' that torch.optim.Muon has no key for, each checked as a checkpoint's is.
+         */
+        private MuonConfig settings(Object value, String where, MuonConfig current) {
+            Map<String, Object> file = stringDict(value, where);
+            for (String key : file.keySet()) {
+                if (TORCH_MUON_FIELDS.contains(key)
+                        || ConfigFields.MUON.stream().noneMatch(f -> f.key().equals(key))) {
+                    throw fail(where, "has an unknown key '" + Messages.shortened(key) + "'");
+                }
+            }
+            Map<String, Object> merged = new LinkedHashMap<>(ConfigFields.toJson(current, ConfigFields.MUON));
+            merged.putAll(file);
+            try {
+                return ConfigFields.fromJson(merged, ConfigFields.MUON, current);
             } catch (IllegalArgumentException e) {
                 throw fail(where, e.getMessage());
             }
