@@ -159,13 +159,13 @@ public final class TensorBytes {
         long count = 1;
         for (long size : shape) {
             if (size < 0) {
-                throw new FormatException(what, "has a negative size in its shape " + java.util.Arrays.toString(shape));
+                throw new FormatException(what, "has a negative size in its shape " + Messages.shortened(shape));
             }
             try {
                 count = Math.multiplyExact(count, size);
             } catch (ArithmeticException e) {
                 throw new FormatException(what, "has a shape whose element count overflows a long: "
-                        + java.util.Arrays.toString(shape));
+                        + Messages.shortened(shape));
             }
         }
         return count;

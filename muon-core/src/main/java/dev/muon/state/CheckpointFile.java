@@ -388,7 +388,7 @@ public final class CheckpointFile {
         }
         if (!out.keySet().equals(keys)) {
             throw new FormatException(where, "must have exactly the keys " + new java.util.TreeSet<>(keys)
-                    + ", got " + Messages.shortened(new java.util.TreeSet<>(out.keySet()).toString()));
+                    + ", got " + Messages.shortened(new java.util.TreeSet<>(out.keySet())));
         }
         return out;
     }
