@@ -468,7 +468,13 @@ public final class MuonAdamW implements TrainingOptimizer {
      */
     public void load(Path path) {
         Objects.requireNonNull(path, "path must not be null");
-        guard.run("load", () -> restoreChecked(StateFiles.load(path, group), "checkpoint " + path));
+        guard.run("load", () -> {
+            String source = "checkpoint " + path;
+            OptimizerState mine = captureState(StateCapture.NONE);
+            // The file's shapes are checked against this optimizer's before any tensor of it is allocated.
+            restoreChecked(StateFiles.load(path, group, described -> StateFit.require(mine, described, source,
+                    d -> HybridState.withHint(assignment, d))), source);
+        });
     }
 
     /**

@@ -126,6 +126,8 @@ public final class TorchLoad implements AutoCloseable {
         long[] size = ref.size();
         long[] stride = ref.stride();
         checkView(ref.offset(), size, stride, storage.numel(), where);
+        // The view's shape is made as a tensor below: an empty one can still be one libtorch cannot stride.
+        TensorBytes.elementCount(size, where);
         String name = prefix + "data/" + storage.key();
         ZipEntry entry = zip.getEntry(name);
         if (entry == null) {
