@@ -250,6 +250,71 @@ class HostileFilesTest {
         assertTrue(muon.momentumBuffer(w).orElseThrow().equal(momentum));
     }
 
+    /**
+     * A parameter value of NaN (issue 41's probe): in a checkpoint with a valid checksum, as a buggy writer's file
+     * would be, it is refused as a NaN buffer is, naming the entry; nothing changes.
+     */
+    @Test
+    void load_nanParameterValue_isRefused_namingTheEntry() {
+        Map<String, Tensor> named = CheckpointTest.small(torch.ScalarType.Float, 5);
+        MuonAdamW opt = CheckpointTest.hybrid(named);
+        TestModels.setGradients(named, 3);
+        opt.step();
+        Path good = dir.resolve("good.ckpt");
+        opt.save(good);
+        Path bad = CraftedCheckpoints.edited(good, dir.resolve("bad.ckpt"), meta -> { }, doc -> { }, tensors -> {
+            tensors.get("value/fc1.weight").select(0, 1).fill_(new Scalar(Double.NaN));
+            tensors.get("value/embed.weight").select(0, 0).fill_(new Scalar(Double.NEGATIVE_INFINITY));
+        });
+        Map<String, Tensor> before = CheckpointTest.stateOf(opt);
+
+        StateMismatchException e = assertThrows(StateMismatchException.class, () -> opt.load(bad));
+        assertEquals(List.of("'embed.weight' value", "'fc1.weight' value"),
+                e.differences().stream().map(d -> d.entry()).toList(), e.getMessage());
+        assertTrue(e.getMessage().contains("'fc1.weight' value values: this optimizer finite, the state NaN or Inf"),
+                e.getMessage());
+        Map<String, Tensor> after = CheckpointTest.stateOf(opt);
+        for (String key : before.keySet()) {
+            assertTrue(before.get(key).equal(after.get(key)), key + " changed");
+        }
+    }
+
+    /** The same through {@code restore()}, for {@code Muon} and {@code MuonAdamW}. */
+    @Test
+    void restore_nanParameterValue_isRefused_namingTheEntry() {
+        Map<String, Tensor> named = CheckpointTest.small(torch.ScalarType.Float, 5);
+        MuonAdamW opt = CheckpointTest.hybrid(named);
+        TestModels.setGradients(named, 3);
+        opt.step();
+        Map<String, Tensor> before = CheckpointTest.stateOf(opt);
+        StateMismatchException e = assertThrows(StateMismatchException.class,
+                () -> opt.restore(withNanValue(opt.state(), "fc1.weight")));
+        assertEquals(1, e.differences().size(), e.getMessage());
+        assertTrue(e.getMessage().contains("'fc1.weight' value values: this optimizer finite, the state NaN or Inf"),
+                e.getMessage());
+        Map<String, Tensor> after = CheckpointTest.stateOf(opt);
+        for (String key : before.keySet()) {
+            assertTrue(before.get(key).equal(after.get(key)), key + " changed");
+        }
+
+        Tensor w = torch.randn(6, 4);
+        Muon muon = Muon.of(List.of(w), MuonConfig.defaults());
+        step(muon, w);
+        Tensor value = w.clone();
+        StateMismatchException m = assertThrows(StateMismatchException.class,
+                () -> muon.restore(withNanValue(muon.state(), "parameter 0 of group 0")));
+        assertTrue(m.getMessage().contains("'parameter 0 of group 0' value values: this optimizer finite, the state "
+                + "NaN or Inf"), m.getMessage());
+        assertTrue(w.equal(value));
+    }
+
+    private static dev.muon.state.OptimizerState withNanValue(dev.muon.state.OptimizerState state, String name) {
+        List<dev.muon.state.ParameterEntry> entries = state.entries().stream().map(e -> e.name().equals(name)
+                ? e.withValue(e.value().clone().fill_(new Scalar(Double.NaN))) : e).toList();
+        return new dev.muon.state.OptimizerState(state.step(), state.muonConfigs(), state.adamWConfig(), entries,
+                state.schedule());
+    }
+
     private static void step(Muon muon, Tensor w) {
         w.mutable_grad().put(torch.randn(6, 4));
         muon.step();
