@@ -41,7 +41,8 @@ public final class Messages {
      * memo lets a 2 kB file hold a list that shares its sublists, whose {@code toString()} would be gigabytes,
      * so the walk stops as soon as the text is long enough.
      *
-     * @param value a list, map, {@link PickleValues.Tuple}, {@code long[]}, string, number, boolean or null
+     * @param value a collection, map, other iterable (a pickle's tuple, written {@code (a, b)}), {@code long[]},
+     *              string, number, boolean or null
      * @return its text, or its first characters followed by {@code "... (cut)"}
      */
     public static String shortened(Object value) {
@@ -72,10 +73,11 @@ public final class Messages {
                 separator = ", ";
             }
             out.append('}');
-        } else if (value instanceof Iterable<?> items) {
+        } else if (value instanceof java.util.Collection<?> items) {
             writeAll(items, '[', ']', out);
-        } else if (value instanceof PickleValues.Tuple tuple) {
-            writeAll(tuple.items(), '(', ')', out);
+        } else if (value instanceof Iterable<?> items) {
+            // A pickle's tuple: this class is below PickleValues, which names it only as an Iterable.
+            writeAll(items, '(', ')', out);
         } else if (value instanceof long[] longs) {
             out.append('[');
             for (int i = 0; i < longs.length && out.length() <= QUOTED_CHARS; i++) {
