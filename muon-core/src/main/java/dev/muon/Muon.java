@@ -434,6 +434,21 @@ public final class Muon implements TrainingOptimizer {
         });
     }
 
+    /** Every parameter's label, in group order ({@code "parameter 0 of group 0"}, or its name). */
+    List<String> labels() {
+        return labels;
+    }
+
+    /** Every parameter, in group order. */
+    List<Tensor> params() {
+        return params;
+    }
+
+    /** Whether a step averages the gradients over ranks first: distributed, with peers and averaging on. */
+    boolean averagesGradients() {
+        return sharding != null && sharding.group().worldSize() > 1 && sharding.config().averageGradients();
+    }
+
     /** The process group of a distributed optimizer, null in a single process. */
     private DistributedGroup processGroup() {
         return sharding == null ? null : sharding.group();

@@ -557,6 +557,16 @@ public final class MuonAdamW implements TrainingOptimizer {
         });
     }
 
+    /** The policy for NaN and Inf gradients this optimizer was built with. */
+    NonFinitePolicy nonFinitePolicy() {
+        return gradients.policy();
+    }
+
+    /** Whether a step averages the gradients over ranks first: distributed, with peers and averaging on. */
+    boolean averagesGradients() {
+        return group != null && group.worldSize() > 1 && sharding.averageGradients();
+    }
+
     private void requireSingleProcess(String operation) {
         if (group != null) {
             throw new UnsupportedOperationException(operation + " works on a single-process optimizer only; this "
