@@ -132,6 +132,29 @@ class DistributedReliabilityTest {
     }
 
     /**
+     * The way docs/distributed.md gives to clip with each rank on its shard: average first
+     * ({@code GradientAveraging}), then clip, then a step built not to average again. Every rank clips by the same
+     * norm (the whole batch's, within float32 rounding) and the run matches the single-process clipped run within
+     * the averaged runs' 1e-5; the ranks agree bit for bit.
+     */
+    @Test
+    void clipping_afterAveragingTheShards_matchesTheSingleProcessRun() {
+        String[] reference = rank0.get("clipNorms").split(",");
+        for (Map<String, String> stats : List.of(rank0, rank1)) {
+            String[] norms = stats.get("clipAveragedFirstNorms").split(",");
+            for (int i = 0; i < norms.length; i++) {
+                double expected = Double.parseDouble(reference[i]);
+                assertEquals(expected, Double.parseDouble(norms[i]), 1e-5 * expected, "the norm of step " + (i + 1));
+            }
+        }
+        assertEquals(rank0.get("clipAveragedFirstNorms"), rank1.get("clipAveragedFirstNorms"));
+        Map<String, Tensor> mine = params("clip-averaged-rank0.pt");
+        assertBitwiseEqual(mine, params("clip-averaged-rank1.pt"), "rank 1 against 0");
+        double diff = maxAbsDiff(params("clip-reference.pt"), mine);
+        assertTrue(diff <= 1e-5, "differs from the clipped single-process run by " + diff);
+    }
+
+    /**
      * A checkpoint saved at W = 2 loads into a W = 2 optimizer whose fc2.weight moved (Muon to AdamW and back):
      * refused by default with the way on, and with START_FRESH every rank ends bit for bit where one process that
      * restored the same file with START_FRESH ends.

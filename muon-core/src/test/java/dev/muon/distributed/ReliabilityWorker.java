@@ -80,6 +80,23 @@ final class ReliabilityWorker {
         clipped(clippedModel, ShardedTrainingWorker.builder(clippedModel).distributed(group, exact).build());
         TensorFiles.write(clippedModel.named(), dir.resolve("clip-rank" + rank + ".pt"));
 
+        // The documented way to clip with each rank on its shard: average the gradients first, then clip, then a
+        // step that does not average again.
+        TinyClassifier shardModel = new TinyClassifier(7, false);
+        MuonAdamW shardOptimizer = ShardedTrainingWorker.builder(shardModel).distributed(group, exact).build();
+        List<String> averagedNorms = new ArrayList<>();
+        for (int step = 1; step <= STEPS; step++) {
+            shardOptimizer.zeroGrad();
+            shardModel.lossAndBackward(step, rank, world);
+            Map<String, org.bytedeco.pytorch.Tensor> named = shardModel.named();
+            GradientAveraging.averageGradients(group, new ArrayList<>(named.keySet()),
+                    new ArrayList<>(named.values()));
+            averagedNorms.add(String.valueOf(GradientClipping.clipGradNorm(shardOptimizer, MAX_NORM)));
+            shardOptimizer.step();
+        }
+        stats.put("clipAveragedFirstNorms", String.join(",", averagedNorms));
+        TensorFiles.write(shardModel.named(), dir.resolve("clip-averaged-rank" + rank + ".pt"));
+
         // A checkpoint saved at W ranks, loaded into an optimizer whose fc2.weight moved, at W ranks and in one.
         for (String direction : DIRECTIONS) {
             UnaryOperator<MuonAdamW.Builder> saved = direction.equals("muonToAdamW") ? b -> b
