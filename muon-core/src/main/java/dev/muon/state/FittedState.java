@@ -1,6 +1,7 @@
 package dev.muon.state;
 
 import dev.muon.OptimizerKind;
+import dev.muon.internal.Messages;
 import dev.muon.internal.TorchNatives;
 
 import java.util.ArrayList;
@@ -107,11 +108,14 @@ public record FittedState(OptimizerState state, List<String> fresh) {
                 continue;
             }
             ParameterSpec spec = theirs.spec();
-            if (!Arrays.equals(spec.shape(), mine.shape()) || spec.dtype().value != mine.dtype().value) {
-                refused.add(new StateMismatchException.Difference(where, Arrays.equals(spec.shape(), mine.shape())
-                        ? "dtype" : "shape", Arrays.equals(spec.shape(), mine.shape()) ? mine.dtype().toString()
-                        : Arrays.toString(mine.shape()), Arrays.equals(spec.shape(), mine.shape())
-                        ? spec.dtype().toString() : Arrays.toString(spec.shape()), null));
+            if (!Arrays.equals(spec.shape(), mine.shape())) {
+                refused.add(new StateMismatchException.Difference(where, "shape", Arrays.toString(mine.shape()),
+                        Arrays.toString(spec.shape()), null));
+                continue;
+            }
+            if (spec.dtype().value != mine.dtype().value) {
+                refused.add(new StateMismatchException.Difference(where, "dtype", mine.dtype().toString(),
+                        spec.dtype().toString(), null));
                 continue;
             }
             if (spec.equals(mine)) {
@@ -126,8 +130,9 @@ public record FittedState(OptimizerState state, List<String> fresh) {
             fresh.add(where + " (" + placeOf(spec) + " in the state, now " + placeOf(mine) + ")");
         }
         for (ParameterEntry left : saved.values()) {
-            refused.add(new StateMismatchException.Difference("'" + left.name() + "'", "presence", "absent",
-                    "present", "a restore with AssignmentChanges.START_FRESH drops no parameter of the state"));
+            refused.add(new StateMismatchException.Difference("'" + Messages.shortened(left.name()) + "'",
+                    "presence", "absent", "present",
+                    "a restore with AssignmentChanges.START_FRESH drops no parameter of the state"));
         }
         if (!refused.isEmpty()) {
             throw new StateMismatchException(source, refused.stream().map(hints).toList());
@@ -154,7 +159,7 @@ public record FittedState(OptimizerState state, List<String> fresh) {
     /** Where a parameter is: {@code MUON}, {@code ADAMW group 1}, {@code tied to 'wte.weight'}, with its split. */
     private static String placeOf(ParameterSpec spec) {
         if (spec.isTied()) {
-            return "tied to '" + spec.tiedTo() + "'";
+            return "tied to '" + Messages.shortened(spec.tiedTo()) + "'";
         }
         String place = spec.optimizer().name() + (spec.group() == 0 ? "" : " group " + spec.group());
         return spec.optimizer() == OptimizerKind.MUON && spec.rowSplit() != null ? place + " " + spec.rowSplit()
