@@ -38,8 +38,9 @@ import java.util.List;
  *
  * <p><b>Distributed.</b> A distributed optimizer that averages the gradients does so inside {@code step()}, after
  * this call would run: clipping each rank's own gradients would clip by another norm on every rank. It is refused
- * there; with {@code ShardingConfig.withAverageGradients(false)} every rank holds the same gradients and clipping
- * them alike is exact.
+ * there. Average first ({@code GradientAveraging.averageGradients}), then clip, then step an optimizer built with
+ * {@code ShardingConfig.withAverageGradients(false)}: every rank holds the same gradients and clips them alike
+ * (see {@code docs/distributed.md}, "Gradient accumulation").
  *
  * <pre>{@code
  * optimizer.zeroGrad();
@@ -173,7 +174,6 @@ public final class GradientClipping {
         for (Tensor grad : grads) {
             norms.push_back(torch.linalg_vector_norm(grad).to(torch.ScalarType.Double));
         }
-        double sum = 0;
         Tensor first = norms.get(0);
         boolean oneDevice = true;
         for (long i = 1; i < norms.size(); i++) {
@@ -182,6 +182,7 @@ public final class GradientClipping {
         if (oneDevice) {
             return torch.stack(norms).square().sum().sqrt().item_double();
         }
+        double sum = 0;
         for (long i = 0; i < norms.size(); i++) {
             double n = norms.get(i).item_double();
             sum += n * n;

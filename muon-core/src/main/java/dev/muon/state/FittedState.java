@@ -29,9 +29,12 @@ public record FittedState(OptimizerState state, List<String> fresh) {
         TorchNatives.extract();
     }
 
-    /** The fields of {@link StateFit}'s differences that a changed assignment explains. */
+    /**
+     * The fields of {@link StateFit}'s differences that a moved, new or untied parameter explains. A row split
+     * alone is a setting of the run, not a move: its refusal names the split, as it did.
+     */
     private static final Set<String> ASSIGNMENT_FIELDS = Set.of("count", "presence", "name", "optimizer", "group",
-            "tied to", "row split");
+            "tied to");
 
     /**
      * Copies.
