@@ -12,7 +12,9 @@ import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.Orthogonalizer;
 import dev.muon.schedule.ScheduleRecord;
 import dev.muon.schedule.TrainingOptimizer;
+import dev.muon.state.AssignmentChanges;
 import dev.muon.state.CheckpointFile;
+import dev.muon.state.FittedState;
 import dev.muon.state.OptimizerState;
 import dev.muon.state.StateFit;
 import dev.muon.state.TorchStateFile;
@@ -32,6 +34,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.IntPredicate;
+import java.util.function.Supplier;
 
 /**
  * Muon: momentum orthogonalized by Newton–Schulz, for 2-D hidden weights (and, when configured, flattened conv
@@ -152,6 +155,8 @@ public final class Muon implements TrainingOptimizer {
 
     /** The fewest parameters of one shape that are orthogonalized as a batch (see {@link #BATCH_MAX_SIDE}). */
     public static final int BATCH_MIN_PARAMETERS = SameShapeBatch.MIN_PARAMETERS;
+
+    private static final System.Logger LOG = System.getLogger(Muon.class.getName());
 
     private final List<MuonGroup> groups;
     private final Map<Long, ParameterState> byIdentity;
@@ -349,8 +354,32 @@ public final class Muon implements TrainingOptimizer {
      *                                               nothing changes
      */
     public void load(Path path) {
+        load(path, AssignmentChanges.REFUSE);
+    }
+
+    /**
+     * {@link #load(Path)}, saying what to do with parameters whose place changed since the checkpoint was saved:
+     * {@link AssignmentChanges#START_FRESH} restores every parameter that still fits bit for bit and starts the
+     * others afresh, naming each in one INFO line ({@link #restore(OptimizerState, AssignmentChanges)}).
+     *
+     * @param path    the checkpoint
+     * @param changes what to do with parameters whose place changed
+     * @throws dev.muon.state.StateFileException     if the file is missing, truncated, corrupt or malformed
+     * @throws dev.muon.state.StateMismatchException if it does not fit this optimizer, even so (listing every
+     *                                               difference)
+     * @throws IllegalStateException                 if another thread is inside this optimizer; in every case
+     *                                               nothing changes
+     */
+    public void load(Path path, AssignmentChanges changes) {
         Objects.requireNonNull(path, "path must not be null");
-        guard.run("load", () -> restoreChecked(StateFiles.load(path, processGroup()), "checkpoint " + path));
+        Objects.requireNonNull(changes, "changes must not be null");
+        guard.run("load", () -> {
+            String source = "checkpoint " + path;
+            OptimizerState mine = captureState(StateCapture.NONE);
+            // The file's shapes are checked against this optimizer's before any tensor of it is allocated.
+            restoreChecked(StateFiles.load(path, processGroup(), described -> FittedState.of(mine, described,
+                    changes, source, d -> d)), source, changes);
+        });
     }
 
     /**
@@ -381,8 +410,25 @@ public final class Muon implements TrainingOptimizer {
      * @throws IllegalStateException                 if another thread is inside this optimizer
      */
     public void restore(OptimizerState state) {
+        restore(state, AssignmentChanges.REFUSE);
+    }
+
+    /**
+     * {@link #restore(OptimizerState)}, saying what to do with parameters whose place changed since the state was
+     * taken (a parameter in another group, one that appeared): {@link AssignmentChanges#START_FRESH} restores every
+     * parameter whose entry is unchanged bit for bit, gives a parameter of another place the state's value and no
+     * momentum, keeps a new one as it is, and names each in one INFO line of this class's logger.
+     *
+     * @param state   the state
+     * @param changes what to do with parameters whose place changed
+     * @throws dev.muon.state.StateMismatchException if it does not fit, even so, listing every difference; nothing
+     *                                               changes
+     * @throws IllegalStateException                 if another thread is inside this optimizer
+     */
+    public void restore(OptimizerState state, AssignmentChanges changes) {
         Objects.requireNonNull(state, "state must not be null");
-        guard.run("restore", () -> restoreChecked(state, "the state"));
+        Objects.requireNonNull(changes, "changes must not be null");
+        guard.run("restore", () -> restoreChecked(state, "the state", changes));
     }
 
     /**
@@ -426,8 +472,23 @@ public final class Muon implements TrainingOptimizer {
         guard.run("importTorchStateDict", () -> {
             requireSingleProcess("importTorchStateDict");
             OptimizerState read = TorchStateFile.read(path, captureState(StateCapture.NONE));
-            restoreChecked(read, "torch state dict " + path);
+            restoreChecked(read, "torch state dict " + path, AssignmentChanges.REFUSE);
         });
+    }
+
+    /** Every parameter's label, in group order ({@code "parameter 0 of group 0"}, or its name). */
+    List<String> labels() {
+        return labels;
+    }
+
+    /** Every parameter, in group order. */
+    List<Tensor> params() {
+        return params;
+    }
+
+    /** Whether a step averages the gradients over ranks first: distributed, with peers and averaging on. */
+    boolean averagesGradients() {
+        return sharding != null && sharding.group().worldSize() > 1 && sharding.config().averageGradients();
     }
 
     /** The process group of a distributed optimizer, null in a single process. */
@@ -447,11 +508,20 @@ public final class Muon implements TrainingOptimizer {
         return transfer.capture(capture, stepCount, scheduleRecord);
     }
 
-    /** Checks {@code candidate} against this optimizer ({@link StateFit}), then restores it. */
-    private void restoreChecked(OptimizerState candidate, String source) {
-        transfer.requireFits(captureState(StateCapture.NONE), candidate, source);
-        applyChecked(candidate);
-        scheduleRecord = ScheduleRecords.afterLoad(candidate.schedule(), scheduleRecord, lrs(), source);
+    /**
+     * Fits {@code candidate} to this optimizer ({@link FittedState}, {@link StateFit}), then restores it.
+     * Distributed, every rank fits its copy and all succeed before any goes on.
+     */
+    private void restoreChecked(OptimizerState candidate, String source, AssignmentChanges changes) {
+        OptimizerState mine = captureState(StateCapture.NONE);
+        Supplier<FittedState> fit = () -> FittedState.of(mine, candidate, changes, source, d -> d);
+        FittedState fitted = sharding == null ? fit.get()
+                : sharding.group().agree("restoring " + source, fit, f -> "fits");
+        applyChecked(fitted.state());
+        scheduleRecord = ScheduleRecords.afterLoad(fitted.state().schedule(), scheduleRecord, lrs(), source);
+        if (!fitted.fresh().isEmpty()) {
+            LOG.log(System.Logger.Level.INFO, fitted.logLine("Muon", source));
+        }
     }
 
     /**

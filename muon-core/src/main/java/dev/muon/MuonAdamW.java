@@ -8,7 +8,9 @@ import dev.muon.internal.NativeLifetime;
 import dev.muon.internal.TorchNatives;
 import dev.muon.schedule.ScheduleRecord;
 import dev.muon.schedule.TrainingOptimizer;
+import dev.muon.state.AssignmentChanges;
 import dev.muon.state.CheckpointFile;
+import dev.muon.state.FittedState;
 import dev.muon.state.OptimizerState;
 import dev.muon.state.StateFit;
 import dev.muon.state.StateMismatchException;
@@ -467,8 +469,33 @@ public final class MuonAdamW implements TrainingOptimizer {
      *                                               nothing changes
      */
     public void load(Path path) {
+        load(path, AssignmentChanges.REFUSE);
+    }
+
+    /**
+     * {@link #load(Path)}, saying what to do with parameters whose place changed since the checkpoint was saved (a
+     * parameter moved between Muon and AdamW, one that appeared, a tied weight that was split):
+     * {@link AssignmentChanges#START_FRESH} restores every parameter that still fits bit for bit and starts the
+     * others afresh, naming each in one INFO line ({@link #restore(OptimizerState, AssignmentChanges)}).
+     *
+     * @param path    the checkpoint
+     * @param changes what to do with parameters whose place changed
+     * @throws dev.muon.state.StateFileException     if the file is missing, truncated, corrupt or malformed
+     * @throws dev.muon.state.StateMismatchException if it does not fit this optimizer, even so (listing every
+     *                                               difference)
+     * @throws IllegalStateException                 if another thread is inside this optimizer; in every case
+     *                                               nothing changes
+     */
+    public void load(Path path, AssignmentChanges changes) {
         Objects.requireNonNull(path, "path must not be null");
-        guard.run("load", () -> restoreChecked(StateFiles.load(path, group), "checkpoint " + path));
+        Objects.requireNonNull(changes, "changes must not be null");
+        guard.run("load", () -> {
+            String source = "checkpoint " + path;
+            OptimizerState mine = captureState(StateCapture.NONE);
+            // The file's shapes are checked against this optimizer's before any tensor of it is allocated.
+            restoreChecked(StateFiles.load(path, group, described -> FittedState.of(mine, described, changes,
+                    source, d -> HybridState.withHint(assignment, d))), source, changes);
+        });
     }
 
     /**
@@ -501,8 +528,29 @@ public final class MuonAdamW implements TrainingOptimizer {
      *                                               AdamW refuses the moments; nothing changes
      */
     public void restore(OptimizerState state) {
+        restore(state, AssignmentChanges.REFUSE);
+    }
+
+    /**
+     * {@link #restore(OptimizerState)}, saying what to do with parameters whose place changed since the state was
+     * taken. Under {@link AssignmentChanges#START_FRESH}: every parameter whose entry is unchanged is restored bit
+     * for bit; one that moved between Muon and AdamW (or to the other AdamW group) gets the state's value and
+     * starts with no momentum or moments; one the state does not hold (new, or the second name of a tied weight
+     * that was split) keeps its value and starts afresh; a name now tied to another drops its saved state. One
+     * INFO line of this class's logger names each. A parameter of the state that this optimizer does not have, or
+     * has with another shape or dtype, is still refused.
+     *
+     * @param state   the state
+     * @param changes what to do with parameters whose place changed
+     * @throws dev.muon.state.StateMismatchException if it does not fit, even so, listing every difference; nothing
+     *                                               changes
+     * @throws IllegalStateException                 if another thread is inside this optimizer, or libtorch's
+     *                                               AdamW refuses the moments; nothing changes
+     */
+    public void restore(OptimizerState state, AssignmentChanges changes) {
         Objects.requireNonNull(state, "state must not be null");
-        guard.run("restore", () -> restoreChecked(state, "the state"));
+        Objects.requireNonNull(changes, "changes must not be null");
+        guard.run("restore", () -> restoreChecked(state, "the state", changes));
     }
 
     /**
@@ -547,8 +595,18 @@ public final class MuonAdamW implements TrainingOptimizer {
         guard.run("importTorchStateDict", () -> {
             requireSingleProcess("importTorchStateDict");
             OptimizerState read = TorchStateFile.read(path, captureState(StateCapture.NONE));
-            restoreChecked(read, "torch state dict " + path);
+            restoreChecked(read, "torch state dict " + path, AssignmentChanges.REFUSE);
         });
+    }
+
+    /** The policy for NaN and Inf gradients this optimizer was built with. */
+    NonFinitePolicy nonFinitePolicy() {
+        return gradients.policy();
+    }
+
+    /** Whether a step averages the gradients over ranks first: distributed, with peers and averaging on. */
+    boolean averagesGradients() {
+        return group != null && group.worldSize() > 1 && sharding.averageGradients();
     }
 
     private void requireSingleProcess(String operation) {
@@ -569,19 +627,23 @@ public final class MuonAdamW implements TrainingOptimizer {
     }
 
     /**
-     * Checks {@code candidate} ({@link StateFit}, with this builder's hints), builds the AdamW that holds its
-     * moments, and only then changes anything: the Muon part in place, the AdamW swapped in, the counters reset.
+     * Fits {@code requested} to this optimizer ({@link FittedState}: {@link StateFit} with this builder's hints,
+     * under {@code changes}), builds the AdamW that holds its moments, and only then changes anything: the Muon
+     * part in place, the AdamW swapped in, the counters reset.
      */
-    private void restoreChecked(OptimizerState candidate, String source) {
+    private void restoreChecked(OptimizerState requested, String source, AssignmentChanges changes) {
         OptimizerState mine = captureState(StateCapture.NONE);
-        Supplier<AdamW> prepare = () -> {
-            StateFit.require(mine, candidate, source, d -> HybridState.withHint(assignment, d));
-            return adamW.withMoments(candidate, adamWConfig, source);
+        Supplier<Prepared> prepare = () -> {
+            FittedState fitted = FittedState.of(mine, requested, changes, source,
+                    d -> HybridState.withHint(assignment, d));
+            return new Prepared(fitted, adamW.withMoments(fitted.state(), adamWConfig, source));
         };
         // Distributed, building the fresh AdamW can still fail on one rank: every rank must succeed before any
         // of them changes anything.
-        AdamW fresh = group == null ? prepare.get()
+        Prepared prepared = group == null ? prepare.get()
                 : group.agree("restoring " + source, prepare::get, r -> "ready");
+        AdamW fresh = prepared.adamW();
+        OptimizerState candidate = prepared.fitted().state();
         if (muon != null) {
             muon.applyChecked(HybridState.muonPart(candidate));
         }
@@ -595,6 +657,13 @@ public final class MuonAdamW implements TrainingOptimizer {
         scheduleRecord = ScheduleRecords.afterLoad(candidate.schedule(), scheduleRecord,
                 new double[]{muonConfig.lr(), adamWConfig.lr()}, source);
         lastStep = new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of());
+        if (!prepared.fitted().fresh().isEmpty()) {
+            LOG.log(System.Logger.Level.INFO, prepared.fitted().logLine("MuonAdamW", source));
+        }
+    }
+
+    /** A restore's state as it fits, and the AdamW that holds its moments: everything made before any change. */
+    private record Prepared(FittedState fitted, AdamW adamW) {
     }
 
     /**

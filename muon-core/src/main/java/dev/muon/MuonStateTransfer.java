@@ -5,7 +5,6 @@ import dev.muon.schedule.ScheduleRecord;
 import dev.muon.state.OptimizerState;
 import dev.muon.state.ParameterEntry;
 import dev.muon.state.ParameterSpec;
-import dev.muon.state.StateFit;
 import org.bytedeco.pytorch.Tensor;
 
 import java.util.ArrayList;
@@ -68,26 +67,9 @@ final class MuonStateTransfer {
     }
 
     /**
-     * Checks that {@code candidate} fits {@code mine}, the optimizer's state without tensors ({@link StateFit});
-     * distributed, every rank checks its copy and all succeed before any goes on.
-     *
-     * @throws dev.muon.state.StateMismatchException if it does not fit, listing every difference
-     */
-    void requireFits(OptimizerState mine, OptimizerState candidate, String source) {
-        if (sharding == null) {
-            StateFit.require(mine, candidate, source, d -> d);
-        } else {
-            sharding.group().agree("restoring " + source, () -> {
-                StateFit.require(mine, candidate, source, d -> d);
-                return Boolean.TRUE;
-            }, ok -> "fits");
-        }
-    }
-
-    /**
-     * Restores the parameter values, buffers and group configs of a state that {@link StateFit} has accepted:
-     * cannot fail (copies into tensors of checked shapes). Distributed, each rank keeps the buffers of the
-     * parameters it owns.
+     * Restores the parameter values, buffers and group configs of a state that {@link dev.muon.state.StateFit}
+     * has accepted: cannot fail (copies into tensors of checked shapes). Distributed, each rank keeps the buffers
+     * of the parameters it owns.
      */
     void apply(OptimizerState checked) {
         for (int i = 0; i < states.size(); i++) {

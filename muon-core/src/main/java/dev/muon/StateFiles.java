@@ -7,6 +7,7 @@ import dev.muon.state.OptimizerState;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
+import java.util.function.Consumer;
 
 /**
  * How both optimizers put a checkpoint on disk and take one back, alone or over a process group: a single process
@@ -55,18 +56,22 @@ final class StateFiles {
      * Reads a checkpoint. Distributed, a collective: every rank reads, and a rank that fails, or that read other
      * content (another copy, another step), fails every rank before any of them changes anything.
      *
-     * @param path  the checkpoint
-     * @param group the process group, or null for a single process
+     * @param path          the checkpoint
+     * @param group         the process group, or null for a single process
+     * @param beforeTensors checks the state the file describes before any of its tensors is allocated
+     *                      ({@link CheckpointFile#read(Path, java.util.function.Consumer)}): the optimizer's fit
      * @return the state it holds
-     * @throws dev.muon.state.StateFileException if the file is malformed
-     * @throws IllegalStateException             distributed, on every rank if any rank's read fails or the ranks
-     *                                           read different content
+     * @throws dev.muon.state.StateFileException     if the file is malformed
+     * @throws dev.muon.state.StateMismatchException what {@code beforeTensors} throws
+     * @throws IllegalStateException                 distributed, on every rank if any rank's read fails or the
+     *                                               ranks read different content
      */
-    static OptimizerState load(Path path, DistributedGroup group) {
+    static OptimizerState load(Path path, DistributedGroup group, Consumer<OptimizerState> beforeTensors) {
         if (group == null) {
-            return CheckpointFile.read(path);
+            return CheckpointFile.read(path, beforeTensors);
         }
-        return group.agree("the step and content of checkpoint " + path, () -> CheckpointFile.read(path),
+        return group.agree("the step and content of checkpoint " + path,
+                () -> CheckpointFile.read(path, beforeTensors),
                 read -> "step=" + read.step() + " sha256=" + CheckpointFile.sha256(path));
     }
 }

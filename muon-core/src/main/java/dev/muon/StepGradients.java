@@ -47,6 +47,11 @@ final class StepGradients {
         this.averagedParams = List.copyOf(params);
     }
 
+    /** The policy this step's screen applies. */
+    NonFinitePolicy policy() {
+        return policy;
+    }
+
     /**
      * A step's gradients, and whether the step applies.
      *

@@ -195,7 +195,34 @@ class CheckpointTest {
                         "__metadata__.format must be 'dev.muon.checkpoint', got 'pt' (not a Muon checkpoint)"),
                 Arguments.of("futureVersion", (Function<Path, Path>) good -> CraftedCheckpoints.edited(good,
                         good.resolveSibling("v4.ckpt"), meta -> meta.put("format_version", "4"), doc -> { }),
-                        "__metadata__.format_version must be 3, got '4' (this library reads version 3 only)"));
+                        "__metadata__.format_version must be 3, got '4' (this library reads version 3 only)"),
+                // Issue 41's probes, each with the good file's SHA-256 (so wrong): refused before libtorch sees the
+                // shape, and before the digest is computed. No element, but strides past a long.
+                Arguments.of("emptyShapeOverflowingStrides", (Function<Path, Path>) good -> CraftedCheckpoints
+                                .reshaped(good, good.resolveSibling("strides.ckpt"), "momentum/fc1.weight",
+                                        new long[]{0, 1L << 62, 1L << 62}, 0, doc -> { }),
+                        "tensor 'momentum/fc1.weight' has a shape whose strides overflow a long"),
+                // A sparse file of a terabyte whose header claims it for a tensor the document gives [10, 4].
+                Arguments.of("headerClaimsATerabyte", (Function<Path, Path>) good -> CraftedCheckpoints
+                                .reshaped(good, good.resolveSibling("terabyte.ckpt"), "value/embed.weight",
+                                        new long[]{1L << 38}, 1L << 40, doc -> { }),
+                        "tensor 'value/embed.weight' has shape [274877906944] (274877906944 elements), more than "
+                                + "the 40 of [10, 4] that the state document gives parameter 'embed.weight'"),
+                // The document agrees with the header: the optimizer's [10, 4] refuses it before any allocation.
+                Arguments.of("documentClaimsATerabyte", (Function<Path, Path>) good -> CraftedCheckpoints
+                                .reshaped(good, good.resolveSibling("terabyte-doc.ckpt"), "value/embed.weight",
+                                        new long[]{1L << 38}, 1L << 40, CheckpointTest::embedOfATerabyte),
+                        "'embed.weight' shape: this optimizer [10, 4], the state [274877906944]"));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void embedOfATerabyte(Map<String, Object> doc) {
+        for (Object p : (List<Object>) doc.get("parameters")) {
+            Map<String, Object> parameter = (Map<String, Object>) p;
+            if (parameter.get("name").equals("embed.weight")) {
+                parameter.put("shape", List.of(1L << 38));
+            }
+        }
     }
 
     @ParameterizedTest(name = "{0}")

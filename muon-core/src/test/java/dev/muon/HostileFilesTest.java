@@ -42,6 +42,11 @@ class HostileFilesTest {
 
     /** A torch.optim.Muon state dict for one [6, 4] parameter, whose momentum buffer {@code momentum} writes. */
     private static byte[] muonStateDict(Consumer<PickleBytes> momentum) {
+        return muonStateDict(momentum, p -> { });
+    }
+
+    /** {@link #muonStateDict(Consumer)} with more keys in the Muon group, written by {@code groupKeys}. */
+    private static byte[] muonStateDict(Consumer<PickleBytes> momentum, Consumer<PickleBytes> groupKeys) {
         PickleBytes p = PickleBytes.protocol2().op('}', '(')
                 .string("format").string("dev.muon.torch_state_dict/1")
                 .string("param_names").op(']').string("parameter 0 of group 0").op('a')
@@ -58,8 +63,9 @@ class HostileFilesTest {
                 .string("ns_coefficients").op('(').number(3.4445).number(-4.775).number(2.0315).op('t')
                 .string("eps").number(1e-7)
                 .string("ns_steps").integer(5)
-                .string("adjust_lr_fn").string("original")
-                .string("params").op(']').integer(0).op('a')
+                .string("adjust_lr_fn").string("original");
+        groupKeys.accept(p);
+        p.string("params").op(']').integer(0).op('a')
                 .op('u', 'a', 'u', 'u');
         return p.stop();
     }
@@ -186,6 +192,127 @@ class HostileFilesTest {
         for (String key : before.keySet()) {
             assertTrue(before.get(key).equal(after.get(key)), key + " changed");
         }
+    }
+
+    /**
+     * A list of 2^{@code levels} copies of a 1,000-character string, in a few hundred bytes: each level is a list
+     * of two memo references to the level below (a tree by the reader's rules, since no list changes after it is
+     * placed). Written out whole, as {@code toString()} would, it is 2^{@code levels} kB.
+     */
+    private static Consumer<PickleBytes> sharedSublists(int levels) {
+        return p -> {
+            p.op(']').string("x".repeat(1000)).op('a', 'q', 0);
+            for (int k = 1; k <= levels; k++) {
+                p.op('0', ']', 'h', k - 1, 'a', 'h', k - 1, 'a', 'q', k);
+            }
+        };
+    }
+
+    static Stream<Arguments> sharedSublistFiles() {
+        return Stream.of(
+                // param_names in a group: PyTorch's named groups (torch 2.6+) carry them.
+                Arguments.of("paramNames", muonStateDict(view(24, 0, new long[]{6, 4}, new long[]{4, 1}),
+                        p -> {
+                            p.string("param_names");
+                            sharedSublists(26).accept(p);
+                        }), "muon.param_groups[0].param_names"),
+                Arguments.of("rowSplits", muonStateDict(view(24, 0, new long[]{6, 4}, new long[]{4, 1}),
+                        p -> {
+                            p.string("row_splits").op('}').string("parameter 0 of group 0").op('}')
+                                    .string("split_rows");
+                            sharedSublists(24).accept(p);
+                            p.op('s', 's');
+                        }), "muon.param_groups[0].row_splits['parameter 0 of group 0']"));
+    }
+
+    /**
+     * A value that shares its sublists is quoted in a bounded message, not written out: the list of 2^24 or 2^26
+     * kB that toString() makes of such a 2 kB file ran out of heap before the fix.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("sharedSublistFiles")
+    void muonImport_listOfSharedSublists_isRefused_inAShortMessage(String name, byte[] pickle, String entry) {
+        Path file = PickleBytes.zip(dir.resolve(name + ".pt"), pickle, Map.of("data/0", new byte[96]));
+        Tensor w = torch.randn(6, 4);
+        Muon muon = Muon.builder().addGroup(List.of(w), MuonConfig.defaults())
+                .rowSplit(w, RowSplit.splitRows(2, 2, 2)).build();
+        step(muon, w);
+        Tensor before = w.clone();
+        Tensor momentum = muon.momentumBuffer(w).orElseThrow().clone();
+
+        long start = System.nanoTime();
+        StateFileException e = assertThrows(StateFileException.class, () -> muon.importTorchStateDict(file));
+        long millis = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(e.getMessage().contains(entry), e.getMessage());
+        assertTrue(e.getMessage().length() < 1000, "a message of " + e.getMessage().length() + " characters");
+        assertTrue(millis < 5_000, "refused after " + millis + " ms");
+        assertTrue(w.equal(before));
+        assertTrue(muon.momentumBuffer(w).orElseThrow().equal(momentum));
+    }
+
+    /**
+     * A parameter value of NaN (issue 41's probe): in a checkpoint with a valid checksum, as a buggy writer's file
+     * would be, it is refused as a NaN buffer is, naming the entry; nothing changes.
+     */
+    @Test
+    void load_nanParameterValue_isRefused_namingTheEntry() {
+        Map<String, Tensor> named = CheckpointTest.small(torch.ScalarType.Float, 5);
+        MuonAdamW opt = CheckpointTest.hybrid(named);
+        TestModels.setGradients(named, 3);
+        opt.step();
+        Path good = dir.resolve("good.ckpt");
+        opt.save(good);
+        Path bad = CraftedCheckpoints.edited(good, dir.resolve("bad.ckpt"), meta -> { }, doc -> { }, tensors -> {
+            tensors.get("value/fc1.weight").select(0, 1).fill_(new Scalar(Double.NaN));
+            tensors.get("value/embed.weight").select(0, 0).fill_(new Scalar(Double.NEGATIVE_INFINITY));
+        });
+        Map<String, Tensor> before = CheckpointTest.stateOf(opt);
+
+        StateMismatchException e = assertThrows(StateMismatchException.class, () -> opt.load(bad));
+        assertEquals(List.of("'embed.weight' value", "'fc1.weight' value"),
+                e.differences().stream().map(d -> d.entry()).toList(), e.getMessage());
+        assertTrue(e.getMessage().contains("'fc1.weight' value values: this optimizer finite, the state NaN or Inf"),
+                e.getMessage());
+        Map<String, Tensor> after = CheckpointTest.stateOf(opt);
+        for (String key : before.keySet()) {
+            assertTrue(before.get(key).equal(after.get(key)), key + " changed");
+        }
+    }
+
+    /** The same through {@code restore()}, for {@code Muon} and {@code MuonAdamW}. */
+    @Test
+    void restore_nanParameterValue_isRefused_namingTheEntry() {
+        Map<String, Tensor> named = CheckpointTest.small(torch.ScalarType.Float, 5);
+        MuonAdamW opt = CheckpointTest.hybrid(named);
+        TestModels.setGradients(named, 3);
+        opt.step();
+        Map<String, Tensor> before = CheckpointTest.stateOf(opt);
+        StateMismatchException e = assertThrows(StateMismatchException.class,
+                () -> opt.restore(withNanValue(opt.state(), "fc1.weight")));
+        assertEquals(1, e.differences().size(), e.getMessage());
+        assertTrue(e.getMessage().contains("'fc1.weight' value values: this optimizer finite, the state NaN or Inf"),
+                e.getMessage());
+        Map<String, Tensor> after = CheckpointTest.stateOf(opt);
+        for (String key : before.keySet()) {
+            assertTrue(before.get(key).equal(after.get(key)), key + " changed");
+        }
+
+        Tensor w = torch.randn(6, 4);
+        Muon muon = Muon.of(List.of(w), MuonConfig.defaults());
+        step(muon, w);
+        Tensor value = w.clone();
+        StateMismatchException m = assertThrows(StateMismatchException.class,
+                () -> muon.restore(withNanValue(muon.state(), "parameter 0 of group 0")));
+        assertTrue(m.getMessage().contains("'parameter 0 of group 0' value values: this optimizer finite, the state "
+                + "NaN or Inf"), m.getMessage());
+        assertTrue(w.equal(value));
+    }
+
+    private static dev.muon.state.OptimizerState withNanValue(dev.muon.state.OptimizerState state, String name) {
+        List<dev.muon.state.ParameterEntry> entries = state.entries().stream().map(e -> e.name().equals(name)
+                ? e.withValue(e.value().clone().fill_(new Scalar(Double.NaN))) : e).toList();
+        return new dev.muon.state.OptimizerState(state.step(), state.muonConfigs(), state.adamWConfig(), entries,
+                state.schedule());
     }
 
     private static void step(Muon muon, Tensor w) {

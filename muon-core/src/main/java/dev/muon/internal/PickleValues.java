@@ -19,11 +19,21 @@ public final class PickleValues {
      *
      * @param items the elements
      */
-    public record Tuple(List<Object> items) {
+    public record Tuple(List<Object> items) implements Iterable<Object> {
         /** Copies. */
         public Tuple {
             // Python's None is a null element: List.copyOf would refuse it.
             items = java.util.Collections.unmodifiableList(new java.util.ArrayList<>(items));
+        }
+
+        /**
+         * The elements in order: what {@link Messages#shortened(Object)} quotes, written {@code (a, b)}.
+         *
+         * @return an iterator over {@link #items()}
+         */
+        @Override
+        public java.util.Iterator<Object> iterator() {
+            return items.iterator();
         }
 
         /**

@@ -148,24 +148,35 @@ public final class TensorBytes {
     }
 
     /**
-     * The number of elements of a shape, checked.
+     * The number of elements of a shape, checked, and checked to be a shape libtorch can make: its contiguous
+     * strides, products of the sizes with 0 counting as 1, must fit in a long too. An empty shape such as
+     * {@code [0, 2^62, 2^62]} has 0 elements, and libtorch throws ("Stride calculation overflowed") when asked for
+     * it.
      *
      * @param shape the sizes
      * @param what  how to name the tensor in a message
      * @return their product
-     * @throws FormatException if a size is negative or the product does not fit in a long
+     * @throws FormatException if a size is negative or the product, or the product of the sizes with 0 read as 1,
+     *                         does not fit in a long
      */
     public static long elementCount(long[] shape, String what) {
         long count = 1;
+        long strides = 1;
         for (long size : shape) {
             if (size < 0) {
-                throw new FormatException(what, "has a negative size in its shape " + java.util.Arrays.toString(shape));
+                throw new FormatException(what, "has a negative size in its shape " + Messages.shortened(shape));
             }
             try {
                 count = Math.multiplyExact(count, size);
             } catch (ArithmeticException e) {
                 throw new FormatException(what, "has a shape whose element count overflows a long: "
-                        + java.util.Arrays.toString(shape));
+                        + Messages.shortened(shape));
+            }
+            try {
+                strides = Math.multiplyExact(strides, Math.max(size, 1));
+            } catch (ArithmeticException e) {
+                throw new FormatException(what, "has a shape whose strides overflow a long (the product of its "
+                        + "sizes, 0 read as 1): " + Messages.shortened(shape));
             }
         }
         return count;

@@ -8,7 +8,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.Enumeration;
 import java.util.zip.ZipEntry;
 import java.util.zip.ZipException;
@@ -127,6 +126,8 @@ public final class TorchLoad implements AutoCloseable {
         long[] size = ref.size();
         long[] stride = ref.stride();
         checkView(ref.offset(), size, stride, storage.numel(), where);
+        // The view's shape is made as a tensor below: an empty one can still be one libtorch cannot stride.
+        TensorBytes.elementCount(size, where);
         String name = prefix + "data/" + storage.key();
         ZipEntry entry = zip.getEntry(name);
         if (entry == null) {
@@ -184,8 +185,8 @@ public final class TorchLoad implements AutoCloseable {
         boolean empty = false;
         for (int d = 0; d < size.length; d++) {
             if (size[d] < 0 || stride[d] < 0) {
-                throw new FormatException(where, "has size " + Arrays.toString(size) + " and stride "
-                        + Arrays.toString(stride) + "; both must be >= 0");
+                throw new FormatException(where, "has size " + Messages.shortened(size) + " and stride "
+                        + Messages.shortened(stride) + "; both must be >= 0");
             }
             empty |= size[d] == 0;
         }
@@ -202,12 +203,12 @@ public final class TorchLoad implements AutoCloseable {
                 last = Math.addExact(last, Math.multiplyExact(size[d] - 1, stride[d]));
             }
         } catch (ArithmeticException e) {
-            throw new FormatException(where, "has a view (offset " + offset + ", size " + Arrays.toString(size)
-                    + ", stride " + Arrays.toString(stride) + ") whose extent overflows a long");
+            throw new FormatException(where, "has a view (offset " + offset + ", size " + Messages.shortened(size)
+                    + ", stride " + Messages.shortened(stride) + ") whose extent overflows a long");
         }
         if (last >= numel) {
-            throw new FormatException(where, "has a view (offset " + offset + ", size " + Arrays.toString(size)
-                    + ", stride " + Arrays.toString(stride) + ") that reaches element " + last + " of a storage of "
+            throw new FormatException(where, "has a view (offset " + offset + ", size " + Messages.shortened(size)
+                    + ", stride " + Messages.shortened(stride) + ") that reaches element " + last + " of a storage of "
                     + numel + " elements");
         }
     }

@@ -9,10 +9,14 @@ import java.util.Objects;
  * {@code lr(g) = base(g)·factor(step)}. It keeps no state besides the base lrs, so after a resume
  * {@code apply(optimizer.stepCount())} gives exactly the lrs of an uninterrupted run.
  *
- * <p>The base lrs come from the optimizer's {@link ScheduleRecord}: the first scheduler made for an optimizer
- * records its current lrs (or the ones passed), {@code save} keeps the record and {@code load} restores it, so a
- * scheduler made before or after a load scales the same base lrs. {@link #resume} rebuilds a built-in schedule
- * from the record. libtorch's own optimizers are driven through {@link LibtorchOptimizer#of}.
+ * <p>The base lrs live in the optimizer's {@link ScheduleRecord}: the first scheduler made for an optimizer
+ * records its current lrs (or the ones passed), {@code save} keeps the record and {@code load} restores it, and
+ * every {@link #apply} reads them from the record, so a scheduler made before or after a load scales the same base
+ * lrs (a copy taken when the scheduler was made would put the builder's lrs back after a resume). One group's base
+ * lr is changed with {@link #setBaseLr}, which leaves every other group's; the optimizer's own {@code setLr} is
+ * overwritten by the next {@code apply}. {@link #resume} rebuilds a built-in schedule from the record. libtorch's
+ * own optimizers, which keep no record, are driven through {@link LibtorchOptimizer#of} with the base lrs the
+ * scheduler holds.
  *
  * <pre>{@code
  * LrScheduler lrs = LrScheduler.of(optimizer, LrSchedule.warmupCosine(100, 5_000, 0.1));
@@ -32,6 +36,7 @@ public final class LrScheduler {
     private static final System.Logger LOG = System.getLogger(LrScheduler.class.getName());
     private final TrainingOptimizer optimizer;
     private final LrSchedule schedule;
+    /** The base lrs of an optimizer that keeps no record; one that does holds them in its record. */
     private final double[] baseLrs;
 
     private LrScheduler(TrainingOptimizer optimizer, LrSchedule schedule, double[] baseLrs) {
@@ -139,6 +144,7 @@ public final class LrScheduler {
      */
     public void apply(long step) {
         double factor = schedule.factor(step);
+        double[] baseLrs = baseLrs();
         double[] next = new double[baseLrs.length];
         for (int g = 0; g < next.length; g++) {
             next[g] = baseLrs[g] * factor;
@@ -177,10 +183,42 @@ public final class LrScheduler {
      * @throws IllegalArgumentException if the index is out of range
      */
     public double baseLr(int group) {
+        checkGroup(group);
+        return baseLrs()[group];
+    }
+
+    /**
+     * Changes one group's base lr from the next {@link #apply} on, and records it in the optimizer (so a save keeps
+     * it and a resume scales it); every other group's base lr stays.
+     *
+     * @param group the group index
+     * @param lr    its new base lr, finite and {@code >= 0}
+     * @throws IllegalArgumentException if the index is out of range or the lr is invalid; nothing changes then
+     */
+    public void setBaseLr(int group, double lr) {
+        checkGroup(group);
+        if (!Double.isFinite(lr) || lr < 0) {
+            throw new IllegalArgumentException("lr of group " + group + " must be finite and >= 0, got " + lr);
+        }
+        double[] next = baseLrs();
+        next[group] = lr;
+        optimizer.recordSchedule(new ScheduleRecord(next, LrSchedule.describe(schedule)));
+        baseLrs[group] = lr;
+    }
+
+    private void checkGroup(int group) {
         if (group < 0 || group >= baseLrs.length) {
             throw new IllegalArgumentException("group must be in [0, " + baseLrs.length + "), got " + group);
         }
-        return baseLrs[group];
+    }
+
+    /** The optimizer's recorded base lrs, or this scheduler's for an optimizer that keeps no record. */
+    private double[] baseLrs() {
+        java.util.Optional<ScheduleRecord> record = optimizer.scheduleRecord();
+        if (record.isPresent() && record.get().initialLrs().length == baseLrs.length) {
+            return record.get().initialLrs();
+        }
+        return baseLrs.clone();
     }
 
     /**
@@ -190,6 +228,6 @@ public final class LrScheduler {
      */
     @Override
     public String toString() {
-        return "LrScheduler" + Arrays.toString(baseLrs) + " " + schedule;
+        return "LrScheduler" + Arrays.toString(baseLrs()) + " " + schedule;
     }
 }

@@ -26,7 +26,9 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
+import java.util.function.Consumer;
 
 /**
  * muon-core's checkpoint file: an {@link OptimizerState} as a safetensors file, data only, which Python's
@@ -166,6 +168,26 @@ public final class CheckpointFile {
      *                            the entry and the rule
      */
     public static OptimizerState read(Path file) {
+        return read(file, described -> { });
+    }
+
+    /**
+     * Reads a checkpoint for a reader that first checks what it describes: {@code beforeTensors} gets the state
+     * without its tensors (step, configs, schedule record, every entry's spec) after the header and the state
+     * document are checked and before any tensor is allocated or the SHA-256 is computed, so that a file whose
+     * shapes do not fit an optimizer (a sparse file of a terabyte, say) is refused without reading it. Each tensor
+     * holds at most the elements its entry's shape in the state document gives it, so the document's shapes bound
+     * what is allocated.
+     *
+     * @param file          the file
+     * @param beforeTensors checks the described state; what it throws, {@code read} throws (an optimizer's load
+     *                      passes {@link StateFit#require})
+     * @return the state it holds; its tensors are new CPU tensors of the caller's {@code PointerScope}
+     * @throws StateFileException if the file is missing, not a checkpoint, truncated, corrupt or malformed, naming
+     *                            the entry and the rule
+     */
+    public static OptimizerState read(Path file, Consumer<OptimizerState> beforeTensors) {
+        Objects.requireNonNull(beforeTensors, "beforeTensors must not be null");
         if (!Files.isRegularFile(file)) {
             throw new StateFileException(WHAT, file, "the file", "does not exist or is not a regular file", null);
         }
@@ -197,6 +219,18 @@ public final class CheckpointFile {
                     throw new FormatException("tensor '" + Messages.shortened(name) + "'", "is not '<kind>/<name>' "
                             + "of a parameter of the state with a kind of " + new java.util.TreeSet<>(TENSOR_KINDS));
                 }
+                // The header alone could claim terabytes: the document's shape bounds what is allocated (and a
+                // smaller tensor is StateFit's to name, with both shapes).
+                long[] documented = kind.equals("second_moment") ? spec.secondMomentShape() : spec.shape();
+                String where = "parameter '" + Messages.shortened(spec.name()) + "'";
+                long allowed = TensorBytes.elementCount(documented, where);
+                long count = TensorBytes.elementCount(e.shape(), "tensor '" + Messages.shortened(name) + "'");
+                if (count > allowed) {
+                    throw new FormatException("tensor '" + Messages.shortened(name) + "'", "has shape "
+                            + Messages.shortened(e.shape()) + " (" + count + " elements), more than the " + allowed
+                            + " of " + Messages.shortened(documented) + " that the state document gives "
+                            + where);
+                }
                 expected.add(name);
             }
             for (ParameterSpec spec : parsed.specs.values()) {
@@ -210,6 +244,10 @@ public final class CheckpointFile {
                             + "exp_avg, exp_avg_sq and adamw_step together, or none of them");
                 }
             }
+            List<ParameterEntry> described = new ArrayList<>();
+            parsed.specs.values().forEach(spec -> described.add(ParameterEntry.of(spec)));
+            beforeTensors.accept(new OptimizerState(parsed.step, parsed.muonConfigs, parsed.adamWConfig, described,
+                    parsed.schedule));
             Map<String, Tensor> tensors = Safetensors.readTensors(channel, header);
             List<ParameterEntry> entries = new ArrayList<>();
             for (ParameterSpec spec : parsed.specs.values()) {
@@ -389,7 +427,7 @@ public final class CheckpointFile {
         }
         if (!out.keySet().equals(keys)) {
             throw new FormatException(where, "must have exactly the keys " + new java.util.TreeSet<>(keys)
-                    + ", got " + Messages.shortened(new java.util.TreeSet<>(out.keySet()).toString()));
+                    + ", got " + Messages.shortened(new java.util.TreeSet<>(out.keySet())));
         }
         return out;
     }

@@ -24,7 +24,8 @@ import java.util.function.UnaryOperator;
  * same Muon build settings (every {@link MuonConfig} field except the hyperparameters a restore takes: {@code lr},
  * {@code weightDecay}, {@code momentum}, {@code nesterov}, {@code adjustLr}, {@code extraScale}), a schedule
  * record with one base lr per group, and tensors that belong where they are: each of its parameter's shape and
- * dtype (NorMuon's second moment: {@link ParameterSpec#secondMomentShape()}, float32 or float64), finite, AdamW's
+ * dtype (NorMuon's second moment: {@link ParameterSpec#secondMomentShape()}, float32 or float64), finite (the
+ * parameter values too: a NaN weight trains NaN from the first step), AdamW's
  * {@code exp_avg_sq} and NorMuon's second moment {@code >= 0}, AdamW's step count in {@code [0, step]}, a NorMuon
  * second moment with its momentum buffer and the reverse.
  */
@@ -150,7 +151,9 @@ public final class StateFit {
                                      List<StateMismatchException.Difference> out) {
         ParameterSpec spec = e.spec();
         String where = "'" + spec.name() + "'";
-        like(out, where + " value", e.value(), spec.shape(), spec.dtype());
+        if (like(out, where + " value", e.value(), spec.shape(), spec.dtype())) {
+            finite(out, where + " value", e.value());
+        }
         if (spec.optimizer() == OptimizerKind.MUON) {
             MuonConfig group = state.muonConfigs().get(spec.group());
             boolean norMuon = group.norMuon() != null;

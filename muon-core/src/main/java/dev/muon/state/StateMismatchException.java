@@ -62,7 +62,18 @@ public final class StateMismatchException extends IllegalStateException {
      * @param differences every difference, at least one
      */
     public StateMismatchException(String source, List<Difference> differences) {
-        super(message(source, differences));
+        this(source, differences, null);
+    }
+
+    /**
+     * The differences of one state against one optimizer, and how to go on despite them.
+     *
+     * @param source      what the state came from (a file, or "the state")
+     * @param differences every difference, at least one
+     * @param advice      a sentence that says how to continue, appended to the message; or null
+     */
+    public StateMismatchException(String source, List<Difference> differences, String advice) {
+        super(message(source, differences) + (advice == null ? "" : ". " + advice));
         this.differences = List.copyOf(differences);
     }
 

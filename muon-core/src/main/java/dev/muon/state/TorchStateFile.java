@@ -612,7 +612,7 @@ public final class TorchStateFile {
                     elements *= size;
                 }
                 if (ref.size().length > 1 || elements != 1) {
-                    throw fail(where, "must be a scalar tensor, got shape " + Arrays.toString(ref.size()));
+                    throw fail(where, "must be a scalar tensor, got shape " + Messages.shortened(ref.size()));
                 }
                 step = load.tensor(ref, where).item_double();
             } else if (value instanceof Long || value instanceof Double) {
@@ -672,7 +672,7 @@ public final class TorchStateFile {
                             ".param_names"));
                     if (!names.equals(new ArrayList<Object>(namesOf(mine)))) {
                         throw fail(part + ".param_groups[" + g + "].param_names", "is "
-                                + Messages.shortened(names.toString()) + ", this optimizer's "
+                                + Messages.shortened(names) + ", this optimizer's "
                                 + "group holds " + namesOf(mine));
                     }
                 }
@@ -715,7 +715,7 @@ public final class TorchStateFile {
             }
             ParameterSpec spec = expected.entries().get(index).spec();
             if (!Arrays.equals(ref.size(), spec.shape())) {
-                throw fail(where, "has shape " + Arrays.toString(ref.size()) + ", parameter '" + spec.name()
+                throw fail(where, "has shape " + Messages.shortened(ref.size()) + ", parameter '" + spec.name()
                         + "' has " + Arrays.toString(spec.shape()));
             }
             if (ref.storage().kind().scalarType().value != spec.dtype().value) {
@@ -752,7 +752,7 @@ public final class TorchStateFile {
                 Map<String, Object> split = stringDict(require(splits, e.getKey(), where + "." + ROW_SPLITS_KEY),
                         at);
                 if (!split.equals(rowSplitDict(e.getValue()))) {
-                    throw fail(at, "is " + Messages.shortened(split.toString()) + ", this optimizer's is "
+                    throw fail(at, "is " + Messages.shortened(split) + ", this optimizer's is "
                             + e.getValue());
                 }
             }
@@ -767,7 +767,7 @@ public final class TorchStateFile {
             long[] shape = spec.secondMomentShape();
             if (!Arrays.equals(ref.size(), shape)
                     || ref.storage().kind().scalarType().value != ParameterSpec.secondMomentDtype(spec.dtype()).value) {
-                throw fail(where, "has shape " + Arrays.toString(ref.size()) + " and dtype "
+                throw fail(where, "has shape " + Messages.shortened(ref.size()) + " and dtype "
                         + ref.storage().kind().scalarType() + ", parameter '" + spec.name() + "''s has "
                         + Arrays.toString(shape) + " and " + ParameterSpec.secondMomentDtype(spec.dtype()));
             }
@@ -854,7 +854,7 @@ public final class TorchStateFile {
             return "'" + Messages.shortened(s) + "'";
         }
         if (value instanceof PickleValues.TensorRef t) {
-            return "a tensor of shape " + Arrays.toString(t.size());
+            return "a tensor of shape " + Messages.shortened(t.size());
         }
         if (value instanceof PickleValues.Tuple) {
             return "a tuple";

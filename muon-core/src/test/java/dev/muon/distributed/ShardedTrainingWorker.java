@@ -53,6 +53,7 @@ public final class ShardedTrainingWorker {
                 case "die", "stall" -> fault(group, dir, scenario);
                 case "errors" -> errors(group, dir);
                 case "qkclip" -> QkClipWorker.run(group, dir);
+                case "reliability" -> ReliabilityWorker.run(group, dir);
                 case "invariance" -> ShardingInvarianceWorker.run(group, dir, false);
                 case "invariance-local" -> ShardingInvarianceWorker.run(group, dir, true);
                 default -> throw new IllegalArgumentException("unknown scenario " + scenario);

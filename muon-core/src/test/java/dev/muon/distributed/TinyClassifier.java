@@ -53,6 +53,14 @@ final class TinyClassifier {
      * {@code r % shards == shard} (all rows for one shard), with its backward done.
      */
     double lossAndBackward(int step, int shard, int shards) {
+        return lossAndBackward(step, shard, shards, 1.0);
+    }
+
+    /**
+     * {@link #lossAndBackward(int, int, int)} with the loss times {@code scale} before its backward: a micro-batch
+     * of gradient accumulation passes {@code 1/k}.
+     */
+    double lossAndBackward(int step, int shard, int shards, double scale) {
         Random random = new Random(1000 + step);
         long[] tokens = new long[BATCH * TOKENS];
         long[] targets = new long[BATCH];
@@ -79,7 +87,7 @@ final class TinyClassifier {
             }
         }
         Tensor loss = torch.cross_entropy(head.forward(h), Tensor.create(y, rows));
-        loss.backward();
+        (scale == 1.0 ? loss : loss.mul(new org.bytedeco.pytorch.Scalar(scale))).backward();
         return loss.item_double();
     }
 }

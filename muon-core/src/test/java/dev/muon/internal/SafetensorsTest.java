@@ -95,6 +95,9 @@ class SafetensorsTest {
                         "has a negative size in its shape [-1, 4]"),
                 Arguments.of("overflowingShape", entry("F32", "[4294967296,4294967296]", "[0,0]"), 0, "tensor 't'",
                         "has a shape whose element count overflows a long: [4294967296, 4294967296]"),
+                Arguments.of("emptyWithOverflowingStrides",
+                        entry("F32", "[0,4611686018427387904,4611686018427387904]", "[0,0]"), 0, "tensor 't'", "has a shape whose strides overflow a long (the product of its "
+                        + "sizes, 0 read as 1): [0, 4611686018427387904, 4611686018427387904]"),
                 Arguments.of("overflowingBytes", entry("F64", "[4611686018427387904]", "[0,0]"), 0, "tensor 't'",
                         "has a shape whose byte count overflows a long"),
                 Arguments.of("rankTooHigh", entry("F32", "[" + "1,".repeat(16) + "1]", "[0,4]"), 4,
