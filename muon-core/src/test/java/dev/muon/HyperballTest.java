@@ -212,7 +212,7 @@ class HyperballTest {
         Muon same = Muon.of(List.of(torch.randn(4, 6).requires_grad_(true)), sphere);
         same.importTorchStateDict(file);
         assertTrue(torch.equal(muon.momentumBuffer(p).orElseThrow(),
-                same.momentumBuffer(same.parameters().get(0)).orElseThrow()));
+                same.momentumBuffer(same.parameters(0).get(0)).orElseThrow()));
 
         Muon plain = Muon.of(List.of(torch.randn(4, 6).requires_grad_(true)),
                 BASE.withNsPrecision(NsPrecision.FLOAT32));
