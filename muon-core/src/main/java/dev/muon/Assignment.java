@@ -178,12 +178,13 @@ public final class Assignment {
                 MatrixLayout layout = MatrixLayout.of(d.tensor, muon, d.name);
                 RowSplit split = rowSplits.get(d.name);
                 if (split != null) {
-                    table.add(splitRow(d, shape, dtype, bytes, split, layout, muon));
+                    table.add(splitRow(d, shape, dtype, ParameterState.declaredBytes(UpdateRecipe.of(muon).buffers(),
+                            d.tensor), split, layout, muon));
                     continue;
                 }
                 table.add(new Row(d.name, shape, dtype, OptimizerKind.MUON, d.reason(),
-                        muon.scaledLr(layout.rows(), layout.cols()), bytes
-                                + (muon.norMuon() == null ? 0 : NeuronNormalization.stateBytes(d.tensor))));
+                        muon.scaledLr(layout.rows(), layout.cols()),
+                        ParameterState.declaredBytes(UpdateRecipe.of(muon).buffers(), d.tensor)));
             } else {
                 String why = decayed(d) ? d.reason() : d.reason() + NO_DECAY;
                 table.add(new Row(d.name, shape, dtype, OptimizerKind.ADAMW, why, adamW.lr(), 2 * bytes));

@@ -55,7 +55,8 @@ final class FusedKernelSelection {
         }
         if (NativeFusedUpdateKernels.serves(matrix, updateType)) {
             if (!cpuLookedUp) {
-                cpu = Boolean.getBoolean(DISABLE_NATIVE_STAGES_PROPERTY) ? null : NativeFusedUpdateKernels.ifAvailable();
+                cpu = Boolean.getBoolean(DISABLE_NATIVE_STAGES_PROPERTY) ? null
+                        : NativeFusedUpdateKernels.ifAvailable();
                 cpuLookedUp = true;
             }
             if (cpu != null) {

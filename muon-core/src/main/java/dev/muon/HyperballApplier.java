@@ -22,7 +22,7 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
  * The norms are computed on the device in float32 (float64 for a float64 parameter), never read back, so a GPU
  * step does not stall on them.
  */
-final class HyperballApplier implements UpdatePlan.Applier {
+final class HyperballApplier implements UpdateSlots.Applier {
     private static final System.Logger LOG = System.getLogger(HyperballApplier.class.getName());
 
     private final HyperballConfig config;
@@ -68,8 +68,8 @@ final class HyperballApplier implements UpdatePlan.Applier {
     }
 
     @Override
-    public void apply(UpdatePlan.Block block, Tensor o, double lr, UpdatePlan.Step step) {
-        if (block.firstRow() == UpdatePlan.Block.WHOLE || block.stacked() > 0) {
+    public void apply(UpdateSlots.Block block, Tensor o, double lr, UpdateSlots.Step step) {
+        if (block.firstRow() == UpdateSlots.Block.WHOLE || block.stacked() > 0) {
             project(block.param(), o, lr);
             return;
         }
@@ -82,7 +82,7 @@ final class HyperballApplier implements UpdatePlan.Applier {
     }
 
     @Override
-    public void finish(ParameterState state, UpdatePlan.Step step) {
+    public void finish(ParameterState state, UpdateSlots.Step step) {
         if (Double.isNaN(gatheredLr)) {
             return;
         }

@@ -653,7 +653,7 @@ public final class Muon implements TrainingOptimizer {
      * @throws IllegalArgumentException if {@code param} is not a parameter of this optimizer
      */
     public Optional<Tensor> momentumBuffer(Tensor param) {
-        return Optional.ofNullable(stateOf(param).momentumBuffer()).map(Tensor::new);
+        return Optional.ofNullable(stateOf(param).buffer(UpdateRecipe.MOMENTUM.key())).map(Tensor::new);
     }
 
     /**
@@ -685,7 +685,7 @@ public final class Muon implements TrainingOptimizer {
      * @throws IllegalArgumentException if {@code param} is not a parameter of this optimizer
      */
     public Optional<Tensor> secondMoment(Tensor param) {
-        return Optional.ofNullable(stateOf(param).secondMoment()).map(Tensor::new);
+        return Optional.ofNullable(stateOf(param).buffer(UpdateRecipe.SECOND_MOMENT.key())).map(Tensor::new);
     }
 
     /** The orthogonalizer serving a parameter; for tests of workspace sharing. */

@@ -99,7 +99,7 @@ final class MuonAssembly {
                 RowBlocks blocks = split == null ? null : new RowBlocks(split, layout, label);
                 FusedUpdateKernels fused = fusedKernels.forParameter(config, layout.matrixView(p), label);
                 ParameterState state = new ParameterState(p, layout, selection.forParameter(config,
-                        p.device()), name, label, fused, blocks, config.momentumPrecision());
+                        p.device()), name, label, fused, blocks, UpdateRecipe.of(config).buffers());
                 states.add(state);
                 plans.add(UpdatePlan.of(config, state, scratch, normalization));
             }

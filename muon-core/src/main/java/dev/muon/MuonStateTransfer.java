@@ -2,18 +2,22 @@ package dev.muon;
 
 import dev.muon.internal.NativeLifetime;
 import dev.muon.schedule.ScheduleRecord;
+import dev.muon.state.BufferSpec;
 import dev.muon.state.OptimizerState;
 import dev.muon.state.ParameterEntry;
 import dev.muon.state.ParameterSpec;
 import org.bytedeco.pytorch.Tensor;
 
 import java.util.ArrayList;
-import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 /**
- * Moves a Muon's parameter state into an {@link OptimizerState} and back: each parameter's value, momentum buffer
- * and NorMuon second moment under its name and group, with the groups' configs. Distributed, the owners' buffers
+ * Moves a Muon's parameter state into an {@link OptimizerState} and back: each parameter's value and the state
+ * buffers its update declares, under its name and group, with the groups' configs. Distributed, the owners' buffers
  * are gathered to rank 0 for a state and kept by their owners on a restore. The step count and the schedule record
  * are the optimizer's, passed in.
  */
@@ -31,14 +35,11 @@ final class MuonStateTransfer {
     }
 
     /**
-     * The state. With tensors, distributed, a collective: the owners send their momentum to rank 0
-     * ({@link #momentumForCheckpoint}).
+     * The state. With tensors, distributed, a collective: the owners send their buffers to rank 0
+     * ({@link #buffersForCheckpoint}).
      */
     OptimizerState capture(StateCapture capture, long step, ScheduleRecord schedule) {
-        List<Tensor> momentum = capture == StateCapture.NONE ? Collections.nCopies(states.size(), null)
-                : momentumForCheckpoint();
-        List<Tensor> secondMoments = capture == StateCapture.NONE ? Collections.nCopies(states.size(), null)
-                : secondMomentsForCheckpoint();
+        List<Map<String, Tensor>> buffers = capture == StateCapture.NONE ? null : buffersForCheckpoint();
         List<ParameterEntry> entries = new ArrayList<>();
         List<MuonConfig> configs = new ArrayList<>();
         int i = 0;
@@ -48,9 +49,10 @@ final class MuonStateTransfer {
                 ParameterEntry entry = ParameterEntry.of(ParameterSpec.muon(state.name, g, state.param.shape(),
                         state.param.scalar_type(), state.rowBlocks == null ? null : state.rowBlocks.rule));
                 if (capture != StateCapture.NONE) {
-                    entry = entry.withValue(captured(state.param, capture)).withMomentum(
-                            captured(momentum.get(i), capture)).withSecondMoment(
-                            captured(secondMoments.get(i), capture));
+                    entry = entry.withValue(captured(state.param, capture));
+                    for (Map.Entry<String, Tensor> b : buffers.get(i).entrySet()) {
+                        entry = entry.withBuffer(b.getKey(), captured(b.getValue(), capture));
+                    }
                 }
                 entries.add(entry);
                 i++;
@@ -67,9 +69,10 @@ final class MuonStateTransfer {
     }
 
     /**
-     * Restores the parameter values, buffers and group configs of a state that {@link dev.muon.state.StateFit}
-     * has accepted: cannot fail (copies into tensors of checked shapes). Distributed, each rank keeps the buffers
-     * of the parameters it owns.
+     * Restores the parameter values, buffers and groups' hyperparameters of a state that
+     * {@link dev.muon.state.StateFit} has accepted: cannot fail (copies into tensors of checked shapes; a buffer
+     * held in the parameter's dtype is rounded to its declared one). Distributed, each rank keeps the buffers of the
+     * parameters it owns.
      */
     void apply(OptimizerState checked) {
         for (int i = 0; i < states.size(); i++) {
@@ -79,16 +82,13 @@ final class MuonStateTransfer {
                 state.param.copy_(entry.value());
             }
             boolean owned = sharding == null || sharding.owns(i);
-            if (entry.momentum() != null && owned) {
-                state.momentumMatrix();
-                state.momentumBuffer().copy_(entry.momentum());
-            } else {
-                state.dropMomentum();
-            }
-            if (entry.secondMoment() != null && owned) {
-                state.secondMomentForUpdate().copy_(entry.secondMoment());
-            } else {
-                state.dropSecondMoment();
+            for (BufferSpec spec : state.declared) {
+                Tensor held = entry.buffer(spec.key());
+                if (held != null && (owned || !spec.owned())) {
+                    state.bufferForUpdate(spec).copy_(held);
+                } else {
+                    state.drop(spec);
+                }
             }
         }
         for (int g = 0; g < groups.size(); g++) {
@@ -97,42 +97,41 @@ final class MuonStateTransfer {
     }
 
     /**
-     * The momentum of every parameter in group order, for a checkpoint (null where a parameter has none yet).
-     * Distributed, this is a collective: every rank must call it, the owners send their buffers to rank 0, and only
-     * rank 0's list is complete (the others hold their own buffers and nulls).
+     * Every parameter's buffers by key, in group order, for a checkpoint (none where a parameter has none yet).
+     * Distributed, a collective: every rank must call it, the owners send the buffers declared
+     * {@link BufferSpec#owned()} to rank 0, and only rank 0's lists are complete (the others hold their own
+     * buffers).
      */
-    List<Tensor> momentumForCheckpoint() {
-        if (sharding == null) {
-            List<Tensor> momentum = new ArrayList<>();
-            states.forEach(state -> momentum.add(state.momentumBuffer()));
-            return momentum;
+    List<Map<String, Tensor>> buffersForCheckpoint() {
+        List<Map<String, Tensor>> out = new ArrayList<>();
+        states.forEach(state -> out.add(new LinkedHashMap<>()));
+        // Every parameter of one optimizer declares its buffers in one order per group; gather key by key.
+        Set<BufferSpec> specs = new LinkedHashSet<>();
+        states.forEach(state -> specs.addAll(state.declared));
+        for (BufferSpec spec : specs) {
+            List<Tensor> held;
+            if (sharding == null || !spec.owned()) {
+                held = new ArrayList<>();
+                states.forEach(state -> held.add(state.declared.contains(spec) ? state.buffer(spec.key()) : null));
+            } else {
+                held = sharding.gather(states,
+                        state -> state.declared.contains(spec) ? state.buffer(spec.key()) : null,
+                        state -> state.newBuffer(spec), spec.label());
+            }
+            for (int i = 0; i < states.size(); i++) {
+                if (held.get(i) != null) {
+                    out.get(i).put(spec.key(), held.get(i));
+                }
+            }
         }
-        return sharding.gather(states, ParameterState::momentumBuffer, ParameterState::newMomentum, "momentum");
+        return out;
     }
 
-    /** NorMuon's second moments in group order, for a checkpoint: {@link #momentumForCheckpoint}'s rules. */
-    List<Tensor> secondMomentsForCheckpoint() {
-        if (sharding == null) {
-            List<Tensor> moments = new ArrayList<>();
-            states.forEach(state -> moments.add(state.secondMoment()));
-            return moments;
-        }
-        return sharding.gather(states, ParameterState::secondMoment, ParameterState::newSecondMoment,
-                "NorMuon second moment");
-    }
-
-    /** The bytes of momentum and NorMuon second moments this process holds. */
+    /** The bytes of the state buffers this process holds. */
     long bytes() {
         long bytes = 0;
         for (ParameterState state : states) {
-            Tensor buffer = state.momentumBuffer();
-            if (buffer != null) {
-                bytes += buffer.numel() * buffer.element_size();
-            }
-            Tensor secondMoment = state.secondMoment();
-            if (secondMoment != null) {
-                bytes += secondMoment.numel() * secondMoment.element_size();
-            }
+            bytes += state.bytes();
         }
         return bytes;
     }

@@ -3,7 +3,8 @@ package dev.muon;
 /**
  * The JNI entry points of muon-core's native momentum and update passes ({@code muon_update_kernels.c}, in the
  * library {@link dev.muon.orthogonalize.NativeKernels} loads). Call only where {@code NativeKernels.variant()} gives
- * the variant passed, with arguments {@link NativeFusedUpdateKernels} checked: the C side trusts every address and length.
+ * the variant passed, with arguments {@link NativeFusedUpdateKernels} checked: the C side trusts every address and
+ * length.
  */
 final class NativeUpdateKernels {
     private NativeUpdateKernels() {

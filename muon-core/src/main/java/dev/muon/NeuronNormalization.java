@@ -1,7 +1,6 @@
 package dev.muon;
 
 import dev.muon.internal.NativeLifetime;
-import dev.muon.state.ParameterSpec;
 import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.ScalarTypeOptional;
@@ -37,40 +36,12 @@ final class NeuronNormalization {
     private final Map<String, Tensor> workspaces = new HashMap<>();
 
     /**
-     * The shape of a parameter's second moment: one entry per output row of each of its matrices. A 2-D
-     * {@code [m, n]} weight has {@code [m]}, a flattened conv filter {@code [out, in, kh, kw]} has {@code [out]}, a
-     * stack {@code [k, m, n]} has {@code [k, m]}.
-     */
-    static long[] stateShape(long[] paramShape) {
-        // The state format defines it, so that a checkpoint's second moment is checked against the same rule.
-        return ParameterSpec.secondMomentShape(paramShape);
-    }
-
-    /**
-     * The dtype of a parameter's second moment and of the normalization: float32, or float64 for a float64
-     * parameter. The authors' code normalizes the float32 Newton–Schulz output; a bfloat16 second moment would
-     * lose the small increments {@code (1 − beta2)·mean} of a slowly moving average.
-     */
-    static ScalarType stateDtype(ScalarType paramDtype) {
-        return ParameterSpec.secondMomentDtype(paramDtype);
-    }
-
-    /** The bytes of a parameter's second moment: {@link #stateShape} entries of {@link #stateDtype}. */
-    static long stateBytes(Tensor param) {
-        long entries = 1;
-        for (long side : stateShape(param.shape())) {
-            entries *= side;
-        }
-        boolean float64 = stateDtype(param.scalar_type()).value == ScalarType.Double.value;
-        return entries * (float64 ? Double.BYTES : Float.BYTES);
-    }
-
-    /**
      * Advances {@code v} by {@code o} and returns the unit-RMS update {@code U}, a view of a workspace that the next
      * call for the same shape overwrites.
      *
      * @param o      the Newton–Schulz output, {@code [..., m, n]}, any dtype and strides
-     * @param v      the second moment, {@code [..., m]} in {@link #stateDtype}; updated in place
+     * @param v      the second moment, {@code [..., m]}, float32 or float64 ({@link UpdateRecipe#SECOND_MOMENT});
+     *               updated in place
      * @param config beta2 and eps
      * @return {@code U}, in {@code v}'s dtype, of {@code o}'s shape
      */

@@ -3,15 +3,22 @@ package dev.muon;
 import dev.muon.internal.NativeLifetime;
 import dev.muon.internal.FusedUpdateKernels;
 import dev.muon.orthogonalize.Orthogonalizer;
+import dev.muon.state.BufferSpec;
+import dev.muon.state.ParameterSpec;
 import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 
 /**
  * One Muon parameter: its handle, its matrix layout, its orthogonalizer, its device's fused momentum and update
- * stages (null: libtorch's ops), its row blocks (null: none), its momentum buffer and, with NorMuon, its per-row
- * second moment.
+ * kernels (null: libtorch's ops), its row blocks (null: none), and the state buffers its update declares
+ * ({@link BufferSpec}: the momentum buffer, NorMuon's second moment), each created (zeros) at its first use.
  */
 final class ParameterState {
     final Tensor param;
@@ -27,20 +34,20 @@ final class ParameterState {
     final long identity;
     /** The row blocks it is orthogonalized in ({@link RowSplit}); null for the whole matrix at once. */
     final RowBlocks rowBlocks;
-    /** The dtype its momentum buffer is stored in. */
-    final MomentumPrecision momentumPrecision;
-    private Tensor momentumBuffer;
-    private Tensor momentumMatrix;
-    /** NorMuon's per-row second moment ({@link NeuronNormalization}), null before its first update or when off. */
-    private Tensor secondMoment;
+    /** The state buffers its update keeps, in the recipe's order ({@link UpdateRecipe#buffers()}). */
+    final List<BufferSpec> declared;
+    /** The buffers by key, those created so far. */
+    private final Map<String, Tensor> buffers = new HashMap<>();
+    /** The matrix views of the buffers of the parameter's shape, by key. */
+    private final Map<String, Tensor> matrices = new HashMap<>();
 
-    /** A parameter with momentum in its dtype, no split and no fused stages; for tests. */
+    /** A parameter with momentum in its dtype, no split and no fused kernels; for tests. */
     ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String label) {
-        this(param, layout, orthogonalizer, label, label, null, null, MomentumPrecision.PARAMETER);
+        this(param, layout, orthogonalizer, label, label, null, null, List.of(UpdateRecipe.MOMENTUM));
     }
 
     ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String name, String label,
-                   FusedUpdateKernels fusedKernels, RowBlocks rowBlocks, MomentumPrecision momentumPrecision) {
+                   FusedUpdateKernels fusedKernels, RowBlocks rowBlocks, List<BufferSpec> declared) {
         // Our own handle on the parameter, so that a PointerScope of the caller cannot free it under us.
         this.param = NativeLifetime.outliveScope(new Tensor(param));
         this.matrix = NativeLifetime.outliveScope(new Tensor(layout.matrixView(this.param)));
@@ -51,7 +58,7 @@ final class ParameterState {
         this.label = label;
         this.identity = identityOf(param);
         this.rowBlocks = rowBlocks;
-        this.momentumPrecision = momentumPrecision;
+        this.declared = List.copyOf(declared);
     }
 
     /** The address of the parameter's TensorImpl: equal for every handle on the same tensor. */
@@ -59,57 +66,67 @@ final class ParameterState {
         return t.unsafeGetTensorImpl().address();
     }
 
-    /** The momentum buffer in the parameter's shape, or null before the first step that had a gradient. */
-    Tensor momentumBuffer() {
-        return momentumBuffer;
+    /** A declared buffer by its key, or null before its first use (or when none is declared under the key). */
+    Tensor buffer(String key) {
+        return buffers.get(key);
     }
 
-    /** Forgets the momentum buffer (a checkpoint without one for this parameter was loaded). */
-    void dropMomentum() {
-        momentumBuffer = null;
-        momentumMatrix = null;
-    }
-
-    /** NorMuon's per-row second moment, or null before the first NorMuon update. */
-    Tensor secondMoment() {
-        return secondMoment;
-    }
-
-    /** NorMuon's per-row second moment, created (zeros, {@link NeuronNormalization#stateDtype}) on first use. */
-    Tensor secondMomentForUpdate() {
-        if (secondMoment == null) {
-            secondMoment = NativeLifetime.outliveScope(newSecondMoment().zero_());
+    /** A declared buffer, created (zeros, of its declared shape and dtype) at its first use. */
+    Tensor bufferForUpdate(BufferSpec spec) {
+        Tensor b = buffers.get(spec.key());
+        if (b == null) {
+            b = NativeLifetime.outliveScope(newBuffer(spec).zero_());
+            buffers.put(spec.key(), b);
         }
-        return secondMoment;
+        return b;
     }
 
-    /** A new, uninitialized tensor of this parameter's second moment's shape, dtype and device. */
-    Tensor newSecondMoment() {
-        return torch.empty(NeuronNormalization.stateShape(layout.shape()),
-                new TensorOptions(NeuronNormalization.stateDtype(param.scalar_type()))
-                        .device(new DeviceOptional(param.device())), null);
-    }
-
-    /** A new, uninitialized tensor of this parameter's momentum buffer's shape, dtype and device. */
-    Tensor newMomentum() {
-        return momentumPrecision == MomentumPrecision.BFLOAT16
-                ? torch.empty_like(param, new TensorOptions(torch.ScalarType.BFloat16), null)
-                : torch.empty_like(param);
-    }
-
-    /** Forgets NorMuon's second moment (a checkpoint without one for this parameter was loaded). */
-    void dropSecondMoment() {
-        secondMoment = null;
-    }
-
-    /** The momentum buffer as a matrix, created (zeros, in its {@link MomentumPrecision}) on first use. */
-    Tensor momentumMatrix() {
-        if (momentumMatrix == null) {
-            momentumBuffer = NativeLifetime.outliveScope(momentumPrecision == MomentumPrecision.BFLOAT16
-                    ? torch.zeros_like(param, new TensorOptions(torch.ScalarType.BFloat16), null)
-                    : torch.zeros_like(param));
-            momentumMatrix = NativeLifetime.outliveScope(new Tensor(layout.matrixView(momentumBuffer)));
+    /** A declared buffer of the parameter's shape in the parameter's matrix view, created at its first use. */
+    Tensor bufferMatrix(BufferSpec spec) {
+        Tensor view = matrices.get(spec.key());
+        if (view == null) {
+            view = NativeLifetime.outliveScope(new Tensor(layout.matrixView(bufferForUpdate(spec))));
+            matrices.put(spec.key(), view);
         }
-        return momentumMatrix;
+        return view;
+    }
+
+    /** A new, uninitialized tensor of a declared buffer's shape and dtype, on the parameter's device. */
+    Tensor newBuffer(BufferSpec spec) {
+        return torch.empty(spec.shape().of(param.shape()), new TensorOptions(dtypeOf(spec, param))
+                .device(new DeviceOptional(param.device())), null);
+    }
+
+    /** Forgets a buffer (a state without one for this parameter was restored): the next update starts it anew. */
+    void drop(BufferSpec spec) {
+        buffers.remove(spec.key());
+        matrices.remove(spec.key());
+    }
+
+    /** The bytes of the buffers this process holds for the parameter. */
+    long bytes() {
+        long bytes = 0;
+        for (Tensor b : buffers.values()) {
+            bytes += b.numel() * b.element_size();
+        }
+        return bytes;
+    }
+
+    /** The dtype a declared buffer of a parameter is kept in. */
+    static ScalarType dtypeOf(BufferSpec spec, Tensor param) {
+        return ParameterSpec.scalarType(spec.dtype().of(ParameterSpec.dtypeName(param.scalar_type())));
+    }
+
+    /** The bytes the declared buffers of a parameter take once its update has run: the assignment table's. */
+    static long declaredBytes(List<BufferSpec> declared, Tensor param) {
+        long bytes = 0;
+        for (BufferSpec spec : declared) {
+            long entries = 1;
+            for (long side : spec.shape().of(param.shape())) {
+                entries *= side;
+            }
+            bytes += entries * torch.elementSize(dtypeOf(spec, param));
+        }
+        return bytes;
     }
 }

@@ -36,7 +36,7 @@ final class PlannedUpdates {
         int i = 0;
         int batched = 0;
         for (MuonGroup group : groups) {
-            UpdatePlan.Step step = new UpdatePlan.Step(group.config());
+            UpdateSlots.Step step = new UpdateSlots.Step(group.config());
             for (int j = 0; j < group.params.size(); j++, i++) {
                 SameShapeBatch batch = group.batchFirstAt(j);
                 if (batch != null) {
@@ -73,16 +73,16 @@ final class PlannedUpdates {
     }
 
     /** One parameter's whole update: before, the orthogonalization of each block, after, and the finish. */
-    private void update(int index, Tensor grad, UpdatePlan.Step step) {
+    private void update(int index, Tensor grad, UpdateSlots.Step step) {
         ParameterState state = states.get(index);
         UpdatePlan plan = plans.get(index);
-        List<UpdatePlan.Block> blocks = plan.beforeOrthogonalize(state, grad, null, step);
+        List<UpdateSlots.Block> blocks = plan.beforeOrthogonalize(state, grad, null, step);
         if (state.matrix.numel() == 0) {
             // Nothing to orthogonalize or update; the (empty) momentum buffer exists, as in PyTorch's Muon.
             return;
         }
         for (int b = 0; b < blocks.size(); b++) {
-            UpdatePlan.Block block = blocks.get(b);
+            UpdateSlots.Block block = blocks.get(b);
             double lr = plan.afterOrthogonalize(state, block, state.orthogonalizer.orthogonalize(block.u()), step);
             if (b == 0) {
                 appliedLrs[index] = lr;
@@ -99,7 +99,7 @@ final class PlannedUpdates {
      *
      * @return how many parameters were orthogonalized in a batch
      */
-    private int updateBatch(SameShapeBatch batch, List<Tensor> grads, UpdatePlan.Step step) {
+    private int updateBatch(SameShapeBatch batch, List<Tensor> grads, UpdateSlots.Step step) {
         int count = 0;
         for (int k = 0; k < batch.positions.length; k++) {
             Tensor grad = grads.get(batch.positions[k]);
@@ -117,7 +117,7 @@ final class PlannedUpdates {
                 return 0;
             }
             Tensor stack = batch.stack(count);
-            UpdatePlan.Block[] blocks = new UpdatePlan.Block[count];
+            UpdateSlots.Block[] blocks = new UpdateSlots.Block[count];
             for (int k = 0; k < count; k++) {
                 int index = batch.activePositions[k];
                 // A batch member is a plain matrix: one block.

@@ -1,6 +1,12 @@
 package dev.muon;
 
+import dev.muon.UpdateSlots.Applier;
+import dev.muon.UpdateSlots.Block;
+import dev.muon.UpdateSlots.Momentum;
+import dev.muon.UpdateSlots.Normalizer;
+import dev.muon.UpdateSlots.Step;
 import dev.muon.internal.FusedUpdateKernels;
+import dev.muon.state.BufferSpec;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
@@ -21,114 +27,12 @@ import java.util.List;
  *                                  applier (p, O', lr): decay and step
  *   after the last block           the applier's whole-parameter part, if it has one
  * </pre>
- * The whole update is readable here; {@link PlannedUpdates} runs it per parameter or per same-shape batch.
+ * The whole update is readable here (the slots' types and the values they pass are {@link UpdateSlots});
+ * {@link PlannedUpdates} runs it per parameter or per same-shape batch.
  * What a restore or a schedule changes (the hyperparameters) reaches the slots as this step's {@link Step}; what
  * chose them (the recipe) is fixed at build.
  */
 final class UpdatePlan {
-    /** The momentum slot: advances the parameter's buffer by its gradient and returns the update {@code U}. */
-    interface Momentum {
-        /**
-         * @param grad   the gradient in the parameter's matrix view
-         * @param state  the parameter (its buffer is created on first use)
-         * @param target where {@code U} must be left (a same-shape batch's slice), or null: anywhere
-         * @param step   this step's settings
-         * @return {@code U}, in the parameter's matrix view
-         */
-        Tensor advance(Tensor grad, ParameterState state, Tensor target, Step step);
-    }
-
-    /** The normalizer slot: what happens to a block's {@code O} before it is applied. */
-    interface Normalizer {
-        /**
-         * @param o     the block's orthogonalized update, a view of a workspace the next call for its shape reuses
-         * @param block the block
-         * @param state the parameter, whose state the normalizer may advance
-         * @param step  this step's settings
-         * @return {@code O'}, of {@code o}'s shape
-         */
-        Tensor normalize(Tensor o, Block block, ParameterState state, Step step);
-    }
-
-    /** The applier slot: how a block's {@code O'} changes the parameter. */
-    interface Applier {
-        /**
-         * @param block the block, whose {@code param} view is updated
-         * @param o     the block's {@code O'}
-         * @param lr    the block's scaled lr ({@link MuonConfig#scaledLr}); the step is {@code −lr·O'}
-         * @param step  this step's settings
-         */
-        void apply(Block block, Tensor o, double lr, Step step);
-
-        /**
-         * Called once after the parameter's last block, for an applier that acts on the whole parameter.
-         *
-         * @param state the parameter
-         * @param step  this step's settings
-         */
-        default void finish(ParameterState state, Step step) {
-        }
-
-        /**
-         * Called once when the optimizer is complete, as the last thing its build does, for an applier that sets
-         * its parameter up (a check that could refuse belongs in the applier's construction instead, which comes
-         * before any parameter changes).
-         *
-         * @param state the parameter
-         */
-        default void atBuild(ParameterState state) {
-        }
-    }
-
-    /**
-     * One block of a parameter: a matrix, a stack of matrices, or a stack of equal row blocks, with the parameter's
-     * view it updates.
-     *
-     * @param u        the block's {@code U}: {@code [rows, cols]} or {@code [k, rows, cols]}
-     * @param param    the parameter's view of the same shape, updated in place
-     * @param rows     the rows of each matrix of the block, for the lr adjustment
-     * @param cols     the columns of each matrix of the block
-     * @param firstRow the block's first row in the parameter, or {@link #WHOLE}
-     * @param stacked  for equal row blocks stacked as one, how many; 0 otherwise
-     * @param rowDim   the dim of the parameter's rows: 0 for a matrix, 1 for a stack of matrices
-     */
-    record Block(Tensor u, Tensor param, long rows, long cols, long firstRow, long stacked, int rowDim) {
-        /** {@link #firstRow} of a block that is the whole parameter (a matrix or a stack). */
-        static final long WHOLE = -1;
-
-        /** The part of a per-row state {@code v} of the parameter that this block covers, shaped as its rows. */
-        Tensor rowsOf(Tensor v) {
-            if (stacked > 0) {
-                return v.view(stacked, rows);
-            }
-            return firstRow == WHOLE ? v : v.narrow(rowDim, firstRow, rows);
-        }
-    }
-
-    /**
-     * A group's settings for one step, made once per step rather than once per parameter: its config as a restore
-     * or a schedule left it, and the scalars the operations take.
-     */
-    static final class Step {
-        final MuonConfig config;
-        final Scalar momentum;
-        final Scalar oneMinusMomentum;
-        final Scalar decay;
-        /** {@link #decay}'s value, for the fused update. */
-        final double decayFactor;
-        /** {@code −lr·weightDecay}: the factor cautious decay multiplies its masked parameter by. */
-        final Scalar negativeLrDecay;
-
-        Step(MuonConfig config) {
-            this.config = config;
-            momentum = new Scalar(config.momentum());
-            oneMinusMomentum = new Scalar(1 - config.momentum());
-            decayFactor = 1 - config.lr() * config.weightDecay();
-            decay = new Scalar(decayFactor);
-            negativeLrDecay = new Scalar(-config.lr() * config.weightDecay());
-        }
-    }
-
     private final Momentum momentum;
     /** The parameter's row split, or null for the whole matrix (or stack) as one block. */
     private final RowBlocks rowBlocks;
@@ -159,17 +63,19 @@ final class UpdatePlan {
         Tensor param = state.param;
         RowBlocks rowBlocks = state.rowBlocks;
         FusedUpdateKernels fused = state.fusedKernels;
-        LibtorchMomentum plainMomentum = new LibtorchMomentum(scratch);
+        BufferSpec momentumBuffer = recipe.momentum().buffer();
+        LibtorchMomentum plainMomentum = new LibtorchMomentum(scratch, momentumBuffer);
         Momentum momentum = switch (recipe.momentum()) {
-            case EMA -> fused != null ? new FusedMomentum(fused, plainMomentum, scratch) : plainMomentum;
+            case EMA -> fused != null ? new FusedMomentum(fused, plainMomentum, scratch, momentumBuffer)
+                    : plainMomentum;
             // A bfloat16 parameter's buffer is bfloat16 either way: stored in bfloat16 is kept in its dtype.
             case EMA_BFLOAT16_STORED -> param.scalar_type().value == ScalarType.BFloat16.value ? plainMomentum
-                    : new BfloatMomentum(scratch);
+                    : new BfloatMomentum(scratch, momentumBuffer);
         };
         Normalizer normalizer = switch (recipe.normalizer()) {
             case NONE -> (o, block, parameter, step) -> o;
             case NORMUON -> (o, block, parameter, step) -> normalization.normalize(o,
-                    block.rowsOf(parameter.secondMomentForUpdate()), step.config.norMuon());
+                    block.rowsOf(parameter.bufferForUpdate(UpdateRecipe.SECOND_MOMENT)), step.config.norMuon());
         };
         // The fused update computes p·decay + alpha·O on the orthogonalizer's own output of the whole parameter.
         boolean fusedApply = fused != null && recipe.normalizer() == UpdateRecipe.Normalizer.NONE
@@ -272,14 +178,16 @@ final class UpdatePlan {
      */
     private static final class LibtorchMomentum implements Momentum {
         private final Scratch scratch;
+        private final BufferSpec buffer;
 
-        LibtorchMomentum(Scratch scratch) {
+        LibtorchMomentum(Scratch scratch, BufferSpec buffer) {
             this.scratch = scratch;
+            this.buffer = buffer;
         }
 
         @Override
         public Tensor advance(Tensor grad, ParameterState state, Tensor target, Step step) {
-            Tensor buffer = state.momentumMatrix();
+            Tensor buffer = state.bufferMatrix(this.buffer);
             buffer.lerp_(grad, step.oneMinusMomentum);
             return finish(grad, buffer, state.matrix, target, step, scratch);
         }
@@ -308,14 +216,16 @@ final class UpdatePlan {
      */
     private static final class BfloatMomentum implements Momentum {
         private final Scratch scratch;
+        private final BufferSpec buffer;
 
-        BfloatMomentum(Scratch scratch) {
+        BfloatMomentum(Scratch scratch, BufferSpec buffer) {
             this.scratch = scratch;
+            this.buffer = buffer;
         }
 
         @Override
         public Tensor advance(Tensor grad, ParameterState state, Tensor target, Step step) {
-            Tensor stored = state.momentumMatrix();
+            Tensor stored = state.bufferMatrix(buffer);
             ScalarType wide = state.matrix.scalar_type().value == ScalarType.Double.value ? ScalarType.Double
                     : ScalarType.Float;
             // Widened exactly; only a float16 parameter's gradient needs it (a temporary of the step's scope).
@@ -329,25 +239,28 @@ final class UpdatePlan {
     }
 
     /**
-     * The momentum on a device's fused kernel ({@link FusedUpdateKernels#momentumInto}: momentum, Nesterov blend and the
+     * The momentum on a device's fused kernel ({@link FusedUpdateKernels#momentumInto}: momentum, Nesterov blend and
+     * the
      * cast to the update dtype in one call), falling back to libtorch's ops for every call the kernel declines.
      */
     private static final class FusedMomentum implements Momentum {
         private final FusedUpdateKernels kernels;
         private final LibtorchMomentum fallback;
         private final Scratch scratch;
+        private final BufferSpec buffer;
 
-        FusedMomentum(FusedUpdateKernels kernels, LibtorchMomentum fallback, Scratch scratch) {
+        FusedMomentum(FusedUpdateKernels kernels, LibtorchMomentum fallback, Scratch scratch, BufferSpec buffer) {
             this.kernels = kernels;
             this.fallback = fallback;
             this.scratch = scratch;
+            this.buffer = buffer;
         }
 
         @Override
         public Tensor advance(Tensor grad, ParameterState state, Tensor target, Step step) {
             Tensor out = target != null ? target
                     : scratch.like(state.matrix, step.config.nsPrecision().scalarType());
-            if (kernels.momentumInto(out, state.momentumMatrix(), grad, step.config.momentum(),
+            if (kernels.momentumInto(out, state.bufferMatrix(buffer), grad, step.config.momentum(),
                     step.config.nesterov())) {
                 return out;
             }

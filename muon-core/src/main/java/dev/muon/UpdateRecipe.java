@@ -3,7 +3,9 @@ package dev.muon;
 import dev.muon.internal.TorchNatives;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
+import dev.muon.state.BufferSpec;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 
@@ -36,6 +38,17 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
         TorchNatives.extract();
     }
 
+    /** Muon's momentum buffer in the parameter's dtype: PyTorch's {@code momentum_buffer}. */
+    public static final BufferSpec MOMENTUM = new BufferSpec("momentum", "momentum_buffer", "momentum buffer",
+            BufferSpec.Shape.PARAMETER, BufferSpec.Dtype.PARAMETER, BufferSpec.Values.FINITE, true);
+    /** Muon's momentum buffer stored in bfloat16 ({@link MomentumPrecision#BFLOAT16}): the same buffer, narrower. */
+    public static final BufferSpec MOMENTUM_BFLOAT16 = new BufferSpec("momentum", "momentum_buffer",
+            "momentum buffer", BufferSpec.Shape.PARAMETER, BufferSpec.Dtype.BFLOAT16, BufferSpec.Values.FINITE, true);
+    /** NorMuon's per-row second moment ({@link NorMuonConfig}): float32 (float64 for a float64 parameter). */
+    public static final BufferSpec SECOND_MOMENT = new BufferSpec("second_moment", "normuon_second_moment",
+            "NorMuon second moment", BufferSpec.Shape.ROWS, BufferSpec.Dtype.WIDE,
+            BufferSpec.Values.FINITE_NON_NEGATIVE, true);
+
     /** One element of a recipe: a choice that a setting of {@link MuonConfig} made. */
     public interface Element {
         /**
@@ -44,28 +57,54 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
          * @return the setting and its value
          */
         String setting();
+
+        /**
+         * The per-parameter state buffers this element keeps, declared once here: what every binding, the state
+         * value and both files iterate over.
+         *
+         * @return the declarations, none for an element without state
+         */
+        default List<BufferSpec> buffers() {
+            return List.of();
+        }
     }
 
     /** How the momentum buffer is kept ({@link MuonConfig#momentumPrecision()}). */
     public enum Momentum implements Element {
         /** In the parameter's dtype, PyTorch's formula. */
-        EMA("momentumPrecision = PARAMETER"),
+        EMA("momentumPrecision = PARAMETER", MOMENTUM),
         /** Stored in bfloat16, advanced in float32 (float64 for a float64 parameter). */
-        EMA_BFLOAT16_STORED("momentumPrecision = BFLOAT16");
+        EMA_BFLOAT16_STORED("momentumPrecision = BFLOAT16", MOMENTUM_BFLOAT16);
 
         static {
             TorchNatives.extract();
         }
 
         private final String setting;
+        private final BufferSpec buffer;
 
-        Momentum(String setting) {
+        Momentum(String setting, BufferSpec buffer) {
             this.setting = setting;
+            this.buffer = buffer;
         }
 
         @Override
         public String setting() {
             return setting;
+        }
+
+        @Override
+        public List<BufferSpec> buffers() {
+            return List.of(buffer);
+        }
+
+        /**
+         * The momentum buffer this element keeps.
+         *
+         * @return its declaration
+         */
+        public BufferSpec buffer() {
+            return buffer;
         }
     }
 
@@ -112,6 +151,11 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
         @Override
         public String setting() {
             return setting;
+        }
+
+        @Override
+        public List<BufferSpec> buffers() {
+            return this == NORMUON ? List.of(SECOND_MOMENT) : List.of();
         }
     }
 
@@ -179,6 +223,17 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
      */
     public List<Element> elements() {
         return List.of(momentum, orthogonalizer, normalizer, applier);
+    }
+
+    /**
+     * Every per-parameter state buffer the elements keep, in the order of the elements.
+     *
+     * @return the declarations
+     */
+    public List<BufferSpec> buffers() {
+        List<BufferSpec> out = new ArrayList<>();
+        elements().forEach(e -> out.addAll(e.buffers()));
+        return List.copyOf(out);
     }
 
     /**

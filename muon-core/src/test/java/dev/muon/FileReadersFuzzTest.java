@@ -2,9 +2,8 @@ package dev.muon;
 
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
-import dev.muon.internal.Json;
-import dev.muon.internal.PickleBytes;
-import dev.muon.internal.Safetensors;
+import dev.muon.state.PickleBytes;
+import dev.muon.state.TorchFiles;
 import dev.muon.state.StateFileException;
 import dev.muon.state.StateMismatchException;
 import org.bytedeco.javacpp.PointerScope;
@@ -154,10 +153,10 @@ class FileReadersFuzzTest {
     private static byte[] editedHeader(FuzzedDataProvider data) {
         ByteBuffer in = ByteBuffer.wrap(CHECKPOINT).order(ByteOrder.LITTLE_ENDIAN);
         int headerBytes = (int) in.getLong();
-        Map<String, Object> header = (Map<String, Object>) Json.parse(new String(CHECKPOINT, 8, headerBytes,
-                StandardCharsets.UTF_8).strip(), "base");
+        Map<String, Object> header = (Map<String, Object>) TorchFiles.parseJson(new String(CHECKPOINT, 8,
+                headerBytes, StandardCharsets.UTF_8).strip());
         Map<String, Object> meta = (Map<String, Object>) header.get("__metadata__");
-        Map<String, Object> state = (Map<String, Object>) Json.parse((String) meta.get("state"), "base");
+        Map<String, Object> state = (Map<String, Object>) TorchFiles.parseJson((String) meta.get("state"));
         List<Object> targets = new ArrayList<>();
         collect(header, targets);
         collect(state, targets);
@@ -176,9 +175,9 @@ class FileReadersFuzzTest {
         } else if (target instanceof List<?> list && !list.isEmpty()) {
             ((List<Object>) list).set(data.consumeInt(0, list.size() - 1), value);
         }
-        meta.put("state", Json.write(state));
-        meta.remove(Safetensors.DIGEST_KEY);
-        byte[] json = Json.write(header).getBytes(StandardCharsets.UTF_8);
+        meta.put("state", TorchFiles.writeJson(state));
+        meta.remove(TorchFiles.DIGEST_KEY);
+        byte[] json = TorchFiles.writeJson(header).getBytes(StandardCharsets.UTF_8);
         byte[] rest = java.util.Arrays.copyOfRange(CHECKPOINT, 8 + headerBytes, CHECKPOINT.length);
         return withDigest(json, rest);
     }
@@ -197,17 +196,17 @@ class FileReadersFuzzTest {
     /** A safetensors file of this header (a digest key added and filled in as muon-core's writer does) and data. */
     @SuppressWarnings("unchecked")
     private static byte[] withDigest(byte[] json, byte[] data) {
-        Map<String, Object> header = (Map<String, Object>) Json.parse(new String(json, StandardCharsets.UTF_8),
-                "edited");
+        Map<String, Object> header = (Map<String, Object>) TorchFiles.parseJson(new String(json,
+                StandardCharsets.UTF_8));
         Object meta = header.get("__metadata__");
         if (meta instanceof Map<?, ?> m) {
-            ((Map<String, Object>) m).put(Safetensors.DIGEST_KEY, "0".repeat(64));
+            ((Map<String, Object>) m).put(TorchFiles.DIGEST_KEY, "0".repeat(64));
         }
-        byte[] text = Json.write(header).getBytes(StandardCharsets.UTF_8);
+        byte[] text = TorchFiles.writeJson(header).getBytes(StandardCharsets.UTF_8);
         ByteBuffer out = ByteBuffer.allocate(8 + text.length + data.length).order(ByteOrder.LITTLE_ENDIAN);
         out.putLong(text.length).put(text).put(data);
         byte[] bytes = out.array();
-        String placeholder = "\"" + Safetensors.DIGEST_KEY + "\":\"" + "0".repeat(64) + "\"";
+        String placeholder = "\"" + TorchFiles.DIGEST_KEY + "\":\"" + "0".repeat(64) + "\"";
         int at = new String(bytes, StandardCharsets.ISO_8859_1).indexOf(placeholder);
         if (at >= 0) {
             try {

@@ -1,7 +1,7 @@
 package dev.muon;
 
 import dev.muon.golden.NativeScopePerTest;
-import dev.muon.internal.PickleBytes;
+import dev.muon.state.PickleBytes;
 import dev.muon.state.CraftedCheckpoints;
 import dev.muon.state.StateFileException;
 import dev.muon.state.StateMismatchException;
@@ -108,7 +108,7 @@ class HostileFilesTest {
                     }
                 }), record, "nests lists, dicts and tuples deeper than 32"),
                 Arguments.of("wrongShape", muonStateDict(view(24, 0, new long[]{4, 6}, contiguous)), record,
-                        "has shape [4, 6], parameter 'parameter 0 of group 0' has [6, 4]"));
+                        "has shape [4, 6], parameter 'parameter 0 of group 0''s momentum buffer has [6, 4]"));
     }
 
     @ParameterizedTest(name = "{0}")

@@ -25,7 +25,8 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The seam of the fused momentum and update stages ({@link dev.muon.internal.FusedUpdateKernels}): {@link Muon} asks the
+ * The seam of the fused momentum and update stages ({@link dev.muon.internal.FusedUpdateKernels}): {@link Muon} asks
+ * the
  * providers once per parameter at build, uses the stages of a served parameter, falls back to libtorch's ops per
  * parameter where the provider declines and per call where a stage declines, and without any stage steps bit for
  * bit as before. The provider is {@link RecordingFusedKernelsProvider}, switched on for the thread of one test.

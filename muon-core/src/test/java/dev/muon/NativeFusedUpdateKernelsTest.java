@@ -34,7 +34,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  */
 @ExtendWith(NativeScopePerTest.class)
 class NativeFusedUpdateKernelsTest {
-    /** Empty, ending inside a vector (1, 15, 17, 1 001), and above the one-thread limit of 65 536 entries per thread. */
+    /** Empty, ending inside a vector (1, 15, 17, 1 001), and above the one-thread limit of 65 536 entries per thread.
+     * */
     private static final long[] SIZES = {0, 1, 15, 16, 17, 1_001, 140_001};
     private static final double[] SPECIAL = {0.0, -0.0, 1e-40, -3e-39, 1.4e-45, 3e38, -3e38, 1e-30, 65504, -1};
 
@@ -102,7 +103,7 @@ class NativeFusedUpdateKernelsTest {
     void updateParameter_givesLibtorchsBits(NativeKernels.Variant variant, double weightDecay, String updateType) {
         assumeRunnable(variant);
         MuonConfig config = MuonConfig.defaults().withLr(0.02).withWeightDecay(weightDecay);
-        UpdatePlan.Step scalars = new UpdatePlan.Step(config);
+        UpdateSlots.Step scalars = new UpdateSlots.Step(config);
         double alpha = -config.scaledLr(96, 32);
         for (long n : SIZES) {
             Tensor o = data(n, 3).to(ScalarType.valueOf(updateType));
@@ -126,7 +127,7 @@ class NativeFusedUpdateKernelsTest {
             NativeKernels.Variant variant, double weightDecay, String updateType) {
         assumeRunnable(variant);
         MuonConfig config = MuonConfig.defaults().withLr(0.02).withWeightDecay(weightDecay);
-        UpdatePlan.Step scalars = new UpdatePlan.Step(config);
+        UpdateSlots.Step scalars = new UpdateSlots.Step(config);
         double alpha = -config.scaledLr(300, 70);
         // Tall shapes whose sides end inside and on the 32-value blocks, and one above the one-thread limit.
         for (long[] shape : new long[][]{{3, 2}, {33, 31}, {64, 32}, {300, 70}, {1_024, 160}}) {
@@ -226,7 +227,8 @@ class NativeFusedUpdateKernelsTest {
             assertNull(selection.forParameter(ns, float32, "w"), "native kernels or ATen's vector kernels off");
         }
         assertNull(selection.forParameter(ns, torch.zeros(8, 4).to(ScalarType.Double), "w"), "float64");
-        assertNull(selection.forParameter(ns.withOrthogonalization(Orthogonalization.EXACT_SVD), float32, "w"), "exact SVD");
+        assertNull(selection.forParameter(ns.withOrthogonalization(Orthogonalization.EXACT_SVD), float32, "w"),
+                "exact SVD");
     }
 
     @Test
@@ -252,7 +254,7 @@ class NativeFusedUpdateKernelsTest {
     /** The plain momentum's libtorch ops (UpdatePlan) on {@code buffer} (advanced in place), U in {@code out}'s
      * dtype. */
     private static Tensor libtorchMomentum(Tensor buffer, Tensor grad, MuonConfig config, ScalarType out) {
-        UpdatePlan.Step scalars = new UpdatePlan.Step(config);
+        UpdateSlots.Step scalars = new UpdateSlots.Step(config);
         buffer.lerp_(grad, scalars.oneMinusMomentum);
         Tensor u = config.nesterov() ? torch.lerp(grad, buffer, scalars.momentum) : buffer.clone();
         return u.to(out);

@@ -37,15 +37,16 @@ class NorMuonDamagedCheckpointTest {
     static Stream<Arguments> damages() {
         Function<Tensor, Tensor> rows = p -> torch.rand(6);
         return Stream.of(
+                // The file's own settings declare no second moment: the file is refused as malformed.
                 Arguments.of("secondMoment_withoutNorMuon_isRefused", new Damage(List.of(PLAIN), true, rows,
-                        P0 + " NorMuon second moment: this optimizer none (its group has NorMuon off), the state "
-                                + "present")),
+                        "tensor 'second_moment/parameter 0 of group 0' is not '<kind>/<name>' of a parameter of the "
+                                + "state with a kind of [exp_avg, exp_avg_sq, momentum, value]")),
                 Arguments.of("secondMoment_withoutMomentum_isRefused", new Damage(List.of(NORMUON), false, rows,
-                        P0 + " NorMuon state: this optimizer a momentum buffer and a second moment, or neither, "
-                                + "the state a second moment only")),
+                        P0 + " Muon state: this optimizer every buffer its update keeps (momentum buffer, NorMuon "
+                                + "second moment) or none, the state NorMuon second moment only")),
                 Arguments.of("momentum_withoutSecondMoment_isRefused", new Damage(List.of(NORMUON), true, p -> null,
-                        P0 + " NorMuon state: this optimizer a momentum buffer and a second moment, or neither, "
-                                + "the state a momentum buffer only")),
+                        P0 + " Muon state: this optimizer every buffer its update keeps (momentum buffer, NorMuon "
+                                + "second moment) or none, the state momentum buffer only")),
                 Arguments.of("secondMoment_wrongShape_isRefused", new Damage(List.of(NORMUON), true,
                         p -> torch.rand(4), P0 + " NorMuon second moment shape: this optimizer [6], the state [4]")),
                 Arguments.of("secondMoment_wrongDtype_isRefused", new Damage(List.of(NORMUON), true,
@@ -58,8 +59,8 @@ class NorMuonDamagedCheckpointTest {
                         p -> torch.full(new long[]{6}, new org.bytedeco.pytorch.Scalar(Double.NaN)),
                         P0 + " NorMuon second moment values: this optimizer finite, the state NaN or Inf")),
                 Arguments.of("mixedGroups_momentumWithoutSecondMoment_isRefused", new Damage(List.of(NORMUON, PLAIN),
-                        true, p -> null, P0 + " NorMuon state: this optimizer a momentum buffer and a second "
-                        + "moment, or neither, the state a momentum buffer only")));
+                        true, p -> null, P0 + " Muon state: this optimizer every buffer its update keeps (momentum "
+                        + "buffer, NorMuon second moment) or none, the state momentum buffer only")));
     }
 
     @TempDir
@@ -74,8 +75,8 @@ class NorMuonDamagedCheckpointTest {
             Tensor p = torch.randn(6, 4);
             entries.add(ParameterEntry.of(ParameterSpec.muon("parameter 0 of group " + g, g, p.shape(),
                             p.scalar_type(), null)).withValue(p)
-                    .withMomentum(damage.momentum() ? torch.randn(6, 4) : null)
-                    .withSecondMoment(g == 0 ? damage.secondMoment().apply(p) : null));
+                    .withBuffer("momentum", damage.momentum() ? torch.randn(6, 4) : null)
+                    .withBuffer("second_moment", g == 0 ? damage.secondMoment().apply(p) : null));
         }
         Path file = dir.resolve(name + ".ckpt");
         CheckpointFile.write(file, new OptimizerState(3, damage.configs(), null, entries, null));

@@ -84,7 +84,7 @@ class NorMuonReferenceTest {
                 ReferenceParameter ref = reference.get(i);
                 Tensor v = muon.secondMoment(params.get(i)).orElseThrow();
                 assertEquals(ScalarType.Double.value, v.scalar_type().value);
-                assertTrue(java.util.Arrays.equals(NeuronNormalization.stateShape(ref.shape), v.shape()));
+                assertTrue(java.util.Arrays.equals(UpdateRecipe.SECOND_MOMENT.shape().of(ref.shape), v.shape()));
                 double vError = Tensors.relativeError(v, ref.v);
                 double pError = Tensors.relativeError(params.get(i), ref.p);
                 assertTrue(vError <= TOLERANCE, "step " + step + " parameter " + i + " v: rel error " + vError);

@@ -4,7 +4,9 @@
  * ({@link dev.muon.internal.NativeLifetime}, {@link dev.muon.internal.NewtonSchulzKernels} and
  * {@link dev.muon.internal.NewtonSchulzAccess}, the fused momentum and update stages behind
  * {@link dev.muon.internal.FusedUpdateKernels} and {@link dev.muon.internal.FusedUpdateKernelsProvider},
- * {@link dev.muon.internal.TorchNatives}, {@link dev.muon.internal.Messages}). No public signature of an API
+ * {@link dev.muon.internal.TorchNatives}, {@link dev.muon.internal.Messages}, {@link dev.muon.internal.NamedParameters}):
+ * only what several packages or modules share; what one package alone uses lives beside it (the byte layer of the
+ * state files is package-private in {@code dev.muon.state}). No public signature of an API
  * package names a type of this one ({@code ApiSignaturesTest}). Not API and no compatibility
  * promise: any type or method here may change or disappear in any release, so nothing outside this project's
  * artifacts of one version should use it.

@@ -4,12 +4,7 @@ import dev.muon.AdamWConfig;
 import dev.muon.MuonConfig;
 import dev.muon.OptimizerKind;
 import dev.muon.RowSplit;
-import dev.muon.internal.AtomicFile;
-import dev.muon.internal.FormatException;
-import dev.muon.internal.Json;
 import dev.muon.internal.Messages;
-import dev.muon.internal.Safetensors;
-import dev.muon.internal.TensorBytes;
 import dev.muon.internal.TorchNatives;
 import dev.muon.schedule.ScheduleRecord;
 import org.bytedeco.pytorch.Tensor;
@@ -39,8 +34,8 @@ import java.util.function.Consumer;
  *                  the schedule record, and one object per named parameter (name, optimizer, group, shape,
  *                  dtype, tied_to, row_split, adamw_step)
  *   value/&lt;name&gt;           the parameter's value
- *   momentum/&lt;name&gt;        Muon's momentum buffer
- *   second_moment/&lt;name&gt;   NorMuon's per-row second moment
+ *   &lt;key&gt;/&lt;name&gt;          each Muon state buffer its group's update declares ({@link BufferSpec#key()}):
+ *                            momentum/ (the momentum buffer), second_moment/ (NorMuon's per-row second moment)
  *   exp_avg/&lt;name&gt;, exp_avg_sq/&lt;name&gt;   AdamW's moments
  * </pre>
  *
@@ -61,8 +56,8 @@ public final class CheckpointFile {
     /** The format's version: 3, the safetensors layout (1 and 2 were libtorch archives, no longer read). */
     public static final String FORMAT_VERSION = "3";
     private static final String WHAT = "checkpoint";
-    private static final Set<String> TENSOR_KINDS = Set.of("value", "momentum", "second_moment", "exp_avg",
-            "exp_avg_sq");
+    /** The kinds of tensor every file may hold; a parameter's Muon state buffers add their declared keys. */
+    private static final Set<String> FIXED_KINDS = Set.of("value", "exp_avg", "exp_avg_sq");
 
     private CheckpointFile() {
     }
@@ -87,8 +82,7 @@ public final class CheckpointFile {
         Map<String, Tensor> tensors = new LinkedHashMap<>();
         for (ParameterEntry e : state.entries()) {
             put(tensors, "value", e, e.value());
-            put(tensors, "momentum", e, e.momentum());
-            put(tensors, "second_moment", e, e.secondMoment());
+            e.buffers().forEach((key, buffer) -> put(tensors, key, e, buffer));
             if (e.adamW() != null) {
                 put(tensors, "exp_avg", e, e.adamW().expAvg());
                 put(tensors, "exp_avg_sq", e, e.adamW().expAvgSq());
@@ -146,17 +140,7 @@ public final class CheckpointFile {
     }
 
     private static Object rowSplit(RowSplit split) {
-        if (split == null) {
-            return null;
-        }
-        if (split.headDim() > 0) {
-            return Map.of("per_head", (long) split.headDim());
-        }
-        List<Object> sizes = new ArrayList<>();
-        for (int size : split.blockSizes()) {
-            sizes.add((long) size);
-        }
-        return Map.of("split_rows", sizes);
+        return split == null ? null : RowSplitEntries.toMap(split);
     }
 
     /**
@@ -215,13 +199,17 @@ public final class CheckpointFile {
                 String kind = slash < 0 ? "" : name.substring(0, slash);
                 String param = slash < 0 ? "" : name.substring(slash + 1);
                 ParameterSpec spec = parsed.specs.get(param);
-                if (!TENSOR_KINDS.contains(kind) || spec == null || spec.isTied()) {
+                Set<String> kinds = new java.util.TreeSet<>(FIXED_KINDS);
+                List<BufferSpec> declared = spec == null ? List.of() : parsed.declaredBuffers(spec);
+                declared.forEach(d -> kinds.add(d.key()));
+                if (!kinds.contains(kind) || spec == null || spec.isTied()) {
                     throw new FormatException("tensor '" + Messages.shortened(name) + "'", "is not '<kind>/<name>' "
-                            + "of a parameter of the state with a kind of " + new java.util.TreeSet<>(TENSOR_KINDS));
+                            + "of a parameter of the state with a kind of " + kinds);
                 }
                 // The header alone could claim terabytes: the document's shape bounds what is allocated (and a
                 // smaller tensor is StateFit's to name, with both shapes).
-                long[] documented = kind.equals("second_moment") ? spec.secondMomentShape() : spec.shape();
+                long[] documented = declared.stream().filter(d -> d.key().equals(kind)).findFirst()
+                        .map(spec::shapeOf).orElse(spec.shape());
                 String where = "parameter '" + Messages.shortened(spec.name()) + "'";
                 long allowed = TensorBytes.elementCount(documented, where);
                 long count = TensorBytes.elementCount(e.shape(), "tensor '" + Messages.shortened(name) + "'");
@@ -252,9 +240,10 @@ public final class CheckpointFile {
             List<ParameterEntry> entries = new ArrayList<>();
             for (ParameterSpec spec : parsed.specs.values()) {
                 String n = spec.name();
-                ParameterEntry e = ParameterEntry.of(spec).withValue(tensors.get("value/" + n))
-                        .withMomentum(tensors.get("momentum/" + n))
-                        .withSecondMoment(tensors.get("second_moment/" + n));
+                ParameterEntry e = ParameterEntry.of(spec).withValue(tensors.get("value/" + n));
+                for (BufferSpec d : parsed.declaredBuffers(spec)) {
+                    e = e.withBuffer(d.key(), tensors.get(d.key() + "/" + n));
+                }
                 if (parsed.adamWSteps.containsKey(n)) {
                     e = e.withAdamW(new AdamWMoments(tensors.get("exp_avg/" + n), tensors.get("exp_avg_sq/" + n),
                             parsed.adamWSteps.get(n)));
@@ -304,6 +293,14 @@ public final class CheckpointFile {
         ScheduleRecord schedule;
         final Map<String, ParameterSpec> specs = new LinkedHashMap<>();
         final Map<String, Long> adamWSteps = new LinkedHashMap<>();
+
+        /** The Muon state buffers a parameter's group's recipe declares ({@link OptimizerState#declaredBuffers}). */
+        List<BufferSpec> declaredBuffers(ParameterSpec spec) {
+            if (spec.optimizer() != dev.muon.OptimizerKind.MUON || spec.group() >= muonConfigs.size()) {
+                return List.of();
+            }
+            return dev.muon.UpdateRecipe.of(muonConfigs.get(spec.group())).buffers();
+        }
     }
 
     private static final Set<String> DOCUMENT_KEYS = Set.of("step", "muon_groups", "adamw", "schedule",
@@ -390,22 +387,7 @@ public final class CheckpointFile {
     }
 
     private static RowSplit parseRowSplit(Object json, String label) {
-        if (json == null) {
-            return null;
-        }
-        if (!(json instanceof Map<?, ?> m) || m.size() != 1) {
-            throw new FormatException(label + " row_split", "must be null, {\"per_head\": n} or "
-                    + "{\"split_rows\": [...]}");
-        }
-        if (m.containsKey("per_head")) {
-            return RowSplit.perHead(intValue(m.get("per_head"), label + " row_split"));
-        }
-        List<Object> sizes = array(m.get("split_rows"), label + " row_split");
-        int[] rows = new int[sizes.size()];
-        for (int k = 0; k < rows.length; k++) {
-            rows[k] = intValue(sizes.get(k), label + " row_split");
-        }
-        return RowSplit.splitRows(rows);
+        return json == null ? null : RowSplitEntries.fromMap(json, label + " row_split");
     }
 
     private static <C extends Record> C config(Object json, List<ConfigFields.Field<C>> fields, C base,
@@ -444,14 +426,6 @@ public final class CheckpointFile {
             throw new FormatException("__metadata__.state " + where, "must be an integer, got " + show(json));
         }
         return l;
-    }
-
-    private static int intValue(Object json, String where) {
-        long l = integer(json, where);
-        if (l < Integer.MIN_VALUE || l > Integer.MAX_VALUE) {
-            throw new FormatException("__metadata__.state " + where, "must be a 32-bit integer, got " + l);
-        }
-        return (int) l;
     }
 
     private static double number(Object json, String where) {

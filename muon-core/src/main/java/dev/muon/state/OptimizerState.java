@@ -3,6 +3,7 @@ package dev.muon.state;
 import dev.muon.AdamWConfig;
 import dev.muon.MuonConfig;
 import dev.muon.OptimizerKind;
+import dev.muon.UpdateRecipe;
 import dev.muon.internal.TorchNatives;
 import dev.muon.schedule.ScheduleRecord;
 
@@ -101,6 +102,20 @@ public record OptimizerState(long step, List<MuonConfig> muonConfigs, AdamWConfi
      */
     public List<ParameterSpec> specs() {
         return entries.stream().map(ParameterEntry::spec).toList();
+    }
+
+    /**
+     * The Muon state buffers a parameter's update keeps: those its Muon group's recipe declares
+     * ({@link dev.muon.UpdateRecipe#buffers()}), none for an AdamW parameter or a tied name.
+     *
+     * @param spec the parameter
+     * @return the declarations, in the recipe's order
+     */
+    public List<BufferSpec> declaredBuffers(ParameterSpec spec) {
+        if (spec.optimizer() != OptimizerKind.MUON || spec.group() >= muonConfigs.size()) {
+            return List.of();
+        }
+        return UpdateRecipe.of(muonConfigs.get(spec.group())).buffers();
     }
 
     /**

@@ -4,38 +4,46 @@ import dev.muon.internal.TorchNatives;
 
 import org.bytedeco.pytorch.Tensor;
 
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Objects;
 
 /**
  * One named parameter of an {@link OptimizerState}: its {@link ParameterSpec} and the tensors kept for it, each
- * null where there is none: the parameter's value (checkpoints hold it, PyTorch's optimizer state does not), Muon's
- * momentum buffer (before the first update: none), NorMuon's per-row second moment, and AdamW's moments.
+ * absent where there is none: the parameter's value (checkpoints hold it, PyTorch's optimizer state does not), the
+ * Muon state buffers its update declares ({@link BufferSpec}, by key: the momentum buffer, NorMuon's second moment;
+ * none before its first update), and AdamW's moments.
  *
  * <p>Build one with {@link #of(ParameterSpec)} and the {@code with...} copies.
  *
- * @param spec         what the parameter is
- * @param value        its value, or null
- * @param momentum     Muon's momentum buffer, or null
- * @param secondMoment NorMuon's second moment, or null
- * @param adamW        AdamW's moments, or null
+ * @param spec    what the parameter is
+ * @param value   its value, or null
+ * @param buffers its Muon state buffers by {@link BufferSpec#key()}, in declaration order; empty for none
+ * @param adamW   AdamW's moments, or null
  */
-public record ParameterEntry(ParameterSpec spec, Tensor value, Tensor momentum, Tensor secondMoment,
-                             AdamWMoments adamW) {
+public record ParameterEntry(ParameterSpec spec, Tensor value, Map<String, Tensor> buffers, AdamWMoments adamW) {
     static {
         // First, in case this is the first type of ours a program touches: see TorchNatives.
         TorchNatives.extract();
     }
 
     /**
-     * Validates.
+     * Validates and copies the buffers.
      *
-     * @throws NullPointerException     if the spec is null
+     * @throws NullPointerException     if the spec is null, or a buffer's key or tensor
      * @throws IllegalArgumentException if a tied name holds a tensor, or a parameter holds the state of the other
      *                                  optimizer
      */
     public ParameterEntry {
         Objects.requireNonNull(spec, "spec must not be null");
-        if (spec.isTied() && (value != null || momentum != null || secondMoment != null || adamW != null)) {
+        buffers = Collections.unmodifiableMap(new LinkedHashMap<>(Objects.requireNonNull(buffers,
+                "buffers must not be null")));
+        buffers.forEach((key, tensor) -> {
+            Objects.requireNonNull(key, "a buffer's key must not be null");
+            Objects.requireNonNull(tensor, "buffer '" + key + "' must not be null");
+        });
+        if (spec.isTied() && (value != null || !buffers.isEmpty() || adamW != null)) {
             throw new IllegalArgumentException("'" + spec.name() + "' is tied to '" + spec.tiedTo() + "' and holds "
                     + "no tensors of its own");
         }
@@ -43,7 +51,7 @@ public record ParameterEntry(ParameterSpec spec, Tensor value, Tensor momentum, 
         if (muon && adamW != null) {
             throw new IllegalArgumentException("'" + spec.name() + "' is on Muon and cannot hold AdamW moments");
         }
-        if (!muon && (momentum != null || secondMoment != null)) {
+        if (!muon && !buffers.isEmpty()) {
             throw new IllegalArgumentException("'" + spec.name() + "' is on AdamW and cannot hold Muon buffers");
         }
     }
@@ -55,7 +63,7 @@ public record ParameterEntry(ParameterSpec spec, Tensor value, Tensor momentum, 
      * @return the entry
      */
     public static ParameterEntry of(ParameterSpec spec) {
-        return new ParameterEntry(spec, null, null, null, null);
+        return new ParameterEntry(spec, null, Map.of(), null);
     }
 
     /**
@@ -65,27 +73,34 @@ public record ParameterEntry(ParameterSpec spec, Tensor value, Tensor momentum, 
      * @return a copy
      */
     public ParameterEntry withValue(Tensor tensor) {
-        return new ParameterEntry(spec, tensor, momentum, secondMoment, adamW);
+        return new ParameterEntry(spec, tensor, buffers, adamW);
     }
 
     /**
-     * This entry with Muon's momentum buffer.
+     * This entry with a Muon state buffer set, or removed.
      *
-     * @param tensor the buffer, or null
+     * @param key    the buffer's {@link BufferSpec#key()}
+     * @param tensor the buffer, or null for none
      * @return a copy
      */
-    public ParameterEntry withMomentum(Tensor tensor) {
-        return new ParameterEntry(spec, value, tensor, secondMoment, adamW);
+    public ParameterEntry withBuffer(String key, Tensor tensor) {
+        Map<String, Tensor> copy = new LinkedHashMap<>(buffers);
+        if (tensor == null) {
+            copy.remove(key);
+        } else {
+            copy.put(key, tensor);
+        }
+        return new ParameterEntry(spec, value, copy, adamW);
     }
 
     /**
-     * This entry with NorMuon's second moment.
+     * A Muon state buffer.
      *
-     * @param tensor the second moment, or null
-     * @return a copy
+     * @param key the buffer's {@link BufferSpec#key()}
+     * @return the buffer, or null when the entry holds none
      */
-    public ParameterEntry withSecondMoment(Tensor tensor) {
-        return new ParameterEntry(spec, value, momentum, tensor, adamW);
+    public Tensor buffer(String key) {
+        return buffers.get(key);
     }
 
     /**
@@ -95,7 +110,7 @@ public record ParameterEntry(ParameterSpec spec, Tensor value, Tensor momentum, 
      * @return a copy
      */
     public ParameterEntry withAdamW(AdamWMoments moments) {
-        return new ParameterEntry(spec, value, momentum, secondMoment, moments);
+        return new ParameterEntry(spec, value, buffers, moments);
     }
 
     /**

@@ -127,36 +127,73 @@ public record ParameterSpec(String name, OptimizerKind optimizer, int group, lon
     }
 
     /**
-     * The shape of NorMuon's per-row second moment of this parameter ({@link #secondMomentShape(long[])}).
+     * The shape of a declared buffer of this parameter.
      *
-     * @return the shape
+     * @param buffer the declaration
+     * @return its sizes
      */
-    public long[] secondMomentShape() {
-        return secondMomentShape(shape);
+    public long[] shapeOf(BufferSpec buffer) {
+        return buffer.shape().of(shape);
     }
 
     /**
-     * The shape of NorMuon's per-row second moment of a parameter: one entry per row of its matrix view, i.e. the
-     * shape without its last size ({@code [k, rows]} for a stack of {@code k} matrices), and {@code [rows]} for a
-     * 4-D conv filter flattened to {@code rows × (in·kh·kw)}.
+     * The dtype a declared buffer of this parameter is kept in.
      *
-     * @param paramShape the parameter's sizes
-     * @return the shape
+     * @param buffer the declaration
+     * @return its dtype
      */
-    public static long[] secondMomentShape(long[] paramShape) {
-        return paramShape.length == 4 ? new long[]{paramShape[0]}
-                : Arrays.copyOf(paramShape, Math.max(0, paramShape.length - 1));
+    public ScalarType dtypeOf(BufferSpec buffer) {
+        return scalarType(buffer.dtype().of(dtypeName(dtype)));
     }
 
     /**
-     * The dtype of NorMuon's second moment for a parameter of {@code dtype}: float32, or float64 for a float64
-     * parameter (a bfloat16 moment would lose the small increments of a slowly moving average).
+     * Whether a state may hold a declared buffer of this parameter in a dtype ({@link BufferSpec.Dtype#accepts}).
      *
-     * @param dtype the parameter's dtype
-     * @return the second moment's dtype
+     * @param buffer the declaration
+     * @param held   the dtype a state holds it in
+     * @return true if a restore takes it
      */
-    public static ScalarType secondMomentDtype(ScalarType dtype) {
-        return dtype.value == ScalarType.Double.value ? ScalarType.Double : ScalarType.Float;
+    public boolean accepts(BufferSpec buffer, ScalarType held) {
+        return buffer.dtype().accepts(dtypeName(held), dtypeName(dtype));
+    }
+
+    /**
+     * A dtype's name in declarations and files: {@code float32}, {@code float64}, {@code bfloat16},
+     * {@code float16}, else libtorch's name in lower case.
+     *
+     * @param type the dtype
+     * @return its name
+     */
+    public static String dtypeName(ScalarType type) {
+        if (type.value == ScalarType.Float.value) {
+            return "float32";
+        }
+        if (type.value == ScalarType.Double.value) {
+            return "float64";
+        }
+        if (type.value == ScalarType.BFloat16.value) {
+            return "bfloat16";
+        }
+        if (type.value == ScalarType.Half.value) {
+            return "float16";
+        }
+        return canonical(type).name().toLowerCase(java.util.Locale.ROOT);
+    }
+
+    /**
+     * The dtype of a name {@link #dtypeName} gives.
+     *
+     * @param name the name
+     * @return the dtype
+     * @throws IllegalArgumentException if no dtype has the name
+     */
+    public static ScalarType scalarType(String name) {
+        for (ScalarType t : ScalarType.values()) {
+            if (dtypeName(t).equals(name)) {
+                return t;
+            }
+        }
+        throw new IllegalArgumentException("no dtype is named '" + name + "'");
     }
 
     /**

@@ -1,6 +1,5 @@
 package dev.muon.state;
 
-import dev.muon.MomentumPrecision;
 import dev.muon.MuonConfig;
 import dev.muon.OptimizerKind;
 import dev.muon.internal.TorchNatives;
@@ -23,11 +22,11 @@ import java.util.function.UnaryOperator;
  * dtype, tie, row split, in order), the same number of Muon groups, an AdamW part on both sides or neither, the
  * same Muon build settings (every {@link MuonConfig} field except the hyperparameters a restore takes: {@code lr},
  * {@code weightDecay}, {@code momentum}, {@code nesterov}, {@code adjustLr}, {@code extraScale}), a schedule
- * record with one base lr per group, and tensors that belong where they are: each of its parameter's shape and
- * dtype (NorMuon's second moment: {@link ParameterSpec#secondMomentShape()}, float32 or float64), finite (the
- * parameter values too: a NaN weight trains NaN from the first step), AdamW's
- * {@code exp_avg_sq} and NorMuon's second moment {@code >= 0}, AdamW's step count in {@code [0, step]}, a NorMuon
- * second moment with its momentum buffer and the reverse.
+ * record with one base lr per group, and tensors that belong where they are: a parameter's value and AdamW's
+ * moments of its shape and dtype, each Muon state buffer one its update declares ({@link BufferSpec}: the momentum,
+ * NorMuon's second moment) with the declared shape and dtype, every declared buffer or none, all finite (the
+ * parameter values too: a NaN weight trains NaN from the first step), AdamW's {@code exp_avg_sq} and a buffer
+ * declared non-negative {@code >= 0}, and AdamW's step count in {@code [0, step]}.
  */
 public final class StateFit {
     static {
@@ -154,30 +153,39 @@ public final class StateFit {
         if (like(out, where + " value", e.value(), spec.shape(), spec.dtype())) {
             finite(out, where + " value", e.value());
         }
-        if (spec.optimizer() == OptimizerKind.MUON) {
-            MuonConfig group = state.muonConfigs().get(spec.group());
-            boolean norMuon = group.norMuon() != null;
-            // A bfloat16 buffer (MomentumPrecision.BFLOAT16) may come back in the parameter's dtype from a PyTorch
-            // file, and the reverse; the restore rounds or widens it.
-            ScalarType momentumDtype = group.momentumPrecision() == MomentumPrecision.BFLOAT16
-                    && e.momentum() != null && e.momentum().scalar_type().value == ScalarType.BFloat16.value
-                    ? ScalarType.BFloat16 : spec.dtype();
-            if (like(out, where + " momentum buffer", e.momentum(), spec.shape(), momentumDtype)) {
-                finite(out, where + " momentum buffer", e.momentum());
+        List<BufferSpec> declared = state.declaredBuffers(spec);
+        for (String key : e.buffers().keySet()) {
+            if (declared.stream().noneMatch(d -> d.key().equals(key))) {
+                out.add(new StateMismatchException.Difference(where, "buffer '" + key + "'",
+                        "none (its update keeps " + keys(declared) + ")", "present", null));
             }
-            if (e.secondMoment() != null && !norMuon) {
-                out.add(new StateMismatchException.Difference(where, "NorMuon second moment",
-                        "none (its group has NorMuon off)", "present", null));
-            } else if (like(out, where + " NorMuon second moment", e.secondMoment(), spec.secondMomentShape(),
-                    ParameterSpec.secondMomentDtype(spec.dtype()))) {
-                finite(out, where + " NorMuon second moment", e.secondMoment());
-                nonNegative(out, where + " NorMuon second moment", e.secondMoment());
+        }
+        int held = 0;
+        for (BufferSpec d : declared) {
+            Tensor t = e.buffer(d.key());
+            if (t == null) {
+                continue;
             }
-            if (norMuon && (e.momentum() == null) != (e.secondMoment() == null)) {
-                out.add(new StateMismatchException.Difference(where, "NorMuon state",
-                        "a momentum buffer and a second moment, or neither",
-                        e.momentum() == null ? "a second moment only" : "a momentum buffer only", null));
+            held++;
+            String what = where + " " + d.label();
+            if (!Arrays.equals(t.shape(), spec.shapeOf(d))) {
+                out.add(new StateMismatchException.Difference(what, "shape", Arrays.toString(spec.shapeOf(d)),
+                        Arrays.toString(t.shape()), null));
+            } else if (!spec.accepts(d, t.scalar_type())) {
+                out.add(new StateMismatchException.Difference(what, "dtype", spec.dtypeOf(d).toString(),
+                        t.scalar_type().toString(), null));
+            } else {
+                finite(out, what, t);
+                if (d.values() == BufferSpec.Values.FINITE_NON_NEGATIVE) {
+                    nonNegative(out, what, t);
+                }
             }
+        }
+        // A parameter's update starts every buffer it declares at its first step: a state holds all or none.
+        if (held != 0 && held != declared.size()) {
+            out.add(new StateMismatchException.Difference(where, "Muon state", "every buffer its update keeps ("
+                    + keys(declared) + ") or none", keys(declared.stream().filter(d -> e.buffer(d.key()) != null)
+                    .toList()) + " only", null));
         }
         AdamWMoments m = e.adamW();
         if (m != null) {
@@ -193,6 +201,11 @@ public final class StateFit {
                         + "] (the state's step)", String.valueOf(m.step()), null));
             }
         }
+    }
+
+    /** The keys of declarations, as a message lists them. */
+    private static String keys(List<BufferSpec> declared) {
+        return declared.isEmpty() ? "none" : String.join(", ", declared.stream().map(BufferSpec::label).toList());
     }
 
     /** Whether a tensor, if present, has the shape and dtype; records a difference if not. */

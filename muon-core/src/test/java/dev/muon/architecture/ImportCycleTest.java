@@ -74,11 +74,17 @@ class ImportCycleTest {
     @Test
     void byteLevelReaders_importNoStateOrOptimizer() {
         Map<String, Set<String>> graph = dependencies(SOURCES);
-        for (String reader : List.of("dev.muon.internal.Safetensors", "dev.muon.internal.TorchLoad",
-                "dev.muon.internal.WeightsOnlyUnpickler", "dev.muon.internal.Json")) {
+        // The byte layer beside the codecs, package-private in dev.muon.state: it reaches nothing but itself and
+        // what the modules share.
+        Set<String> byteLayer = Set.of("dev.muon.state.Safetensors", "dev.muon.state.TorchLoad",
+                "dev.muon.state.WeightsOnlyUnpickler", "dev.muon.state.Json", "dev.muon.state.PickleValues",
+                "dev.muon.state.TensorBytes", "dev.muon.state.FormatException", "dev.muon.state.AtomicFile",
+                "dev.muon.state.TorchSave");
+        for (String reader : List.of("dev.muon.state.Safetensors", "dev.muon.state.TorchLoad",
+                "dev.muon.state.WeightsOnlyUnpickler", "dev.muon.state.Json")) {
             Set<String> below = reachable(graph, reader);
-            assertTrue(below.stream().allMatch(f -> f.startsWith("dev.muon.internal.")),
-                    reader + " reaches beyond internal: " + below);
+            assertTrue(below.stream().allMatch(f -> f.startsWith("dev.muon.internal.") || byteLayer.contains(f)),
+                    reader + " reaches beyond the byte layer and internal: " + below);
         }
     }
 

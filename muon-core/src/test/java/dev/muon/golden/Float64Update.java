@@ -172,7 +172,8 @@ public final class Float64Update {
         };
     }
 
-    /** libtorch's lerp(self, end, w): {@code self + w·(end − self)} for w < 0.5, else {@code end − (end − self)·(1 − w)}. */
+    /** libtorch's lerp(self, end, w): {@code self + w·(end − self)} for w < 0.5, else {@code end − (end − self)·(1 −
+     * w)}. */
     public static double lerp(double self, double end, double w) {
         return w < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w);
     }

@@ -24,7 +24,7 @@ class MessagesTest {
                 Arguments.of(List.of("a", 1L, 2.5, true), "[a, 1, 2.5, true]"),
                 Arguments.of(split, "{split_rows=[4, 4, 4]}"),
                 Arguments.of(new long[]{6, 4}, "[6, 4]"),
-                Arguments.of(PickleValues.Tuple.of(3.4445, null), "(3.4445, null)"),
+                Arguments.of(dev.muon.state.TorchFiles.tuple(3.4445, null), "(3.4445, null)"),
                 Arguments.of(List.of(), "[]"),
                 Arguments.of(null, "null"));
     }

@@ -8,7 +8,6 @@ import dev.muon.MuonConfig;
 import dev.muon.NorMuonConfig;
 import dev.muon.Orthogonalization;
 import dev.muon.StackedWeights;
-import dev.muon.internal.Json;
 import dev.muon.orthogonalize.CoefficientSchedule;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;

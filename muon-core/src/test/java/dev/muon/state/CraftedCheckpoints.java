@@ -1,7 +1,5 @@
 package dev.muon.state;
 
-import dev.muon.internal.Json;
-import dev.muon.internal.Safetensors;
 import org.bytedeco.pytorch.Tensor;
 
 import java.io.IOException;

@@ -1,8 +1,5 @@
 package dev.muon.state;
 
-import dev.muon.internal.PickleValues;
-import dev.muon.internal.TorchLoad;
-import dev.muon.internal.TorchSave;
 import org.bytedeco.pytorch.Tensor;
 
 import java.io.IOException;
@@ -73,4 +70,33 @@ public final class TorchFiles {
     public static Tensor tensor(Object value) {
         return (Tensor) value;
     }
+
+    /** A tree as the bytes of a {@code torch.save} file. */
+    public static byte[] bytes(Object root) {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        try {
+            TorchSave.write(root, out);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return out.toByteArray();
+    }
+
+    /** A Python tuple of these items, as the files hold one (the state package's pickle value). */
+    public static Object tuple(Object... items) {
+        return PickleValues.Tuple.of(items);
+    }
+
+    /** A JSON text parsed as the checkpoint reader parses it. */
+    public static Object parseJson(String text) {
+        return Json.parse(text, "test");
+    }
+
+    /** A value as the checkpoint writer writes it in JSON. */
+    public static String writeJson(Object value) {
+        return Json.write(value);
+    }
+
+    /** The metadata key of a checkpoint's SHA-256. */
+    public static final String DIGEST_KEY = Safetensors.DIGEST_KEY;
 }

@@ -16,7 +16,8 @@ import java.util.Optional;
 
 /**
  * Registers {@link FusedUpdates} with muon-core's Muon through {@link java.util.ServiceLoader}
- * ({@code META-INF/services/dev.muon.internal.FusedUpdateKernelsProvider}): with muon-cuda on the class path, the momentum
+ * ({@code META-INF/services/dev.muon.internal.FusedUpdateKernelsProvider}): with muon-cuda on the class path, the
+ * momentum
  * (with the Nesterov blend and the bfloat16 cast) and the parameter update of a served parameter run as one kernel
  * each, with no change to user code. Public only because ServiceLoader needs a public provider on the class path;
  * not API (see this package).
@@ -109,7 +110,8 @@ public final class CudaFusedUpdateKernelsProvider implements FusedUpdateKernelsP
             return true;
         }
 
-        /** What the kernels' launch checks demand of every operand: the dtype, this device, contiguous, 16-byte aligned. */
+        /** What the kernels' launch checks demand of every operand: the dtype, this device, contiguous, 16-byte
+         * aligned. */
         private boolean takes(Tensor t, ScalarType dtype) {
             return t.scalar_type().value == dtype.value && t.is_cuda() && t.device().index() == device
                     && t.is_contiguous() && t.data_ptr().address() % 16 == 0;

@@ -1,4 +1,4 @@
-package dev.muon.internal;
+package dev.muon.state;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -18,7 +18,7 @@ import java.nio.file.StandardOpenOption;
  *
  * <p>Not API (see this package): the one writer of muon-core's checkpoint and PyTorch state files.
  */
-public final class AtomicFile {
+final class AtomicFile {
     /** Writes the content into the open temporary file. */
     @FunctionalInterface
     public interface Content {

@@ -1,4 +1,4 @@
-package dev.muon.internal;
+package dev.muon.state;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -1,4 +1,6 @@
-package dev.muon.internal;
+package dev.muon.state;
+
+import dev.muon.internal.Messages;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -17,7 +19,7 @@ import java.util.Map;
  *
  * <p>Not API (see this package).
  */
-public final class Json {
+final class Json {
     /** The deepest nesting of arrays and objects read; muon-core's headers need 4. */
     public static final int MAX_DEPTH = 32;
 

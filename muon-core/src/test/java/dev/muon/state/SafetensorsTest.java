@@ -1,4 +1,4 @@
-package dev.muon.internal;
+package dev.muon.state;
 
 import dev.muon.golden.NativeScopePerTest;
 import org.bytedeco.pytorch.Tensor;

@@ -1,5 +1,6 @@
-package dev.muon.internal;
+package dev.muon.state;
 
+import dev.muon.internal.Messages;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.pytorch.Tensor;
@@ -21,7 +22,7 @@ import java.util.function.Consumer;
  *
  * <p>Not API (see this package).
  */
-public final class TensorBytes {
+final class TensorBytes {
     /** The largest buffer handed out at once: a Java buffer holds at most 2^31 − 1 bytes. */
     static final int CHUNK = 1 << 30;
 

@@ -1,4 +1,4 @@
-package dev.muon.internal;
+package dev.muon.state;
 
 import org.bytedeco.pytorch.Tensor;
 
@@ -28,7 +28,7 @@ import java.util.zip.ZipOutputStream;
  * <p>Written in Java because the bindings cannot build the {@code c10::Dict} that {@code torch::pickle_save}
  * would need. Not API (see this package).
  */
-public final class TorchSave {
+final class TorchSave {
     /** The version record of the archive; PyTorch 1.13 reads versions 1 to 10. */
     private static final String FILE_FORMAT_VERSION = "3\n";
     private static final String ROOT = "archive/";

@@ -1,4 +1,6 @@
-package dev.muon.internal;
+package dev.muon.state;
+
+import dev.muon.internal.Messages;
 
 import java.util.Arrays;
 import java.util.List;
@@ -10,7 +12,7 @@ import java.util.List;
  *
  * <p>Not API (see this package).
  */
-public final class PickleValues {
+final class PickleValues {
     private PickleValues() {
     }
 

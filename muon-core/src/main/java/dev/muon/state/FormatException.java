@@ -1,4 +1,4 @@
-package dev.muon.internal;
+package dev.muon.state;
 
 /**
  * Bytes that break a rule of the format they claim to be: thrown by the byte-level readers of this package
@@ -7,7 +7,7 @@ package dev.muon.internal;
  *
  * <p>Not API (see this package).
  */
-public final class FormatException extends RuntimeException {
+final class FormatException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
     private final String entry;

@@ -1,4 +1,4 @@
-package dev.muon.internal;
+package dev.muon.state;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;

@@ -1,4 +1,6 @@
-package dev.muon.internal;
+package dev.muon.state;
+
+import dev.muon.internal.Messages;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -33,7 +35,7 @@ import java.util.Set;
  *
  * <p>Not API (see this package).
  */
-public final class WeightsOnlyUnpickler {
+final class WeightsOnlyUnpickler {
     /** The deepest nesting of containers; a state dict needs 5. */
     public static final int MAX_DEPTH = 32;
     /** The most memo entries. */

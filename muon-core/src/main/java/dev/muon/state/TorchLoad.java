@@ -1,5 +1,6 @@
-package dev.muon.internal;
+package dev.muon.state;
 
+import dev.muon.internal.Messages;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
@@ -30,7 +31,7 @@ import java.util.zip.ZipFile;
  *
  * <p>Not API (see this package).
  */
-public final class TorchLoad implements AutoCloseable {
+final class TorchLoad implements AutoCloseable {
     /** The largest pickle read; a state dict's is kilobytes to a few megabytes. */
     public static final long MAX_PICKLE_BYTES = 64L << 20;
     /** The most entries a zip may hold here. */

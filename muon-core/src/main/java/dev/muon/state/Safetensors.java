@@ -1,5 +1,6 @@
-package dev.muon.internal;
+package dev.muon.state;
 
+import dev.muon.internal.Messages;
 import org.bytedeco.pytorch.Tensor;
 
 import java.io.IOException;
@@ -40,7 +41,7 @@ import java.util.Map;
  *
  * <p>Not API (see this package).
  */
-public final class Safetensors {
+final class Safetensors {
     /** The header bound here: 16 MiB describes some 100,000 tensors (Hugging Face's reader allows 100 MB, which as Java objects could exhaust a 2 GB heap). */
     public static final long MAX_HEADER_BYTES = 16L << 20;
     /** The most tensors a file may hold here. */
