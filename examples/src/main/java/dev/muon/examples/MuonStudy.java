@@ -111,7 +111,7 @@ public final class MuonStudy implements Callable<Integer> {
         @Option(names = "--settings", split = ",", paramLabel = "WIDTHxBATCH", defaultValue = "128x32,128x128,256x32",
                 description = "the settings, in order (default: ${DEFAULT-VALUE})")
         List<String> settings;
-        @Option(names = "--variants-at", split = ",", paramLabel = "WIDTHxBATCH", defaultValue = "128x32,128x128",
+        @Option(names = "--variants-at", split = ",", paramLabel = "WIDTHxBATCH", defaultValue = "128x32",
                 description = "the settings whose variants run, or 'none' (default: ${DEFAULT-VALUE})")
         List<String> variantsAt;
         @Option(names = "--adamw-lrs", split = ",", paramLabel = "LR", defaultValue = "5e-4,1e-3,2e-3,4e-3,8e-3",

@@ -69,15 +69,17 @@ final class StudyFigures {
         return out;
     }
 
-    /** Final validation loss against lr, a log axis, both sweeps. */
+    /**
+     * Final validation loss against lr, both sweeps. The x axis is log10 of the lr on a linear scale: XChart's own
+     * log axis labels only powers of ten, which a grid of factors of 2 may not reach.
+     */
     private static void lrFigure(StudyAnalysis.SettingAnalysis a, Path png) throws IOException {
         int seeds = a.adamwSweep().values().iterator().next().runs().size();
-        PanelFigure figure = new PanelFigure("MuonStudy lr sweeps: " + a.setting().title(), "final validation loss, "
-                + "mean of " + seeds + " seeds, band: lowest to highest; MuonAdamW's AdamW side at lr "
-                + StudyCell.lr(a.bestAdamwLr()) + "; diverged lrs left out");
-        XYChart panel = figure.panel("final validation loss by lr", "lr (AdamW's; Muon's in AdamW's units)",
-                "final validation loss", "0.####");
-        panel.getStyler().setXAxisLogarithmic(true);
+        PanelFigure figure = new PanelFigure(String.format(Locale.ROOT, "lr sweeps (d = %d, batch %d)",
+                a.setting().width(), a.setting().batch()), "mean of " + seeds + " seeds, band: lowest to highest; "
+                + "Muon's AdamW side at " + StudyCell.lr(a.bestAdamwLr()));
+        XYChart panel = figure.panel("final validation loss by lr", "log10 of the lr (-3 is 1e-3; Muon's in AdamW's "
+                + "units)", "final validation loss", "0.0");
         sweepLine(figure, panel, "AdamW (lr)", a.adamwSweep(), color(StudyArm.ADAMW));
         if (!a.muonSweep().isEmpty()) {
             sweepLine(figure, panel, "MuonAdamW (Muon lr)", a.muonSweep(), color(StudyArm.MUON));
@@ -90,8 +92,9 @@ final class StudyFigures {
         List<double[]> points = new ArrayList<>();
         sweep.forEach((lr, c) -> {
             double[] finals = c.finals();
+            // A diverged lr has no loss to draw; the report's table lists it.
             if (java.util.Arrays.stream(finals).allMatch(Double::isFinite)) {
-                points.add(new double[] {lr, StudyStats.mean(finals),
+                points.add(new double[] {Math.log10(lr), StudyStats.mean(finals),
                     java.util.Arrays.stream(finals).min().orElseThrow(),
                     java.util.Arrays.stream(finals).max().orElseThrow()});
             }
@@ -110,10 +113,10 @@ final class StudyFigures {
     private static void curves(StudyAnalysis.SettingAnalysis a, List<StudyAnalysis.Row> rows,
                                Map<StudyArm, StudyTiming.StepTime> times, Path png, String what) throws IOException {
         boolean timed = times != null && rows.stream().allMatch(r -> times.containsKey(r.config().arm()));
-        PanelFigure figure = new PanelFigure("MuonStudy: " + what, a.setting().title() + "; mean of the seeds, band: "
-                + "lowest to highest; grey: the target " + String.format(Locale.ROOT, "%.3f", a.target())
-                + "; seconds: " + (timed ? "steps x the timing pass's time per step" : "the sweep's own training "
-                + "seconds (no timing pass; a shared machine's)"));
+        PanelFigure figure = new PanelFigure("MuonStudy: " + what, a.setting().title() + "; mean of "
+                + rows.get(0).config().runs().size() + " seeds, band: min to max; (...) less "
+                + rows.get(0).config().label() + "; grey: target " + String.format(Locale.ROOT, "%.3f", a.target())
+                + "; seconds: " + (timed ? "steps x timed ms/step" : "the sweep's own (no timing pass)"));
         XYChart bySteps = figure.panel("validation loss by step", "step", "validation loss", "0");
         XYChart bySeconds = figure.panel("validation loss by training time", "training seconds (evaluation "
                 + "excluded)", "validation loss", "0");
@@ -121,6 +124,10 @@ final class StudyFigures {
         bySeconds.getStyler().setXAxisMin(0.0);
         double maxSeconds = 0;
         double baseline = rows.get(0).finalInterval().mean();
+        // The first tenth of a run falls steeply from about ln(vocabulary): the axis ends at the highest curve's
+        // value there, so that the part where the curves cross the target is not squashed.
+        int tenth = Math.max(1, a.setting().evals() / 10);
+        double top = 0;
         for (StudyAnalysis.Row r : rows) {
             StudyAnalysis.Config c = r.config();
             int[] steps = c.runs().get(0).evalSteps();
@@ -149,6 +156,9 @@ final class StudyFigures {
             while (finite < n && Double.isFinite(mean[finite]) && Double.isFinite(seconds[finite])) {
                 finite++;
             }
+            if (finite >= tenth) {
+                top = Math.max(top, mean[tenth - 1]);
+            }
             if (finite == 0) {
                 continue;
             }
@@ -173,6 +183,11 @@ final class StudyFigures {
             figure.endLabel(bySeconds, fs[finite - 1], last, String.format(Locale.ROOT, "%s %.0f s", name,
                     fs[finite - 1]));
             maxSeconds = Math.max(maxSeconds, fs[finite - 1]);
+        }
+        if (top > a.target()) {
+            double axisTop = Math.ceil(top * 10) / 10;
+            bySteps.getStyler().setYAxisMax(axisTop);
+            bySeconds.getStyler().setYAxisMax(axisTop);
         }
         Color grey = new Color(150, 150, 150);
         figure.line(bySteps, "target", new double[] {0, a.setting().steps()}, new double[] {a.target(), a.target()},

@@ -1,7 +1,6 @@
 package dev.muon.examples;
 
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -224,22 +223,6 @@ record StudyPlan(List<StudySetting> settings, List<StudySetting> variantsAt, Lis
     }
 
     /**
-     * Every cell the plan could run at most, for the estimate of its cost: the grids with their extensions, the
-     * variants, every seed.
-     *
-     * @return the count of runs per setting, at most
-     */
-    Map<StudySetting, Integer> maxRuns() {
-        Map<StudySetting, Integer> out = new java.util.LinkedHashMap<>();
-        for (StudySetting s : settings) {
-            int configs = adamwLrs.size() + muonLrs.size() + 4 * maxExtensions
-                    + (variantsAt.contains(s) ? variantCells(s, 1, 1).size() : 0);
-            out.put(s, configs * seeds.size());
-        }
-        return out;
-    }
-
-    /**
      * Parses {@code WIDTHxBATCH} into a setting with the given model, run length and weight decay.
      *
      * @param text    such as {@code 128x32}
@@ -278,14 +261,5 @@ record StudyPlan(List<StudySetting> settings, List<StudySetting> variantsAt, Lis
                     + " steps of " + batch + " windows of " + context + ", fewer than the " + evals + " evaluations");
         }
         return new StudySetting(width, batch, layers, heads, context, (int) steps, evals, weightDecay);
-    }
-
-    /** Every cell of the plan as a collection of keys, for tests. */
-    static java.util.Set<String> keys(Collection<StudyCell> cells) {
-        java.util.Set<String> out = new java.util.LinkedHashSet<>();
-        for (StudyCell c : cells) {
-            out.add(c.key());
-        }
-        return out;
     }
 }
