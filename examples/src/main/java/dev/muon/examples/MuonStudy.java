@@ -342,7 +342,9 @@ public final class MuonStudy implements Callable<Integer> {
                     running.remove(cell.key());
                     try {
                         StudyResult r = f.get();
-                        done.put(cell.key(), r);
+                        // As the file has it (rounded): a resumed sweep then picks the same best lrs as one that
+                        // ran through.
+                        done.put(cell.key(), StudyCsv.parse(StudyCsv.row(r)));
                         finished++;
                         System.out.printf(Locale.ROOT, "done %d: %s: final val %.4f%s, %.1f ms/step, %.0f s%n",
                                 finished, cell, r.finalValLoss(), r.diverged() ? " (diverged)" : "", r.msPerStep(),
