@@ -41,7 +41,7 @@ final class CharCorpus {
     private final int[] index;
     private final int trainEnd;
 
-    private CharCorpus(String source, String text) {
+    private CharCorpus(String source, String text, int trainEnd) {
         this.source = source;
         this.text = text;
         TreeSet<Character> chars = new TreeSet<>();
@@ -57,7 +57,25 @@ final class CharCorpus {
         for (int i = 0; i < vocabulary.length; i++) {
             index[vocabulary[i]] = i;
         }
-        trainEnd = (int) (text.length() * 0.9);
+        this.trainEnd = trainEnd;
+    }
+
+    /** The first 90 % of {@code text} for training, the rest for validation. */
+    private CharCorpus(String source, String text) {
+        this(source, text, (int) (text.length() * 0.9));
+    }
+
+    /**
+     * A corpus whose training and validation texts were split beforehand (by document, as
+     * {@link GcideCorpus} splits its entries); the vocabulary is every character of both.
+     *
+     * @param source     where the text came from, in words
+     * @param training   the training text
+     * @param validation the validation text
+     * @return the corpus
+     */
+    static CharCorpus split(String source, String training, String validation) {
+        return new CharCorpus(source, training + validation, training.length());
     }
 
     /**
@@ -148,6 +166,30 @@ final class CharCorpus {
 
     int validationLength() {
         return text.length() - trainEnd;
+    }
+
+    /**
+     * {@code count} windows of {@code context + 1} characters spread evenly over the validation part, the first at
+     * its start and the last at its end: the same windows for every run and seed, with no generator involved.
+     *
+     * @param count   windows, at least 1
+     * @param context characters per input
+     * @return token ids of shape [count, context + 1] (int64)
+     * @throws IllegalArgumentException if the validation part is shorter than one window
+     */
+    Tensor evenValidationWindows(int count, int context) {
+        int last = text.length() - context - 1;
+        if (last < trainEnd) {
+            throw new IllegalArgumentException("context " + context + " is longer than the validation text");
+        }
+        long[] ids = new long[count * (context + 1)];
+        for (int w = 0; w < count; w++) {
+            int offset = count == 1 ? trainEnd : trainEnd + (int) ((long) (last - trainEnd) * w / (count - 1));
+            for (int t = 0; t <= context; t++) {
+                ids[w * (context + 1) + t] = index[text.charAt(offset + t)];
+            }
+        }
+        return Tensor.create(ids).view(count, context + 1);
     }
 
     /**

@@ -39,11 +39,6 @@ final class ComparisonPlot {
             return muon() ? (base ? new Color(214, 90, 0) : new Color(160, 40, 120))
                     : (base ? new Color(30, 90, 200) : new Color(40, 160, 170));
         }
-
-        Color band() {
-            Color c = color();
-            return new Color(c.getRed(), c.getGreen(), c.getBlue(), 55);
-        }
     }
 
     /**
@@ -181,21 +176,7 @@ final class ComparisonPlot {
     private static void addWithBand(PanelFigure figure, XYChart chart, Group g, String label, double[] x,
                                     double[] mean, double[] low, double[] high) {
         if (g.runs().size() > 1) {
-            // The band as one closed polygon: along the highs, back along the lows.
-            int n = x.length;
-            double[] px = new double[2 * n];
-            double[] py = new double[2 * n];
-            for (int i = 0; i < n; i++) {
-                px[i] = x[i];
-                py[i] = high[i];
-                px[2 * n - 1 - i] = x[i];
-                py[2 * n - 1 - i] = low[i];
-            }
-            XYSeries band = chart.addSeries(label + " band #" + chart.getSeriesMap().size(), px, py);
-            band.setXYSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.PolygonArea);
-            band.setFillColor(g.band());
-            band.setLineColor(new Color(0, 0, 0, 0));
-            band.setMarker(SeriesMarkers.NONE);
+            figure.band(chart, label, x, low, high, g.color());
         }
         XYSeries line = figure.line(chart, label, x, mean, g.color(), g.multiplier() != 1.0);
         line.setMarker(SeriesMarkers.CIRCLE);

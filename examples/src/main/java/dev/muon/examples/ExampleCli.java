@@ -40,7 +40,7 @@ final class ExampleCli {
         cli.getCommandSpec().versionProvider(() -> new String[] {cli.getCommandName() + " " + version()});
         cli.setParameterExceptionHandler((e, args) -> {
             PrintWriter err = e.getCommandLine().getErr();
-            err.println(e.getCommandLine().getCommandName() + ": " + oneLine(e.getMessage())
+            err.println(name(e.getCommandLine()) + ": " + oneLine(e.getMessage())
                     + " (--help lists the options)");
             if (debug(args)) {
                 e.printStackTrace(err);
@@ -52,7 +52,7 @@ final class ExampleCli {
             PrintWriter err = commandLine.getErr();
             boolean debug = parseResult.hasMatchedOption(DEBUG);
             if (e instanceof DataError) {
-                err.println(commandLine.getCommandName() + ": " + oneLine(e.getMessage()));
+                err.println(name(commandLine) + ": " + oneLine(e.getMessage()));
                 if (debug) {
                     e.printStackTrace(err);
                 }
@@ -87,6 +87,11 @@ final class ExampleCli {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot put libtorch_cpu into JavaCPP's cache", e);
         }
+    }
+
+    /** The command's name, with its parent's for a sub-command: {@code MuonStudy cell}. */
+    private static String name(CommandLine cli) {
+        return cli.getCommandSpec().qualifiedName();
     }
 
     /** A picocli message, which may quote a value with a line break in it, as one line. */

@@ -118,6 +118,35 @@ final class PanelFigure {
     }
 
     /**
+     * Shades the band between two curves of a panel (the seeds' lowest and highest values, say), in a pale tone of
+     * {@code color}; it joins no legend.
+     *
+     * @param panel the panel
+     * @param label the band's name, unique in the panel
+     * @param x     x values
+     * @param low   the band's lower edge
+     * @param high  its upper edge
+     * @param color the colour of the curve it belongs to
+     */
+    void band(XYChart panel, String label, double[] x, double[] low, double[] high, Color color) {
+        // One closed polygon: along the highs, back along the lows.
+        int n = x.length;
+        double[] px = new double[2 * n];
+        double[] py = new double[2 * n];
+        for (int i = 0; i < n; i++) {
+            px[i] = x[i];
+            py[i] = high[i];
+            px[2 * n - 1 - i] = x[i];
+            py[2 * n - 1 - i] = low[i];
+        }
+        XYSeries band = panel.addSeries(label + " band #" + panel.getSeriesMap().size(), px, py);
+        band.setXYSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.PolygonArea);
+        band.setFillColor(new Color(color.getRed(), color.getGreen(), color.getBlue(), 55));
+        band.setLineColor(new Color(0, 0, 0, 0));
+        band.setMarker(org.knowm.xchart.style.markers.SeriesMarkers.NONE);
+    }
+
+    /**
      * Labels the end of a curve.
      *
      * @param panel the panel

@@ -339,7 +339,7 @@ public final class TinyGpt {
     }
 
     /** One training step in its own scope; returns the loss. */
-    private static double step(CharTransformer model, Stepper optimizer, Tensor batch, int context) {
+    static double step(CharTransformer model, Stepper optimizer, Tensor batch, int context) {
         try (PointerScope stepScope = new PointerScope()) {
             optimizer.zeroGrad().run();
             Tensor loss = loss(model, batch, context);
@@ -427,7 +427,7 @@ public final class TinyGpt {
     }
 
     /** Mean next-character cross-entropy over a [batch, context + 1] window of ids. */
-    private static Tensor loss(CharTransformer model, Tensor batch, int context) {
+    static Tensor loss(CharTransformer model, Tensor batch, int context) {
         Tensor inputs = batch.narrow(1, 0, context);
         Tensor targets = batch.narrow(1, 1, context).reshape(-1);
         Tensor logits = model.forward(inputs);

@@ -60,7 +60,8 @@ class ExampleErrorsTest {
         return Stream.of(new Example("FashionMnist", FashionMnist::commandLine),
                 new Example("TinyGpt", () -> ExampleCli.commandLine(new TinyGpt.Options())),
                 new Example("JmhQuickstart", () -> ExampleCli.commandLine(new JmhQuickstart())),
-                new Example("QuickStart", () -> ExampleCli.commandLine(new QuickStart())));
+                new Example("QuickStart", () -> ExampleCli.commandLine(new QuickStart())),
+                new Example("MuonStudy", () -> ExampleCli.commandLine(new MuonStudy())));
     }
 
     @ParameterizedTest

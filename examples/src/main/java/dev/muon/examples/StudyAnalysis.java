@@ -1,0 +1,343 @@
+package dev.muon.examples;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The study's analysis, as the protocol in docs/examples.md defines it, per setting: the lr sweeps, the target
+ * (AdamW's best mean final validation loss), and for AdamW, {@code MuonAdamW} and each variant at the best lrs the
+ * steps and seconds to the target with their 95 % t-intervals over seeds and Welch's verdict against AdamW, and the
+ * final validation loss with its verdict.
+ *
+ * <p>Steps to the target: the first step at which a run's validation loss is at or below the target, interpolated
+ * linearly between the two evaluations around it; a run that never gets there (or diverged) is censored and counts
+ * as the run's length, a lower bound of its true steps, so a censored optimizer is credited with fewer steps than it
+ * needs: a verdict against it stands, and the table says how many runs were censored. Seconds to the target: each
+ * run's steps times its configuration's mean time per step from the timing pass ({@link StudyTiming}); without a
+ * timing pass, no seconds are given.
+ */
+final class StudyAnalysis {
+    /** The summary table's file name. */
+    static final String SUMMARY = "steps-to-target.csv";
+    /** The report's file name. */
+    static final String REPORT = "analysis.md";
+
+    private StudyAnalysis() {
+    }
+
+    /** One configuration's runs: an optimizer at its lrs, over seeds. */
+    record Config(StudyArm arm, double adamwLr, double muonLr, List<StudyResult> runs) {
+        double[] finals() {
+            return runs.stream().mapToDouble(StudyResult::finalValLoss).toArray();
+        }
+
+        /** The mean final loss, NaN if a run diverged. */
+        double meanFinal() {
+            return StudyStats.mean(finals());
+        }
+
+        long diverged() {
+            return runs.stream().filter(StudyResult::diverged).count();
+        }
+
+        String label() {
+            return arm == StudyArm.HYPERBALL ? arm.label() + " (Muon lr " + StudyCell.lr(muonLr) + ")" : arm.label();
+        }
+    }
+
+    /** One compared configuration's numbers. */
+    record Row(Config config, double[] steps, int censored, StudyStats.Interval stepsInterval,
+               StudyStats.Welch stepsTest, StudyStats.Verdict stepsVerdict, StudyTiming.StepTime time,
+               double[] seconds, StudyStats.Interval secondsInterval, StudyStats.Verdict secondsVerdict,
+               StudyStats.Interval finalInterval, StudyStats.Welch finalTest, StudyStats.Verdict finalVerdict) {
+    }
+
+    /** A setting's analysis. */
+    record SettingAnalysis(StudySetting setting, Map<Double, Config> adamwSweep, double bestAdamwLr,
+                           Map<Double, Config> muonSweep, double bestMuonLr, double target, List<Row> rows) {
+    }
+
+    /**
+     * Reads the results, writes the report, the summary CSV and the figures, and prints the report.
+     *
+     * @param results the results folder
+     * @param out     where to write
+     */
+    static void run(Path results, Path out) {
+        StudyCsv.Contents contents = StudyCsv.read(results.resolve(StudyCsv.FILE));
+        Map<String, Map<StudyArm, StudyTiming.StepTime>> times = StudyTiming.read(results.resolve(StudyTiming.FILE));
+        List<SettingAnalysis> analyses = analyze(new ArrayList<>(contents.byKey().values()), times);
+        String report = markdown(analyses, !times.isEmpty());
+        List<Path> written = new ArrayList<>();
+        try {
+            Files.writeString(out.resolve(REPORT), report, StandardCharsets.UTF_8);
+            written.add(out.resolve(REPORT));
+            Files.writeString(out.resolve(SUMMARY), summaryCsv(analyses), StandardCharsets.UTF_8);
+            written.add(out.resolve(SUMMARY));
+        } catch (IOException e) {
+            throw new DataError(out + ": cannot write the report (" + DataError.reason(e) + ")", e);
+        }
+        for (SettingAnalysis a : analyses) {
+            written.addAll(StudyFigures.write(a, times.get(StudyTiming.key(a.setting())), out));
+        }
+        System.out.print(report);
+        written.forEach(p -> System.out.println("wrote " + p));
+    }
+
+    /**
+     * The analysis of every setting that has AdamW runs.
+     *
+     * @param results the finished runs
+     * @param times   the timing pass's times per step, by setting key
+     * @return one analysis per setting, in the order the settings first appear
+     */
+    static List<SettingAnalysis> analyze(List<StudyResult> results, Map<String, Map<StudyArm,
+            StudyTiming.StepTime>> times) {
+        Map<StudySetting, List<StudyResult>> bySetting = new LinkedHashMap<>();
+        for (StudyResult r : results) {
+            bySetting.computeIfAbsent(r.cell().setting(), k -> new ArrayList<>()).add(r);
+        }
+        List<SettingAnalysis> out = new ArrayList<>();
+        bySetting.forEach((s, runs) -> {
+            SettingAnalysis a = analyze(s, runs, times.getOrDefault(StudyTiming.key(s), Map.of()));
+            if (a != null) {
+                out.add(a);
+            }
+        });
+        return out;
+    }
+
+    /** One setting; null if it has no AdamW runs. */
+    static SettingAnalysis analyze(StudySetting s, List<StudyResult> runs, Map<StudyArm, StudyTiming.StepTime> times) {
+        Map<Double, Config> adamw = sweep(runs, StudyArm.ADAMW, Double.NaN);
+        if (adamw.isEmpty()) {
+            return null;
+        }
+        double a = best(adamw);
+        Map<Double, Config> muon = sweep(runs, StudyArm.MUON, a);
+        double m = muon.isEmpty() ? Double.NaN : best(muon);
+        Config baseline = adamw.get(a);
+        double target = baseline.meanFinal();
+        List<Config> compared = new ArrayList<>(List.of(baseline));
+        if (!muon.isEmpty()) {
+            compared.add(muon.get(m));
+            for (StudyCell v : StudyPlan.variantCells(s, a, m)) {
+                List<StudyResult> vr = runs.stream().filter(r -> same(r.cell(), v)).toList();
+                if (!vr.isEmpty()) {
+                    compared.add(new Config(v.arm(), a, v.muonLr(), vr));
+                }
+            }
+        }
+        List<Row> rows = new ArrayList<>();
+        Row base = null;
+        for (Config c : compared) {
+            Row row = row(c, base, target, s.steps(), times.get(c.arm()));
+            base = base == null ? row : base;
+            rows.add(row);
+        }
+        return new SettingAnalysis(s, adamw, a, muon, m, target, rows);
+    }
+
+    /** Whether a run is of a configuration (any seed). */
+    private static boolean same(StudyCell run, StudyCell config) {
+        return run.withSeed(0).key().equals(config.withSeed(0).key());
+    }
+
+    /** An optimizer's configurations by lr (the Muon lr for Muon, at AdamW lr {@code adamwLr}). */
+    private static Map<Double, Config> sweep(List<StudyResult> runs, StudyArm arm, double adamwLr) {
+        Map<Double, List<StudyResult>> byLr = new TreeMap<>();
+        for (StudyResult r : runs) {
+            StudyCell c = r.cell();
+            if (c.arm() == arm && (arm == StudyArm.ADAMW || c.adamwLr() == adamwLr)) {
+                byLr.computeIfAbsent(arm == StudyArm.ADAMW ? c.adamwLr() : c.muonLr(), k -> new ArrayList<>()).add(r);
+            }
+        }
+        Map<Double, Config> out = new TreeMap<>();
+        byLr.forEach((lr, list) -> out.put(lr, new Config(arm, arm == StudyArm.ADAMW ? lr : adamwLr,
+                arm == StudyArm.ADAMW ? Double.NaN : lr, list)));
+        return out;
+    }
+
+    private static double best(Map<Double, Config> sweep) {
+        Map<Double, double[]> finals = new TreeMap<>();
+        sweep.forEach((lr, c) -> finals.put(lr, c.finals()));
+        return StudyPlan.best(finals);
+    }
+
+    /**
+     * One configuration's steps and seconds to the target and its final loss, tested against the baseline's.
+     *
+     * @param c        the configuration
+     * @param baseline the baseline's row, or null for the baseline itself
+     * @param target   the target loss
+     * @param length   the run length, what a censored run counts as
+     * @param time     the configuration's time per step, or null
+     * @return the row
+     */
+    static Row row(Config c, Row baseline, double target, int length, StudyTiming.StepTime time) {
+        double[] steps = new double[c.runs().size()];
+        int censored = 0;
+        for (int i = 0; i < steps.length; i++) {
+            double s = c.runs().get(i).stepsTo(target);
+            if (Double.isNaN(s)) {
+                censored++;
+                s = length;
+            }
+            steps[i] = s;
+        }
+        double[] seconds = null;
+        StudyStats.Interval secondsInterval = null;
+        if (time != null) {
+            double perStep = time.interval().mean() / 1000;
+            seconds = java.util.Arrays.stream(steps).map(x -> x * perStep).toArray();
+            secondsInterval = StudyStats.interval(seconds);
+        }
+        double[] finals = c.finals();
+        StudyStats.Welch stepsTest = null;
+        StudyStats.Welch finalTest = null;
+        StudyStats.Verdict stepsVerdict = null;
+        StudyStats.Verdict secondsVerdict = null;
+        StudyStats.Verdict finalVerdict = null;
+        if (baseline != null) {
+            if (steps.length >= 2 && baseline.steps().length >= 2) {
+                stepsTest = StudyStats.welch(steps, baseline.steps());
+                if (allFinite(finals) && allFinite(baseline.config().finals())) {
+                    finalTest = StudyStats.welch(finals, baseline.config().finals());
+                }
+            }
+            stepsVerdict = StudyStats.verdict(steps, baseline.steps());
+            secondsVerdict = seconds != null && baseline.seconds() != null
+                    ? StudyStats.verdict(seconds, baseline.seconds()) : null;
+            finalVerdict = allFinite(finals) && allFinite(baseline.config().finals())
+                    ? StudyStats.verdict(finals, baseline.config().finals()) : StudyStats.Verdict.NO_DIFFERENCE;
+        }
+        return new Row(c, steps, censored, StudyStats.interval(steps), stepsTest, stepsVerdict, time, seconds,
+                secondsInterval, secondsVerdict, StudyStats.interval(finals), finalTest, finalVerdict);
+    }
+
+    private static boolean allFinite(double[] values) {
+        return java.util.Arrays.stream(values).allMatch(Double::isFinite);
+    }
+
+    /** The report: per setting, the two sweeps, the target, the steps-and-seconds table and the final losses. */
+    static String markdown(List<SettingAnalysis> analyses, boolean timed) {
+        StringBuilder md = new StringBuilder("# MuonStudy: results\n\n");
+        md.append("Means over seeds with their 95 % t-intervals; the verdicts are the protocol's rule (Welch's t, "
+                + "two-sided, p < 0.05) against AdamW at its best lr. A run that never reaches the target is "
+                + "censored and counts as its length.");
+        if (!timed) {
+            md.append(" No timing pass in the results: no seconds.");
+        }
+        md.append("\n");
+        for (SettingAnalysis a : analyses) {
+            StudySetting s = a.setting();
+            md.append("\n## ").append(s.title()).append("\n\n");
+            md.append("AdamW lr sweep (final validation loss, nats per character):\n\n");
+            sweepTable(md, "lr", a.adamwSweep(), a.bestAdamwLr());
+            if (!a.muonSweep().isEmpty()) {
+                md.append("\nMuonAdamW Muon lr sweep, its AdamW side at ").append(StudyCell.lr(a.bestAdamwLr()))
+                        .append(":\n\n");
+                sweepTable(md, "Muon lr", a.muonSweep(), a.bestMuonLr());
+            }
+            md.append(String.format(Locale.ROOT, "%nTarget: %.4f, AdamW's mean final validation loss at lr %s.%n%n",
+                    a.target(), StudyCell.lr(a.bestAdamwLr())));
+            md.append("| optimizer | lr | Muon lr | seeds | steps to target | 95 % interval | censored | Welch p "
+                    + "| verdict | ms/step | seconds to target | 95 % interval | verdict |\n");
+            md.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |\n");
+            for (Row r : a.rows()) {
+                Config c = r.config();
+                md.append(String.format(Locale.ROOT, "| %s | %s | %s | %d | %.0f | %s | %d | %s | %s | %s | %s | %s "
+                                + "| %s |%n", c.label(), StudyCell.lr(c.adamwLr()),
+                        c.arm().muon() ? StudyCell.lr(c.muonLr()) : "-", c.runs().size(), r.stepsInterval().mean(),
+                        range(r.stepsInterval(), "%.0f"), r.censored(), p(r.stepsTest()),
+                        r.stepsVerdict() == null ? "baseline" : r.stepsVerdict(),
+                        r.time() == null ? "-" : String.format(Locale.ROOT, "%.1f", r.time().interval().mean()),
+                        r.secondsInterval() == null ? "-" : String.format(Locale.ROOT, "%.1f",
+                                r.secondsInterval().mean()),
+                        r.secondsInterval() == null ? "-" : range(r.secondsInterval(), "%.1f"),
+                        r.stepsVerdict() == null ? "baseline" : r.secondsVerdict() == null ? "-" : r.secondsVerdict()));
+            }
+            md.append("\nFinal validation loss at the best lrs (lower is better):\n\n");
+            md.append("| optimizer | final val loss | 95 % interval | diverged | Welch p | verdict |\n");
+            md.append("| --- | ---: | ---: | ---: | ---: | --- |\n");
+            for (Row r : a.rows()) {
+                md.append(String.format(Locale.ROOT, "| %s | %.4f | %s | %d | %s | %s |%n", r.config().label(),
+                        r.finalInterval().mean(), range(r.finalInterval(), "%.4f"), r.config().diverged(),
+                        p(r.finalTest()), r.finalVerdict() == null ? "baseline"
+                                : lossVerdict(r.finalVerdict())));
+            }
+        }
+        return md.toString();
+    }
+
+    /** The rule's verdict on a loss: lower is better. */
+    static String lossVerdict(StudyStats.Verdict v) {
+        return switch (v) {
+            case FASTER -> "lower";
+            case SLOWER -> "higher";
+            case NO_DIFFERENCE -> v.toString();
+        };
+    }
+
+    private static void sweepTable(StringBuilder md, String lrName, Map<Double, Config> sweep, double best) {
+        md.append("| ").append(lrName).append(" | seeds | final val loss | 95 % interval | diverged |\n");
+        md.append("| ---: | ---: | ---: | ---: | ---: |\n");
+        sweep.forEach((lr, c) -> {
+            StudyStats.Interval i = StudyStats.interval(c.finals());
+            md.append(String.format(Locale.ROOT, "| %s | %d | %s | %s | %d |%n", StudyCell.lr(lr), c.runs().size(),
+                    Double.isFinite(i.mean()) ? String.format(Locale.ROOT, lr == best ? "**%.4f**" : "%.4f",
+                            i.mean()) : "diverged", range(i, "%.4f"), c.diverged()));
+        });
+    }
+
+    private static String range(StudyStats.Interval i, String format) {
+        if (!Double.isFinite(i.halfWidth())) {
+            return "-";
+        }
+        return String.format(Locale.ROOT, format + " to " + format, i.low(), i.high());
+    }
+
+    private static String p(StudyStats.Welch w) {
+        return w == null ? "-" : String.format(Locale.ROOT, "%.3g", w.p());
+    }
+
+    /** The summary CSV: one row per compared configuration of each setting. */
+    static String summaryCsv(List<SettingAnalysis> analyses) {
+        StringBuilder csv = new StringBuilder("width,batch,steps,optimizer,adamw_lr,muon_lr,seeds,target,"
+                + "steps_mean,steps_low,steps_high,censored,steps_p,steps_verdict,ms_per_step,seconds_mean,"
+                + "seconds_low,seconds_high,seconds_verdict,final_mean,final_low,final_high,final_p,final_verdict\n");
+        for (SettingAnalysis a : analyses) {
+            for (Row r : a.rows()) {
+                Config c = r.config();
+                csv.append(String.join(",", Integer.toString(a.setting().width()),
+                        Integer.toString(a.setting().batch()), Integer.toString(a.setting().steps()), c.arm().id(),
+                        Double.toString(c.adamwLr()), Double.toString(c.muonLr()), Integer.toString(c.runs().size()),
+                        f(a.target()), f(r.stepsInterval().mean()), f(r.stepsInterval().low()),
+                        f(r.stepsInterval().high()), Integer.toString(r.censored()),
+                        r.stepsTest() == null ? "" : f(r.stepsTest().p()),
+                        r.stepsVerdict() == null ? "baseline" : r.stepsVerdict().toString(),
+                        r.time() == null ? "" : f(r.time().interval().mean()),
+                        r.secondsInterval() == null ? "" : f(r.secondsInterval().mean()),
+                        r.secondsInterval() == null ? "" : f(r.secondsInterval().low()),
+                        r.secondsInterval() == null ? "" : f(r.secondsInterval().high()),
+                        r.secondsVerdict() == null ? "" : r.secondsVerdict().toString(),
+                        f(r.finalInterval().mean()), f(r.finalInterval().low()), f(r.finalInterval().high()),
+                        r.finalTest() == null ? "" : f(r.finalTest().p()),
+                        r.finalVerdict() == null ? "baseline" : lossVerdict(r.finalVerdict()))).append('\n');
+            }
+        }
+        return csv.toString();
+    }
+
+    private static String f(double value) {
+        return Double.isFinite(value) ? String.format(Locale.ROOT, "%.6g", value) : "";
+    }
+}
