@@ -6,9 +6,7 @@ import org.bytedeco.pytorch.Tensor;
 
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -216,9 +214,9 @@ public final class Assignment {
     }
 
     /**
-     * Classifies named parameters: which require grad, which are tied aliases, and where each goes and why. Takes
-     * the optimizer's own handle on every trainable tensor, so that a {@code PointerScope} of the caller cannot free
-     * it.
+     * Classifies named parameters with the driver both modules share ({@link Classification}): which require grad,
+     * which are tied aliases, and where each goes and why. Takes the optimizer's own handle on every trainable
+     * tensor, so that a {@code PointerScope} of the caller cannot free it.
      *
      * @param named the parameters by name, in the model's order
      * @param rules the rule and the overrides
@@ -230,60 +228,27 @@ public final class Assignment {
      *                                  Muon, Muon cannot take a parameter sent to it, or no parameter requires grad
      */
     static Assignment classify(Map<String, Tensor> named, Rules rules, MuonConfig muon, AdamWConfig adamW) {
-        for (String name : rules.forceMuon()) {
-            if (rules.forceAdamW().contains(name)) {
-                throw new IllegalArgumentException("parameter '" + name
-                        + "' is in both forceMuon and forceAdamW; name it in one list only");
-            }
-        }
-        Map<String, Tensor> trainable = new LinkedHashMap<>();
-        List<String> frozen = new ArrayList<>();
+        Map<String, Tensor> tensors = new LinkedHashMap<>();
+        List<Classification.Parameter> parameters = new ArrayList<>();
         for (Map.Entry<String, Tensor> e : named.entrySet()) {
             Tensor t = e.getValue();
             if (t == null || !t.defined()) {
                 throw new IllegalArgumentException("parameter '" + e.getKey() + "' is null or undefined");
             }
-            if (t.requires_grad()) {
-                trainable.put(e.getKey(), NativeLifetime.outliveScope(new Tensor(t)));
-            } else {
-                frozen.add(e.getKey());
-            }
+            parameters.add(new Classification.Parameter(e.getKey(), t.shape(), dev.muon.state.ParameterSpec.dtypeName(t.scalar_type()),
+                    t.requires_grad(), ParameterState.identityOf(t)));
+            tensors.put(e.getKey(), t);
         }
-        checkNamed("forceMuon", rules.forceMuon(), trainable, frozen);
-        checkNamed("forceAdamW", rules.forceAdamW(), trainable, frozen);
-        checkNamed("orthogonalityErrorFor", rules.orthogonalityNames(), trainable, frozen);
-        if (trainable.isEmpty()) {
-            throw new IllegalArgumentException("namedParameters must hold at least one parameter that requires "
-                    + "grad, got " + named.size() + " parameters, " + frozen.size() + " frozen");
-        }
-
-        Map<Long, String> firstName = new HashMap<>();
-        Set<String> tied = new LinkedHashSet<>();
-        for (Map.Entry<String, Tensor> e : trainable.entrySet()) {
-            String previous = firstName.putIfAbsent(ParameterState.identityOf(e.getValue()), e.getKey());
-            if (previous != null) {
-                tied.add(previous);
-                tied.add(e.getKey());
-            }
-        }
+        Classification classification = Classification.of(parameters, new Classification.Rules(
+                rules.customRule() ? p -> rules.muonRule().test(p.name(), tensors.get(p.name())) : null,
+                rules.forceMuon(), rules.forceAdamW(), rules.outputLayer(),
+                Map.of("orthogonalityErrorFor", rules.orthogonalityNames())), muon, Binding.MUON_CORE,
+                // Muon's own check of the tensor (dtype, layout), with the parameter's name in the message.
+                (p, label) -> MatrixLayout.of(tensors.get(p.name()), muon, label));
         List<Decision> decisions = new ArrayList<>();
-        for (Map.Entry<String, Tensor> e : trainable.entrySet()) {
-            String name = e.getKey();
-            Tensor t = e.getValue();
-            String canonical = firstName.get(ParameterState.identityOf(t));
-            if (tied.contains(name) && rules.forceMuon().contains(name)) {
-                throw new IllegalArgumentException("parameter '" + name + "' is tied to another name and tied "
-                        + "weights go to AdamW; remove it from forceMuon");
-            }
-            Decision d = decide(name, t, canonical, tied.contains(name), rules);
-            if (d.kind() == OptimizerKind.MUON) {
-                // Muon's own check, but with the parameter's name in the message.
-                MatrixLayout.of(t, muon, "parameter '" + name + "'");
-            }
-            decisions.add(d);
-        }
-        if (rules.outputLayer() && !rules.customRule()) {
-            moveOutputLayer(named, decisions, rules);
+        for (Classification.Decision d : classification.decisions()) {
+            Tensor handle = NativeLifetime.outliveScope(new Tensor(tensors.get(d.name())));
+            decisions.add(new Decision(d.name(), handle, d.verdict(), d.aliasOf()));
         }
         for (String name : rules.orthogonalityNames()) {
             for (Decision d : decisions) {
@@ -293,30 +258,7 @@ public final class Assignment {
                 }
             }
         }
-        return new Assignment(decisions, frozen, rules.noDecayBelow2D(), muon, adamW);
-    }
-
-    /**
-     * Sends the last 2-D parameter in registration order to AdamW, unless one of the exceptions of the class
-     * comment holds ({@link AssignmentRule#outputLayer}). Frozen parameters count for "last": a frozen head leaves
-     * the hidden matrices alone.
-     */
-    private static void moveOutputLayer(Map<String, Tensor> named, List<Decision> decisions, Rules rules) {
-        String last = null;
-        for (Map.Entry<String, Tensor> e : named.entrySet()) {
-            if (e.getValue().dim() == 2) {
-                last = e.getKey();
-            }
-        }
-        List<AssignmentRule.Candidate> candidates = new ArrayList<>();
-        for (Decision d : decisions) {
-            candidates.add(new AssignmentRule.Candidate(d.name, (int) d.tensor.dim(), d.kind()));
-        }
-        AssignmentRule.outputLayer(candidates, last, rules.forceMuon(), rules.forceAdamW()).ifPresent(at -> {
-            Decision d = decisions.get(at);
-            decisions.set(at, new Decision(d.name, d.tensor, new AssignmentRule.Verdict(OptimizerKind.ADAMW,
-                    AssignmentRule.Reason.OUTPUT_LAYER), null));
-        });
+        return new Assignment(decisions, classification.frozen(), rules.noDecayBelow2D(), muon, adamW);
     }
 
     /** Whether AdamW decays this parameter: always, unless the no-decay group is on and it has fewer than 2 dims. */
@@ -324,31 +266,14 @@ public final class Assignment {
         return !noDecayBelow2D || d.tensor.dim() >= 2;
     }
 
-    /** One parameter's decision: alias, overrides, tying, then the rule, in that order of precedence. */
-    private static Decision decide(String name, Tensor t, String canonical, boolean tied, Rules rules) {
-        if (!canonical.equals(name)) {
-            return new Decision(name, t, new AssignmentRule.Verdict(OptimizerKind.ADAMW,
-                    AssignmentRule.Reason.TIED_ALIAS, canonical), canonical);
-        }
-        AssignmentRule.Verdict v = AssignmentRule.override(name, tied, rules.forceMuon(), rules.forceAdamW())
-                .orElseGet(() -> rules.customRule()
-                        ? AssignmentRule.customRule(rules.muonRule().test(name, t))
-                        : AssignmentRule.defaultRule(name, t.shape()));
-        return new Decision(name, t, v, null);
-    }
-
-    private static void checkNamed(String list, Set<String> names, Map<String, Tensor> trainable,
-                                   List<String> frozen) {
-        for (String name : names) {
-            if (frozen.contains(name)) {
-                throw new IllegalArgumentException(list + " names '" + name
-                        + "', which does not require grad and is left out");
-            }
-            if (!trainable.containsKey(name)) {
-                throw new IllegalArgumentException(list + " names '" + name + "', which is not a parameter; "
-                        + "parameters are " + trainable.keySet());
-            }
-        }
+    /**
+     * Refuses an assignment with nothing on Muon, unless that was asked for ({@link Classification#requireMuon}).
+     *
+     * @param allowEmptyMuon whether AdamW alone was asked for
+     * @throws IllegalArgumentException if no parameter is on Muon and {@code allowEmptyMuon} is false
+     */
+    void requireMuon(boolean allowEmptyMuon) {
+        Classification.requireMuon(names(OptimizerKind.MUON), allowEmptyMuon, Binding.MUON_CORE, toString());
     }
 
     /**
@@ -524,37 +449,17 @@ public final class Assignment {
     }
 
     /**
-     * A fixed-width table: one line per parameter, then totals.
+     * A fixed-width table: one line per parameter, then totals ({@link AssignmentTable}, as muon-djl prints it).
      *
      * @return the table
      */
     @Override
     public String toString() {
-        int nameWidth = "name".length();
-        int shapeWidth = "shape".length();
+        List<AssignmentTable.Row> lines = new ArrayList<>();
         for (Row row : rows) {
-            nameWidth = Math.max(nameWidth, row.name.length());
-            shapeWidth = Math.max(shapeWidth, Arrays.toString(row.shape).length());
+            lines.add(new AssignmentTable.Row(row.name, row.shape, row.dtype, row.optimizer, row.reason, row.lr,
+                    row.stateBytes));
         }
-        String format = "%-" + nameWidth + "s  %-" + shapeWidth + "s  %-8s  %-6s  %-10s  %12s  %s%n";
-        StringBuilder out = new StringBuilder();
-        out.append(String.format(Locale.ROOT, format, "name", "shape", "dtype", "opt", "lr", "state bytes",
-                "why"));
-        int muon = 0;
-        for (Row row : rows) {
-            if (row.optimizer == OptimizerKind.MUON) {
-                muon++;
-            }
-            out.append(String.format(Locale.ROOT, format, row.name, Arrays.toString(row.shape), row.dtype,
-                    row.optimizer == OptimizerKind.MUON ? "muon" : "adamw",
-                    String.format(Locale.ROOT, "%.4g", row.lr), row.stateBytes, row.reason));
-        }
-        out.append(String.format(Locale.ROOT, "%d on Muon, %d on AdamW; state %d bytes = %.3f x AdamW alone (%d)%n",
-                muon, rows.size() - muon, stateBytes(),
-                adamWOnlyStateBytes == 0 ? 0.0 : (double) stateBytes() / adamWOnlyStateBytes, adamWOnlyStateBytes));
-        if (!frozen.isEmpty()) {
-            out.append("left out (requires_grad == false): ").append(String.join(", ", frozen)).append('\n');
-        }
-        return out.toString();
+        return AssignmentTable.render(lines, frozen, Binding.MUON_CORE, adamWOnlyStateBytes, List.of());
     }
 }

@@ -55,6 +55,11 @@ public final class AssignmentRule {
         OUTPUT_HEAD("output head"),
         /** The output-layer rule: the last matrix of a model without a named head. */
         OUTPUT_LAYER("output layer (last matrix)"),
+        /**
+         * The output-layer rule's exception for a model with one matrix: the last matrix is the only one on Muon,
+         * and moving it would leave Muon nothing to do, so it stays (a hidden matrix by the default rule).
+         */
+        ONLY_MATRIX("only matrix on Muon (the output-layer rule keeps it)"),
         /** A custom rule ({@code muonWhen}) placed it. */
         CUSTOM_RULE("muonWhen rule"),
         /** Named in {@code forceMuon}. */
@@ -83,13 +88,30 @@ public final class AssignmentRule {
          * @return the text
          */
         public String text(String detail) {
+            return text(detail, Binding.MUON_CORE);
+        }
+
+        /**
+         * The reason as a binding's assignment table shows it: the settings it names ({@code forceMuon},
+         * {@code forceAdamW}, {@code muonWhen}) as the binding spells them.
+         *
+         * @param detail  the module or dim count it names, or null
+         * @param binding whose words to use
+         * @return the text
+         */
+        public String text(String detail, Binding binding) {
+            String own = switch (this) {
+                case FORCE_MUON, FORCE_ADAMW -> binding.setting(text);
+                case CUSTOM_RULE -> binding.setting("muonWhen") + " rule";
+                default -> text;
+            };
             if (detail == null) {
-                return text;
+                return own;
             }
             return switch (this) {
-                case MORE_THAN_4_DIMS -> detail + text;
-                case TIED_ALIAS -> text + " '" + detail + "' (counted once)";
-                default -> text + " ('" + detail + "')";
+                case MORE_THAN_4_DIMS -> detail + own;
+                case TIED_ALIAS -> own + " '" + detail + "' (counted once)";
+                default -> own + " ('" + detail + "')";
             };
         }
     }
@@ -134,6 +156,16 @@ public final class AssignmentRule {
          */
         public String text() {
             return reason.text(detail);
+        }
+
+        /**
+         * The reason as a binding's assignment table shows it ({@link Reason#text(String, Binding)}).
+         *
+         * @param binding whose words to use
+         * @return the text
+         */
+        public String text(Binding binding) {
+            return reason.text(detail, binding);
         }
     }
 
@@ -191,29 +223,50 @@ public final class AssignmentRule {
      *                                  parameter, its shape and the setting that would allow it
      */
     public static Matrix matrixOf(long[] shape, MuonConfig config, String label) {
+        return matrixOf(shape, config, label, false);
+    }
+
+    /**
+     * How Muon sees a parameter of this shape under {@code config}, or why it cannot take it, where the binding
+     * knows whether the parameter is a convolution's filter {@code [out, in, k...]}: a filter of 3 to 5 dims (a 1-D,
+     * 2-D or 3-D convolution's) is flattened to {@code [out, in·k...]} as a 4-D one is; without that knowledge a
+     * 4-D parameter is read as a filter and a 3-D one as a stack.
+     *
+     * @param shape      the parameter's shape
+     * @param config     its Muon group's configuration ({@code convWeights} and {@code stackedWeights} decide)
+     * @param label      how to name the parameter in a message, e.g. {@code parameter 'fc1.weight'}
+     * @param convFilter whether the parameter is known to be a convolution's filter
+     * @return the matrix view
+     * @throws IllegalArgumentException if the shape is not 2-D and {@code config} does not allow it, naming the
+     *                                  parameter, its shape and the setting that would allow it
+     */
+    public static Matrix matrixOf(long[] shape, MuonConfig config, String label, boolean convFilter) {
         String shapeText = java.util.Arrays.toString(shape);
-        switch (shape.length) {
-            case 2:
-                return new Matrix(0, shape[0], shape[1]);
-            case 4:
-                long flat = shape[1] * shape[2] * shape[3];
-                if (config.convWeights() != ConvWeights.FLATTEN) {
-                    throw new IllegalArgumentException("Muon only supports 2-D parameters; " + label
-                            + " has shape " + shapeText + ". To flatten a 4-D conv filter to [" + shape[0] + ", "
-                            + flat + "], use MuonConfig.withConvWeights(ConvWeights.FLATTEN)");
-                }
-                return new Matrix(0, shape[0], flat);
-            case 3:
-                if (config.stackedWeights() != StackedWeights.BATCH) {
-                    throw new IllegalArgumentException("Muon only supports 2-D parameters; " + label
-                            + " has shape " + shapeText + ". To treat a 3-D parameter as a batch of " + shape[0]
-                            + " matrices, use MuonConfig.withStackedWeights(StackedWeights.BATCH)");
-                }
-                return new Matrix(shape[0], shape[1], shape[2]);
-            default:
-                throw new IllegalArgumentException("Muon only supports 2-D parameters; " + label
-                        + " has shape " + shapeText);
+        if (shape.length == 2) {
+            return new Matrix(0, shape[0], shape[1]);
         }
+        if (shape.length == 4 || (convFilter && shape.length >= 3 && shape.length <= 5)) {
+            long flat = 1;
+            for (int d = 1; d < shape.length; d++) {
+                flat *= shape[d];
+            }
+            if (config.convWeights() != ConvWeights.FLATTEN) {
+                throw new IllegalArgumentException("Muon only supports 2-D parameters; " + label
+                        + " has shape " + shapeText + ". To flatten a " + shape.length + "-D conv filter to ["
+                        + shape[0] + ", " + flat + "], use MuonConfig.withConvWeights(ConvWeights.FLATTEN)");
+            }
+            return new Matrix(0, shape[0], flat);
+        }
+        if (shape.length == 3) {
+            if (config.stackedWeights() != StackedWeights.BATCH) {
+                throw new IllegalArgumentException("Muon only supports 2-D parameters; " + label
+                        + " has shape " + shapeText + ". To treat a 3-D parameter as a batch of " + shape[0]
+                        + " matrices, use MuonConfig.withStackedWeights(StackedWeights.BATCH)");
+            }
+            return new Matrix(shape[0], shape[1], shape[2]);
+        }
+        throw new IllegalArgumentException("Muon only supports 2-D parameters; " + label
+                + " has shape " + shapeText);
     }
 
     /**
@@ -226,6 +279,20 @@ public final class AssignmentRule {
      */
     public static Verdict defaultRule(String name, long[] shape) {
         return defaultVerdict(name, shape.length);
+    }
+
+    /**
+     * The default rule's verdict where the binding knows whether the parameter is a convolution's filter: a filter
+     * of 3 to 5 dims is a hidden matrix as a 4-D one is (see {@link #matrixOf(long[], MuonConfig, String, boolean)}),
+     * unless its name is an embedding's or a head's.
+     *
+     * @param name       the parameter's dotted name
+     * @param shape      its shape
+     * @param convFilter whether it is known to be a convolution's filter
+     * @return the verdict
+     */
+    public static Verdict defaultRule(String name, long[] shape, boolean convFilter) {
+        return defaultVerdict(name, convFilter && shape.length >= 3 && shape.length <= 5 ? 4 : shape.length);
     }
 
     /**
@@ -277,6 +344,29 @@ public final class AssignmentRule {
      */
     public static OptionalInt outputLayer(List<Candidate> trainable, String lastMatrix, Set<String> forceMuon,
                                           Set<String> forceAdamW) {
+        int at = outputLayerAt(trainable, lastMatrix, forceMuon, forceAdamW);
+        return at >= 0 ? OptionalInt.of(at) : OptionalInt.empty();
+    }
+
+    /**
+     * The one exception of the output-layer rule that the table names ({@link Reason#ONLY_MATRIX}): the last
+     * matrix would move to AdamW but is the only matrix on Muon, so it stays.
+     *
+     * @param trainable  as for {@link #outputLayer}
+     * @param lastMatrix as for {@link #outputLayer}
+     * @param forceMuon  names sent to Muon whatever the rule says
+     * @param forceAdamW names sent to AdamW whatever the rule says
+     * @return the index in {@code trainable} of the matrix that stays, or empty
+     */
+    public static OptionalInt onlyMatrixKept(List<Candidate> trainable, String lastMatrix, Set<String> forceMuon,
+                                             Set<String> forceAdamW) {
+        int at = outputLayerAt(trainable, lastMatrix, forceMuon, forceAdamW);
+        return at < -1 ? OptionalInt.of(-at - 2) : OptionalInt.empty();
+    }
+
+    /** The index that moves; -1 for none, {@code -2 - index} when only the one-matrix exception keeps it. */
+    private static int outputLayerAt(List<Candidate> trainable, String lastMatrix, Set<String> forceMuon,
+                                     Set<String> forceAdamW) {
         int at = -1;
         int onMuon = 0;
         for (int i = 0; i < trainable.size(); i++) {
@@ -284,20 +374,20 @@ public final class AssignmentRule {
             if (c.name().equals(lastMatrix)) {
                 at = i;
             } else if (c.dims() == 2 && (isHead(c.ruleName()) || forceAdamW.contains(c.name()))) {
-                return OptionalInt.empty();
+                return -1;
             }
             if (c.optimizer() == OptimizerKind.MUON) {
                 onMuon++;
             }
         }
         if (at < 0) {
-            return OptionalInt.empty();
+            return -1;
         }
         Candidate c = trainable.get(at);
-        if (c.optimizer() != OptimizerKind.MUON || forceMuon.contains(c.name()) || onMuon == 1) {
-            return OptionalInt.empty();
+        if (c.optimizer() != OptimizerKind.MUON || forceMuon.contains(c.name())) {
+            return -1;
         }
-        return OptionalInt.of(at);
+        return onMuon == 1 ? -2 - at : at;
     }
 
     /**

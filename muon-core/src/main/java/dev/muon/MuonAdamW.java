@@ -49,7 +49,8 @@ import java.util.function.Supplier;
  * <table>
  *   <caption>Defaults</caption>
  *   <tr><th>setting</th><th>default</th></tr>
- *   <tr><td>Muon group</td><td>{@link MuonConfig#defaults()}, conv filters flattened</td></tr>
+ *   <tr><td>Muon group</td><td>{@link MuonConfig#defaults()}, conv filters flattened
+ *   ({@link ConvWeights#FLATTEN}); a config given with {@link ConvWeights#REJECT} refuses a filter sent to Muon</td></tr>
  *   <tr><td>AdamW group</td><td>{@link AdamWConfig#defaults()} (libtorch's)</td></tr>
  *   <tr><td>assignment</td><td>{@link Assignment#defaultMuonRule()}, and the last matrix on AdamW as the output
  *   layer ({@link Builder#outputLayerOnAdamW(boolean)})</td></tr>
@@ -192,10 +193,9 @@ public final class MuonAdamW implements TrainingOptimizer {
         return builder(namedParameters).adamW(adamW).muon(dropInMuonConfig(adamW)).build();
     }
 
-    /** The Muon side of the drop-in: AdamW's lr and weight decay, RMS-matched. */
+    /** The Muon side of the drop-in ({@link MuonConfig#dropIn}), which muon-djl's drop-in shares. */
     static MuonConfig dropInMuonConfig(AdamWConfig adamW) {
-        return MuonConfig.defaults().withLr(adamW.lr()).withWeightDecay(adamW.weightDecay())
-                .withAdjustLr(AdjustLr.MATCH_RMS_ADAMW);
+        return MuonConfig.dropIn(adamW);
     }
 
     private Muon newMuon(MuonConfig config) {
@@ -715,7 +715,7 @@ public final class MuonAdamW implements TrainingOptimizer {
      */
     public static final class Builder {
         private final Map<String, Tensor> named;
-        private MuonConfig muonConfig = MuonConfig.defaults();
+        private MuonConfig muonConfig = MuonConfig.defaults().withConvWeights(ConvWeights.FLATTEN);
         private AdamWConfig adamWConfig = AdamWConfig.defaults();
         private BiPredicate<String, Tensor> muonRule = Assignment.defaultMuonRule();
         private boolean customRule;
@@ -766,7 +766,11 @@ public final class MuonAdamW implements TrainingOptimizer {
         }
 
         /**
-         * The Muon group's hyperparameters (4-D filters are flattened whatever its {@code convWeights} says).
+         * The Muon group's hyperparameters, in place of {@link MuonConfig#defaults()} with conv filters flattened.
+         * Its {@code convWeights} is honoured: with {@link ConvWeights#REJECT}, {@link #build()} refuses a 4-D
+         * filter that the rules send to Muon, naming it and the two ways out (flatten, or
+         * {@link #forceAdamW}); with no filter on Muon the setting changes nothing, and the optimizer's config then
+         * reads {@link ConvWeights#FLATTEN} as it always has (checkpoints compare it).
          *
          * @param config the config
          * @return this builder
@@ -963,11 +967,14 @@ public final class MuonAdamW implements TrainingOptimizer {
         }
 
         private MuonAdamW buildLocal() {
+            // The config as given decides what Muon takes (REJECT refuses a filter sent to Muon); once that is
+            // checked, FLATTEN and REJECT differ in nothing, and the optimizer keeps FLATTEN, as files written
+            // before this check hold it.
             MuonConfig muon = muonConfig.withConvWeights(ConvWeights.FLATTEN);
             Assignment classified = Assignment.classify(named,
                     new Assignment.Rules(muonRule, customRule, forceMuon, forceAdamW, orthogonalityNames,
-                            outputLayerOnAdamW, noWeightDecayBelow2D), muon,
-                    adamWConfig);
+                            outputLayerOnAdamW, noWeightDecayBelow2D), muonConfig,
+                    adamWConfig).at(muon, adamWConfig);
             if (!rowSplits.isEmpty() || !rowSplitRules.isEmpty()) {
                 classified = classified.withRowSplits(RowSplitRules.resolve(classified, rowSplits, rowSplitRules,
                         muon), muon, adamWConfig);
@@ -978,12 +985,7 @@ public final class MuonAdamW implements TrainingOptimizer {
                 qkClip.requireParametersOf(QkClip.identities(trainable), "MuonAdamW");
             }
             MuonAdamW optimizer = new MuonAdamW(this, muon, classified);
-            if (optimizer.muonParams.isEmpty() && !allowEmptyMuon) {
-                throw new IllegalArgumentException("no parameter was assigned to Muon, so this would train with AdamW "
-                        + "alone. Muon takes 2-D and 4-D weights whose names do not look like an embedding or a "
-                        + "head; check the names below, send parameters with forceMuon(..) or muonWhen(..), or "
-                        + "call allowEmptyMuon(true) if AdamW alone is intended.\n" + optimizer.assignment());
-            }
+            classified.requireMuon(allowEmptyMuon);
             LOG.log(System.Logger.Level.INFO, "MuonAdamW parameter assignment:\n" + optimizer.assignment());
             return optimizer;
         }

@@ -176,6 +176,20 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
     }
 
     /**
+     * The Muon group of a hybrid that replaces AdamW in one line (muon-core's {@code MuonAdamW.dropIn}, muon-djl's
+     * {@code MuonAdamW} without {@code optMuon}): AdamW's lr and weight decay carry over, because the updates are
+     * scaled to AdamW's RMS ({@link AdjustLr#MATCH_RMS_ADAMW}, Moonlight's rule), and conv filters are flattened
+     * ({@link ConvWeights#FLATTEN}), since the hybrid's rules send them to Muon.
+     *
+     * @param adamW the AdamW hyperparameters being replaced
+     * @return the Muon group's config
+     */
+    public static MuonConfig dropIn(AdamWConfig adamW) {
+        return defaults().withLr(adamW.lr()).withWeightDecay(adamW.weightDecay())
+                .withAdjustLr(AdjustLr.MATCH_RMS_ADAMW).withConvWeights(ConvWeights.FLATTEN);
+    }
+
+    /**
      * The Newton–Schulz polynomial schedule ({@code ns_coefficients}).
      *
      * @return {@code newtonSchulz().nsCoefficients()}

@@ -60,7 +60,8 @@ class MuonAdamWErrorsTest {
                 }, "forceMuon names 'embed.weight', which does not require grad and is left out"),
                 row("forceMuon_1dParameter_isRejectedByMuonWithItsName",
                         () -> MuonAdamW.builder(small()).forceMuon("fc1.bias").build(),
-                        "Muon only supports 2-D parameters; parameter 'fc1.bias' has shape [5]"),
+                        "Muon only supports 2-D parameters; parameter 'fc1.bias' has shape [5] (sent to Muon by "
+                                + "forceMuon)"),
                 row("forceMuon_tiedWeight_isRejected", () -> {
                     Map<String, Tensor> named = small();
                     named.put("head.weight", named.get("embed.weight"));

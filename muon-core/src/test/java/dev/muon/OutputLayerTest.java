@@ -150,9 +150,9 @@ class OutputLayerTest {
                         params("fc1.weight", s(8, 8), "fc2.weight", s(8, 8), "fc3.weight", s(10, 8)),
                         (UnaryOperator<MuonAdamW.Builder>) b -> b.outputLayerOnAdamW(false), "fc3.weight", MUON,
                         "hidden matrix"),
-                Arguments.of("the only matrix on Muon stays there",
+                Arguments.of("the only matrix on Muon stays there, and the table says why",
                         params("embed.weight", s(10, 8), "proj.weight", s(8, 8), "proj.bias", s(8)),
-                        plain, "proj.weight", MUON, "hidden matrix"),
+                        plain, "proj.weight", MUON, "only matrix on Muon (the output-layer rule keeps it)"),
                 Arguments.of("a model of conv filters alone has no last matrix",
                         params("conv1.weight", s(4, 3, 3, 3), "conv2.weight", s(8, 4, 3, 3)),
                         plain, "conv2.weight", MUON, "hidden matrix"));

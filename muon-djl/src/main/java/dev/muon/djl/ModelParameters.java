@@ -3,6 +3,7 @@ package dev.muon.djl;
 import ai.djl.ndarray.NDArray;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
+import ai.djl.nn.convolutional.Convolution;
 import ai.djl.util.Pair;
 
 import java.util.ArrayList;
@@ -26,13 +27,31 @@ final class ModelParameters {
     /**
      * One parameter.
      *
-     * @param name      DJL's name, the key in {@code Block.getParameters()}
-     * @param ruleName  the dotted name the rules read
-     * @param parameter the parameter
+     * @param name       DJL's name, the key in {@code Block.getParameters()}
+     * @param ruleName   the dotted name the rules read
+     * @param parameter  the parameter
+     * @param convFilter whether it is the filter of one of DJL's convolutions ({@code Conv1d}, {@code Conv2d},
+     *                   {@code Conv3d}: {@code [out, in, k...]}), which Muon flattens whatever its dims
      */
-    record Entry(String name, String ruleName, Parameter parameter) {
+    record Entry(String name, String ruleName, Parameter parameter, boolean convFilter) {
         String id() {
             return parameter.getId();
+        }
+
+        /**
+         * The parameter's shape, which DJL sets when it initializes the block, just before it creates the array.
+         *
+         * @throws IllegalStateException before that
+         */
+        long[] shape() {
+            if (parameter.isInitialized()) {
+                return parameter.getArray().getShape().getShape();
+            }
+            if (parameter.getShape() == null) {
+                throw new IllegalStateException("parameter '" + name + "' is not initialized: the optimizer "
+                        + "classifies the block's parameters once they exist (after trainer.initialize(...))");
+            }
+            return parameter.getShape().getShape();
         }
 
         /** The parameter's array, which exists once the block is initialized. */
@@ -75,7 +94,8 @@ final class ModelParameters {
         for (Pair<String, Parameter> p : block.getDirectParameters()) {
             List<String> parts = new ArrayList<>(modules);
             parts.add(p.getKey());
-            out.add(new Entry(prefix + p.getKey(), String.join(".", parts), p.getValue()));
+            boolean filter = block instanceof Convolution && p.getValue().getType() == Parameter.Type.WEIGHT;
+            out.add(new Entry(prefix + p.getKey(), String.join(".", parts), p.getValue(), filter));
         }
         for (Pair<String, Block> child : block.getChildren()) {
             List<String> parts = new ArrayList<>(modules);

@@ -3,7 +3,13 @@ package dev.muon.djl;
 import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDScope;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.nn.Block;
+import ai.djl.training.DefaultTrainingConfig;
+import ai.djl.training.Trainer;
+import ai.djl.training.listener.TrainingListener;
+import ai.djl.training.listener.TrainingListener.BatchData;
+import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.ParameterTracker;
 import dev.muon.AssignmentRule;
@@ -11,9 +17,11 @@ import dev.muon.MuonConfig;
 import dev.muon.NonFinitePolicy;
 
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.Function;
 
 /**
  * Muon (momentum orthogonalized by Newton–Schulz) as a DJL {@link Optimizer}, for a block whose every trainable
@@ -33,8 +41,13 @@ import java.util.Optional;
  *       weight decay 0.1, 5 steps of (3.4445, −4.7750, 2.0315), float32)</td></tr>
  *   <tr><td>{@link Builder#optLearningRateTracker}</td><td>none: the config's lr</td></tr>
  *   <tr><td>{@link Builder#optNonFinitePolicy}</td><td>{@link NonFinitePolicy#SKIP}</td></tr>
- *   <tr><td>{@link Builder#optBlock}</td><td>required</td></tr>
+ *   <tr><td>the block</td><td>the trainer's model's, bound at {@link #onTrainingBegin}; or
+ *       {@link Builder#optBlock}'s</td></tr>
  * </table>
+ *
+ * <p>Bind it to the model as {@link MuonAdamW} binds ({@link #trainingConfig(Loss)}, or {@link Builder#optBlock}); a
+ * parameter Muon cannot take (a bias, a norm's gain) is refused when the trainer is initialized, before any data is
+ * read.
  *
  * <p>DJL calls {@link #update} once per parameter and device, in the order of a hash map, with no call per step:
  * a step here is the run of calls in which no parameter copy repeats, state is kept per parameter and device, and
@@ -43,15 +56,14 @@ import java.util.Optional;
  * zeroed, as DJL's own optimizers do on its PyTorch engine. Not thread-safe (DJL calls it from one thread).
  *
  * <pre>{@code
- * Optimizer muon = Muon.builder().optBlock(block)
- *         .optConfig(MuonConfig.defaults().withLr(0.02))
- *         .build();
+ * DefaultTrainingConfig config = Muon.builder().optConfig(MuonConfig.defaults().withLr(0.02)).build()
+ *         .trainingConfig(Loss.l2Loss());
  * }</pre>
  */
-public final class Muon extends Optimizer {
+public final class Muon extends Optimizer implements TrainingListener {
     private final MuonConfig config;
     private final ParameterTracker lrTracker;
-    private final ModelParameters model;
+    private final ModelBinding binding;
     private final MuonStep step;
     private final StepDriver driver;
     /** The matrix view of every trainable parameter by id, checked once all exist; null before. */
@@ -59,18 +71,14 @@ public final class Muon extends Optimizer {
 
     private Muon(Builder b) {
         super(b);
-        if (b.block == null) {
-            throw new IllegalStateException("Muon needs the model's block: call optBlock(block) before build(); "
-                    + "DJL hands an optimizer only parameter ids, and the block names and shapes them");
-        }
         DjlSupport.requireDjlDefaults(getWeightDecay(), b.beginNumUpdate, "optConfig(MuonConfig.withWeightDecay)");
         this.config = b.config;
         this.lrTracker = b.lrTracker;
-        this.model = ModelParameters.of(b.block);
         this.step = new MuonStep(config);
-        this.driver = new StepDriver("Muon", b.policy, model);
-        if (b.block.isInitialized()) {
-            matrices = checkParameters();
+        this.binding = new ModelBinding("Muon", m -> { }, this::setUp);
+        this.driver = new StepDriver("Muon", b.policy, binding::model);
+        if (b.block != null) {
+            binding.bind(b.block);
         }
     }
 
@@ -84,26 +92,87 @@ public final class Muon extends Optimizer {
     }
 
     /**
+     * A DJL training config that trains with this optimizer: {@code new DefaultTrainingConfig(loss)} with this
+     * optimizer in place of DJL's default and registered as a training listener, which binds it to the model when the
+     * trainer is created and checks the parameters when the trainer is initialized.
+     *
+     * @param loss the loss, as {@code new DefaultTrainingConfig(loss)} takes it
+     * @return the config
+     */
+    public DefaultTrainingConfig trainingConfig(Loss loss) {
+        return new DefaultTrainingConfig(loss).optOptimizer(this).addTrainingListeners(this);
+    }
+
+    /**
+     * Binds this optimizer to the trainer's model (DJL calls this from the {@code Trainer}'s constructor when the
+     * optimizer is a training listener); its parameters are checked when {@code trainer.initialize} creates them, or
+     * now if they exist.
+     *
+     * @param trainer the trainer being created
+     * @throws IllegalStateException    if this optimizer is bound to another model's block
+     * @throws IllegalArgumentException if a parameter that exists already is one Muon cannot take
+     */
+    @Override
+    public void onTrainingBegin(Trainer trainer) {
+        binding.bind(trainer.getModel().getBlock());
+    }
+
+    /**
+     * Nothing: the optimizer counts its own steps.
+     *
+     * @param trainer the trainer
+     */
+    @Override
+    public void onEpoch(Trainer trainer) {
+    }
+
+    /**
+     * Nothing: the optimizer counts its own steps.
+     *
+     * @param trainer   the trainer
+     * @param batchData the batch
+     */
+    @Override
+    public void onTrainingBatch(Trainer trainer, BatchData batchData) {
+    }
+
+    /**
+     * Nothing.
+     *
+     * @param trainer   the trainer
+     * @param batchData the batch
+     */
+    @Override
+    public void onValidationBatch(Trainer trainer, BatchData batchData) {
+    }
+
+    /**
+     * Nothing: the state stays with the optimizer, for a later trainer of the same model.
+     *
+     * @param trainer the trainer
+     */
+    @Override
+    public void onTrainingEnd(Trainer trainer) {
+    }
+
+    /**
      * Updates one parameter copy: DJL's {@code ParameterStore} calls this once per parameter and device.
      *
      * @param parameterId the parameter's id
      * @param weight      the parameter copy, updated in place
      * @param grad        its gradient; the parameter's own gradient is zeroed afterwards
      * @throws IllegalArgumentException if the block holds a parameter Muon cannot take (checked for all of them
-     *                                  at the first call, before anything changes) or no trainable parameter of
-     *                                  this id
-     * @throws IllegalStateException    under {@link NonFinitePolicy#RAISE}, naming the parameter
+     *                                  when the trainer is initialized, or at the first call, before anything
+     *                                  changes) or no trainable parameter of this id
+     * @throws IllegalStateException    if the optimizer is bound to no block, or under
+     *                                  {@link NonFinitePolicy#RAISE}, naming the parameter
      */
     @Override
     public void update(String parameterId, NDArray weight, NDArray grad) {
-        if (matrices == null) {
-            matrices = checkParameters();
-        }
+        binding.requireReady();
         AssignmentRule.Matrix matrix = matrices.get(parameterId);
         if (matrix == null) {
-            throw new IllegalArgumentException("parameter '" + model.nameOf(parameterId) + "' is not a trainable "
-                    + "parameter of the block given to optBlock (frozen when the optimizer first ran, or another "
-                    + "block's)");
+            throw new IllegalArgumentException(binding.notOurs(parameterId, weight));
         }
         // Before anything changes: a tracker's lr is checked as a config's is.
         double lr = lrTracker == null ? config.lr() : config.withLr(
@@ -117,26 +186,30 @@ public final class Muon extends Optimizer {
         });
     }
 
-    /** Every trainable parameter's matrix view, or the first one Muon cannot take. */
-    private Map<String, AssignmentRule.Matrix> checkParameters() {
+    /** Every trainable parameter's matrix view, or a refusal of the first one Muon cannot take; then the set-up. */
+    private void setUp(ModelParameters model, Function<ModelParameters.Entry, DataType> dtypeOf,
+                       Function<ModelParameters.Entry, NDArray> arrayOf) {
         Map<String, AssignmentRule.Matrix> out = new HashMap<>();
+        Map<String, NDArray> weights = new LinkedHashMap<>();
         for (ModelParameters.Entry e : model.entries()) {
             if (!e.parameter().requiresGradient() || out.containsKey(e.id())) {
                 continue;
             }
             String label = "parameter '" + e.name() + "'";
-            NDArray array = e.array();
-            DjlSupport.requireSupported(array.getDataType(), label);
-            out.put(e.id(), AssignmentRule.matrixOf(array.getShape().getShape(), config, label));
-        }
-        Map<String, NDArray> weights = new java.util.LinkedHashMap<>();
-        for (ModelParameters.Entry e : model.entries()) {
-            if (out.containsKey(e.id())) {
-                weights.putIfAbsent(e.name(), e.array());
+            try {
+                DjlSupport.requireSupported(dtypeOf.apply(e), label);
+                out.put(e.id(), AssignmentRule.matrixOf(e.shape(), config, label, e.convFilter()));
+            } catch (IllegalArgumentException refused) {
+                if (e.shape().length >= 2) {
+                    throw refused;
+                }
+                throw new IllegalArgumentException(refused.getMessage() + " (Muon updates every trainable "
+                        + "parameter of its block; MuonAdamW sends biases and norms to AdamW)", refused);
             }
+            weights.put(e.name(), arrayOf.apply(e));
         }
         step.prepare(weights);
-        return out;
+        matrices = out;
     }
 
     /**
@@ -174,7 +247,7 @@ public final class Muon extends Optimizer {
      * @return the buffer, once the parameter has been updated there
      */
     public Optional<NDArray> momentumBuffer(String name, Device device) {
-        ModelParameters.Entry e = model.byName(name);
+        ModelParameters.Entry e = binding.model() == null ? null : binding.model().byName(name);
         return e == null ? Optional.empty() : step.buffer(new ParameterKey(e.id(), device));
     }
 
@@ -196,7 +269,8 @@ public final class Muon extends Optimizer {
 
         /**
          * The model's block, whose parameters this optimizer updates: it names them in messages and lets a step
-         * check every gradient before its first change. Required.
+         * check every gradient before its first change. For an optimizer that is not a training listener of the
+         * trainer (then nothing else tells it the block); a listener binds to the trainer's model's block.
          *
          * @param value the block (the one given to {@code Model.setBlock})
          * @return this builder
@@ -253,10 +327,10 @@ public final class Muon extends Optimizer {
         }
 
         /**
-         * Builds the optimizer; with an initialized block, also checks every parameter.
+         * Builds the optimizer; with {@link #optBlock}, also binds it: checks every parameter now if they exist, else
+         * when the trainer creates them.
          *
          * @return the optimizer
-         * @throws IllegalStateException    without {@link #optBlock}
          * @throws IllegalArgumentException for a setting muon-djl does not run (bfloat16, the SVD, GRAM or
          *                                  SYMMETRIC), {@code optWeightDecays} or {@code optBeginNumUpdate} other
          *                                  than 0, or a parameter Muon cannot take

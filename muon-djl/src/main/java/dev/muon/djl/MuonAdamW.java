@@ -4,8 +4,14 @@ import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDScope;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
+import ai.djl.training.DefaultTrainingConfig;
+import ai.djl.training.Trainer;
+import ai.djl.training.listener.TrainingListener.BatchData;
+import ai.djl.training.listener.TrainingListener;
+import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.ParameterTracker;
 import dev.muon.AdamWConfig;
@@ -15,9 +21,11 @@ import dev.muon.ConvWeights;
 import dev.muon.MuonConfig;
 import dev.muon.NonFinitePolicy;
 import dev.muon.OptimizerKind;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.Collections;
-import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -25,32 +33,47 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.BiPredicate;
+import java.util.function.Function;
 
 /**
  * One DJL {@link Optimizer} for a whole model: Muon for the hidden weight matrices, AdamW with PyTorch's formula
- * for the rest (embeddings, the output layer, biases, norms). Which parameter goes where follows muon-core's rules
- * ({@link ParameterAssignment}), can be overridden, and is logged when the block is first classified.
+ * for the rest (embeddings, the output layer, biases, norms). Which parameter goes where is muon-core's
+ * classification ({@link ParameterAssignment}), can be overridden, and is logged (SLF4J, INFO) when the trainer is
+ * initialized.
  *
- * <p>Replacing DJL's {@code Adam} is one line; the learning rate carries over to both groups, because the Muon
- * side then uses {@link AdjustLr#MATCH_RMS_ADAMW} (Moonlight's scaling, the update RMS of AdamW), as muon-core's
+ * <p>Replacing DJL's default optimizer is one line, where DJL builds it: {@code new DefaultTrainingConfig(loss)}
+ * builds DJL's {@code Adam}; {@link #trainingConfig(Loss)} builds the same config with this optimizer, registered as a
+ * training listener so that it binds itself to the model when the trainer is created (DJL hands an optimizer only
+ * parameter ids; the block names them). The learning rate carries over to both groups, because the Muon side then
+ * uses {@link AdjustLr#MATCH_RMS_ADAMW} (Moonlight's scaling, the update RMS of AdamW), as muon-core's
  * {@code MuonAdamW.dropIn} does:
  * <pre>{@code
- * // Optimizer optimizer = Optimizer.adam().optLearningRateTracker(Tracker.fixed(1e-3f)).build();
- * Optimizer optimizer = MuonAdamW.builder().optBlock(block).optLearningRateTracker(Tracker.fixed(1e-3f)).build();
+ * // return new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
+ * return MuonAdamW.builder().build().trainingConfig(Loss.softmaxCrossEntropyLoss())
+ *         .addEvaluator(new Accuracy());
  * }</pre>
+ * A config that already names an optimizer takes this one in both places:
+ * {@code config.optOptimizer(optimizer).addTrainingListeners(optimizer)}.
+ *
+ * <p>Every check that needs the parameters runs when {@code trainer.initialize} creates them, before any data is
+ * read: the classification and its refusals (an empty Muon group, a 1-D parameter forced to Muon, a shape the Muon
+ * config does not take, a dtype muon-djl does not update), Hyperball's norms.
  *
  * <table>
  *   <caption>Defaults</caption>
  *   <tr><th>setting</th><th>default</th></tr>
  *   <tr><td>AdamW group</td><td>{@link AdamWConfig#defaults()} (PyTorch's: lr 1e-3, betas 0.9/0.999, eps 1e-8,
  *       weight decay 0.01)</td></tr>
- *   <tr><td>Muon group</td><td>{@link MuonConfig#defaults()} with the AdamW group's lr and weight decay and
- *       {@link AdjustLr#MATCH_RMS_ADAMW}; 4-D conv filters flattened whatever the config says</td></tr>
+ *   <tr><td>Muon group</td><td>{@link MuonConfig#dropIn}: {@link MuonConfig#defaults()} with the AdamW group's lr
+ *       and weight decay, {@link AdjustLr#MATCH_RMS_ADAMW} and conv filters flattened ({@link ConvWeights#FLATTEN});
+ *       a config given with {@link Builder#optMuon} is used as it is (its {@link ConvWeights#REJECT} refuses a conv
+ *       filter sent to Muon)</td></tr>
  *   <tr><td>learning rates</td><td>the configs'; {@link Builder#optLearningRateTracker} sets both groups'</td></tr>
  *   <tr><td>assignment</td><td>muon-core's default rule, and the last matrix on AdamW as the output layer</td></tr>
  *   <tr><td>non-finite gradients</td><td>{@link NonFinitePolicy#SKIP}</td></tr>
  *   <tr><td>empty Muon group</td><td>refused ({@link Builder#optAllowEmptyMuon(boolean)})</td></tr>
- *   <tr><td>{@link Builder#optBlock}</td><td>required</td></tr>
+ *   <tr><td>the block</td><td>the trainer's model's, bound at {@link #onTrainingBegin}; or
+ *       {@link Builder#optBlock}'s</td></tr>
  * </table>
  *
  * <p>Under DJL's call order (one call per parameter and device, in hash order, no call per step) a step is the
@@ -58,10 +81,10 @@ import java.util.function.BiPredicate;
  * correction counts each copy's own updates, and the step count is this optimizer's own. At a step's first call
  * the {@link NonFinitePolicy} sees every gradient of the block, so a skipped or refused step changes nothing. After
  * each update the parameter's gradient is zeroed, as DJL's own optimizers do on its PyTorch engine. Not
- * thread-safe (DJL calls it from one thread).
+ * thread-safe (DJL calls it from one thread). One optimizer serves one model: bound to a block, it refuses another.
  */
-public final class MuonAdamW extends Optimizer {
-    private static final System.Logger LOG = System.getLogger(MuonAdamW.class.getName());
+public final class MuonAdamW extends Optimizer implements TrainingListener {
+    private static final Logger LOG = LoggerFactory.getLogger(MuonAdamW.class);
 
     private final MuonConfig muonConfig;
     private final AdamWConfig adamWConfig;
@@ -69,25 +92,16 @@ public final class MuonAdamW extends Optimizer {
     private final ParameterTracker adamWTracker;
     private final ParameterAssignment.Rules rules;
     private final boolean allowEmptyMuon;
-    private final ModelParameters model;
+    private final ModelBinding binding;
     private final MuonStep muon;
     private final AdamWStep adamW = new AdamWStep();
     private final StepDriver driver;
     private ParameterAssignment assignment;
-    /** The matrix view of every Muon parameter by id, set with the assignment. */
-    private final Map<String, AssignmentRule.Matrix> matrices = new HashMap<>();
 
     private MuonAdamW(Builder b) {
         super(b);
-        if (b.block == null) {
-            throw new IllegalStateException("MuonAdamW needs the model's block: call optBlock(block) before build(); "
-                    + "DJL hands an optimizer only parameter ids, and the block names them, which decides what "
-                    + "goes to Muon");
-        }
         this.adamWConfig = b.adamWConfig;
-        MuonConfig muonBase = b.muonConfig != null ? b.muonConfig : MuonConfig.defaults().withLr(adamWConfig.lr())
-                .withWeightDecay(adamWConfig.weightDecay()).withAdjustLr(AdjustLr.MATCH_RMS_ADAMW);
-        this.muonConfig = muonBase.withConvWeights(ConvWeights.FLATTEN);
+        this.muonConfig = b.muonConfig != null ? b.muonConfig : MuonConfig.dropIn(adamWConfig);
         DjlSupport.requireDjlDefaults(getWeightDecay(), b.beginNumUpdate,
                 "optMuon(MuonConfig.withWeightDecay) and optAdamW(AdamWConfig.withWeightDecay)");
         this.muonTracker = b.muonTracker;
@@ -96,12 +110,11 @@ public final class MuonAdamW extends Optimizer {
         this.rules = new ParameterAssignment.Rules(b.muonRule, Collections.unmodifiableSet(new LinkedHashSet<>(
                 b.forceMuon)), Collections.unmodifiableSet(new LinkedHashSet<>(b.forceAdamW)), b.outputLayer);
         this.allowEmptyMuon = b.allowEmptyMuon;
-        this.model = ModelParameters.of(b.block);
-        ParameterAssignment.checkNames(model, rules);
         this.muon = new MuonStep(muonConfig);
-        this.driver = new StepDriver("MuonAdamW", b.policy, model);
-        if (b.block.isInitialized()) {
-            classify();
+        this.binding = new ModelBinding("MuonAdamW", m -> ParameterAssignment.checkNames(m, rules), this::setUp);
+        this.driver = new StepDriver("MuonAdamW", b.policy, binding::model);
+        if (b.block != null) {
+            binding.bind(b.block);
         }
     }
 
@@ -115,28 +128,111 @@ public final class MuonAdamW extends Optimizer {
     }
 
     /**
+     * A DJL training config that trains with this optimizer: {@code new DefaultTrainingConfig(loss)} with this
+     * optimizer in place of DJL's default {@code Adam} and registered as a training listener, which binds it to the
+     * model when the trainer is created and checks the parameters when the trainer is initialized. Chain the rest of
+     * the config as before.
+     *
+     * @param loss the loss, as {@code new DefaultTrainingConfig(loss)} takes it
+     * @return the config
+     */
+    public DefaultTrainingConfig trainingConfig(Loss loss) {
+        return new DefaultTrainingConfig(loss).optOptimizer(this).addTrainingListeners(this);
+    }
+
+    /**
+     * Binds this optimizer to the trainer's model (DJL calls this from the {@code Trainer}'s constructor when the
+     * optimizer is a training listener): checks the override names now, and classifies and checks the parameters when
+     * {@code trainer.initialize} creates them, or now if they exist.
+     *
+     * @param trainer the trainer being created
+     * @throws IllegalStateException    if this optimizer is bound to another model's block
+     * @throws IllegalArgumentException if the names or parameters are refused
+     */
+    @Override
+    public void onTrainingBegin(Trainer trainer) {
+        binding.bind(trainer.getModel().getBlock());
+    }
+
+    /**
+     * Nothing: the optimizer counts its own steps.
+     *
+     * @param trainer the trainer
+     */
+    @Override
+    public void onEpoch(Trainer trainer) {
+    }
+
+    /**
+     * Nothing: the optimizer counts its own steps.
+     *
+     * @param trainer   the trainer
+     * @param batchData the batch
+     */
+    @Override
+    public void onTrainingBatch(Trainer trainer, BatchData batchData) {
+    }
+
+    /**
+     * Nothing.
+     *
+     * @param trainer   the trainer
+     * @param batchData the batch
+     */
+    @Override
+    public void onValidationBatch(Trainer trainer, BatchData batchData) {
+    }
+
+    /**
+     * Nothing: the state stays with the optimizer (and its block), for a later trainer of the same model.
+     *
+     * @param trainer the trainer
+     */
+    @Override
+    public void onTrainingEnd(Trainer trainer) {
+    }
+
+    /** Classifies the bound block's parameters once they have shapes, checks them, and logs the table. */
+    private void setUp(ModelParameters model, Function<ModelParameters.Entry, DataType> dtypeOf,
+                       Function<ModelParameters.Entry, NDArray> arrayOf) {
+        ParameterAssignment table = ParameterAssignment.classify(model, rules, muonConfig, dtypeOf,
+                (kind, id) -> learningRate(kind, id, 1));
+        table.requireMuon(allowEmptyMuon);
+        Map<String, NDArray> weights = new LinkedHashMap<>();
+        Set<String> ids = new java.util.HashSet<>();
+        for (ModelParameters.Entry e : model.entries()) {
+            if (table.optimizerOf(e.id()) == OptimizerKind.MUON && ids.add(e.id())) {
+                weights.put(e.name(), arrayOf.apply(e));
+            }
+        }
+        muon.prepare(weights);
+        assignment = table;
+        LOG.info("MuonAdamW: parameter assignment\n{}", table);
+    }
+
+    /**
      * Updates one parameter copy with Muon or AdamW: DJL's {@code ParameterStore} calls this once per parameter
-     * and device. The first call classifies the block's parameters and logs the table.
+     * and device.
      *
      * @param parameterId the parameter's id
      * @param weight      the parameter copy, updated in place
      * @param grad        its gradient; the parameter's own gradient is zeroed afterwards
+     * @throws IllegalStateException    if the optimizer is bound to no block (see {@link #trainingConfig}), or under
+     *                                  {@link NonFinitePolicy#RAISE}, naming the parameter
      * @throws IllegalArgumentException if the classification fails (see {@link #assignment()}) or the block has
      *                                  no trainable parameter of this id
-     * @throws IllegalStateException    under {@link NonFinitePolicy#RAISE}, naming the parameter
      */
     @Override
     public void update(String parameterId, NDArray weight, NDArray grad) {
-        OptimizerKind kind = assignment().optimizerOf(parameterId);
+        binding.requireReady();
+        OptimizerKind kind = assignment.optimizerOf(parameterId);
         if (kind == null) {
-            throw new IllegalArgumentException("parameter '" + model.nameOf(parameterId) + "' is not a trainable "
-                    + "parameter of the block given to optBlock (frozen when the optimizer first ran, or another "
-                    + "block's)");
+            throw new IllegalArgumentException(binding.notOurs(parameterId, weight));
         }
         double lr = learningRate(kind, parameterId, driver.upcomingStep(parameterId, weight));
         driver.call(parameterId, weight, grad, (key, home, count, stepNumber) -> {
             if (kind == OptimizerKind.MUON) {
-                AssignmentRule.Matrix matrix = matrices.get(parameterId);
+                AssignmentRule.Matrix matrix = assignment.matrixOf(parameterId);
                 MuonStep.State state = muon.state(key, weight, matrix, home);
                 try (NDScope scope = new NDScope()) {
                     scope.suppressNotUsedWarning();
@@ -167,47 +263,23 @@ public final class MuonAdamW extends Optimizer {
     }
 
     /**
-     * Which optimizer updates each parameter, and why; classifies the block at the first call.
+     * Which optimizer updates each parameter, and why: classified when the trainer is initialized (or now, for a
+     * bound block whose parameters exist).
      *
      * @return the assignment
-     * @throws IllegalStateException    if the block is not initialized yet (call {@code trainer.initialize}
-     *                                  first)
+     * @throws IllegalStateException    if the optimizer is bound to no block, or its parameters do not exist yet
+     *                                  (call {@code trainer.initialize} first)
      * @throws IllegalArgumentException if an override names a frozen parameter, a shared parameter is forced to
      *                                  Muon, Muon cannot take a parameter sent to it, nothing requires grad, or
      *                                  nothing goes to Muon without {@link Builder#optAllowEmptyMuon(boolean)}
      */
     public ParameterAssignment assignment() {
-        if (assignment == null) {
-            classify();
-        }
+        binding.requireReady();
         return assignment;
     }
 
-    private void classify() {
-        ParameterAssignment table = ParameterAssignment.classify(model, rules, muonConfig, adamWConfig,
-                (kind, id) -> learningRate(kind, id, 1));
-        if (table.names(OptimizerKind.MUON).isEmpty() && !allowEmptyMuon) {
-            throw new IllegalArgumentException("no parameter was assigned to Muon, so this would train with AdamW "
-                    + "alone. Muon takes 2-D and 4-D weights whose names do not look like an embedding or a head; "
-                    + "check the names below, send parameters with optForceMuon(..) or optMuonWhen(..), or call "
-                    + "optAllowEmptyMuon(true) if AdamW alone is intended.\n" + table);
-        }
-        Map<String, NDArray> weights = new java.util.LinkedHashMap<>();
-        Map<String, AssignmentRule.Matrix> views = new HashMap<>();
-        for (ModelParameters.Entry e : model.entries()) {
-            if (table.optimizerOf(e.id()) == OptimizerKind.MUON && !views.containsKey(e.id())) {
-                views.put(e.id(), AssignmentRule.matrixOf(e.array().getShape().getShape(), muonConfig, e.name()));
-                weights.put(e.name(), e.array());
-            }
-        }
-        muon.prepare(weights);
-        matrices.putAll(views);
-        assignment = table;
-        LOG.log(System.Logger.Level.INFO, "MuonAdamW: parameter assignment\n" + table);
-    }
-
     /**
-     * The Muon group's hyperparameters (with conv filters flattened).
+     * The Muon group's hyperparameters: {@link MuonConfig#dropIn} of the AdamW group's, or {@code optMuon}'s as given.
      *
      * @return the config
      */
@@ -250,7 +322,7 @@ public final class MuonAdamW extends Optimizer {
      * @return the buffer, once the parameter has been updated there
      */
     public Optional<NDArray> momentumBuffer(String name, Device device) {
-        ModelParameters.Entry e = model.byName(name);
+        ModelParameters.Entry e = binding.model() == null ? null : binding.model().byName(name);
         return e == null ? Optional.empty() : muon.buffer(new ParameterKey(e.id(), device));
     }
 
@@ -262,7 +334,7 @@ public final class MuonAdamW extends Optimizer {
      * @return {@code [exp_avg, exp_avg_sq]}, once the parameter has been updated there
      */
     public Optional<NDList> adamWMoments(String name, Device device) {
-        ModelParameters.Entry e = model.byName(name);
+        ModelParameters.Entry e = binding.model() == null ? null : binding.model().byName(name);
         return e == null ? Optional.empty() : adamW.moments(new ParameterKey(e.id(), device));
     }
 
@@ -290,7 +362,9 @@ public final class MuonAdamW extends Optimizer {
         }
 
         /**
-         * The model's block, whose parameters this optimizer classifies and updates. Required.
+         * The model's block, whose parameters this optimizer classifies and updates, for an optimizer that is not a
+         * training listener of the trainer (then nothing else tells it the block). Optional otherwise: a listener
+         * binds to the trainer's model's block; given both, they must be the same block.
          *
          * @param value the block (the one given to {@code Model.setBlock})
          * @return this builder
@@ -301,8 +375,9 @@ public final class MuonAdamW extends Optimizer {
         }
 
         /**
-         * The Muon group's hyperparameters, in place of the drop-in default (4-D filters are flattened whatever
-         * its {@code convWeights} says).
+         * The Muon group's hyperparameters, in place of the drop-in default ({@link MuonConfig#dropIn}), used as
+         * given: with {@link ConvWeights#REJECT} (the default of {@link MuonConfig#defaults()}), a conv filter the
+         * rules send to Muon is refused, naming the setting; {@link ConvWeights#FLATTEN} takes it.
          *
          * @param value the config
          * @return this builder
@@ -441,10 +516,10 @@ public final class MuonAdamW extends Optimizer {
         }
 
         /**
-         * Builds the optimizer; with an initialized block, also classifies its parameters.
+         * Builds the optimizer; with {@link #optBlock}, also binds it to the block: checks the override names, and
+         * classifies the parameters now if they exist, else when the trainer creates them.
          *
          * @return the optimizer
-         * @throws IllegalStateException    without {@link #optBlock}
          * @throws IllegalArgumentException for a setting muon-djl does not run (bfloat16, the SVD, GRAM or
          *                                  SYMMETRIC), {@code optWeightDecays} or {@code optBeginNumUpdate} other
          *                                  than 0, an override that names no parameter or names one in both

@@ -10,6 +10,8 @@ import dev.muon.HyperballConfig;
 import dev.muon.MuonConfig;
 import dev.muon.NorMuonConfig;
 import dev.muon.UpdateRecipe;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.HashMap;
 import java.util.Map;
@@ -38,7 +40,7 @@ import java.util.Optional;
  * {@link NDScope}, attached to a manager of the caller's; {@link #apply} runs inside one.
  */
 final class MuonStep {
-    private static final System.Logger LOG = System.getLogger(MuonStep.class.getName());
+    private static final Logger LOG = LoggerFactory.getLogger(MuonStep.class);
     /** This binding's name in refusals. */
     static final String BINDING = "muon-djl";
 
@@ -147,9 +149,8 @@ final class MuonStep {
                     scope.suppressNotUsedWarning();
                     double before = normOf(weight).getDouble();
                     weight.muli(hyperball.radius() / before);
-                    LOG.log(System.Logger.Level.INFO, "Muon: hyperball radius " + hyperball.radius()
-                            + ": parameter '" + name + "' rescaled from norm " + before + " to "
-                            + hyperball.radius());
+                    LOG.info("Muon: hyperball radius {}: parameter '{}' rescaled from norm {} to {}",
+                            hyperball.radius(), name, before, hyperball.radius());
                 }
             }
         });
@@ -236,7 +237,8 @@ final class MuonStep {
         lerpInPlace(buffer, grad, 1 - mu);
         NDArray u = config.nesterov() ? lerp(grad, buffer, mu) : buffer;
         Shape shape = weight.getShape();
-        NDArray m = shape.dimension() == 4 ? u.reshape(matrix.rows(), matrix.cols()) : u;
+        // A conv filter of any dims is flattened; a stack is a batch as it is.
+        NDArray m = matrix.batch() == 0 && shape.dimension() != 2 ? u.reshape(matrix.rows(), matrix.cols()) : u;
         NDArray o = NsIteration.orthogonalize(m, config.newtonSchulz());
         o = normalizer.normalize(o, state.secondMoment(), matrix).reshape(shape);
         double scaledLr = (lr == config.lr() ? config : config.withLr(lr)).scaledLr(matrix.rows(), matrix.cols());

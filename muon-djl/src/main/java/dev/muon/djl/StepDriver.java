@@ -6,6 +6,8 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.NDScope;
 import ai.djl.ndarray.index.NDIndex;
 import dev.muon.NonFinitePolicy;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
 import java.util.Collections;
@@ -15,6 +17,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * What every call of {@code Optimizer.update} does around the update itself, for both optimizers of this package:
@@ -42,12 +45,12 @@ final class StepDriver {
         void apply(ParameterKey key, NDManager home, int count, long step);
     }
 
-    private static final System.Logger LOG = System.getLogger(StepDriver.class.getName());
+    private static final Logger LOG = LoggerFactory.getLogger(StepDriver.class);
     private static final NDIndex ALL = new NDIndex("...");
 
     private final String optimizer;
     private final NonFinitePolicy policy;
-    private final ModelParameters model;
+    private final Supplier<ModelParameters> model;
     private final StepClock clock = new StepClock();
     /** Every parameter copy updated so far: DJL hands over the same arrays at every step. */
     private final Map<ParameterKey, NDArray> copies = new LinkedHashMap<>();
@@ -61,9 +64,9 @@ final class StepDriver {
      *
      * @param optimizer the optimizer's name, for log lines
      * @param policy    what a non-finite gradient does
-     * @param model     the block's parameters
+     * @param model     the block's parameters, once the optimizer is bound to one
      */
-    StepDriver(String optimizer, NonFinitePolicy policy, ModelParameters model) {
+    StepDriver(String optimizer, NonFinitePolicy policy, Supplier<ModelParameters> model) {
         this.optimizer = optimizer;
         this.policy = policy;
         this.model = model;
@@ -90,19 +93,19 @@ final class StepDriver {
             clock.open(bad != null);
             if (bad != null) {
                 skipped++;
-                LOG.log(System.Logger.Level.WARNING, optimizer + ": step " + (clock.applied() + 1) + " skipped: "
-                        + "the gradient of parameter '" + bad + "' holds NaN or Inf");
+                LOG.warn("{}: step {} skipped: the gradient of parameter '{}' holds NaN or Inf", optimizer,
+                        clock.applied() + 1, bad);
             }
         } else if (!clock.skipping() && policy != NonFinitePolicy.IGNORE && !scanned.contains(weight)
                 && GradientScan.hasNonFinite(grad)) {
-            String what = "the gradient of parameter '" + model.nameOf(id) + "' on " + key.device()
+            String what = "the gradient of parameter '" + model.get().nameOf(id) + "' on " + key.device()
                     + " holds NaN or Inf";
             if (policy == NonFinitePolicy.RAISE) {
                 throw new IllegalStateException(what + " (nonFinitePolicy RAISE); " + clock.callsThisStep()
                         + " updates of this step were applied before DJL handed it over");
             }
-            LOG.log(System.Logger.Level.WARNING, optimizer + ": " + what + "; only this parameter copy skips "
-                    + "step " + clock.applied() + ", which the step's first call could not see");
+            LOG.warn("{}: {}; only this parameter copy skips step {}, which the step's first call could not see",
+                    optimizer, what, clock.applied());
             skipThis = true;
         }
         clock.record(key);
@@ -130,6 +133,7 @@ final class StepDriver {
      */
     private String openingScan(String id, NDArray weight, NDArray grad) {
         Map<NDArray, String> arrays = new IdentityHashMap<>();
+        ModelParameters model = this.model.get();
         for (ModelParameters.Entry e : model.entries()) {
             if (e.parameter().requiresGradient() && e.parameter().isInitialized()) {
                 arrays.putIfAbsent(e.parameter().getArray(), e.name());

@@ -7,10 +7,13 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Activation;
 import ai.djl.nn.Block;
+import ai.djl.nn.Blocks;
 import ai.djl.nn.SequentialBlock;
+import ai.djl.nn.convolutional.Conv1d;
 import ai.djl.nn.convolutional.Conv2d;
 import ai.djl.nn.core.Linear;
 import ai.djl.nn.norm.BatchNorm;
+import dev.muon.MuonConfig;
 import dev.muon.OptimizerKind;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -19,6 +22,7 @@ import org.junit.jupiter.api.Test;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -62,8 +66,9 @@ class AssignmentOnDjlBlocksTest {
                 "05Linear_bias ADAMW fewer than 2 dims"), rows(opt.assignment()));
         String table = opt.assignment().toString();
         assertTrue(table.startsWith("name "), table);
-        assertTrue(table.contains("\n01Linear_weight  [16, 8]   float32   muon    0.0008000   hidden matrix\n"), table);
-        assertTrue(table.endsWith("2 on Muon, 4 on AdamW\n"), table);
+        assertTrue(table.contains("\n01Linear_weight  [16, 8]   float32   muon    0.0008000            512  "
+                + "hidden matrix\n"), table);
+        assertTrue(table.endsWith("2 on Muon, 4 on AdamW; state 2336 bytes = 0.603 x AdamW alone (3872)\n"), table);
     }
 
     @Test
@@ -90,6 +95,53 @@ class AssignmentOnDjlBlocksTest {
         assertEquals(List.of("03BatchNorm_runningMean", "03BatchNorm_runningVar"), opt.assignment().frozen());
         double flattenedRatio = opt.assignment().rows().get(1).lr() / opt.muonConfig().lr();
         assertEquals(0.2 * Math.sqrt(27), flattenedRatio, 1e-12, "the conv filter's lr uses [4, 27]");
+    }
+
+    /** DJL's smallest classifier, batchFlatten + Linear(10): its one matrix stays on Muon, and the table says why. */
+    @Test
+    void oneMatrixModel_keepsItsMatrixOnMuon_andSaysWhy() {
+        SequentialBlock block = new SequentialBlock().add(Blocks.batchFlattenBlock(28 * 28))
+                .add(Linear.builder().setUnits(10).build());
+        block.initialize(manager, DataType.FLOAT32, new Shape(1, 28 * 28));
+        MuonAdamW opt = MuonAdamW.builder().optBlock(block).build();
+        assertEquals(List.of(
+                "02Linear_weight MUON only matrix on Muon (the output-layer rule keeps it)",
+                "02Linear_bias ADAMW fewer than 2 dims"), rows(opt.assignment()));
+    }
+
+    /** A Conv1d filter [out, in, k] is a conv filter as a Conv2d one is: flattened to [out, in·k] on Muon. */
+    @Test
+    void conv1dFilter_isFlattenedLikeA2dOne() {
+        SequentialBlock block = new SequentialBlock()
+                .add(Conv1d.builder().setKernelShape(new Shape(3)).setFilters(6).build())
+                .add(Blocks.batchFlattenBlock()).add(Linear.builder().setUnits(2).build());
+        block.initialize(manager, DataType.FLOAT32, new Shape(1, 4, 10));
+        MuonAdamW opt = MuonAdamW.builder().optBlock(block).build();
+        assertEquals("01Conv1d_weight MUON hidden matrix", rows(opt.assignment()).get(0));
+        double ratio = opt.assignment().rows().get(0).lr() / opt.muonConfig().lr();
+        assertEquals(0.2 * Math.sqrt(12), ratio, 1e-12, "the filter's lr uses [6, 4·3]");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> MuonAdamW.builder().optBlock(block).optMuon(MuonConfig.defaults()).build());
+        assertEquals("Muon only supports 2-D parameters; parameter '01Conv1d_weight' has shape [6, 4, 3]. To flatten "
+                + "a 3-D conv filter to [6, 12], use MuonConfig.withConvWeights(ConvWeights.FLATTEN) (sent to Muon "
+                + "by the default rule as a hidden matrix; optForceAdamW(\"01Conv1d_weight\") keeps it on AdamW)",
+                e.getMessage());
+    }
+
+    /** A model with many frozen statistics lists them wrapped, no line longer than the table's width. */
+    @Test
+    void manyFrozenParameters_areListedOnWrappedLines() {
+        SequentialBlock block = new SequentialBlock();
+        for (int i = 0; i < 30; i++) {
+            block.add(Linear.builder().setUnits(8).build()).add(BatchNorm.builder().build());
+        }
+        block.initialize(manager, DataType.FLOAT32, new Shape(2, 8));
+        String table = MuonAdamW.builder().optBlock(block).build().assignment().toString();
+        String leftOut = table.substring(table.indexOf("left out"));
+        assertTrue(leftOut.lines().count() > 5, leftOut);
+        assertTrue(leftOut.lines().allMatch(line -> line.length() <= 100), leftOut);
+        assertTrue(leftOut.startsWith("left out (requires grad false): 02BatchNorm_runningMean, "), leftOut);
+        assertEquals(60, leftOut.split(",").length, leftOut);
     }
 
     @Test
@@ -119,13 +171,13 @@ class AssignmentOnDjlBlocksTest {
         MuonAdamW forced = MuonAdamW.builder().optBlock(block).optForceAdamW("01Linear_weight")
                 .optForceMuon("05Linear_weight").build();
         assertEquals(List.of("03Linear_weight", "05Linear_weight"), forced.assignment().names(OptimizerKind.MUON));
-        assertEquals("forceAdamW", forced.assignment().rows().get(0).reason());
-        assertEquals("forceMuon", forced.assignment().rows().get(4).reason());
+        assertEquals("optForceAdamW", forced.assignment().rows().get(0).reason());
+        assertEquals("optForceMuon", forced.assignment().rows().get(4).reason());
 
         MuonAdamW custom = MuonAdamW.builder().optBlock(block)
                 .optMuonWhen((name, shape) -> shape.dimension() == 2 && !name.startsWith("03")).build();
         assertEquals(List.of("01Linear_weight", "05Linear_weight"), custom.assignment().names(OptimizerKind.MUON));
-        assertTrue(custom.assignment().rows().stream().allMatch(r -> r.reason().equals("muonWhen rule")));
+        assertTrue(custom.assignment().rows().stream().allMatch(r -> r.reason().equals("optMuonWhen rule")));
 
         MuonAdamW noOutputRule = MuonAdamW.builder().optBlock(block).optOutputLayerOnAdamW(false).build();
         assertEquals(List.of("01Linear_weight", "03Linear_weight", "05Linear_weight"),

@@ -57,14 +57,14 @@ class ErrorsTest {
     }
 
     static Stream<Arguments> refusals() {
-        String blockHint = "; DJL hands an optimizer only parameter ids, and the block names ";
+        String unbound = " is not bound to a model, so it cannot tell which parameter DJL hands it (DJL names them "
+                + "by ids only). Bind it with the trainer: optimizer.trainingConfig(loss), or config.optOptimizer("
+                + "optimizer).addTrainingListeners(optimizer); or give the block at build with optBlock(block)";
         return Stream.of(
-                Arguments.of("Muon without a block", (Executable) () -> Muon.builder().build(),
-                        IllegalStateException.class, "Muon needs the model's block: call optBlock(block) before "
-                                + "build()" + blockHint + "and shapes them"),
-                Arguments.of("MuonAdamW without a block", (Executable) () -> MuonAdamW.builder().build(),
-                        IllegalStateException.class, "MuonAdamW needs the model's block: call optBlock(block) "
-                                + "before build()" + blockHint + "them, which decides what goes to Muon"),
+                Arguments.of("Muon bound to no model", (Executable) () -> Muon.builder().build()
+                        .update("x", ones(4, 4), ones(4, 4)), IllegalStateException.class, "Muon" + unbound),
+                Arguments.of("MuonAdamW bound to no model", (Executable) () -> MuonAdamW.builder().build()
+                        .assignment(), IllegalStateException.class, "MuonAdamW" + unbound),
                 Arguments.of("bfloat16 Newton-Schulz", (Executable) () -> Muon.builder().optBlock(model().block)
                         .optConfig(MuonConfig.defaults().withNsPrecision(NsPrecision.BFLOAT16)).build(),
                         IllegalArgumentException.class, "nsPrecision = BFLOAT16 is not supported by muon-djl: "
@@ -93,28 +93,29 @@ class ErrorsTest {
                                 + "resume at a later step"),
                 Arguments.of("forceMuon of no parameter", (Executable) () -> MuonAdamW.builder()
                         .optBlock(model().block).optForceMuon("fc9_weight").build(), IllegalArgumentException.class,
-                        "forceMuon names 'fc9_weight', which is not a parameter; parameters are [01hidden_weight, "
+                        "optForceMuon names 'fc9_weight', which is not a parameter; parameters are [01hidden_weight, "
                                 + "01hidden_bias, 02out_weight]"),
                 Arguments.of("a name in both lists", (Executable) () -> MuonAdamW.builder().optBlock(model().block)
                         .optForceMuon("02out_weight").optForceAdamW("02out_weight").build(),
-                        IllegalArgumentException.class, "parameter '02out_weight' is in both forceMuon and "
-                                + "forceAdamW; name it in one list only"),
+                        IllegalArgumentException.class, "parameter '02out_weight' is in both optForceMuon and "
+                                + "optForceAdamW; name it in one list only"),
                 Arguments.of("a bias forced to Muon", (Executable) () -> MuonAdamW.builder().optBlock(model().block)
                         .optForceMuon("01hidden_bias").build().assignment(), IllegalArgumentException.class,
-                        "Muon only supports 2-D parameters; parameter '01hidden_bias' has shape [6]"),
+                        "Muon only supports 2-D parameters; parameter '01hidden_bias' has shape [6] (sent to Muon by "
+                                + "optForceMuon)"),
                 Arguments.of("forceAdamW of a frozen parameter", (Executable) () -> MuonAdamW.builder()
                         .optBlock(new ParamBlock().param("w", ones(4, 4)).frozen("v", ones(4, 4)))
                         .optForceAdamW("v").build().assignment(), IllegalArgumentException.class,
-                        "forceAdamW names 'v', which does not require grad and is left out"),
+                        "optForceAdamW names 'v', which does not require grad and is left out"),
                 Arguments.of("nothing on Muon", (Executable) () -> MuonAdamW.builder()
                         .optBlock(new ParamBlock().param("bias", ones(4))).build().assignment(),
                         IllegalArgumentException.class, "no parameter was assigned to Muon, so this would train with "
                                 + "AdamW alone. Muon takes 2-D and 4-D weights whose names do not look like an "
                                 + "embedding or a head; check the names below, send parameters with optForceMuon(..) "
                                 + "or optMuonWhen(..), or call optAllowEmptyMuon(true) if AdamW alone is intended.\n"
-                                + "name  shape  dtype     opt     lr          why\n"
-                                + "bias  [4]    float32   adamw   0.001000    fewer than 2 dims\n"
-                                + "0 on Muon, 1 on AdamW\n"),
+                                + "name  shape  dtype     opt     lr           state bytes  why\n"
+                                + "bias  [4]    float32   adamw   0.001000              32  fewer than 2 dims\n"
+                                + "0 on Muon, 1 on AdamW; state 32 bytes = 1.000 x AdamW alone (32)\n"),
                 Arguments.of("nothing trainable", (Executable) () -> MuonAdamW.builder()
                         .optBlock(new ParamBlock().frozen("v", ones(4, 4))).build().assignment(),
                         IllegalArgumentException.class, "the block must hold at least one parameter that requires "
@@ -124,7 +125,7 @@ class ErrorsTest {
                     MuonAdamW.builder().optBlock(new ParamBlock().child("a", shared).child("b", shared)
                             .param("w", ones(4, 4))).optForceMuon("01a_weight").build().assignment();
                 }, IllegalArgumentException.class, "parameter '01a_weight' is tied to another name and tied "
-                        + "weights go to AdamW; remove it from forceMuon"),
+                        + "weights go to AdamW; remove it from optForceMuon"),
                 Arguments.of("a conv filter without FLATTEN", (Executable) () -> Muon.builder()
                         .optBlock(new ParamBlock().param("conv", ones(4, 2, 3, 3))).build()
                         .update("x", ones(4, 4), ones(4, 4)),
@@ -137,13 +138,19 @@ class ErrorsTest {
                         "Muon only supports floating-point parameters; parameter 'w' has dtype int32"),
                 Arguments.of("another block's parameter", (Executable) () -> Muon.builder()
                         .optBlock(new ParamBlock().param("w", ones(4, 4))).build()
-                        .update("not-an-id", ones(4, 4), ones(4, 4)), IllegalArgumentException.class,
-                        "parameter 'not-an-id' is not a trainable parameter of the block given to optBlock (frozen "
-                                + "when the optimizer first ran, or another block's)"),
-                Arguments.of("MuonAdamW: another block's parameter", (Executable) () -> MuonAdamW.builder()
-                        .optBlock(model().block).build().update("not-an-id", ones(4, 4), ones(4, 4)),
-                        IllegalArgumentException.class, "parameter 'not-an-id' is not a trainable parameter of the "
-                                + "block given to optBlock (frozen when the optimizer first ran, or another block's)"),
+                        .update("uid-another-block", ones(4, 4), ones(4, 4)), IllegalArgumentException.class,
+                        "Muon was handed an array of shape [4, 4], which is not a parameter of the block it is bound "
+                                + "to (w): an optimizer serves one model. Build a new Muon for each trainer of another "
+                                + "model"),
+                Arguments.of("MuonAdamW: another block's named parameter", (Executable) () -> {
+                    NDArray other = ones(3, 6);
+                    other.setName("weight");
+                    MuonAdamW.builder().optBlock(model().block).build().update("uid-another-block", other,
+                            ones(3, 6));
+                }, IllegalArgumentException.class, "MuonAdamW was handed an array named 'weight' of shape [3, 6], "
+                        + "which is not a parameter of the block it is bound to (01hidden_weight, 01hidden_bias, "
+                        + "02out_weight): an optimizer serves one model. Build a new MuonAdamW for each trainer of "
+                        + "another model"),
                 Arguments.of("a bfloat16 parameter", (Executable) () -> DjlSupport.requireSupported(DataType.BFLOAT16,
                         "parameter 'w'"), IllegalArgumentException.class, "muon-djl does not update bfloat16 "
                                 + "parameters (DJL's bfloat16 conversions abort the JVM); parameter 'w' has dtype "
@@ -188,17 +195,17 @@ class ErrorsTest {
         assertEquals(message, e.getMessage(), label);
     }
 
-    /** Muon checks every parameter before its first update: a bias handed over last changes nothing. */
+    /** Plain Muon checks every parameter when it binds to a block whose parameters exist: a bias is refused then. */
     @Test
-    void plainMuon_refusesABiasBeforeTouchingAnything() {
+    void plainMuon_refusesABias_whenItBinds_beforeTouchingAnything() {
         TinyModel m = model();
-        Muon muon = Muon.builder().optBlock(m.block).build();
         Map<String, float[]> before = m.snapshot();
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> stepOnce(muon, m));
-        assertEquals("Muon only supports 2-D parameters; parameter '01hidden_bias' has shape [6]", e.getMessage());
-        for (String name : List.of("01hidden_weight", "02out_weight")) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Muon.builder().optBlock(m.block).build());
+        assertEquals("Muon only supports 2-D parameters; parameter '01hidden_bias' has shape [6] (Muon updates "
+                + "every trainable parameter of its block; MuonAdamW sends biases and norms to AdamW)", e.getMessage());
+        for (String name : TinyModel.NAMES) {
             assertArrayEquals(before.get(name), m.snapshot().get(name), name);
         }
-        assertEquals(0, muon.stepCount());
     }
 }
