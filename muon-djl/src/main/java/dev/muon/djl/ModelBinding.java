@@ -90,10 +90,9 @@ final class ModelBinding {
             return;
         }
         if (block != null) {
-            throw new IllegalStateException(optimizer + " is bound to another block, whose parameters it updates "
-                    + "and keeps state for (" + summary(model) + "), and was handed a trainer of a model with "
-                    + "another block (" + summary(ModelParameters.of(target)) + "). An optimizer serves one model: "
-                    + "build a new " + optimizer + " for this trainer");
+            throw new IllegalStateException(optimizer + " is bound to the block of another model ("
+                    + summary(model) + ") and keeps its parameters' state; an optimizer serves one model: build a "
+                    + "new " + optimizer + " for this trainer");
         }
         ModelParameters m = ModelParameters.of(target);
         onBind.accept(m);
@@ -178,18 +177,41 @@ final class ModelBinding {
     }
 
     /**
-     * Makes sure the set-up ran, before an update: runs it on the arrays if DJL created them another way.
+     * The checks of an update, before anything changes: a block is bound, the parameter is one of its, and the
+     * set-up ran (it runs now on the arrays if DJL created them another way).
      *
-     * @throws IllegalStateException    if no block is bound, naming the two ways to bind one
-     * @throws IllegalArgumentException if the set-up refuses the parameters
+     * @param id     the id DJL passed
+     * @param weight the array DJL passed
+     * @throws IllegalStateException    if no block is bound, naming the ways to bind one
+     * @throws IllegalArgumentException if the parameter is not the block's ({@link #notOurs}), or the set-up refuses
+     *                                  the parameters
      */
-    void requireReady() {
+    void requireUpdatable(String id, NDArray weight) {
+        requireBound();
+        if (model.byId(id) == null) {
+            throw new IllegalArgumentException(notOurs(id, weight));
+        }
+        requireReady();
+    }
+
+    private void requireBound() {
         if (block == null) {
             throw new IllegalStateException(optimizer + " is not bound to a model, so it cannot tell which "
                     + "parameter DJL hands it (DJL names them by ids only). Bind it with the trainer: "
                     + "optimizer.trainingConfig(loss), or config.optOptimizer(optimizer).addTrainingListeners("
                     + "optimizer); or give the block at build with optBlock(block)");
         }
+    }
+
+    /**
+     * Makes sure the set-up ran: runs it on the arrays if DJL created them another way.
+     *
+     * @throws IllegalStateException    if no block is bound, naming the ways to bind one, or a parameter does not
+     *                                  exist yet
+     * @throws IllegalArgumentException if the set-up refuses the parameters
+     */
+    void requireReady() {
+        requireBound();
         if (!ready) {
             runSetup(model, e -> e.parameter().isInitialized() ? e.parameter().getArray() : null);
         }

@@ -169,7 +169,7 @@ public final class Muon extends Optimizer implements TrainingListener {
      */
     @Override
     public void update(String parameterId, NDArray weight, NDArray grad) {
-        binding.requireReady();
+        binding.requireUpdatable(parameterId, weight);
         AssignmentRule.Matrix matrix = matrices.get(parameterId);
         if (matrix == null) {
             throw new IllegalArgumentException(binding.notOurs(parameterId, weight));

@@ -224,7 +224,7 @@ public final class MuonAdamW extends Optimizer implements TrainingListener {
      */
     @Override
     public void update(String parameterId, NDArray weight, NDArray grad) {
-        binding.requireReady();
+        binding.requireUpdatable(parameterId, weight);
         OptimizerKind kind = assignment.optimizerOf(parameterId);
         if (kind == null) {
             throw new IllegalArgumentException(binding.notOurs(parameterId, weight));
