@@ -1,18 +1,24 @@
 /**
  * Muon for DJL (Deep Java Library) users: {@link dev.muon.djl.Muon} and {@link dev.muon.djl.MuonAdamW} are DJL
  * {@code Optimizer}s, written against DJL's {@code NDArray} API alone, for any model that trains on DJL's PyTorch
- * engine. Swapping DJL's {@code Adam} for the hybrid is one line:
+ * engine. Swapping DJL's default {@code Adam} for the hybrid is one line, where DJL builds it:
  * <pre>{@code
- * // Optimizer optimizer = Optimizer.adam().optLearningRateTracker(Tracker.fixed(1e-3f)).build();
- * Optimizer optimizer = MuonAdamW.builder().optBlock(block).optLearningRateTracker(Tracker.fixed(1e-3f)).build();
+ * // return new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
+ * return MuonAdamW.builder().build().trainingConfig(Loss.softmaxCrossEntropyLoss())
  * }</pre>
+ * The config holds the optimizer twice, as DJL's optimizer and as a training listener: DJL hands an optimizer nothing
+ * but parameter ids before its first update, and the model only to training listeners, when the trainer is created.
+ * Bound there, the optimizer classifies and checks the parameters when the trainer is initialized, before any data is
+ * read.
  *
  * <h2>One semantics, no copy: muon-core without its bindings</h2>
  * The hyperparameters and their validation ({@link dev.muon.MuonConfig}, {@link dev.muon.AdamWConfig},
  * {@link dev.muon.NorMuonConfig}), the lr adjustment ({@link dev.muon.AdjustLr}), the coefficient schedules
- * ({@link dev.muon.orthogonalize.CoefficientSchedule}), the non-finite policy ({@link dev.muon.NonFinitePolicy})
- * and the rules that send a parameter to Muon or AdamW ({@link dev.muon.AssignmentRule}) are muon-core's own
- * classes, used here as they are, so that the two modules cannot drift apart. This module depends on muon-core,
+ * ({@link dev.muon.orthogonalize.CoefficientSchedule}), the non-finite policy ({@link dev.muon.NonFinitePolicy}),
+ * the classification that sends a parameter to Muon or AdamW, with its messages and table
+ * ({@link dev.muon.Classification}, {@link dev.muon.AssignmentRule}, {@link dev.muon.AssignmentTable}) and the
+ * drop-in's Muon config ({@link dev.muon.MuonConfig#dropIn}) are muon-core's own classes, used here as they are, so
+ * that the two modules cannot drift apart. This module depends on muon-core,
  * whose bytedeco dependencies are {@code provided} and so never reach a DJL user's class path, and those classes
  * hold no libtorch type in their fields, signatures that run, or static initializers (the one call there,
  * {@code TorchNatives.extract()}, which readies libtorch's natives for bytedeco users, does nothing where JavaCPP

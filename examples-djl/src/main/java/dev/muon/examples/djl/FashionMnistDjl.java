@@ -30,7 +30,8 @@ import java.util.concurrent.Callable;
  * DJL's MNIST MLP ({@code 784 → 128 → 64 → 10}, ReLU, as DJL's {@code Mlp} of its MNIST example) trained on
  * Fashion-MNIST with DJL's built-in {@code Adam} and with muon-djl's {@link MuonAdamW}, from the same initial
  * weights on the same batches; it prints test accuracy and training seconds side by side. The two training
- * methods, {@link #trainWithAdam} and {@link #trainWithMuonAdamW}, differ by the line that creates the optimizer.
+ * methods, {@link #trainWithAdam} and {@link #trainWithMuonAdamW}, differ by the line that builds the training config
+ * and its optimizer.
  *
  * <p>Data: {@code --data DIR}, default Debian's {@code dataset-fashion-mnist} ({@value
  * FashionMnistDatasets#DEBIAN_DIR}). Run from the repository root ({@code --help} lists the options):
@@ -132,32 +133,32 @@ public final class FashionMnistDjl implements Callable<Integer> {
      * @return the outcome
      */
     static Result trainWithAdam(FashionMnistDatasets data, Settings settings) {
-        SequentialBlock block = mlp();
         Tracker lr = Tracker.fixed(settings.lr());
-        Optimizer optimizer = Optimizer.adam().optLearningRateTracker(lr).build();
-        return train(block, optimizer, data, settings);
+        DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
+                .optOptimizer(Optimizer.adam().optLearningRateTracker(lr).build());
+        return train(config, data, settings);
     }
 
     /**
-     * Trains with muon-djl's hybrid: the method above with its optimizer line changed.
+     * Trains with muon-djl's hybrid: the method above with the statement that builds the config and its optimizer
+     * changed (the optimizer binds itself to the model when the trainer is created).
      *
      * @param data     the datasets
      * @param settings the shared settings
      * @return the outcome
      */
     static Result trainWithMuonAdamW(FashionMnistDatasets data, Settings settings) {
-        SequentialBlock block = mlp();
         Tracker lr = Tracker.fixed(settings.lr());
-        Optimizer optimizer = MuonAdamW.builder().optBlock(block).optLearningRateTracker(lr).build();
-        return train(block, optimizer, data, settings);
+        DefaultTrainingConfig config = MuonAdamW.builder().optLearningRateTracker(lr).build()
+                .trainingConfig(Loss.softmaxCrossEntropyLoss());
+        return train(config, data, settings);
     }
 
-    /** DJL's training loop (EasyTrain's), timed, then the test accuracy. */
-    static Result train(SequentialBlock block, Optimizer optimizer, FashionMnistDatasets data, Settings settings) {
+    /** DJL's training loop (EasyTrain's) on a new MLP, timed, then the test accuracy. */
+    static Result train(DefaultTrainingConfig config, FashionMnistDatasets data, Settings settings) {
         try (Model model = Model.newInstance("fashion-mlp")) {
-            model.setBlock(block);
-            DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
-                    .optOptimizer(optimizer).optDevices(new Device[] {Device.cpu()});
+            model.setBlock(mlp());
+            config.optDevices(new Device[] {Device.cpu()});
             try (Trainer trainer = model.newTrainer(config)) {
                 // One seed for the initial weights (libtorch's generator) and the batch order (DJL's sampler).
                 Engine.getInstance().setRandomSeed(settings.seed());

@@ -36,8 +36,8 @@ class FashionMnistDjlTest {
         SyntheticFashionMnist.write(dir, 640, 200);
         ByteArrayOutputStream captured = new ByteArrayOutputStream();
         PrintStream out = System.out;
-        // MuonAdamW logs its assignment table once (System.Logger, here on java.util.logging); the example does not
-        // print it again.
+        // MuonAdamW logs its assignment table once (SLF4J, which this module binds to java.util.logging); the example
+        // does not print it again.
         java.util.logging.Logger assignmentLog = java.util.logging.Logger.getLogger(MuonAdamW.class.getName());
         List<String> logged = new ArrayList<>();
         Handler capture = new Handler() {
@@ -69,8 +69,8 @@ class FashionMnistDjlTest {
         assertEquals(0, code, text);
         assertTrue(text.contains("(640 train, 200 test)"), text);
         assertTrue(log.contains("02Linear_weight  [128, 784]  float32   muon"), log);
-        assertTrue(log.contains("06Linear_weight  [10, 64]    float32   adamw   0.001000    output layer (last matrix)"),
-                log);
+        assertTrue(log.contains("06Linear_weight  [10, 64]    float32   adamw   0.001000            5120  "
+                + "output layer (last matrix)"), log);
         assertFalse(text.contains("02Linear_weight"), "the table is logged, not printed a second time:\n" + text);
         Matcher m = ROW.matcher(text);
         int rows = 0;
