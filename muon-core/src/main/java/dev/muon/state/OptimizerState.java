@@ -119,6 +119,43 @@ public record OptimizerState(long step, List<MuonConfig> muonConfigs, AdamWConfi
     }
 
     /**
+     * This state's document, as muon-core's checkpoint holds it: every entry's spec with its dtype as libtorch names
+     * it ({@code Float}) and its AdamW step, without the tensors ({@link #tensors()}).
+     *
+     * @return the document
+     */
+    public CheckpointDocument document() {
+        List<CheckpointDocument.Parameter> parameters = new java.util.ArrayList<>();
+        for (ParameterEntry e : entries) {
+            ParameterSpec s = e.spec();
+            parameters.add(new CheckpointDocument.Parameter(s.name(), s.optimizer(), s.group(), s.shape(),
+                    s.dtype().name(), s.tiedTo(), s.rowSplit(), e.adamW() == null ? null : e.adamW().step()));
+        }
+        return new CheckpointDocument(step, muonConfigs, adamWConfig, schedule, parameters);
+    }
+
+    /**
+     * This state's tensors as the checkpoint names them, {@code <kind>/<name>}: {@code value}, each Muon buffer's
+     * key, {@code exp_avg} and {@code exp_avg_sq}, in entry order.
+     *
+     * @return the tensors (the entries' own handles)
+     */
+    public java.util.Map<String, org.bytedeco.pytorch.Tensor> tensors() {
+        java.util.Map<String, org.bytedeco.pytorch.Tensor> out = new java.util.LinkedHashMap<>();
+        for (ParameterEntry e : entries) {
+            if (e.value() != null) {
+                out.put("value/" + e.name(), e.value());
+            }
+            e.buffers().forEach((key, buffer) -> out.put(key + "/" + e.name(), buffer));
+            if (e.adamW() != null) {
+                out.put("exp_avg/" + e.name(), e.adamW().expAvg());
+                out.put("exp_avg_sq/" + e.name(), e.adamW().expAvgSq());
+            }
+        }
+        return out;
+    }
+
+    /**
      * The number of groups a schedule record covers: the Muon groups, and AdamW's when there is one.
      *
      * @return the group count

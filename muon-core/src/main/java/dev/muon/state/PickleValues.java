@@ -57,7 +57,7 @@ final class PickleValues {
      * @param key   the record's key
      * @param numel the declared element count
      */
-    public record StorageRef(TensorBytes.Kind kind, String key, long numel) {
+    public record StorageRef(TensorKind kind, String key, long numel) {
     }
 
     /**

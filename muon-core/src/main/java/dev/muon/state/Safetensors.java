@@ -1,7 +1,6 @@
 package dev.muon.state;
 
 import dev.muon.internal.Messages;
-import org.bytedeco.pytorch.Tensor;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -33,11 +32,12 @@ import java.util.Map;
  * <p>muon-core adds a SHA-256 in the metadata ({@link #DIGEST_KEY}) of the whole file with that value's 64 hex
  * digits read as zeros: a reader verifies it after reading every tensor and before any is used.
  *
- * <p>Reading checks everything before libtorch sees a byte: the header length against the file and
+ * <p>Reading checks everything before a module's tensors see a byte: the header length against the file and
  * {@link #MAX_HEADER_BYTES}, the JSON ({@link Json}, bounded), each entry's keys, dtype (the kinds of
- * {@link TensorBytes.Kind}), shape (sizes {@code >= 0}, rank at most {@link #MAX_RANK}, element count without
+ * {@link TensorKind}), shape (sizes {@code >= 0}, rank at most {@link #MAX_RANK}, element count without
  * overflow), and offsets (the element count times the element size, tiling the data exactly). Tensors are then
- * new libtorch tensors filled from the file's bytes, never views of foreign memory.
+ * new tensors of the reading module ({@link TensorIo}: libtorch's, or {@link RawTensor}s that muon-djl turns into
+ * DJL arrays) filled from the file's bytes, never views of foreign memory. Loads no libtorch class itself.
  *
  * <p>Not API (see this package).
  */
@@ -65,7 +65,7 @@ final class Safetensors {
      * @param begin the offset of its first byte in the data
      * @param end   the offset after its last byte
      */
-    public record Entry(String name, TensorBytes.Kind kind, long[] shape, long begin, long end) {
+    public record Entry(String name, TensorKind kind, long[] shape, long begin, long end) {
         /** Copies the shape. */
         public Entry {
             shape = shape.clone();
@@ -101,29 +101,32 @@ final class Safetensors {
      * @param channel  where to write
      * @param metadata the metadata, without {@link #DIGEST_KEY}
      * @param tensors  the tensors by name; the names must not be {@code "__metadata__"}
+     * @param io       the tensors' module ({@link TensorBytes#TORCH}, {@link RawTensor#IO})
+     * @param <T>      the tensor type
      * @return the SHA-256 written, as hex
      * @throws IOException if writing fails
      */
-    public static String write(SeekableByteChannel channel, Map<String, String> metadata,
-                               Map<String, Tensor> tensors) throws IOException {
-        TensorBytes.requireLittleEndian();
+    public static <T> String write(SeekableByteChannel channel, Map<String, String> metadata,
+                                   Map<String, T> tensors, TensorIo<T> io) throws IOException {
+        TensorKind.requireLittleEndian();
         Map<String, Object> header = new LinkedHashMap<>();
         Map<String, Object> meta = new LinkedHashMap<>(metadata);
         meta.put(DIGEST_KEY, new String(ZERO_DIGEST, StandardCharsets.US_ASCII));
         header.put(METADATA, meta);
         long offset = 0;
-        for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
-            Tensor t = e.getValue();
-            TensorBytes.Kind kind = TensorBytes.Kind.of(t.scalar_type());
+        for (Map.Entry<String, T> e : tensors.entrySet()) {
+            T t = e.getValue();
+            TensorKind kind = io.kind(t);
             if (kind == null) {
-                throw new IllegalArgumentException("tensor '" + e.getKey() + "' has dtype " + t.scalar_type()
+                throw new IllegalArgumentException("tensor '" + e.getKey() + "' has dtype " + io.dtypeText(t)
                         + ", which muon-core's files do not hold");
             }
-            long bytes = t.numel() * kind.bytes();
+            long[] sizes = io.shape(t);
+            long bytes = TensorKind.elementCount(sizes, "tensor '" + e.getKey() + "'") * kind.bytes();
             Map<String, Object> entry = new LinkedHashMap<>();
             entry.put("dtype", kind.safetensorsName());
             List<Object> shape = new ArrayList<>();
-            for (long size : t.shape()) {
+            for (long size : sizes) {
                 shape.add(size);
             }
             entry.put("shape", shape);
@@ -142,9 +145,9 @@ final class Safetensors {
         digest.update(headerBytes);
         writeFully(channel, length);
         writeFully(channel, ByteBuffer.wrap(headerBytes));
-        for (Tensor t : tensors.values()) {
+        for (T t : tensors.values()) {
             try {
-                TensorBytes.forEachChunk(t, chunk -> {
+                io.forEachChunk(t, chunk -> {
                     digest.update(chunk.duplicate());
                     try {
                         writeFully(channel, chunk);
@@ -180,7 +183,7 @@ final class Safetensors {
      * @throws IOException     if reading fails
      */
     public static Header readHeader(FileChannel channel) throws IOException {
-        TensorBytes.requireLittleEndian();
+        TensorKind.requireLittleEndian();
         long fileSize = channel.size();
         if (fileSize < 8) {
             throw new FormatException("the file", "has " + fileSize + " bytes, fewer than the 8 of a safetensors "
@@ -259,13 +262,13 @@ final class Safetensors {
             throw new FormatException(where, "must be an object of exactly dtype, shape and data_offsets");
         }
         Object dtype = map.get("dtype");
-        TensorBytes.Kind kind = dtype instanceof String s ? TensorBytes.Kind.ofSafetensorsName(s) : null;
+        TensorKind kind = dtype instanceof String s ? TensorKind.ofSafetensorsName(s) : null;
         if (kind == null) {
             throw new FormatException(where, "has dtype " + show(dtype) + "; muon-core reads "
-                    + TensorBytes.Kind.safetensorsNames());
+                    + TensorKind.safetensorsNames());
         }
         long[] shape = longs(map.get("shape"), where + ".shape", MAX_RANK);
-        long count = TensorBytes.elementCount(shape, where);
+        long count = TensorKind.elementCount(shape, where);
         long[] offsets = longs(map.get("data_offsets"), where + ".data_offsets", 2);
         if (offsets.length != 2) {
             throw new FormatException(where, "must have data_offsets [begin, end], got " + offsets.length
@@ -316,11 +319,14 @@ final class Safetensors {
      *
      * @param channel the file
      * @param header  its header, from {@link #readHeader}
-     * @return the tensors by name, in file order (they belong to the caller's scope)
+     * @param io      the module that makes the tensors ({@link TensorBytes#TORCH}, {@link RawTensor#IO})
+     * @param <T>     the tensor type
+     * @return the tensors by name, in file order (libtorch's belong to the caller's scope)
      * @throws FormatException if the metadata has no valid digest, or the bytes do not match it
      * @throws IOException     if reading fails
      */
-    public static Map<String, Tensor> readTensors(FileChannel channel, Header header) throws IOException {
+    public static <T> Map<String, T> readTensors(FileChannel channel, Header header, TensorIo<T> io)
+            throws IOException {
         String stored = header.metadata().get(DIGEST_KEY);
         if (stored == null || !stored.matches("[0-9a-f]{64}")) {
             throw new FormatException(METADATA + "." + DIGEST_KEY, "must be 64 lowercase hex digits, got "
@@ -340,23 +346,23 @@ final class Safetensors {
         int valueAt = at + DIGEST_KEY.length() + 4;
         System.arraycopy(ZERO_DIGEST, 0, prefix, valueAt, ZERO_DIGEST.length);
         digest.update(prefix);
-        Map<String, Tensor> tensors = new LinkedHashMap<>();
+        Map<String, T> tensors = new LinkedHashMap<>();
         long[] position = {header.dataStart()};
         for (Entry e : header.entries()) {
-            Tensor t;
+            T t;
             try {
-                t = TensorBytes.filled(e.kind(), e.shape(), chunk -> {
+                t = io.filled(e.kind(), e.shape(), chunk -> {
                     int start = chunk.position();
                     try {
                         readFully(channel, chunk, position[0], quoted(e.name()));
-                    } catch (IOException io) {
-                        throw new UncheckedIOException(io);
+                    } catch (IOException failed) {
+                        throw new UncheckedIOException(failed);
                     }
                     position[0] += chunk.position() - start;
                     digest.update(chunk.flip());
                 });
-            } catch (UncheckedIOException io) {
-                throw io.getCause();
+            } catch (UncheckedIOException failed) {
+                throw failed.getCause();
             }
             tensors.put(e.name(), t);
         }

@@ -1,16 +1,9 @@
 package dev.muon.state;
 
 import dev.muon.MuonConfig;
-import dev.muon.OptimizerKind;
 import dev.muon.internal.TorchNatives;
-import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.global.torch.ScalarType;
 
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 import java.util.function.UnaryOperator;
 
 /**
@@ -38,7 +31,8 @@ public final class StateFit {
     }
 
     /**
-     * Every difference of {@code candidate} from what {@code optimizer} can restore.
+     * Every difference of {@code candidate} from what {@code optimizer} can restore ({@link CheckpointFit}'s check
+     * of their documents and of the candidate's tensors).
      *
      * @param optimizer the optimizer's own state (its values are not used)
      * @param candidate the state to restore
@@ -46,19 +40,8 @@ public final class StateFit {
      */
     public static List<StateMismatchException.Difference> differences(OptimizerState optimizer,
                                                                       OptimizerState candidate) {
-        List<StateMismatchException.Difference> out = new ArrayList<>();
-        compareGroups(optimizer, candidate, out);
-        compareEntries(optimizer.specs(), candidate.specs(), out);
-        if (candidate.schedule() != null && candidate.schedule().initialLrs().length != candidate.groupCount()) {
-            out.add(new StateMismatchException.Difference("schedule", "base lrs", candidate.groupCount()
-                    + " (one per group)", String.valueOf(candidate.schedule().initialLrs().length), null));
-        }
-        if (out.isEmpty()) {
-            for (ParameterEntry e : candidate.entries()) {
-                checkTensors(e, candidate, out);
-            }
-        }
-        return out;
+        return CheckpointFit.differences(optimizer.document(), candidate.document(), candidate.tensors(),
+                TensorBytes.TORCH);
     }
 
     /**
@@ -75,167 +58,6 @@ public final class StateFit {
         List<StateMismatchException.Difference> found = differences(optimizer, candidate);
         if (!found.isEmpty()) {
             throw new StateMismatchException(source, found.stream().map(hints).toList());
-        }
-    }
-
-    private static void compareGroups(OptimizerState optimizer, OptimizerState candidate,
-                                      List<StateMismatchException.Difference> out) {
-        if (optimizer.muonConfigs().size() != candidate.muonConfigs().size()) {
-            out.add(new StateMismatchException.Difference("muon", "groups",
-                    String.valueOf(optimizer.muonConfigs().size()), String.valueOf(candidate.muonConfigs().size()),
-                    null));
-        } else {
-            for (int g = 0; g < optimizer.muonConfigs().size(); g++) {
-                for (String[] d : ConfigFields.differing(optimizer.muonConfigs().get(g),
-                        candidate.muonConfigs().get(g), ConfigFields.MUON, false)) {
-                    out.add(new StateMismatchException.Difference("muon group " + g, d[0], d[1], d[2],
-                            "a build setting: build the optimizer with " + d[0] + " " + d[2]));
-                }
-            }
-        }
-        if ((optimizer.adamWConfig() == null) != (candidate.adamWConfig() == null)) {
-            out.add(new StateMismatchException.Difference("adamw", "part",
-                    optimizer.adamWConfig() == null ? "none" : "present",
-                    candidate.adamWConfig() == null ? "none" : "present", null));
-        }
-    }
-
-    private static void compareEntries(List<ParameterSpec> mine, List<ParameterSpec> theirs,
-                                       List<StateMismatchException.Difference> out) {
-        if (mine.size() != theirs.size()) {
-            Set<String> mineNames = new HashSet<>();
-            mine.forEach(s -> mineNames.add(s.name()));
-            Set<String> theirNames = new HashSet<>();
-            theirs.forEach(s -> theirNames.add(s.name()));
-            out.add(new StateMismatchException.Difference("parameters", "count", String.valueOf(mine.size()),
-                    String.valueOf(theirs.size()), null));
-            for (ParameterSpec s : mine) {
-                if (!theirNames.contains(s.name())) {
-                    out.add(new StateMismatchException.Difference("'" + s.name() + "'", "presence", "present",
-                            "absent", null));
-                }
-            }
-            for (ParameterSpec s : theirs) {
-                if (!mineNames.contains(s.name())) {
-                    out.add(new StateMismatchException.Difference("'" + s.name() + "'", "presence", "absent",
-                            "present", null));
-                }
-            }
-            return;
-        }
-        for (int i = 0; i < mine.size(); i++) {
-            ParameterSpec a = mine.get(i);
-            ParameterSpec b = theirs.get(i);
-            String where = "'" + a.name() + "'";
-            field(out, where, "name", a.name(), b.name());
-            field(out, where, "optimizer", a.optimizer(), b.optimizer());
-            field(out, where, "group", a.group(), b.group());
-            field(out, where, "shape", Arrays.toString(a.shape()), Arrays.toString(b.shape()));
-            field(out, where, "dtype", a.dtype(), b.dtype());
-            field(out, where, "tied to", a.tiedTo(), b.tiedTo());
-            field(out, where, "row split", a.rowSplit(), b.rowSplit());
-        }
-    }
-
-    private static void field(List<StateMismatchException.Difference> out, String where, String field, Object mine,
-                              Object theirs) {
-        String a = mine == null ? "none" : String.valueOf(mine);
-        String b = theirs == null ? "none" : String.valueOf(theirs);
-        if (!a.equals(b)) {
-            out.add(new StateMismatchException.Difference(where, field, a, b, null));
-        }
-    }
-
-    private static void checkTensors(ParameterEntry e, OptimizerState state,
-                                     List<StateMismatchException.Difference> out) {
-        ParameterSpec spec = e.spec();
-        String where = "'" + spec.name() + "'";
-        if (like(out, where + " value", e.value(), spec.shape(), spec.dtype())) {
-            finite(out, where + " value", e.value());
-        }
-        List<BufferSpec> declared = state.declaredBuffers(spec);
-        for (String key : e.buffers().keySet()) {
-            if (declared.stream().noneMatch(d -> d.key().equals(key))) {
-                out.add(new StateMismatchException.Difference(where, "buffer '" + key + "'",
-                        "none (its update keeps " + keys(declared) + ")", "present", null));
-            }
-        }
-        int held = 0;
-        for (BufferSpec d : declared) {
-            Tensor t = e.buffer(d.key());
-            if (t == null) {
-                continue;
-            }
-            held++;
-            String what = where + " " + d.label();
-            if (!Arrays.equals(t.shape(), spec.shapeOf(d))) {
-                out.add(new StateMismatchException.Difference(what, "shape", Arrays.toString(spec.shapeOf(d)),
-                        Arrays.toString(t.shape()), null));
-            } else if (!spec.accepts(d, t.scalar_type())) {
-                out.add(new StateMismatchException.Difference(what, "dtype", spec.dtypeOf(d).toString(),
-                        t.scalar_type().toString(), null));
-            } else {
-                finite(out, what, t);
-                if (d.values() == BufferSpec.Values.FINITE_NON_NEGATIVE) {
-                    nonNegative(out, what, t);
-                }
-            }
-        }
-        // A parameter's update starts every buffer it declares at its first step: a state holds all or none.
-        if (held != 0 && held != declared.size()) {
-            out.add(new StateMismatchException.Difference(where, "Muon state", "every buffer its update keeps ("
-                    + keys(declared) + ") or none", keys(declared.stream().filter(d -> e.buffer(d.key()) != null)
-                    .toList()) + " only", null));
-        }
-        AdamWMoments m = e.adamW();
-        if (m != null) {
-            if (like(out, where + " exp_avg", m.expAvg(), spec.shape(), spec.dtype())) {
-                finite(out, where + " exp_avg", m.expAvg());
-            }
-            if (like(out, where + " exp_avg_sq", m.expAvgSq(), spec.shape(), spec.dtype())) {
-                finite(out, where + " exp_avg_sq", m.expAvgSq());
-                nonNegative(out, where + " exp_avg_sq", m.expAvgSq());
-            }
-            if (m.step() > state.step()) {
-                out.add(new StateMismatchException.Difference(where, "AdamW step", "in [0, " + state.step()
-                        + "] (the state's step)", String.valueOf(m.step()), null));
-            }
-        }
-    }
-
-    /** The keys of declarations, as a message lists them. */
-    private static String keys(List<BufferSpec> declared) {
-        return declared.isEmpty() ? "none" : String.join(", ", declared.stream().map(BufferSpec::label).toList());
-    }
-
-    /** Whether a tensor, if present, has the shape and dtype; records a difference if not. */
-    private static boolean like(List<StateMismatchException.Difference> out, String what, Tensor t, long[] shape,
-                                ScalarType dtype) {
-        if (t == null) {
-            return false;
-        }
-        if (!Arrays.equals(t.shape(), shape)) {
-            out.add(new StateMismatchException.Difference(what, "shape", Arrays.toString(shape),
-                    Arrays.toString(t.shape()), null));
-            return false;
-        }
-        if (t.scalar_type().value != dtype.value) {
-            out.add(new StateMismatchException.Difference(what, "dtype", dtype.toString(),
-                    t.scalar_type().toString(), null));
-            return false;
-        }
-        return true;
-    }
-
-    private static void finite(List<StateMismatchException.Difference> out, String what, Tensor t) {
-        if (t.numel() > 0 && !t.isfinite().all().item_bool()) {
-            out.add(new StateMismatchException.Difference(what, "values", "finite", "NaN or Inf", null));
-        }
-    }
-
-    private static void nonNegative(List<StateMismatchException.Difference> out, String what, Tensor t) {
-        if (t.numel() > 0 && t.lt(new org.bytedeco.pytorch.Scalar(0.0)).any().item_bool()) {
-            out.add(new StateMismatchException.Difference(what, "values", ">= 0", "a negative value", null));
         }
     }
 }

@@ -57,7 +57,7 @@ final class TorchLoad implements AutoCloseable {
      * @throws IOException     if reading fails
      */
     public static TorchLoad open(Path file) throws IOException {
-        TensorBytes.requireLittleEndian();
+        TensorKind.requireLittleEndian();
         ZipFile zip;
         try {
             zip = new ZipFile(file.toFile());
@@ -128,7 +128,7 @@ final class TorchLoad implements AutoCloseable {
         long[] stride = ref.stride();
         checkView(ref.offset(), size, stride, storage.numel(), where);
         // The view's shape is made as a tensor below: an empty one can still be one libtorch cannot stride.
-        TensorBytes.elementCount(size, where);
+        TensorKind.elementCount(size, where);
         String name = prefix + "data/" + storage.key();
         ZipEntry entry = zip.getEntry(name);
         if (entry == null) {
@@ -172,7 +172,7 @@ final class TorchLoad implements AutoCloseable {
         }
         // A compact copy of the view: clone() would keep the view's strides.
         Tensor view = flat.as_strided(size, stride, new org.bytedeco.pytorch.LongOptional(ref.offset()));
-        return torch.empty(size, new TensorOptions(storage.kind().scalarType()), null).copy_(view);
+        return torch.empty(size, new TensorOptions(TensorBytes.scalarType(storage.kind())), null).copy_(view);
     }
 
     /**

@@ -23,7 +23,7 @@ import java.util.zip.ZipOutputStream;
  *
  * <p>Values: {@link Map} (a dict; insertion order kept), {@link List} (a list), {@link PickleValues.Tuple},
  * {@link String}, {@link Long} or {@link Integer} (an int), {@link Double} (a float), {@link Boolean}, null (None)
- * and {@link Tensor} (written as a contiguous CPU copy of the kinds of {@link TensorBytes.Kind}).
+ * and {@link Tensor} (written as a contiguous CPU copy of the kinds of {@link TensorKind}).
  *
  * <p>Written in Java because the bindings cannot build the {@code c10::Dict} that {@code torch::pickle_save}
  * would need. Not API (see this package).
@@ -48,7 +48,7 @@ final class TorchSave {
      * @throws IOException              if writing fails
      */
     public static void write(Object root, OutputStream out) throws IOException {
-        TensorBytes.requireLittleEndian();
+        TensorKind.requireLittleEndian();
         TorchSave save = new TorchSave();
         save.pickle.write(0x80);
         save.pickle.write(2);
@@ -166,7 +166,7 @@ final class TorchSave {
      * writes them.
      */
     private void tensor(Tensor t) {
-        TensorBytes.Kind kind = TensorBytes.Kind.of(t.scalar_type());
+        TensorKind kind = TensorBytes.kindOf(t.scalar_type());
         if (kind == null) {
             throw new IllegalArgumentException("a tensor of dtype " + t.scalar_type() + " cannot be written to a "
                     + "torch.save file here");

@@ -420,8 +420,8 @@ final class TorchStateReader {
             throw fail(where, "has shape " + Messages.shortened(ref.size()) + ", parameter '" + spec.name()
                     + "' has " + Arrays.toString(spec.shape()));
         }
-        if (ref.storage().kind().scalarType().value != spec.dtype().value) {
-            throw fail(where, "has dtype " + ref.storage().kind().scalarType() + ", parameter '" + spec.name()
+        if (TensorBytes.scalarType(ref.storage().kind()).value != spec.dtype().value) {
+            throw fail(where, "has dtype " + TensorBytes.scalarType(ref.storage().kind()) + ", parameter '" + spec.name()
                     + "' has " + spec.dtype());
         }
         return load.tensor(ref, where);
@@ -470,7 +470,7 @@ final class TorchStateReader {
             throw fail(where, "must be a tensor, got " + TorchStateFormat.show(value));
         }
         long[] shape = spec.shapeOf(declared);
-        torch.ScalarType held = ref.storage().kind().scalarType();
+        torch.ScalarType held = TensorBytes.scalarType(ref.storage().kind());
         String whose = "parameter '" + spec.name() + "''s " + declared.label();
         if (!Arrays.equals(ref.size(), shape)) {
             throw fail(where, "has shape " + Messages.shortened(ref.size()) + ", " + whose + " has "

@@ -57,7 +57,7 @@ final class WeightsOnlyUnpickler {
     }
 
     /** A storage class of the allow-list. */
-    private record StorageClass(TensorBytes.Kind kind) {
+    private record StorageClass(TensorKind kind) {
     }
 
     private static final class Container {
@@ -330,7 +330,7 @@ final class WeightsOnlyUnpickler {
             return Global.ORDERED_DICT;
         }
         if (module.equals("torch") && STORAGES.contains(name)) {
-            return new StorageClass(TensorBytes.Kind.ofStorageName(name));
+            return new StorageClass(TensorKind.ofStorageName(name));
         }
         throw fail("asks for the global " + Messages.shortened(module) + "." + Messages.shortened(name)
                 + ", which is not allowed: a weights-only reader loads only torch._utils._rebuild_tensor_v2, "

@@ -29,7 +29,7 @@ public final class CraftedCheckpoints {
     public static Path safetensors(Path file, Map<String, String> metadata, Map<String, Tensor> tensors) {
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE,
                 StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            Safetensors.write(channel, metadata, tensors);
+            Safetensors.write(channel, metadata, tensors, TensorBytes.TORCH);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -123,7 +123,7 @@ public final class CraftedCheckpoints {
         try (FileChannel channel = FileChannel.open(good, StandardOpenOption.READ)) {
             Safetensors.Header header = Safetensors.readHeader(channel);
             meta = new LinkedHashMap<>(header.metadata());
-            content = new LinkedHashMap<>(Safetensors.readTensors(channel, header));
+            content = new LinkedHashMap<>(Safetensors.readTensors(channel, header, TensorBytes.TORCH));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

@@ -52,13 +52,13 @@ class SafetensorsTest {
         String digest;
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
                 StandardOpenOption.WRITE)) {
-            digest = Safetensors.write(ch, Map.of("format", "test"), tensors);
+            digest = Safetensors.write(ch, Map.of("format", "test"), tensors, TensorBytes.TORCH);
         }
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             Safetensors.Header header = Safetensors.readHeader(ch);
             assertEquals(Map.of("format", "test", "sha256", digest), header.metadata());
             assertEquals(0, header.dataStart() % 8, "the data starts 8-byte aligned");
-            Map<String, Tensor> back = Safetensors.readTensors(ch, header);
+            Map<String, Tensor> back = Safetensors.readTensors(ch, header, TensorBytes.TORCH);
             assertEquals(List.copyOf(tensors.keySet()), List.copyOf(back.keySet()));
             for (String name : tensors.keySet()) {
                 assertArrayEquals(tensors.get(name).shape(), back.get(name).shape(), name);
@@ -169,7 +169,7 @@ class SafetensorsTest {
         Path good = dir.resolve("good.safetensors");
         try (FileChannel ch = FileChannel.open(good, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
                 StandardOpenOption.WRITE)) {
-            Safetensors.write(ch, Map.of("format", "test"), Map.of("w", torch.randn(3, 3)));
+            Safetensors.write(ch, Map.of("format", "test"), Map.of("w", torch.randn(3, 3)), TensorBytes.TORCH);
         }
         byte[] bytes = Files.readAllBytes(good);
         for (int position = 0; position < bytes.length; position++) {
@@ -178,7 +178,7 @@ class SafetensorsTest {
             Path file = Files.write(dir.resolve("flipped"), flipped);
             try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
                 int at = position;
-                assertThrows(FormatException.class, () -> Safetensors.readTensors(ch, Safetensors.readHeader(ch)),
+                assertThrows(FormatException.class, () -> Safetensors.readTensors(ch, Safetensors.readHeader(ch), TensorBytes.TORCH),
                         () -> "a flip at byte " + at + " was read");
             }
         }
@@ -189,7 +189,7 @@ class SafetensorsTest {
         Path file = file(entry("F32", "[1]", "[0,4]"), new byte[4]);
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             FormatException e = assertThrows(FormatException.class,
-                    () -> Safetensors.readTensors(ch, Safetensors.readHeader(ch)));
+                    () -> Safetensors.readTensors(ch, Safetensors.readHeader(ch), TensorBytes.TORCH));
             assertEquals("__metadata__.sha256", e.entry());
             assertEquals("must be 64 lowercase hex digits, got none", e.rule());
         }

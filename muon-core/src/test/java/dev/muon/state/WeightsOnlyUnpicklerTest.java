@@ -29,7 +29,7 @@ class WeightsOnlyUnpicklerTest {
         assertEquals(1e-3, root.get("lr"));
         assertEquals(List.of(0L, 1L), root.get("ids"));
         PickleValues.TensorRef t = assertInstanceOf(PickleValues.TensorRef.class, root.get("t"));
-        assertEquals(new PickleValues.StorageRef(TensorBytes.Kind.FLOAT32, "0", 12), t.storage());
+        assertEquals(new PickleValues.StorageRef(TensorKind.FLOAT32, "0", 12), t.storage());
         assertArrayEquals(new long[]{3, 4}, t.size());
         assertArrayEquals(new long[]{4, 1}, t.stride());
         assertEquals(null, root.get("none"));
