@@ -184,6 +184,22 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
     }
 
     /**
+     * The document's name of a dtype: libtorch's scalar type name, which the file holds.
+     *
+     * @param dtypeName {@code float64}, {@code float32}, {@code float16}, {@code bfloat16} or {@code int64}
+     * @return {@code Double}, {@code Float}, {@code Half}, {@code BFloat16} or {@code Long}
+     * @throws IllegalArgumentException for a dtype checkpoints do not hold
+     */
+    public static String documentDtype(String dtypeName) {
+        TensorKind kind = TensorKind.ofDtypeName(dtypeName);
+        if (kind == null) {
+            throw new IllegalArgumentException("checkpoints hold float64, float32, float16, bfloat16 and int64 "
+                    + "tensors, got " + dtypeName);
+        }
+        return kind.documentName();
+    }
+
+    /**
      * The parameter of a name.
      *
      * @param name the name

@@ -222,6 +222,29 @@ final class ConfigFields {
                 + "it one in ConfigFields");
     }
 
+    /**
+     * The constant of an enum by name, through the enum's own {@code values()}: {@code Enum.valueOf} reflects over
+     * every public method of the type, which loads their signatures' classes, and one of {@code NsPrecision}'s names
+     * libtorch's scalar type, absent where muon-djl reads a checkpoint.
+     */
+    private static Object enumConstant(Class<?> type, String name) {
+        Object[] constants;
+        try {
+            constants = (Object[]) java.lang.invoke.MethodHandles.publicLookup()
+                    .findStatic(type, "values", java.lang.invoke.MethodType.methodType(type.arrayType())).invoke();
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new IllegalStateException("cannot list the constants of " + type.getName(), e);
+        }
+        for (Object c : constants) {
+            if (((Enum<?>) c).name().equals(name)) {
+                return c;
+            }
+        }
+        throw new IllegalArgumentException("No enum constant " + type.getCanonicalName() + "." + name);
+    }
+
     /** A field's value from JSON: by its type; a settings record from an object of exactly its fields. */
     @SuppressWarnings({"unchecked", "rawtypes"})
     private static Object decode(Object v, Class<?> type, String key) {
@@ -235,7 +258,7 @@ final class ConfigFields {
             return bool(v, key);
         }
         if (type.isEnum()) {
-            return Enum.valueOf((Class<? extends Enum>) type, name(v, key));
+            return enumConstant(type, name(v, key));
         }
         if (type == CoefficientSchedule.class) {
             return schedule(v);

@@ -25,6 +25,8 @@ import java.util.Optional;
  */
 final class AdamWStep {
     private final Map<ParameterKey, NDList> moments = new HashMap<>();
+    /** A checkpoint's moments by parameter id, which each device's copy starts from. */
+    private final Map<String, NDList> loaded = new HashMap<>();
 
     /**
      * The first and second moments of a parameter on a device, created (zeros) at its first update.
@@ -35,8 +37,27 @@ final class AdamWStep {
      * @return {@code [m, v]}
      */
     NDList moments(ParameterKey key, NDArray weight, NDManager home) {
-        return moments.computeIfAbsent(key, k -> new NDList(MuonStep.owned(weight.zerosLike(), home),
-                MuonStep.owned(weight.zerosLike(), home)));
+        return moments.computeIfAbsent(key, k -> {
+            NDList from = loaded.get(k.parameterId());
+            return new NDList(
+                    MuonStep.owned(MuonStep.loadedOrZeros(from == null ? null : from.get(0), weight, weight::zerosLike),
+                            home),
+                    MuonStep.owned(MuonStep.loadedOrZeros(from == null ? null : from.get(1), weight, weight::zerosLike),
+                            home));
+        });
+    }
+
+    /**
+     * Replaces the moments with a checkpoint's, by parameter id: each device's copy starts from them at its next
+     * update; a parameter without moments in the checkpoint starts afresh. The previous moments are freed.
+     *
+     * @param byId {@code [exp_avg, exp_avg_sq]} by id
+     */
+    void restore(Map<String, NDList> byId) {
+        moments.values().forEach(NDList::close);
+        moments.clear();
+        loaded.clear();
+        loaded.putAll(byId);
     }
 
     /**

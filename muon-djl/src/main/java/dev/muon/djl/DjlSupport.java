@@ -39,7 +39,7 @@ final class DjlSupport {
      * Refuses the settings of DJL's base builder that would change these optimizers' formulas.
      *
      * @param weightDecays   {@code optWeightDecays}: DJL's L2 term on the gradient
-     * @param beginNumUpdate {@code optBeginNumUpdate}: the count a resumed run starts from
+     * @param beginNumUpdate {@code optBeginNumUpdate}: the step count a resumed run starts from
      * @param configMethod   the builder method that sets the decoupled weight decay, for the message
      * @throws IllegalArgumentException naming the setting and the value
      */
@@ -48,9 +48,8 @@ final class DjlSupport {
             throw new IllegalArgumentException("optWeightDecays must be 0, got " + weightDecays + ": it adds DJL's "
                     + "L2 term to the gradient; the decoupled weight decay is the config's (" + configMethod + ")");
         }
-        if (beginNumUpdate != 0) {
-            throw new IllegalArgumentException("optBeginNumUpdate must be 0, got " + beginNumUpdate + ": the "
-                    + "optimizer state cannot be restored, so a run cannot resume at a later step");
+        if (beginNumUpdate < 0) {
+            throw new IllegalArgumentException("optBeginNumUpdate must be >= 0, got " + beginNumUpdate);
         }
     }
 }

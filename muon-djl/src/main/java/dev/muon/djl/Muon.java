@@ -15,9 +15,15 @@ import ai.djl.training.tracker.ParameterTracker;
 import dev.muon.AssignmentRule;
 import dev.muon.MuonConfig;
 import dev.muon.NonFinitePolicy;
+import dev.muon.UpdateRecipe;
+import dev.muon.state.CheckpointBytes;
+import dev.muon.state.CheckpointDocument;
 
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -61,22 +67,26 @@ import java.util.function.Function;
  * }</pre>
  */
 public final class Muon extends Optimizer implements TrainingListener {
-    private final MuonConfig config;
+    private MuonConfig config;
+    private final int beginNumUpdate;
     private final ParameterTracker lrTracker;
     private final ModelBinding binding;
     private final MuonStep step;
     private final StepDriver driver;
     /** The matrix view of every trainable parameter by id, checked once all exist; null before. */
     private Map<String, AssignmentRule.Matrix> matrices;
+    /** Every trainable parameter's first name, in the block's order. */
+    private List<String> names = List.of();
 
     private Muon(Builder b) {
         super(b);
         DjlSupport.requireDjlDefaults(getWeightDecay(), b.beginNumUpdate, "optConfig(MuonConfig.withWeightDecay)");
         this.config = b.config;
+        this.beginNumUpdate = b.beginNumUpdate;
         this.lrTracker = b.lrTracker;
         this.step = new MuonStep(config);
         this.binding = new ModelBinding("Muon", m -> { }, this::setUp);
-        this.driver = new StepDriver("Muon", b.policy, binding::model);
+        this.driver = new StepDriver("Muon", b.policy, binding::model, b.beginNumUpdate);
         if (b.block != null) {
             binding.bind(b.block);
         }
@@ -210,6 +220,85 @@ public final class Muon extends Optimizer implements TrainingListener {
         }
         step.prepare(weights);
         matrices = out;
+        names = List.copyOf(weights.keySet());
+    }
+
+    /**
+     * Saves the optimizer's state to a checkpoint in muon-core's format, as {@link MuonAdamW#save} does (one Muon
+     * group, no AdamW part): the step count, the config, and per parameter its value and Muon's buffers.
+     *
+     * @param path where to save
+     * @throws IllegalStateException        if the optimizer is bound to no block, or its parameters do not exist yet
+     * @throws IllegalArgumentException     for a state the format cannot describe (see {@code docs/djl.md})
+     * @throws java.io.UncheckedIOException if the file cannot be written; {@code path} is then unchanged
+     */
+    public void save(Path path) {
+        Objects.requireNonNull(path, "path must not be null");
+        binding.requireReady();
+        List<DjlCheckpoint.Named> named = named();
+        Map<String, DjlCheckpoint.Held> held = new LinkedHashMap<>();
+        for (DjlCheckpoint.Named n : named) {
+            ParameterKey key = stateKey(n.entry());
+            Map<String, NDArray> buffers = new LinkedHashMap<>();
+            step.buffer(key).ifPresent(b -> buffers.put(UpdateRecipe.MOMENTUM.key(), b));
+            step.secondMoment(key).ifPresent(v -> buffers.put(UpdateRecipe.SECOND_MOMENT.key(), v));
+            if (!buffers.isEmpty()) {
+                held.put(n.name(), new DjlCheckpoint.Held(buffers, null, null, 0));
+            }
+        }
+        DjlCheckpoint.write(path, DjlCheckpoint.document(driver.stepCount(), config, null, named, held), named,
+                held);
+    }
+
+    /**
+     * Restores a checkpoint saved by {@link #save(Path)}, as {@link MuonAdamW#load} does: every check first, then the
+     * values, the buffers, the step count and the hyperparameters. Call it after {@code trainer.initialize}.
+     *
+     * @param path the checkpoint
+     * @throws dev.muon.state.StateFileException     if the file is missing, truncated, corrupt or malformed
+     * @throws dev.muon.state.StateMismatchException if it does not fit this optimizer (every difference listed)
+     * @throws IllegalStateException                 if the optimizer is bound to no block or its parameters do not
+     *                                               exist yet; in every case nothing changes
+     */
+    public void load(Path path) {
+        Objects.requireNonNull(path, "path must not be null");
+        binding.requireReady();
+        List<DjlCheckpoint.Named> named = named();
+        CheckpointDocument mine = DjlCheckpoint.document(driver.stepCount(), config, null, named, Map.of());
+        CheckpointBytes.Contents read = DjlCheckpoint.read(path, mine, beginNumUpdate);
+        DjlCheckpoint.Loaded loaded = DjlCheckpoint.arrays(read, named, UpdateRecipe.of(config).buffers());
+        loaded.putValues(driver.copies());
+        Map<String, NDArray> buffers = new HashMap<>();
+        Map<String, NDArray> secondMoments = new HashMap<>();
+        loaded.buffers.forEach((id, byKey) -> {
+            buffers.put(id, byKey.get(UpdateRecipe.MOMENTUM.key()));
+            if (byKey.containsKey(UpdateRecipe.SECOND_MOMENT.key())) {
+                secondMoments.put(id, byKey.get(UpdateRecipe.SECOND_MOMENT.key()));
+            }
+        });
+        step.restore(buffers, secondMoments);
+        driver.restore(read.document().step(), Map.of());
+        config = config.withHyperparameters(read.document().muonConfigs().get(0).hyperparameters());
+        step.hyperparameters(config.hyperparameters());
+    }
+
+    /** Every trainable parameter, under its first name, in the block's order. */
+    private List<DjlCheckpoint.Named> named() {
+        List<DjlCheckpoint.Named> out = new ArrayList<>();
+        for (String name : names) {
+            out.add(new DjlCheckpoint.Named(name, binding.model().byName(name), dev.muon.OptimizerKind.MUON, null));
+        }
+        return out;
+    }
+
+    /** The key of a parameter's state: its copy on the parameter's own device, or another device's. */
+    private ParameterKey stateKey(ModelParameters.Entry e) {
+        ParameterKey own = new ParameterKey(e.id(), e.parameter().getArray().getDevice());
+        if (driver.copies().containsKey(own)) {
+            return own;
+        }
+        return driver.copies().keySet().stream().filter(k -> k.parameterId().equals(e.id())).findFirst()
+                .orElse(own);
     }
 
     /**
@@ -315,9 +404,11 @@ public final class Muon extends Optimizer implements TrainingListener {
         }
 
         /**
-         * Refused unless 0 (checked at {@link #build()}): the state of a run cannot be restored.
+         * The step count a resumed run starts from, as DJL's own optimizers take it: the tracker continues at step
+         * {@code value + 1}. {@link Muon#load} restores the count with the rest of a checkpoint (one other than the
+         * checkpoint's is refused). Checked at {@link #build()}: {@code >= 0}.
          *
-         * @param value the initial update count
+         * @param value the steps applied before this run
          * @return this builder
          */
         @Override

@@ -21,9 +21,15 @@ import dev.muon.ConvWeights;
 import dev.muon.MuonConfig;
 import dev.muon.NonFinitePolicy;
 import dev.muon.OptimizerKind;
+import dev.muon.AssignmentTable;
+import dev.muon.UpdateRecipe;
+import dev.muon.state.CheckpointBytes;
+import dev.muon.state.CheckpointDocument;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -86,8 +92,9 @@ import java.util.function.Function;
 public final class MuonAdamW extends Optimizer implements TrainingListener {
     private static final Logger LOG = LoggerFactory.getLogger(MuonAdamW.class);
 
-    private final MuonConfig muonConfig;
-    private final AdamWConfig adamWConfig;
+    private MuonConfig muonConfig;
+    private AdamWConfig adamWConfig;
+    private final int beginNumUpdate;
     private final ParameterTracker muonTracker;
     private final ParameterTracker adamWTracker;
     private final ParameterAssignment.Rules rules;
@@ -104,6 +111,7 @@ public final class MuonAdamW extends Optimizer implements TrainingListener {
         this.muonConfig = b.muonConfig != null ? b.muonConfig : MuonConfig.dropIn(adamWConfig);
         DjlSupport.requireDjlDefaults(getWeightDecay(), b.beginNumUpdate,
                 "optMuon(MuonConfig.withWeightDecay) and optAdamW(AdamWConfig.withWeightDecay)");
+        this.beginNumUpdate = b.beginNumUpdate;
         this.muonTracker = b.muonTracker;
         this.adamWTracker = b.adamWTracker;
         // Copies in the builder's order, so that a message names the first bad name given.
@@ -112,7 +120,7 @@ public final class MuonAdamW extends Optimizer implements TrainingListener {
         this.allowEmptyMuon = b.allowEmptyMuon;
         this.muon = new MuonStep(muonConfig);
         this.binding = new ModelBinding("MuonAdamW", m -> ParameterAssignment.checkNames(m, rules), this::setUp);
-        this.driver = new StepDriver("MuonAdamW", b.policy, binding::model);
+        this.driver = new StepDriver("MuonAdamW", b.policy, binding::model, b.beginNumUpdate);
         if (b.block != null) {
             binding.bind(b.block);
         }
@@ -276,6 +284,114 @@ public final class MuonAdamW extends Optimizer implements TrainingListener {
     public ParameterAssignment assignment() {
         binding.requireReady();
         return assignment;
+    }
+
+    /**
+     * Saves the optimizer's state to a checkpoint in muon-core's format ({@code dev.muon.state.CheckpointBytes}, the
+     * file muon-core's {@code MuonAdamW.save} writes): the step count, both configs, and per parameter, in the
+     * table's order, its value, Muon's momentum (and NorMuon's second moment) or AdamW's moments and update count.
+     * Written next to {@code path}, checksummed, forced to disk and renamed over it, so a crash leaves the previous
+     * file intact. Save the model's weights too, as DJL does ({@code model.save}); this file holds them as well.
+     *
+     * @param path where to save
+     * @throws IllegalStateException        if the optimizer is bound to no block, or its parameters do not exist yet
+     * @throws IllegalArgumentException     for a state the format cannot describe (see {@code docs/djl.md})
+     * @throws java.io.UncheckedIOException if the file cannot be written; {@code path} is then unchanged
+     */
+    public void save(Path path) {
+        Objects.requireNonNull(path, "path must not be null");
+        binding.requireReady();
+        List<DjlCheckpoint.Named> named = named();
+        Map<String, DjlCheckpoint.Held> held = held(named);
+        DjlCheckpoint.write(path, DjlCheckpoint.document(driver.stepCount(), muonConfig, adamWConfig, named, held),
+                named, held);
+    }
+
+    /**
+     * Restores a checkpoint saved by {@link #save(Path)} (or by muon-core's {@code MuonAdamW} for a model of the same
+     * names): reads it without running anything from it, checks the checksum and that it fits this optimizer (the
+     * same parameters, shapes, dtypes and places, the same Muon build settings, tensors of their shapes, finite,
+     * second moments non-negative; every difference listed), then takes the parameters' values, the state, the step
+     * count (where a DJL tracker's lr continues) and the hyperparameters, as muon-core's {@code load} does. Call it
+     * after {@code trainer.initialize}: the parameters must exist.
+     *
+     * @param path the checkpoint
+     * @throws dev.muon.state.StateFileException     if the file is missing, truncated, corrupt or malformed
+     * @throws dev.muon.state.StateMismatchException if it does not fit this optimizer, or its step is not
+     *                                               {@code optBeginNumUpdate}'s when that was set
+     * @throws IllegalStateException                 if the optimizer is bound to no block or its parameters do not
+     *                                               exist yet; in every case nothing changes
+     */
+    public void load(Path path) {
+        Objects.requireNonNull(path, "path must not be null");
+        binding.requireReady();
+        List<DjlCheckpoint.Named> named = named();
+        CheckpointDocument mine = DjlCheckpoint.document(driver.stepCount(), muonConfig, adamWConfig, named,
+                Map.of());
+        CheckpointBytes.Contents read = DjlCheckpoint.read(path, mine, beginNumUpdate);
+        DjlCheckpoint.Loaded loaded = DjlCheckpoint.arrays(read, named, UpdateRecipe.of(muonConfig).buffers());
+        // Nothing has changed so far; from here on nothing can fail.
+        loaded.putValues(driver.copies());
+        Map<String, NDArray> buffers = new java.util.HashMap<>();
+        Map<String, NDArray> secondMoments = new java.util.HashMap<>();
+        loaded.buffers.forEach((id, byKey) -> {
+            buffers.put(id, byKey.get(UpdateRecipe.MOMENTUM.key()));
+            if (byKey.containsKey(UpdateRecipe.SECOND_MOMENT.key())) {
+                secondMoments.put(id, byKey.get(UpdateRecipe.SECOND_MOMENT.key()));
+            }
+        });
+        muon.restore(buffers, secondMoments);
+        Map<String, NDList> moments = new java.util.HashMap<>();
+        loaded.moments.forEach((id, m) -> moments.put(id, new NDList(m[0], m[1])));
+        adamW.restore(moments);
+        driver.restore(read.document().step(), loaded.adamWSteps);
+        muonConfig = muonConfig.withHyperparameters(read.document().muonConfigs().get(0).hyperparameters());
+        muon.hyperparameters(muonConfig.hyperparameters());
+        adamWConfig = read.document().adamWConfig();
+        LOG.info("MuonAdamW: restored step {} from {}", read.document().step(), path);
+    }
+
+    /** Every named parameter of the table, in its order, with its place. */
+    private List<DjlCheckpoint.Named> named() {
+        List<DjlCheckpoint.Named> out = new ArrayList<>();
+        for (AssignmentTable.Row row : assignment.rows()) {
+            out.add(new DjlCheckpoint.Named(row.name(), binding.model().byName(row.name()), row.optimizer(),
+                    assignment.aliasOf(row.name())));
+        }
+        return out;
+    }
+
+    /** Each parameter's state: its copy on the parameter's own device, or any copy's. */
+    private Map<String, DjlCheckpoint.Held> held(List<DjlCheckpoint.Named> named) {
+        Map<String, DjlCheckpoint.Held> out = new LinkedHashMap<>();
+        for (DjlCheckpoint.Named n : named) {
+            if (n.aliasOf() != null) {
+                continue;
+            }
+            ParameterKey key = stateKey(n.entry());
+            if (n.kind() == OptimizerKind.MUON) {
+                Map<String, NDArray> buffers = new LinkedHashMap<>();
+                muon.buffer(key).ifPresent(b -> buffers.put(UpdateRecipe.MOMENTUM.key(), b));
+                muon.secondMoment(key).ifPresent(v -> buffers.put(UpdateRecipe.SECOND_MOMENT.key(), v));
+                if (!buffers.isEmpty()) {
+                    out.put(n.name(), new DjlCheckpoint.Held(buffers, null, null, 0));
+                }
+            } else {
+                adamW.moments(key).ifPresent(m -> out.put(n.name(), new DjlCheckpoint.Held(Map.of(), m.get(0),
+                        m.get(1), driver.updatesOf(key))));
+            }
+        }
+        return out;
+    }
+
+    /** The key of a parameter's state: its copy on the parameter's own device, or another device's. */
+    private ParameterKey stateKey(ModelParameters.Entry e) {
+        ParameterKey own = new ParameterKey(e.id(), e.parameter().getArray().getDevice());
+        if (driver.copies().containsKey(own)) {
+            return own;
+        }
+        return driver.copies().keySet().stream().filter(k -> k.parameterId().equals(e.id())).findFirst()
+                .orElse(own);
     }
 
     /**
@@ -504,9 +620,13 @@ public final class MuonAdamW extends Optimizer implements TrainingListener {
         }
 
         /**
-         * Refused unless 0 (checked at {@link #build()}): the state of a run cannot be restored.
+         * The step count a resumed run starts from, as DJL's own optimizers take it: the trackers continue at step
+         * {@code value + 1}, and AdamW's bias correction counts from {@code value}, as DJL's {@code Adam} does. With
+         * the optimizer's state saved ({@link MuonAdamW#save}), {@link MuonAdamW#load} restores the count with the
+         * rest, and needs no begin count (one other than the checkpoint's is refused). Checked at {@link #build()}:
+         * {@code >= 0}.
          *
-         * @param value the initial update count
+         * @param value the steps applied before this run
          * @return this builder
          */
         @Override

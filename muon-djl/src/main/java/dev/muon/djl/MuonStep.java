@@ -54,11 +54,15 @@ final class MuonStep {
         void apply(NDArray weight, NDArray o, double lr, double scaledLr);
     }
 
-    private final MuonConfig config;
+    /** The config: its hyperparameters change on a checkpoint's load ({@link #hyperparameters}), its recipe never. */
+    private MuonConfig config;
     private final Normalizer normalizer;
     private final Applier applier;
     private final Map<ParameterKey, NDArray> buffers = new HashMap<>();
     private final Map<ParameterKey, NDArray> secondMoments = new HashMap<>();
+    /** A checkpoint's state by parameter id, which each device's copy starts from. */
+    private final Map<String, NDArray> loadedBuffers = new HashMap<>();
+    private final Map<String, NDArray> loadedSecondMoments = new HashMap<>();
 
     /** The state of one parameter on one device. */
     record State(NDArray buffer, NDArray secondMoment) {
@@ -85,22 +89,22 @@ final class MuonStep {
         }
         this.normalizer = switch (recipe.normalizer()) {
             case NONE -> (o, v, matrix) -> o;
-            case NORMUON -> (o, v, matrix) -> normalizeRows(o, v, config.norMuon(), matrix);
+            case NORMUON -> (o, v, matrix) -> normalizeRows(o, v, this.config.norMuon(), matrix);
         };
         this.applier = switch (recipe.applier()) {
             case DECOUPLED_DECAY -> (weight, o, lr, scaledLr) -> {
-                if (config.weightDecay() != 0) {
-                    weight.muli(1 - lr * config.weightDecay());
+                if (this.config.weightDecay() != 0) {
+                    weight.muli(1 - lr * this.config.weightDecay());
                 }
                 step(weight, o, scaledLr);
             };
-            case HYPERBALL -> (weight, o, lr, scaledLr) -> hyperball(weight, o, lr, config.hyperball());
+            case HYPERBALL -> (weight, o, lr, scaledLr) -> hyperball(weight, o, lr, this.config.hyperball());
             case CAUTIOUS_DECAY -> (weight, o, lr, scaledLr) -> {
-                if (config.weightDecay() != 0) {
+                if (this.config.weightDecay() != 0) {
                     // The mask from the parameter before the step, as muon-core forms it: O (in its own dtype)
                     // times p.
                     NDArray agree = o.mul(weight).gte(0).toType(weight.getDataType(), false);
-                    weight.addi(weight.mul(agree).muli(-lr * config.weightDecay()));
+                    weight.addi(weight.mul(agree).muli(-lr * this.config.weightDecay()));
                 }
                 step(weight, o, scaledLr);
             };
@@ -183,6 +187,45 @@ final class MuonStep {
     }
 
     /**
+     * Takes a checkpoint's hyperparameters (lr, weight decay, momentum, Nesterov, lr adjustment, extra scale), as
+     * muon-core's restore does; the build settings, which chose the recipe, a load has checked equal.
+     *
+     * @param values the hyperparameters
+     */
+    void hyperparameters(dev.muon.MuonHyperparameters values) {
+        config = config.withHyperparameters(values);
+    }
+
+    /**
+     * The second moment of a parameter on a device (NorMuon).
+     *
+     * @param key the parameter and device
+     * @return the second moment, once the parameter has been updated
+     */
+    Optional<NDArray> secondMoment(ParameterKey key) {
+        return Optional.ofNullable(secondMoments.get(key));
+    }
+
+    /**
+     * Replaces the state with a checkpoint's, by parameter id: each device's copy of a parameter starts from it at
+     * its next update (copied to that device); a parameter the checkpoint holds no state for starts afresh. The
+     * previous state is freed.
+     *
+     * @param buffers       momentum buffers by id
+     * @param secondMoments NorMuon's second moments by id
+     */
+    void restore(Map<String, NDArray> buffers, Map<String, NDArray> secondMoments) {
+        this.buffers.values().forEach(NDArray::close);
+        this.secondMoments.values().forEach(NDArray::close);
+        this.buffers.clear();
+        this.secondMoments.clear();
+        loadedBuffers.clear();
+        loadedBuffers.putAll(buffers);
+        loadedSecondMoments.clear();
+        loadedSecondMoments.putAll(secondMoments);
+    }
+
+    /**
      * The state of a parameter on a device, created (zeros) at its first update.
      *
      * @param key    the parameter and device
@@ -192,14 +235,21 @@ final class MuonStep {
      * @return the state
      */
     State state(ParameterKey key, NDArray weight, AssignmentRule.Matrix matrix, NDManager home) {
-        NDArray buffer = buffers.computeIfAbsent(key, k -> owned(weight.zerosLike(), home));
+        NDArray buffer = buffers.computeIfAbsent(key, k -> owned(loadedOrZeros(loadedBuffers.get(k.parameterId()),
+                weight, () -> weight.zerosLike()), home));
         NDArray v = null;
         if (config.norMuon() != null) {
             Shape shape = matrix.batch() == 0 ? new Shape(matrix.rows()) : new Shape(matrix.batch(), matrix.rows());
             DataType dtype = weight.getDataType() == DataType.FLOAT64 ? DataType.FLOAT64 : DataType.FLOAT32;
-            v = secondMoments.computeIfAbsent(key, k -> owned(home.zeros(shape, dtype, weight.getDevice()), home));
+            v = secondMoments.computeIfAbsent(key, k -> owned(loadedOrZeros(loadedSecondMoments.get(
+                    k.parameterId()), weight, () -> home.zeros(shape, dtype, weight.getDevice())), home));
         }
         return new State(buffer, v);
+    }
+
+    /** A copy of a checkpoint's array on the weight's device, or new zeros. */
+    static NDArray loadedOrZeros(NDArray loaded, NDArray weight, java.util.function.Supplier<NDArray> zeros) {
+        return loaded == null ? zeros.get() : loaded.toDevice(weight.getDevice(), true);
     }
 
     /**

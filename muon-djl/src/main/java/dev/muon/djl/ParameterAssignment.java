@@ -13,7 +13,6 @@ import dev.muon.UpdateRecipe;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -61,8 +60,8 @@ public final class ParameterAssignment {
 
     private final List<AssignmentTable.Row> rows;
     private final List<String> frozen;
-    /** The later names of shared parameters. */
-    private final Set<String> aliases;
+    /** The later names of shared parameters, each with its first name. */
+    private final Map<String, String> aliases;
     /** The optimizer of each parameter id (an alias's id is its first name's). */
     private final Map<String, OptimizerKind> byId;
     /** The matrix view of each Muon parameter id. */
@@ -70,12 +69,12 @@ public final class ParameterAssignment {
     private final long adamWOnlyBytes;
     private final List<String> notes;
 
-    private ParameterAssignment(List<AssignmentTable.Row> rows, List<String> frozen, Set<String> aliases,
+    private ParameterAssignment(List<AssignmentTable.Row> rows, List<String> frozen, Map<String, String> aliases,
                                 Map<String, OptimizerKind> byId, Map<String, AssignmentRule.Matrix> matrices,
                                 long adamWOnlyBytes, List<String> notes) {
         this.rows = List.copyOf(rows);
         this.frozen = List.copyOf(frozen);
-        this.aliases = Set.copyOf(aliases);
+        this.aliases = Map.copyOf(aliases);
         this.byId = Map.copyOf(byId);
         this.matrices = Map.copyOf(matrices);
         this.adamWOnlyBytes = adamWOnlyBytes;
@@ -121,7 +120,7 @@ public final class ParameterAssignment {
         Classification classification = Classification.of(parameters, rules.shared(), muon, Binding.MUON_DJL,
                 (p, label) -> DjlSupport.requireSupported(dtypeOf.apply(byName.get(p.name())), label));
         List<AssignmentTable.Row> rows = new ArrayList<>();
-        Set<String> aliases = new LinkedHashSet<>();
+        Map<String, String> aliases = new LinkedHashMap<>();
         Map<String, OptimizerKind> byId = new HashMap<>();
         Map<String, AssignmentRule.Matrix> matrices = new HashMap<>();
         List<dev.muon.state.BufferSpec> buffers = UpdateRecipe.of(muon).buffers();
@@ -134,7 +133,7 @@ public final class ParameterAssignment {
             double lr = firstLr.applyAsDouble(d.optimizer(), e.id());
             long state;
             if (d.isAlias()) {
-                aliases.add(d.name());
+                aliases.put(d.name(), d.aliasOf());
                 state = 0;
             } else if (d.optimizer() == OptimizerKind.MUON) {
                 AssignmentRule.Matrix m = AssignmentRule.matrixOf(shape, muon, d.name(), e.convFilter());
@@ -187,6 +186,16 @@ public final class ParameterAssignment {
     }
 
     /**
+     * The first name of a shared parameter's later name.
+     *
+     * @param name a row's name
+     * @return the first name, or null when {@code name} is not a later name of a shared parameter
+     */
+    String aliasOf(String name) {
+        return aliases.get(name);
+    }
+
+    /**
      * The matrix view of a Muon parameter.
      *
      * @param id its id
@@ -223,7 +232,7 @@ public final class ParameterAssignment {
     public List<String> names(OptimizerKind optimizer) {
         List<String> out = new ArrayList<>();
         for (AssignmentTable.Row row : rows) {
-            if (row.optimizer() == optimizer && !aliases.contains(row.name())) {
+            if (row.optimizer() == optimizer && !aliases.containsKey(row.name())) {
                 out.add(row.name());
             }
         }

@@ -51,7 +51,7 @@ final class StepDriver {
     private final String optimizer;
     private final NonFinitePolicy policy;
     private final Supplier<ModelParameters> model;
-    private final StepClock clock = new StepClock();
+    private final StepClock clock;
     /** Every parameter copy updated so far: DJL hands over the same arrays at every step. */
     private final Map<ParameterKey, NDArray> copies = new LinkedHashMap<>();
     private final Map<Device, NDManager> homes = new HashMap<>();
@@ -65,11 +65,42 @@ final class StepDriver {
      * @param optimizer the optimizer's name, for log lines
      * @param policy    what a non-finite gradient does
      * @param model     the block's parameters, once the optimizer is bound to one
+     * @param begin     the steps applied before this run ({@code optBeginNumUpdate})
      */
-    StepDriver(String optimizer, NonFinitePolicy policy, Supplier<ModelParameters> model) {
+    StepDriver(String optimizer, NonFinitePolicy policy, Supplier<ModelParameters> model, long begin) {
         this.optimizer = optimizer;
         this.policy = policy;
         this.model = model;
+        this.clock = new StepClock(begin);
+    }
+
+    /**
+     * Takes a checkpoint's counts ({@link StepClock#restore}).
+     *
+     * @param step      the checkpoint's step
+     * @param adamWById each AdamW parameter's update count by id
+     */
+    void restore(long step, Map<String, Long> adamWById) {
+        clock.restore(step, adamWById);
+    }
+
+    /**
+     * A parameter copy's applied updates (AdamW's step count of it).
+     *
+     * @param key the parameter and device
+     * @return the count
+     */
+    long updatesOf(ParameterKey key) {
+        return clock.updatesOf(key);
+    }
+
+    /**
+     * The parameter copies DJL handed over so far, by parameter and device.
+     *
+     * @return the copies
+     */
+    Map<ParameterKey, NDArray> copies() {
+        return Collections.unmodifiableMap(copies);
     }
 
     /**
@@ -196,7 +227,7 @@ final class StepDriver {
      * the state is freed with the model. It only owns: the state is created on the weight's device (DJL's
      * {@code ParameterStore} too attaches every device's copy to one manager).
      */
-    private NDManager home(NDArray weight) {
+    NDManager home(NDArray weight) {
         return homes.computeIfAbsent(weight.getDevice(), d -> weight.getManager().newSubManager());
     }
 

@@ -58,6 +58,25 @@ class NoBytedecoTest {
                 AssignmentRule.defaultRule("lm_head.weight", new long[] {10, 4}).optimizer());
     }
 
+    /** muon-core's checkpoint codec, document, raw tensors and fit check work without the bindings. */
+    @Test
+    void checkpointFiles_writeReadAndFit_withoutTheBindings(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+        dev.muon.state.CheckpointDocument document = new dev.muon.state.CheckpointDocument(3,
+                java.util.List.of(MuonConfig.defaults().withNsPrecision(NsPrecision.FLOAT64)), AdamWConfig.defaults(),
+                null, java.util.List.of(new dev.muon.state.CheckpointDocument.Parameter("w", OptimizerKind.MUON, 0,
+                        new long[] {2, 2}, "Float", null, null, null)));
+        java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(16).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+                .putFloat(1).putFloat(2).putFloat(3).putFloat(4).flip();
+        java.nio.file.Path file = dir.resolve("w.ckpt");
+        dev.muon.state.CheckpointBytes.write(file, document, java.util.Map.of("value/w",
+                dev.muon.state.RawTensor.of("float32", new long[] {2, 2}, bytes)));
+        dev.muon.state.CheckpointBytes.Contents read = dev.muon.state.CheckpointBytes.read(file, d -> { });
+        assertEquals(document, read.document());
+        assertEquals(4f, read.tensor("value", "w").data().getFloat(12));
+        assertEquals(java.util.List.of(), dev.muon.state.CheckpointFit.differences(document, read.document(),
+                read.tensors()));
+    }
+
     /** The one place NsPrecision maps to libtorch is a method, which is where the missing bindings show. */
     @Test
     void nsPrecision_loadsWithoutTheBindings_andOnlyItsMappingNeedsThem() {
