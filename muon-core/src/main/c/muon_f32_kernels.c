@@ -586,3 +586,81 @@ JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32Normaliz
     normalize(isa_of(variant), (const float *) (intptr_t) g, m, n, transposed == JNI_TRUE, (float *) (intptr_t) out,
               safety, eps, threads, (double *) aligned(packed));
 }
+
+/*
+ * The same float32 products for dev.muon.internal.BufferKernels, which a JVM without JavaCPP (muon-djl, on DJL's
+ * libtorch) calls with direct ByteBuffers: the address comes from JNI's GetDirectBufferAddress, the Java side has
+ * checked every buffer's capacity, and a buffer without an address (not direct) leaves the call a no-op that
+ * returns false.
+ */
+static int buffer_addresses(JNIEnv *env, jobject a, jobject b, jobject c, void **pa, void **pb, void **pc) {
+    *pa = (*env)->GetDirectBufferAddress(env, a);
+    *pb = (*env)->GetDirectBufferAddress(env, b);
+    *pc = c == NULL ? NULL : (*env)->GetDirectBufferAddress(env, c);
+    return *pa != NULL && *pb != NULL && (c == NULL || *pc != NULL);
+}
+
+JNIEXPORT jboolean JNICALL Java_dev_muon_internal_BufferKernels_supports(JNIEnv *env, jclass cls, jint variant) {
+    (void) env;
+    (void) cls;
+    return muon_variant_supported(variant) ? JNI_TRUE : JNI_FALSE;
+}
+
+JNIEXPORT jlong JNICALL Java_dev_muon_internal_BufferKernels_float32PackBytes(JNIEnv *env, jclass cls, jint variant,
+                                                                             jint m, jint n) {
+    return Java_dev_muon_orthogonalize_NativeKernels_float32PackBytes(env, cls, variant, m, n);
+}
+
+JNIEXPORT jboolean JNICALL Java_dev_muon_internal_BufferKernels_float32SelfProduct(
+        JNIEnv *env, jclass cls, jint variant, jobject x, jint m, jint k, jboolean symmetricX, jobject out,
+        jobject packed, jint threads) {
+    (void) cls;
+    void *px, *pout, *ppacked;
+    if (!buffer_addresses(env, x, out, packed, &px, &pout, &ppacked)) {
+        return JNI_FALSE;
+    }
+    self_product(isa_of(variant), (const float *) px, m, k, symmetricX == JNI_TRUE, (float *) pout,
+                 aligned((jlong) (intptr_t) ppacked), threads, NULL);
+    return JNI_TRUE;
+}
+
+JNIEXPORT jboolean JNICALL Java_dev_muon_internal_BufferKernels_float32Polynomial(
+        JNIEnv *env, jclass cls, jint variant, jobject s, jint m, jobject out, jobject packed, jint threads, jfloat a,
+        jfloat b, jfloat c) {
+    (void) cls;
+    void *ps, *pout, *ppacked;
+    if (!buffer_addresses(env, s, out, packed, &ps, &pout, &ppacked)) {
+        return JNI_FALSE;
+    }
+    epilogue poly = {0, (const float *) ps, a, b, c, 0};
+    self_product(isa_of(variant), (const float *) ps, m, m, 1, (float *) pout, aligned((jlong) (intptr_t) ppacked),
+                 threads, &poly);
+    return JNI_TRUE;
+}
+
+JNIEXPORT jboolean JNICALL Java_dev_muon_internal_BufferKernels_float32Times(
+        JNIEnv *env, jclass cls, jint variant, jobject l, jboolean leftSymmetric, jobject r, jint m, jint n,
+        jboolean symmetricOut, jobject out, jobject packed, jint threads) {
+    (void) cls;
+    void *pl, *pr, *pout;
+    void *ppacked = (*env)->GetDirectBufferAddress(env, packed);
+    if (!buffer_addresses(env, l, r, out, &pl, &pr, &pout) || ppacked == NULL) {
+        return JNI_FALSE;
+    }
+    times(isa_of(variant), (const float *) pl, leftSymmetric == JNI_TRUE, (const float *) pr, m, n, (float *) pout,
+          aligned((jlong) (intptr_t) ppacked), threads, symmetricOut == JNI_TRUE);
+    return JNI_TRUE;
+}
+
+JNIEXPORT jboolean JNICALL Java_dev_muon_internal_BufferKernels_float32Normalize(
+        JNIEnv *env, jclass cls, jint variant, jobject g, jint m, jint n, jboolean transposed, jobject out,
+        jobject packed, jint threads, jdouble safety, jdouble eps) {
+    (void) cls;
+    void *pg, *pout, *ppacked;
+    if (!buffer_addresses(env, g, out, packed, &pg, &pout, &ppacked)) {
+        return JNI_FALSE;
+    }
+    normalize(isa_of(variant), (const float *) pg, m, n, transposed == JNI_TRUE, (float *) pout, safety, eps, threads,
+              (double *) aligned((jlong) (intptr_t) ppacked));
+    return JNI_TRUE;
+}

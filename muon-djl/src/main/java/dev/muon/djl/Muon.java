@@ -67,6 +67,7 @@ import java.util.function.Function;
  * }</pre>
  */
 public final class Muon extends Optimizer implements TrainingListener {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(Muon.class);
     private MuonConfig config;
     private final int beginNumUpdate;
     private final ParameterTracker lrTracker;
@@ -221,6 +222,14 @@ public final class Muon extends Optimizer implements TrainingListener {
         step.prepare(weights);
         matrices = out;
         names = List.copyOf(weights.keySet());
+        List<String> nativeNames = new ArrayList<>();
+        for (String name : names) {
+            ModelParameters.Entry e = model.byName(name);
+            if (step.kernels().nativeFor(out.get(e.id()), dtypeOf.apply(e))) {
+                nativeNames.add(name);
+            }
+        }
+        LOG.info("Muon: {}", step.kernels().note(nativeNames));
     }
 
     /**

@@ -214,8 +214,16 @@ public final class MuonAdamW extends Optimizer implements TrainingListener {
             }
         }
         muon.prepare(weights);
-        assignment = table;
-        LOG.info("MuonAdamW: parameter assignment\n{}", table);
+        List<String> nativeNames = new ArrayList<>();
+        for (AssignmentTable.Row row : table.rows()) {
+            ModelParameters.Entry e = model.byName(row.name());
+            if (row.optimizer() == OptimizerKind.MUON && table.aliasOf(row.name()) == null
+                    && muon.kernels().nativeFor(table.matrixOf(e.id()), dtypeOf.apply(e))) {
+                nativeNames.add(row.name());
+            }
+        }
+        assignment = table.withNotes(List.of(muon.kernels().note(nativeNames)));
+        LOG.info("MuonAdamW: parameter assignment\n{}", assignment);
     }
 
     /**

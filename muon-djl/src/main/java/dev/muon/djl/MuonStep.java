@@ -25,7 +25,8 @@ import java.util.Optional;
  *   B = B.lerp(g, 1 − μ)                      EMA momentum (bfloat16 storage refused)
  *   U = g.lerp(B, μ) if nesterov, else B
  *   O = NS(U)                                 on the matrix view: a conv filter flattened, a stack batched;
- *                                             float32 or float64, plain products (the SVD, bfloat16 and the
+ *                                             float32 or float64; muon-core's native float32 kernels where they
+ *                                             run ({@link NsKernels}), else plain products (the SVD, bfloat16 and the
  *                                             symmetric and Gram kernels refused)
  *   O = O, or NorMuon's row normalization     then the update is p − lr·0.2·extraScale · O
  *   p = p·(1 − lr·weightDecay)                decoupled, the unadjusted lr; with cautious weight decay only
@@ -58,6 +59,7 @@ final class MuonStep {
     private MuonConfig config;
     private final Normalizer normalizer;
     private final Applier applier;
+    private final NsKernels kernels;
     private final Map<ParameterKey, NDArray> buffers = new HashMap<>();
     private final Map<ParameterKey, NDArray> secondMoments = new HashMap<>();
     /** A checkpoint's state by parameter id, which each device's copy starts from. */
@@ -87,6 +89,7 @@ final class MuonStep {
             case EXACT_SVD -> throw UpdateRecipe.refused(recipe.orthogonalizer(), BINDING,
                     "DJL's NDArray API has no SVD");
         }
+        this.kernels = new NsKernels(config.newtonSchulz());
         this.normalizer = switch (recipe.normalizer()) {
             case NONE -> (o, v, matrix) -> o;
             case NORMUON -> (o, v, matrix) -> normalizeRows(o, v, this.config.norMuon(), matrix);
@@ -111,7 +114,10 @@ final class MuonStep {
         };
     }
 
-    /** The Newton–Schulz settings {@link NsIteration} runs: float32 or float64, plain products. */
+    /**
+     * The Newton–Schulz settings muon-djl runs: float32 or float64, plain products or muon-core's native symmetric
+     * kernel ({@link NsKernels}).
+     */
     private static void requireIteration(UpdateRecipe recipe) {
         switch (recipe.nsPrecision()) {
             case FLOAT32, FLOAT64 -> { }
@@ -119,9 +125,9 @@ final class MuonStep {
                     + "bfloat16 aborts the JVM, so Newton-Schulz runs in float32 (the default) or FLOAT64");
         }
         switch (recipe.nsAlgorithm()) {
-            case AUTO, GEMM -> { }
-            case SYMMETRIC, GRAM -> throw UpdateRecipe.refused("nsAlgorithm = " + recipe.nsAlgorithm(), BINDING,
-                    "its iterations are DJL's plain matrix products (AUTO or GEMM)");
+            case AUTO, GEMM, SYMMETRIC -> { }
+            case GRAM -> throw UpdateRecipe.refused("nsAlgorithm = GRAM", BINDING, "it runs DJL's matrix products "
+                    + "or muon-core's native symmetric kernel (AUTO, GEMM or SYMMETRIC)");
         }
     }
 
@@ -184,6 +190,15 @@ final class MuonStep {
 
     MuonConfig config() {
         return config;
+    }
+
+    /**
+     * Which products run Newton–Schulz ({@link NsKernels}).
+     *
+     * @return the choice
+     */
+    NsKernels kernels() {
+        return kernels;
     }
 
     /**
@@ -289,7 +304,7 @@ final class MuonStep {
         Shape shape = weight.getShape();
         // A conv filter of any dims is flattened; a stack is a batch as it is.
         NDArray m = matrix.batch() == 0 && shape.dimension() != 2 ? u.reshape(matrix.rows(), matrix.cols()) : u;
-        NDArray o = NsIteration.orthogonalize(m, config.newtonSchulz());
+        NDArray o = kernels.orthogonalize(m, matrix);
         o = normalizer.normalize(o, state.secondMoment(), matrix).reshape(shape);
         double scaledLr = (lr == config.lr() ? config : config.withLr(lr)).scaledLr(matrix.rows(), matrix.cols());
         applier.apply(weight, o, lr, scaledLr);

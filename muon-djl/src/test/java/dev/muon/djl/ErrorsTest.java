@@ -76,12 +76,9 @@ class ErrorsTest {
                                 + "muon-djl: DJL's NDArray API has no SVD"),
                 Arguments.of("the Gram kernel", (Executable) () -> Muon.builder().optBlock(model().block)
                         .optConfig(MuonConfig.defaults().withNsAlgorithm(NsAlgorithm.GRAM)).build(),
-                        IllegalArgumentException.class, "nsAlgorithm = GRAM is not supported by muon-djl: its "
-                                + "iterations are DJL's plain matrix products (AUTO or GEMM)"),
-                Arguments.of("the symmetric kernel", (Executable) () -> Muon.builder().optBlock(model().block)
-                        .optConfig(MuonConfig.defaults().withNsAlgorithm(NsAlgorithm.SYMMETRIC)).build(),
-                        IllegalArgumentException.class, "nsAlgorithm = SYMMETRIC is not supported by muon-djl: "
-                                + "its iterations are DJL's plain matrix products (AUTO or GEMM)"),
+                        IllegalArgumentException.class, "nsAlgorithm = GRAM is not supported by muon-djl: it runs "
+                                + "DJL's matrix products or muon-core's native symmetric kernel (AUTO, GEMM or "
+                                + "SYMMETRIC)"),
                 Arguments.of("DJL's L2 weight decay", (Executable) () -> MuonAdamW.builder().optBlock(model().block)
                         .optWeightDecays(0.1f).build(), IllegalArgumentException.class,
                         "optWeightDecays must be 0, got 0.1: it adds DJL's L2 term to the gradient; the decoupled "

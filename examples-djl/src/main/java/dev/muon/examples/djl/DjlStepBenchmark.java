@@ -13,7 +13,10 @@ import ai.djl.training.ParameterStore;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import ai.djl.util.PairList;
+import dev.muon.AdamWConfig;
+import dev.muon.MuonConfig;
 import dev.muon.djl.MuonAdamW;
+import dev.muon.orthogonalize.NsAlgorithm;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -39,8 +42,8 @@ import java.util.concurrent.TimeUnit;
  * {@code c_attn [2304, 768]} and {@code c_proj [768, 768]} (4·d²), MLP {@code c_fc [3072, 768]} and
  * {@code c_proj [768, 3072]} (8·d²), on Muon (the output-layer rule is off: a block has no head); their biases and
  * the two layer norms' gains and biases, on AdamW. Each iteration updates every parameter once, gradients and
- * optimizer state already in place; Newton–Schulz runs five float32 iterations of plain matrix products per
- * matrix.
+ * optimizer state already in place; Newton–Schulz runs five float32 iterations per matrix, on muon-core's native
+ * kernels ({@code muon-adamw}, where they load) or DJL's matrix products ({@code muon-adamw-ndarray}).
  *
  * <p>How to run (from the repository root; the profile sets {@code OPT_OUT_TRACKING=true} and
  * {@code DJL_OFFLINE=true}, and {@code threads} sets libtorch's intra-op threads):
@@ -58,8 +61,12 @@ import java.util.concurrent.TimeUnit;
 public class DjlStepBenchmark {
     private static final int D = 768;
 
-    /** Which optimizer steps: {@code muon-adamw} (muon-djl's hybrid) or {@code adam} (DJL's). */
-    @Param({"muon-adamw", "adam"})
+    /**
+     * Which optimizer steps: {@code muon-adamw} (muon-djl's hybrid, its Newton–Schulz on muon-core's native float32
+     * kernels where they run, as {@code AUTO} picks), {@code muon-adamw-ndarray} (the same on DJL's NDArray products,
+     * {@code GEMM}) or {@code adam} (DJL's).
+     */
+    @Param({"muon-adamw", "muon-adamw-ndarray", "adam"})
     public String optimizer;
 
     /** libtorch's intra-op threads (DJL's {@code ai.djl.pytorch.num_threads}); set before the engine starts. */
@@ -96,8 +103,11 @@ public class DjlStepBenchmark {
             collector.backward(loss);
         }
         Tracker lr = Tracker.fixed(1e-3f);
+        MuonConfig muon = MuonConfig.dropIn(AdamWConfig.defaults()).withNsAlgorithm(
+                optimizer.equals("muon-adamw-ndarray") ? NsAlgorithm.GEMM : NsAlgorithm.AUTO);
         step = optimizer.equals("adam") ? Optimizer.adam().optLearningRateTracker(lr).build()
-                : MuonAdamW.builder().optBlock(block).optLearningRateTracker(lr).optOutputLayerOnAdamW(false).build();
+                : MuonAdamW.builder().optBlock(block).optMuon(muon).optLearningRateTracker(lr)
+                .optOutputLayerOnAdamW(false).build();
         stepAll();
     }
 

@@ -1,0 +1,294 @@
+package dev.muon.internal;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Optional;
+
+/**
+ * muon-core's native float32 Newton–Schulz products ({@code libmuoncpu.so}, the kernels {@code NativeKernels} runs
+ * on libtorch's tensors: the half product {@code x·xᵀ}, the polynomial {@code a·I + b·s + c·s·s} formed with it, the
+ * product {@code l·r}, the normalisation) for a JVM without JavaCPP, such as muon-djl's on DJL's libtorch: the
+ * library is copied from the jar and loaded with {@code System.load}, and the products take direct
+ * {@link ByteBuffer}s, whose addresses the library reads through JNI ({@code GetDirectBufferAddress}). Each call
+ * checks every buffer (direct, native order, its capacity) before native code sees it.
+ *
+ * <p>Probed once, at the first use, and never in a JVM that does not ask: the platform (Linux x86-64), the library
+ * in the jar, {@code -Ddev.muon.native.disable}, and what the CPU runs; the variant follows
+ * {@code -Ddev.muon.native.isa} ({@code auto}: AVX-512 with AVX512_BF16, else AVX2 with FMA), as {@code NativeKernels}
+ * does. The library needs {@code libgomp.so.1}: in a DJL JVM it is the one DJL's libtorch loaded, so the products
+ * share libtorch's OpenMP runtime.
+ *
+ * <pre>{@code
+ * if (!BufferKernels.isAvailable()) {
+ *     System.out.println("NDArray products: " + BufferKernels.unavailabilityCause());
+ * }
+ * }</pre>
+ */
+public final class BufferKernels {
+    /** Set to {@code true} to turn the native kernels off, as for {@code NativeKernels}. */
+    static final String DISABLE_PROPERTY = "dev.muon.native.disable";
+    /** {@code auto}, {@code avx512} or {@code avx2}, as for {@code NativeKernels}. */
+    static final String ISA_PROPERTY = "dev.muon.native.isa";
+    /** Where the build puts the library in the jar. */
+    static final String LIBRARY_RESOURCE = "/dev/muon/orthogonalize/native/linux-x86_64/libmuoncpu.so";
+    /** The variant codes of {@code muon_kernels.h}. */
+    static final int AVX512 = 0;
+    static final int AVX2 = 1;
+
+    private record State(int variant, String name, Throwable cause) {
+    }
+
+    /** Loaded at the first call of any method here, never before. */
+    private static final class Holder {
+        static final State STATE = load();
+    }
+
+    private BufferKernels() {
+    }
+
+    private static State load() {
+        if (Boolean.getBoolean(DISABLE_PROPERTY)) {
+            return unavailable(new UnsupportedOperationException("disabled by -D" + DISABLE_PROPERTY + "=true"));
+        }
+        String os = System.getProperty("os.name");
+        String arch = System.getProperty("os.arch");
+        if (!"Linux".equals(os) || !("amd64".equals(arch) || "x86_64".equals(arch))) {
+            return unavailable(new UnsupportedOperationException("muon-core's native kernels are built for Linux "
+                    + "x86-64 only, and this is " + os + " " + arch));
+        }
+        try (InputStream in = BufferKernels.class.getResourceAsStream(LIBRARY_RESOURCE)) {
+            if (in == null) {
+                return unavailable(new UnsupportedOperationException("the muon-core jar holds no " + LIBRARY_RESOURCE
+                        + ": it was built without gcc"));
+            }
+            Path file = Files.createTempFile("libmuoncpu-", ".so");
+            try {
+                Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
+                System.load(file.toAbsolutePath().toString());
+            } finally {
+                // Loaded (or not), the file is no longer needed: Linux keeps a loaded library's pages.
+                Files.deleteIfExists(file);
+            }
+        } catch (IOException | RuntimeException | UnsatisfiedLinkError e) {
+            return unavailable(e);
+        }
+        String requested = System.getProperty(ISA_PROPERTY, "auto").trim();
+        try {
+            if (requested.equalsIgnoreCase("avx512") || requested.equalsIgnoreCase("avx2")) {
+                int code = requested.equalsIgnoreCase("avx512") ? AVX512 : AVX2;
+                if (!supports(code)) {
+                    return unavailable(new UnsupportedOperationException("-D" + ISA_PROPERTY + "=" + requested
+                            + " asks for the " + requested.toLowerCase(java.util.Locale.ROOT) + " kernels, and this "
+                            + "CPU lacks " + (code == AVX512 ? "AVX-512 F, BW and VL with AVX512_BF16"
+                            : "AVX2 and FMA")));
+                }
+                return new State(code, requested.toLowerCase(java.util.Locale.ROOT), null);
+            }
+            if (!requested.equalsIgnoreCase("auto")) {
+                return unavailable(new IllegalArgumentException(ISA_PROPERTY + " must be auto, avx512 or avx2, got '"
+                        + requested + "'"));
+            }
+            if (supports(AVX512)) {
+                return new State(AVX512, "avx512", null);
+            }
+            if (supports(AVX2)) {
+                return new State(AVX2, "avx2", null);
+            }
+        } catch (UnsatisfiedLinkError e) {
+            return unavailable(e);
+        }
+        return unavailable(new UnsupportedOperationException("this CPU lacks AVX2 and FMA (an Intel Haswell or "
+                + "later, or an AMD Excavator, Zen or later, has them)"));
+    }
+
+    private static State unavailable(Throwable cause) {
+        return new State(-1, null, cause);
+    }
+
+    /**
+     * Whether the native products run in this JVM (probed at the first call).
+     *
+     * @return true if they do; false means {@link #unavailabilityCause()} says why
+     */
+    public static boolean isAvailable() {
+        return Holder.STATE.cause == null;
+    }
+
+    /**
+     * Why the native products do not run in this JVM.
+     *
+     * @return the cause, or null if they run
+     */
+    public static Throwable unavailabilityCause() {
+        return Holder.STATE.cause;
+    }
+
+    /**
+     * The variant that runs.
+     *
+     * @return {@code avx512} or {@code avx2}, or empty where none runs
+     */
+    public static Optional<String> variant() {
+        return Optional.ofNullable(Holder.STATE.name);
+    }
+
+    /**
+     * Throws unless the native products run: for a setting that asks for them.
+     *
+     * @throws UnsupportedOperationException naming the cause, which it carries
+     */
+    public static void ensureAvailable() {
+        if (Holder.STATE.cause != null) {
+            throw new UnsupportedOperationException("muon-core's native CPU kernels cannot run here: "
+                    + Holder.STATE.cause.getMessage(), Holder.STATE.cause);
+        }
+    }
+
+    /**
+     * A direct buffer in native order of at least {@code bytes}, 64-byte aligned slack included, for
+     * {@link #packBytes} scratch or a matrix.
+     *
+     * @param bytes the bytes needed
+     * @return a new direct buffer
+     */
+    public static ByteBuffer allocate(long bytes) {
+        return ByteBuffer.allocateDirect(Math.toIntExact(bytes)).order(ByteOrder.nativeOrder());
+    }
+
+    /**
+     * Bytes of packing scratch one product of an {@code m × n} result needs.
+     *
+     * @param m rows
+     * @param n columns
+     * @return the bytes
+     */
+    public static long packBytes(int m, int n) {
+        ensureAvailable();
+        return float32PackBytes(Holder.STATE.variant, m, n);
+    }
+
+    /**
+     * {@code out = x·xᵀ} for the row-major {@code m × k} {@code x}; both triangles written, exactly symmetric.
+     *
+     * @param x       {@code m·k} floats
+     * @param m       rows
+     * @param k       columns
+     * @param out     {@code m·m} floats, apart from {@code x}
+     * @param packed  {@link #packBytes}{@code (m, k)} bytes of scratch
+     * @param threads OpenMP threads
+     */
+    public static void selfProduct(ByteBuffer x, int m, int k, ByteBuffer out, ByteBuffer packed, int threads) {
+        check(x, (long) m * k, "x");
+        check(out, (long) m * m, "out");
+        checkScratch(packed, m, k);
+        require(float32SelfProduct(Holder.STATE.variant, x, m, k, false, out, packed, threads));
+    }
+
+    /**
+     * {@code out = a·I + b·s + c·s·s} for the exactly symmetric {@code m × m} {@code s}.
+     *
+     * @param s       {@code m·m} floats
+     * @param m       rows and columns
+     * @param out     {@code m·m} floats, apart from {@code s}
+     * @param packed  {@link #packBytes}{@code (m, m)} bytes of scratch
+     * @param threads OpenMP threads
+     * @param a       coefficient of {@code I}
+     * @param b       coefficient of {@code s}
+     * @param c       coefficient of {@code s·s}
+     */
+    public static void polynomial(ByteBuffer s, int m, ByteBuffer out, ByteBuffer packed, int threads, float a,
+                                  float b, float c) {
+        check(s, (long) m * m, "s");
+        check(out, (long) m * m, "out");
+        checkScratch(packed, m, m);
+        require(float32Polynomial(Holder.STATE.variant, s, m, out, packed, threads, a, b, c));
+    }
+
+    /**
+     * {@code out = l·r} for the exactly symmetric {@code m × m} {@code l} and the {@code m × n} {@code r}.
+     *
+     * @param l       {@code m·m} floats
+     * @param r       {@code m·n} floats
+     * @param m       rows
+     * @param n       columns of {@code r}
+     * @param out     {@code m·n} floats, apart from both
+     * @param packed  {@link #packBytes}{@code (m, n)} bytes of scratch
+     * @param threads OpenMP threads
+     */
+    public static void symmetricTimes(ByteBuffer l, ByteBuffer r, int m, int n, ByteBuffer out, ByteBuffer packed,
+                                      int threads) {
+        check(l, (long) m * m, "l");
+        check(r, (long) m * n, "r");
+        check(out, (long) m * n, "out");
+        checkScratch(packed, m, n);
+        require(float32Times(Holder.STATE.variant, l, true, r, m, n, false, out, packed, threads));
+    }
+
+    /**
+     * {@code out = g / max(safety·‖g‖_F, eps)} for the {@code m × n} {@code out}, {@code g} of its shape or, with
+     * {@code transposed}, the row-major {@code n × m} matrix whose transpose is meant.
+     *
+     * @param g          {@code m·n} floats
+     * @param m          rows of {@code out}
+     * @param n          columns of {@code out}
+     * @param transposed whether {@code g} holds the transpose
+     * @param out        {@code m·n} floats, apart from {@code g}
+     * @param packed     {@link #packBytes}{@code (m, n)} bytes of scratch
+     * @param threads    OpenMP threads
+     * @param safety     the factor on the norm
+     * @param eps        the smallest denominator
+     */
+    public static void normalize(ByteBuffer g, int m, int n, boolean transposed, ByteBuffer out, ByteBuffer packed,
+                                 int threads, double safety, double eps) {
+        check(g, (long) m * n, "g");
+        check(out, (long) m * n, "out");
+        checkScratch(packed, m, n);
+        require(float32Normalize(Holder.STATE.variant, g, m, n, transposed, out, packed, threads, safety, eps));
+    }
+
+    /** A buffer native code may read or write {@code floats} floats of, from its address. */
+    private static void check(ByteBuffer b, long floats, String what) {
+        if (!b.isDirect() || b.order() != ByteOrder.nativeOrder() || b.capacity() < floats * Float.BYTES) {
+            throw new IllegalArgumentException(what + " must be a direct buffer in native order of at least "
+                    + floats * Float.BYTES + " bytes, got " + (b.isDirect() ? "" : "a heap buffer of ")
+                    + b.capacity() + " bytes");
+        }
+    }
+
+    private static void checkScratch(ByteBuffer packed, int m, int n) {
+        long need = packBytes(m, n);
+        if (!packed.isDirect() || packed.capacity() < need) {
+            throw new IllegalArgumentException("packed must be a direct buffer of at least " + need + " bytes, got "
+                    + packed.capacity());
+        }
+    }
+
+    private static void require(boolean called) {
+        if (!called) {
+            throw new IllegalStateException("a buffer handed to the native products has no address");
+        }
+    }
+
+    private static native boolean supports(int variant);
+
+    private static native long float32PackBytes(int variant, int m, int n);
+
+    private static native boolean float32SelfProduct(int variant, ByteBuffer x, int m, int k, boolean symmetricX,
+                                                     ByteBuffer out, ByteBuffer packed, int threads);
+
+    private static native boolean float32Polynomial(int variant, ByteBuffer s, int m, ByteBuffer out,
+                                                    ByteBuffer packed, int threads, float a, float b, float c);
+
+    private static native boolean float32Times(int variant, ByteBuffer l, boolean leftSymmetric, ByteBuffer r,
+                                               int m, int n, boolean symmetricOut, ByteBuffer out, ByteBuffer packed,
+                                               int threads);
+
+    private static native boolean float32Normalize(int variant, ByteBuffer g, int m, int n, boolean transposed,
+                                                   ByteBuffer out, ByteBuffer packed, int threads, double safety,
+                                                   double eps);
+}

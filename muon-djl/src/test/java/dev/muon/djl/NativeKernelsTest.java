@@ -1,0 +1,120 @@
+package dev.muon.djl;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import dev.muon.AssignmentRule;
+import dev.muon.MuonConfig;
+import dev.muon.golden.GoldenCase;
+import dev.muon.golden.GoldenConfigs;
+import dev.muon.golden.GoldenReader;
+import dev.muon.internal.BufferKernels;
+import dev.muon.orthogonalize.NsAlgorithm;
+import dev.muon.orthogonalize.NsPrecision;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * muon-core's native float32 kernels in DJL's JVM, without JavaCPP ({@link BufferKernels}): they load beside DJL's
+ * libtorch, every {@code ns_*} golden case through them meets the float32 tolerance of the golden README, they agree
+ * with DJL's products on a matrix of muon-core's size, the table says which ran, and a setting that needs them is
+ * refused where they cannot run.
+ */
+class NativeKernelsTest {
+
+    /** Skips where the build could not make the library (no gcc, another platform); fails if it does not load. */
+    @BeforeAll
+    static void kernelsRunHere() {
+        Throwable cause = BufferKernels.unavailabilityCause();
+        assumeTrue(cause == null || !(cause.getMessage().contains("built without gcc")
+                || cause.getMessage().contains("Linux x86-64 only")), () -> "native kernels not built: " + cause);
+        assertTrue(BufferKernels.isAvailable(), () -> "muon-core's native kernels do not load beside DJL's "
+                + "libtorch: " + cause);
+    }
+
+    static Stream<GoldenCase> cases() {
+        return GoldenReader.cases(n -> n.startsWith("ns_")).stream();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("cases")
+    void everyGoldenCase_throughTheNativeKernels_meetsTheFloat32Tolerance(GoldenCase c) {
+        try (NDManager manager = NDManager.newBaseManager()) {
+            NDArray input = manager.create(c.tensor("input", null, 0).data(), new Shape(c.shape()))
+                    .toType(DataType.FLOAT32, false);
+            double[] before = Measures.values(input);
+            NsKernels kernels = new NsKernels(GoldenConfigs.newtonSchulz(c, NsPrecision.FLOAT32)
+                    .withNsAlgorithm(NsAlgorithm.SYMMETRIC));
+            AssignmentRule.Matrix matrix = new AssignmentRule.Matrix(0, c.shape()[0], c.shape()[1]);
+            assertTrue(kernels.nativeFor(matrix, DataType.FLOAT32));
+            NDArray out = kernels.orthogonalize(input, matrix);
+            assertEquals(DataType.FLOAT32, out.getDataType());
+            assertEquals(input.getShape(), out.getShape());
+            double error = Measures.relativeError(Measures.values(out), c.tensor("expected", null, 0).data());
+            assertTrue(error <= 1e-5, c + ": rel error " + error);
+            assertArrayEquals(before, Measures.values(input), 0.0, "the input is never written");
+        }
+    }
+
+    @Test
+    void aMatrixOfMuonCoresSize_agreesWithDjlsProducts_andAutoPicksTheNativeKernels() {
+        try (NDManager manager = NDManager.newBaseManager()) {
+            NDArray g = manager.randomNormal(new Shape(640, 256));
+            MuonConfig config = MuonConfig.defaults();
+            NsKernels auto = new NsKernels(config.newtonSchulz());
+            AssignmentRule.Matrix matrix = new AssignmentRule.Matrix(0, 640, 256);
+            assertTrue(auto.nativeFor(matrix, DataType.FLOAT32));
+            assertFalse(auto.nativeFor(new AssignmentRule.Matrix(0, 640, 255), DataType.FLOAT32),
+                    "below muon-core's threshold, DJL's products");
+            assertFalse(auto.nativeFor(matrix, DataType.FLOAT64));
+            assertFalse(new NsKernels(config.withNsAlgorithm(NsAlgorithm.GEMM).newtonSchulz())
+                    .nativeFor(matrix, DataType.FLOAT32));
+            double[] nativeOut = Measures.values(auto.orthogonalize(g, matrix));
+            double[] products = Measures.values(NsIteration.orthogonalize(g, config.newtonSchulz()));
+            double[] exact = Measures.values(NsIteration.orthogonalize(g.toType(DataType.FLOAT64, false),
+                    config.withNsPrecision(NsPrecision.FLOAT64).newtonSchulz()));
+            assertTrue(Measures.relativeError(nativeOut, exact) <= 1e-5, "native against float64: "
+                    + Measures.relativeError(nativeOut, exact));
+            assertTrue(Measures.relativeError(products, exact) <= 1e-5);
+        }
+    }
+
+    @Test
+    void theTable_saysWhichKernelsRan() {
+        try (NDManager manager = NDManager.newBaseManager()) {
+            ParamBlock block = new ParamBlock().child("big", new ParamBlock().param("weight",
+                    manager.randomNormal(new Shape(256, 300)))).child("small", new ParamBlock().param("weight",
+                    manager.randomNormal(new Shape(300, 16)))).child("out", new ParamBlock().param("weight",
+                    manager.randomNormal(new Shape(10, 300))));
+            String table = MuonAdamW.builder().optBlock(block).build().assignment().toString();
+            String last = table.lines().reduce((a, b) -> b).orElseThrow();
+            assertEquals("Newton-Schulz: muon-core's native float32 kernels (" + BufferKernels.variant().orElseThrow()
+                    + ", symmetric iteration) on the CPU for 01big_weight; DJL's NDArray products for the others",
+                    last);
+            String gemm = MuonAdamW.builder().optBlock(block).optMuon(MuonConfig.dropIn(dev.muon.AdamWConfig
+                    .defaults()).withNsAlgorithm(NsAlgorithm.GEMM)).build().assignment().toString();
+            assertTrue(gemm.endsWith("Newton-Schulz: DJL's NDArray products (nsAlgorithm = GEMM)\n"), gemm);
+        }
+    }
+
+    @Test
+    void symmetric_inFloat64_isRefused_namingTheSettings() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new NsKernels(
+                MuonConfig.defaults().withNsAlgorithm(NsAlgorithm.SYMMETRIC).withNsPrecision(NsPrecision.FLOAT64)
+                        .newtonSchulz()));
+        assertEquals("nsAlgorithm = SYMMETRIC is not supported by muon-djl with nsPrecision = FLOAT64: its "
+                + "symmetric kernel is muon-core's native float32 one (use FLOAT32, or AUTO or GEMM)", e.getMessage());
+    }
+}
