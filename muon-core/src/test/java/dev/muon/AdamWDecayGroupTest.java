@@ -110,7 +110,7 @@ class AdamWDecayGroupTest {
         Map<String, String> reasons = new LinkedHashMap<>();
         opt.assignment().rows().forEach(r -> reasons.put(r.name(), r.reason()));
         assertEquals("embedding or head ('embed')", reasons.get("embed.weight"));
-        assertEquals("hidden matrix", reasons.get("fc1.weight"));
+        assertEquals("only matrix on Muon (the output-layer rule keeps it)", reasons.get("fc1.weight"));
         assertEquals("fewer than 2 dims; no weight decay", reasons.get("fc1.bias"));
         assertEquals("fewer than 2 dims; no weight decay", reasons.get("gain"));
     }
