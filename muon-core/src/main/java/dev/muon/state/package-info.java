@@ -8,5 +8,12 @@
  * turn a state into bytes and back; the byte layer they alone use (JSON, safetensors, a weights-only unpickler, the
  * pickle writer, the atomic file) is package-private here. Reading a file runs nothing from it, and every length,
  * offset and stride is checked before libtorch sees a byte. Nothing here holds an optimizer.
+ *
+ * <p>The checkpoint codec holds no libtorch type: {@link dev.muon.state.CheckpointBytes} writes and reads the file as
+ * a {@link dev.muon.state.CheckpointDocument} and {@link dev.muon.state.RawTensor}s (dtype, shape, little-endian
+ * bytes), with every check, and {@link dev.muon.state.CheckpointFit} is the fit check over documents; the byte layer
+ * serves any module's tensors through one package-private interface. {@code CheckpointFile} and {@code StateFit} are
+ * their libtorch side; muon-djl, which cannot load libtorch's bindings, uses them directly, so both modules write one
+ * format and refuse a file with the same messages.
  */
 package dev.muon.state;
