@@ -347,6 +347,32 @@ class ResumeTest {
     }
 
     @Test
+    void load_takesTheCheckpointsValues_bitForBit() {
+        Path file = trained(b -> b, 2, "values");
+        CheckpointBytes.Contents saved = CheckpointBytes.read(file, d -> { });
+        try (Model model = Model.newInstance("values")) {
+            SequentialBlock block = mlp(true);
+            model.setBlock(block);
+            MuonAdamW optimizer = MuonAdamW.builder().build();
+            try (Trainer trainer = model.newTrainer(optimizer.trainingConfig(Loss.softmaxCrossEntropyLoss()))) {
+                Engine.getInstance().setRandomSeed(7);
+                trainer.initialize(INPUT);
+                float[] fresh = block.getParameters().get("01Linear_weight").getArray().toFloatArray();
+                optimizer.load(file);
+                for (Pair<String, Parameter> p : block.getParameters()) {
+                    java.nio.FloatBuffer expected = saved.tensor("value", p.getKey()).data().asFloatBuffer();
+                    float[] values = new float[expected.remaining()];
+                    expected.get(values);
+                    assertArrayEquals(values, p.getValue().getArray().toFloatArray(), p.getKey());
+                }
+                assertTrue(!java.util.Arrays.equals(fresh, block.getParameters().get("01Linear_weight").getArray()
+                        .toFloatArray()), "the values changed from the fresh model's");
+                assertEquals(2, optimizer.stepCount());
+            }
+        }
+    }
+
+    @Test
     void aCheckpointOfMuonDjl_isMuonCoresFormat() {
         Path file = trained(b -> b, 2, "format");
         CheckpointBytes.Contents read = CheckpointBytes.read(file, d -> { });
