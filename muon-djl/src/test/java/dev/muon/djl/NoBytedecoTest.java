@@ -77,6 +77,26 @@ class NoBytedecoTest {
                 read.tensors()));
     }
 
+    /**
+     * A checkpoint muon-core wrote (its format test's resource, from a Zen 4, 2026-11-25) reads here without the
+     * bindings, checksum and all, and fits its own document.
+     */
+    @Test
+    void aCheckpointMuonCoreWrote_readsWithoutTheBindings(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws java.io.IOException {
+        java.nio.file.Path file = dir.resolve("core.ckpt");
+        try (java.io.InputStream in = NoBytedecoTest.class.getResourceAsStream("/checkpoints/gpt-like-step3.ckpt")) {
+            assertTrue(in != null, "muon-core's test jar holds its format test's checkpoint");
+            java.nio.file.Files.copy(in, file);
+        }
+        dev.muon.state.CheckpointBytes.Contents read = dev.muon.state.CheckpointBytes.read(file, d -> { });
+        assertEquals(3, read.document().step());
+        assertTrue(read.document().parameters().size() > 10, read.document().parameters().toString());
+        assertTrue(read.tensors().keySet().stream().anyMatch(k -> k.startsWith("momentum/")));
+        assertEquals(java.util.List.of(), dev.muon.state.CheckpointFit.differences(read.document(), read.document(),
+                read.tensors()));
+    }
+
     /** The one place NsPrecision maps to libtorch is a method, which is where the missing bindings show. */
     @Test
     void nsPrecision_loadsWithoutTheBindings_andOnlyItsMappingNeedsThem() {
