@@ -17,7 +17,7 @@ import java.util.function.UnaryOperator;
  *
  * <p>A state fits an optimizer whose own state it could be: the same entries (name, optimizer, group, shape,
  * dtype, tie, row split, in order), the same number of Muon groups, an AdamW part on both sides or neither, the
- * same Muon build settings (every {@link MuonConfig} field except the hyperparameters a restore takes: {@code lr},
+ * same Muon build settings (every {@link dev.muon.MuonConfig} field except the hyperparameters a restore takes: {@code lr},
  * {@code weightDecay}, {@code momentum}, {@code nesterov}, {@code adjustLr}, {@code extraScale}), a schedule
  * record with one base lr per group, and tensors that belong where they are: a parameter's value and AdamW's
  * moments of its shape and dtype, each Muon state buffer one its update declares ({@link BufferSpec}: the momentum,
