@@ -114,7 +114,7 @@ public final class CheckpointFile {
                 lrs.add(lr);
             }
             schedule.put("initial_lrs", lrs);
-            schedule.put("schedule", state.schedule().schedule());
+            schedule.put("schedule", ScheduleEntries.toJson(state.schedule()));
             doc.put("schedule", schedule);
         }
         List<Object> parameters = new ArrayList<>();
@@ -331,11 +331,9 @@ public final class CheckpointFile {
             for (int g = 0; g < values.length; g++) {
                 values[g] = number(lrs.get(g), "schedule.initial_lrs[" + g + "]");
             }
-            if (!(s.get("schedule") instanceof String text)) {
-                throw new FormatException("__metadata__.state.schedule.schedule", "must be a string");
-            }
             try {
-                p.schedule = new ScheduleRecord(values, text);
+                p.schedule = ScheduleEntries.fromJson(values, s.get("schedule"), "__metadata__.state.schedule"
+                        + ".schedule");
             } catch (IllegalArgumentException e) {
                 throw new FormatException("__metadata__.state.schedule", e.getMessage());
             }

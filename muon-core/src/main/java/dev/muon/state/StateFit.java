@@ -111,14 +111,14 @@ public final class StateFit {
                     String.valueOf(theirs.size()), null));
             for (ParameterSpec s : mine) {
                 if (!theirNames.contains(s.name())) {
-                    out.add(new StateMismatchException.Difference("'" + s.name() + "'", "presence", "present",
-                            "absent", null));
+                    out.add(StateMismatchException.Difference.of(s.name(), null, "presence", "present", "absent",
+                            null));
                 }
             }
             for (ParameterSpec s : theirs) {
                 if (!mineNames.contains(s.name())) {
-                    out.add(new StateMismatchException.Difference("'" + s.name() + "'", "presence", "absent",
-                            "present", null));
+                    out.add(StateMismatchException.Difference.of(s.name(), null, "presence", "absent", "present",
+                            null));
                 }
             }
             return;
@@ -126,37 +126,37 @@ public final class StateFit {
         for (int i = 0; i < mine.size(); i++) {
             ParameterSpec a = mine.get(i);
             ParameterSpec b = theirs.get(i);
-            String where = "'" + a.name() + "'";
-            field(out, where, "name", a.name(), b.name());
-            field(out, where, "optimizer", a.optimizer(), b.optimizer());
-            field(out, where, "group", a.group(), b.group());
-            field(out, where, "shape", Arrays.toString(a.shape()), Arrays.toString(b.shape()));
-            field(out, where, "dtype", a.dtype(), b.dtype());
-            field(out, where, "tied to", a.tiedTo(), b.tiedTo());
-            field(out, where, "row split", a.rowSplit(), b.rowSplit());
+            String name = a.name();
+            field(out, name, "name", a.name(), b.name());
+            field(out, name, "optimizer", a.optimizer(), b.optimizer());
+            field(out, name, "group", a.group(), b.group());
+            field(out, name, "shape", Arrays.toString(a.shape()), Arrays.toString(b.shape()));
+            field(out, name, "dtype", a.dtype(), b.dtype());
+            field(out, name, "tied to", a.tiedTo(), b.tiedTo());
+            field(out, name, "row split", a.rowSplit(), b.rowSplit());
         }
     }
 
-    private static void field(List<StateMismatchException.Difference> out, String where, String field, Object mine,
-                              Object theirs) {
+    private static void field(List<StateMismatchException.Difference> out, String parameter, String field,
+                              Object mine, Object theirs) {
         String a = mine == null ? "none" : String.valueOf(mine);
         String b = theirs == null ? "none" : String.valueOf(theirs);
         if (!a.equals(b)) {
-            out.add(new StateMismatchException.Difference(where, field, a, b, null));
+            out.add(StateMismatchException.Difference.of(parameter, null, field, a, b, null));
         }
     }
 
     private static void checkTensors(ParameterEntry e, OptimizerState state,
                                      List<StateMismatchException.Difference> out) {
         ParameterSpec spec = e.spec();
-        String where = "'" + spec.name() + "'";
-        if (like(out, where + " value", e.value(), spec.shape(), spec.dtype())) {
-            finite(out, where + " value", e.value());
+        String name = spec.name();
+        if (like(out, name, "value", e.value(), spec.shape(), spec.dtype())) {
+            finite(out, name, "value", e.value());
         }
         List<BufferSpec> declared = state.declaredBuffers(spec);
         for (String key : e.buffers().keySet()) {
             if (declared.stream().noneMatch(d -> d.key().equals(key))) {
-                out.add(new StateMismatchException.Difference(where, "buffer '" + key + "'",
+                out.add(StateMismatchException.Difference.of(name, null, "buffer '" + key + "'",
                         "none (its update keeps " + keys(declared) + ")", "present", null));
             }
         }
@@ -167,37 +167,36 @@ public final class StateFit {
                 continue;
             }
             held++;
-            String what = where + " " + d.label();
             if (!Arrays.equals(t.shape(), spec.shapeOf(d))) {
-                out.add(new StateMismatchException.Difference(what, "shape", Arrays.toString(spec.shapeOf(d)),
-                        Arrays.toString(t.shape()), null));
+                out.add(StateMismatchException.Difference.of(name, d.label(), "shape",
+                        Arrays.toString(spec.shapeOf(d)), Arrays.toString(t.shape()), null));
             } else if (!spec.accepts(d, t.scalar_type())) {
-                out.add(new StateMismatchException.Difference(what, "dtype", spec.dtypeOf(d).toString(),
+                out.add(StateMismatchException.Difference.of(name, d.label(), "dtype", spec.dtypeOf(d).toString(),
                         t.scalar_type().toString(), null));
             } else {
-                finite(out, what, t);
+                finite(out, name, d.label(), t);
                 if (d.values() == BufferSpec.Values.FINITE_NON_NEGATIVE) {
-                    nonNegative(out, what, t);
+                    nonNegative(out, name, d.label(), t);
                 }
             }
         }
         // A parameter's update starts every buffer it declares at its first step: a state holds all or none.
         if (held != 0 && held != declared.size()) {
-            out.add(new StateMismatchException.Difference(where, "Muon state", "every buffer its update keeps ("
+            out.add(StateMismatchException.Difference.of(name, null, "Muon state", "every buffer its update keeps ("
                     + keys(declared) + ") or none", keys(declared.stream().filter(d -> e.buffer(d.key()) != null)
                     .toList()) + " only", null));
         }
         AdamWMoments m = e.adamW();
         if (m != null) {
-            if (like(out, where + " exp_avg", m.expAvg(), spec.shape(), spec.dtype())) {
-                finite(out, where + " exp_avg", m.expAvg());
+            if (like(out, name, "exp_avg", m.expAvg(), spec.shape(), spec.dtype())) {
+                finite(out, name, "exp_avg", m.expAvg());
             }
-            if (like(out, where + " exp_avg_sq", m.expAvgSq(), spec.shape(), spec.dtype())) {
-                finite(out, where + " exp_avg_sq", m.expAvgSq());
-                nonNegative(out, where + " exp_avg_sq", m.expAvgSq());
+            if (like(out, name, "exp_avg_sq", m.expAvgSq(), spec.shape(), spec.dtype())) {
+                finite(out, name, "exp_avg_sq", m.expAvgSq());
+                nonNegative(out, name, "exp_avg_sq", m.expAvgSq());
             }
             if (m.step() > state.step()) {
-                out.add(new StateMismatchException.Difference(where, "AdamW step", "in [0, " + state.step()
+                out.add(StateMismatchException.Difference.of(name, null, "AdamW step", "in [0, " + state.step()
                         + "] (the state's step)", String.valueOf(m.step()), null));
             }
         }
@@ -209,33 +208,36 @@ public final class StateFit {
     }
 
     /** Whether a tensor, if present, has the shape and dtype; records a difference if not. */
-    private static boolean like(List<StateMismatchException.Difference> out, String what, Tensor t, long[] shape,
-                                ScalarType dtype) {
+    private static boolean like(List<StateMismatchException.Difference> out, String parameter, String what,
+                                Tensor t, long[] shape, ScalarType dtype) {
         if (t == null) {
             return false;
         }
         if (!Arrays.equals(t.shape(), shape)) {
-            out.add(new StateMismatchException.Difference(what, "shape", Arrays.toString(shape),
+            out.add(StateMismatchException.Difference.of(parameter, what, "shape", Arrays.toString(shape),
                     Arrays.toString(t.shape()), null));
             return false;
         }
         if (t.scalar_type().value != dtype.value) {
-            out.add(new StateMismatchException.Difference(what, "dtype", dtype.toString(),
+            out.add(StateMismatchException.Difference.of(parameter, what, "dtype", dtype.toString(),
                     t.scalar_type().toString(), null));
             return false;
         }
         return true;
     }
 
-    private static void finite(List<StateMismatchException.Difference> out, String what, Tensor t) {
+    private static void finite(List<StateMismatchException.Difference> out, String parameter, String what,
+                               Tensor t) {
         if (t.numel() > 0 && !t.isfinite().all().item_bool()) {
-            out.add(new StateMismatchException.Difference(what, "values", "finite", "NaN or Inf", null));
+            out.add(StateMismatchException.Difference.of(parameter, what, "values", "finite", "NaN or Inf", null));
         }
     }
 
-    private static void nonNegative(List<StateMismatchException.Difference> out, String what, Tensor t) {
+    private static void nonNegative(List<StateMismatchException.Difference> out, String parameter, String what,
+                                    Tensor t) {
         if (t.numel() > 0 && t.lt(new org.bytedeco.pytorch.Scalar(0.0)).any().item_bool()) {
-            out.add(new StateMismatchException.Difference(what, "values", ">= 0", "a negative value", null));
+            out.add(StateMismatchException.Difference.of(parameter, what, "values", ">= 0", "a negative value",
+                    null));
         }
     }
 }
