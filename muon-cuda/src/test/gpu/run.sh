@@ -14,7 +14,7 @@
 #   run.sh env                        the same, then prints `export LD_LIBRARY_PATH=...` for a Maven run:
 #                                     eval "$(muon-cuda/src/test/gpu/run.sh env)" && mvn -Pgpu ...
 #   run.sh check                      java -version, which libtorch, the CUDA libraries; nothing else
-#   run.sh symbols                    the symbols the JNI bindings need and the chosen libtorch lacks (ldd -r)
+#   run.sh symbols                    the symbols the natives need and the libtorch and CUDA found lack (ldd -r)
 #   run.sh tests [--gpu-only] [ARGS]  the JUnit console over muon-cuda's test classes (ARGS go to the console,
 #                                     e.g. --select-class dev.muon.cuda.CudaNewtonSchulzGpuTest)
 #   run.sh main CLASS [ARGS]          java CLASS ARGS on the bundle's class path
@@ -293,20 +293,22 @@ prepare() {
     fi
 }
 
-# The undefined symbols of the bundle's JNI bindings against the libtorch and CUDA libraries found: none for a
-# libtorch of the version they were built for. With another version, each one listed is a function that ends the
-# JVM ("symbol lookup error") when something calls it; the count decides whether that libtorch is worth a try.
+# The undefined symbols of the bundle's natives against the libtorch and CUDA libraries found: each listed one is a
+# function that ends the JVM ("symbol lookup error") when something calls it (they are bound lazily, on first call).
+# None is expected for libraries of the versions the natives were built for; the JNI bindings against another
+# libtorch, or libtorch's GPU build against an older CUDA, show here first what they lack.
 symbols() {
     local f report missing total=0
     command -v ldd >/dev/null 2>&1 || { say "ldd is needed"; exit 4; }
-    for f in "$natives"/org/bytedeco/pytorch/linux-x86_64-gpu/libjnitorch*.so; do
-        # Only what the binding itself references: ldd -r also lists what libtorch needs from libraries that
+    for f in "$natives"/org/bytedeco/pytorch/linux-x86_64-gpu/lib*.so* "$natives"/org/bytedeco/cuda/linux-x86_64/lib*.so; do
+        [[ -f "$f" ]] || continue
+        # Only what the library itself references: ldd -r also lists what libtorch needs from libraries that
         # JavaCPP preloads in the JVM (OpenBLAS), which ldd alone does not find.
         report=$(ldd -r "$f" 2>&1 | awk -v f="($f)" 'index($0, "undefined symbol") == 1 && index($0, f) {sub(/,$/, "", $3); print $3}')
         missing=$(grep -c . <<< "$report" || true)
         total=$((total + missing))
         printf 'symbols: %s undefined=%s\n' "$(basename "$f")" "$missing"
-        [[ -z "$report" ]] || awk 'NR <= 40' <<< "$report" | { command -v c++filt >/dev/null 2>&1 && c++filt || cat; } | sed 's/^/    /'
+        [[ -z "$report" ]] || awk 'NR <= 25' <<< "$report" | { command -v c++filt >/dev/null 2>&1 && c++filt || cat; } | sed 's/^/    /'
         ldd "$f" 2>/dev/null | grep -E 'libtorch|libc10|not found' | sed 's/^[ \t]*/    linked: /' || true
     done
     printf 'symbols: total undefined=%s\n' "$total"

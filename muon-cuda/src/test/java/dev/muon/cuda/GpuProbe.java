@@ -102,7 +102,7 @@ final class GpuProbe {
         out.println("probe: cuda_driver_api=" + driver.get() + " cuda_runtime=" + runtime.get());
     }
 
-    /** The libtorch, CUDA and JNI files in this process's memory map, from {@code /proc/self/maps}. */
+    /** The libtorch, CUDA, OpenBLAS and JNI files in this process's memory map, from {@code /proc/self/maps}. */
     static void mappedLibraries(PrintStream out) {
         try {
             TreeSet<String> files = new TreeSet<>();
@@ -113,7 +113,7 @@ final class GpuProbe {
                 }
                 String file = line.substring(slash);
                 String name = file.substring(file.lastIndexOf('/') + 1);
-                if (name.matches("lib(torch|c10|jnitorch|cudart|cublas|cudnn|nccl|cuda|jnicuda|gomp|openblas).*")) {
+                if (name.matches("lib(jni|torch|c10|cu|nccl|gomp|openblas).*")) {
                     files.add(file);
                 }
             }
