@@ -17,7 +17,8 @@
 #                                   part in one copy of its own
 #   SHA256SUMS                      every file above and the whole torch archive
 #   join.sh, cuda-libs.txt          to check, stash and join the parts on the GPU machine
-# and OUT/sizes.tsv (bytes of every file, of the archives and of the parts).
+# and OUT/sizes.tsv (bytes of every file, of the archives and of the parts). OUT/torch-archive/ keeps the whole torch
+# archive with a stamp of its inputs: a later build with the same torch natives reuses it.
 #
 # Environment: MUON_GPU_PART_BYTES; MUON_GPU_COMPRESSOR (xz, the default, or zstd) and MUON_GPU_LEVEL (its level:
 # 9e for xz, 22 for zstd; a low one for a quick trial of the scripts); MUON_JLINK_COMPRESS (jlink's --compress level,
@@ -157,11 +158,25 @@ chmod +x "$stage/run.sh" "$stage/gpu-checks.sh"
 } > "$stage/MANIFEST.txt"
 
 # 7. Two compressed archives; the torch one split so that part 00 travels with the core.
+#    The tar streams do not depend on when or by whom the files were written, so that the same natives give the
+#    same torch archive; it is kept in OUT/torch-archive/ with a stamp of its inputs, and a later build whose torch
+#    natives and compression are the same reuses it instead of compressing 840 MB again.
 core="muon-gpu-core.tar.$suffix"
 torch="muon-gpu-torch.tar.$suffix"
+plain_tar() { tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$1" -cf - muon-gpu-bundle; }
 say "compressing with ${pack[*]}"
-tar -C "$out/stage" -cf - muon-gpu-bundle | "${pack[@]}" > "$out/parts/$core"
-tar -C "$out/stage-torch" -cf - muon-gpu-bundle | "${pack[@]}" > "$out/$torch"
+plain_tar "$out/stage" | "${pack[@]}" > "$out/parts/$core"
+stamp=$( (cd "$out/stage-torch" && find muon-gpu-bundle -type f -print0 | sort -z | xargs -0 sha256sum; \
+    echo "${pack[*]}") | sha256sum | awk '{print $1}')
+mkdir -p "$out/torch-archive"
+if [[ -f "$out/torch-archive/$torch" && "$(cat "$out/torch-archive/stamp" 2>/dev/null)" == "$stamp" ]]; then
+    say "the torch archive of the previous build has the same inputs: reused"
+else
+    rm -f "$out/torch-archive/stamp"
+    plain_tar "$out/stage-torch" | "${pack[@]}" > "$out/torch-archive/$torch"
+    echo "$stamp" > "$out/torch-archive/stamp"
+fi
+cp "$out/torch-archive/$torch" "$out/$torch"
 core_bytes=$(stat -c %s "$out/parts/$core")
 if ((core_bytes > part_bytes)); then
     say "the core archive ($core_bytes bytes) is larger than a part ($part_bytes)"
