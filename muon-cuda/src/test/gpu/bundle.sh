@@ -99,7 +99,7 @@ done
 #    cannot see through reflection) and java.logging (System.Logger's backend, so that INFO lines are printed).
 modules=$(jdeps --print-module-deps --ignore-missing-deps --multi-release 17 -q \
     "$stage"/lib/*.jar "$stage"/junit/*.jar "$stage/classes/test" | tail -n 1)
-modules="$modules,jdk.unsupported,java.logging"
+modules=$(tr ',' '\n' <<< "$modules,jdk.unsupported,java.logging" | sort -u | paste -sd, -)
 say "jlink: $modules (--compress=$jlink_compress)"
 jlink --add-modules "$modules" --strip-debug --no-header-files --no-man-pages --compress="$jlink_compress" \
     --output "$stage/jre"

@@ -33,7 +33,7 @@ echo "dry-run: $(basename "$core") $(stat -c %s "$core") bytes; ${#torch[@]} tor
 # Copy 1: the core and torch part 00; unpack the core; the probe on the machine's libtorch.
 t=$(now); bash "$here/join.sh" add "$core" "${torch[0]}" 2> "$work/copy-01.log"; step "copy 1: join.sh add core + part 00" "$(since "$t")"
 t=$(now); bash "$here/join.sh" core "$dest" 2>> "$work/copy-01.log"; step "copy 1: join.sh core (check, unpack)" "$(since "$t")"
-t=$(now); bash "$here/stub-cuda.sh" "$bundle" "$work/stubs" 2> "$work/stubs.log"; step "(dry run only) stand-ins for the missing CUDA libraries" "$(since "$t")"
+t=$(now); MUON_CUDA_LIB_PATH="${MUON_CUDA_LIB_PATH:-}" bash "$here/stub-cuda.sh" "$bundle" "$work/stubs" 2> "$work/stubs.log"; step "(dry run only) stand-ins for the missing CUDA libraries" "$(since "$t")"
 export MUON_CUDA_LIB_PATH="${MUON_CUDA_LIB_PATH:+$MUON_CUDA_LIB_PATH:}$work/stubs"
 t=$(now); "$bundle/gpu-checks.sh" --probe-first "$work/out-A" 2> "$work/out-A.log" || true
 step "copy 1: gpu-checks.sh --probe-first (the machine's libtorch)" "$(since "$t")"
@@ -48,6 +48,8 @@ done
 # The last copy: join, unpack libtorch, every check on the bundle's libtorch.
 unset MUON_TORCH_LIB
 t=$(now); bash "$here/join.sh" join "$dest" 2> "$work/join.log"; step "copy ${#torch[@]}: join.sh join (check the torch archive, unpack)" "$(since "$t")"
+t=$(now); MUON_CUDA_LIB_PATH="${MUON_CUDA_LIB_PATH%"$work/stubs"}" bash "$here/stub-cuda.sh" "$bundle" "$work/stubs" 2>> "$work/stubs.log"
+step "(dry run only) the stand-ins again, for libtorch's needs too" "$(since "$t")"
 t=$(now); "$bundle/gpu-checks.sh" "$work/out-B" 2> "$work/out-B.log" || true
 step "copy ${#torch[@]}: gpu-checks.sh (the bundle's libtorch)" "$(since "$t")"
 sed 's/^/    /' "$work/out-B/summary.tsv"

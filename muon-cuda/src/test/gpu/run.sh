@@ -302,14 +302,15 @@ symbols() {
     command -v ldd >/dev/null 2>&1 || { say "ldd is needed"; exit 4; }
     for f in "$natives"/org/bytedeco/pytorch/linux-x86_64-gpu/lib*.so* "$natives"/org/bytedeco/cuda/linux-x86_64/lib*.so; do
         [[ -f "$f" ]] || continue
-        # Only what the library itself references: ldd -r also lists what libtorch needs from libraries that
-        # JavaCPP preloads in the JVM (OpenBLAS), which ldd alone does not find.
-        report=$(ldd -r "$f" 2>&1 | awk -v f="($f)" 'index($0, "undefined symbol") == 1 && index($0, f) {sub(/,$/, "", $3); print $3}')
+        # Only what the library itself references, with OpenBLAS where JavaCPP preloads it from in the JVM.
+        report=$(LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$natives/org/bytedeco/openblas/linux-x86_64" ldd -r "$f" 2>&1 \
+            | awk -v f="($f)" 'index($0, "undefined symbol") == 1 && index($0, f) {sub(/,$/, "", $3); print $3}')
         missing=$(grep -c . <<< "$report" || true)
         total=$((total + missing))
         printf 'symbols: %s undefined=%s\n' "$(basename "$f")" "$missing"
         [[ -z "$report" ]] || awk 'NR <= 25' <<< "$report" | { command -v c++filt >/dev/null 2>&1 && c++filt || cat; } | sed 's/^/    /'
-        ldd "$f" 2>/dev/null | grep -E 'libtorch|libc10|not found' | sed 's/^[ \t]*/    linked: /' || true
+        LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$natives/org/bytedeco/openblas/linux-x86_64" ldd "$f" 2>/dev/null \
+            | grep -E 'libtorch|libc10|not found' | sed 's/^[ \t]*/    linked: /' || true
     done
     printf 'symbols: total undefined=%s\n' "$total"
 }

@@ -9,7 +9,9 @@
 #                               MUON_CUDA_LIB_PATH=OUT:<the real CUDA runtime's folder> BUNDLE/run.sh ...
 #
 # A library that exists on this machine (found by run.sh libs) gets no stand-in, so the real CUDA runtime, where
-# there is one, is what the natives bind to. Needs gcc, readelf.
+# there is one, is what the natives bind to. With MUON_TORCH_LIB (a libtorch standing in for the machine's), what it
+# defines is not stood in for. Run it again once libtorch is unpacked: the stand-ins then cover what it needs too.
+# Needs gcc, readelf, nm.
 set -euo pipefail
 
 [[ $# -eq 2 ]] || { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
@@ -32,7 +34,7 @@ find "$bundle/natives" -type f -name '*.so*' -exec readelf --dyn-syms -W {} \; \
     | awk '$7 == "UND" && $8 != "" {print $4, $8}' | sed 's/ (.*//' | sort -u > "$work/undefined"
 # Every symbol defined by the natives themselves and by the libraries of this machine they would bind to.
 {
-    find "$bundle/natives" -type f -name '*.so*' -exec nm -D --defined-only {} \; 2>/dev/null
+    find "$bundle/natives" ${MUON_TORCH_LIB:+"$MUON_TORCH_LIB"/} -name '*.so*' -exec nm -D --defined-only {} \; 2>/dev/null
     for soname in $present libc.so.6 libm.so.6 libstdc++.so.6 libgcc_s.so.1; do
         path=$(ldconfig -p | awk -v s="$soname" '$1 == s {print $NF; exit}')
         [[ -z "$path" ]] && path=$( (MUON_CUDA_LIB_PATH="${MUON_CUDA_LIB_PATH:-}" "$bundle/run.sh" libs 2>&1 || true) \
