@@ -44,11 +44,13 @@ find "$bundle/natives" -type f -name '*.so*' -exec readelf --dyn-syms -W {} \; \
 } | awk '{print $3}' | sed 's/@.*//' | sort -u > "$work/defined"
 
 for soname in $missing; do
-    # Versioned references name their library; unversioned ones that nothing here defines go to the driver's
-    # stand-in (the driver API is not versioned; NCCL's and cuFile's are not either, and any one definition serves).
+    # Versioned references name their library; unversioned ones that nothing here defines go to every stand-in whose
+    # library versions nothing (the driver API, NCCL, cuRAND, cuFile): a duplicate definition is harmless, and each
+    # native then finds them among its own dependencies, as ldd -r looks for them.
     {
         awk -v v="$soname" '{n = split($2, p, "@"); if (p[n] == v) print $1, p[1]}' "$work/undefined"
-        if [[ "$soname" == libcuda.so.1 ]]; then
+        if ! awk -v v="$soname" '{n = split($2, p, "@"); if (n > 1 && p[n] == v) found = 1} END {exit !found}' \
+                "$work/undefined"; then
             awk 'index($2, "@") == 0 {print $1, $2}' "$work/undefined" | grep -v -wFf "$work/defined" \
                 | grep -v -E ' (_ITM_|__gmon_start__|__cxa_finalize|_Jv_)' || true
         fi
