@@ -588,7 +588,7 @@ JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32Normaliz
 }
 
 /*
- * The same float32 products for dev.muon.internal.BufferKernels, which a JVM without JavaCPP (muon-djl, on DJL's
+ * The same float32 products for dev.muon.orthogonalize.BufferKernels, which a JVM without JavaCPP (muon-djl, on DJL's
  * libtorch) calls with direct ByteBuffers: the address comes from JNI's GetDirectBufferAddress, the Java side has
  * checked every buffer's capacity, and a buffer without an address (not direct) leaves the call a no-op that
  * returns false.
@@ -600,18 +600,18 @@ static int buffer_addresses(JNIEnv *env, jobject a, jobject b, jobject c, void *
     return *pa != NULL && *pb != NULL && (c == NULL || *pc != NULL);
 }
 
-JNIEXPORT jboolean JNICALL Java_dev_muon_internal_BufferKernels_supports(JNIEnv *env, jclass cls, jint variant) {
+JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_BufferKernels_supports(JNIEnv *env, jclass cls, jint variant) {
     (void) env;
     (void) cls;
     return muon_variant_supported(variant) ? JNI_TRUE : JNI_FALSE;
 }
 
-JNIEXPORT jlong JNICALL Java_dev_muon_internal_BufferKernels_float32PackBytes(JNIEnv *env, jclass cls, jint variant,
+JNIEXPORT jlong JNICALL Java_dev_muon_orthogonalize_BufferKernels_float32PackBytes(JNIEnv *env, jclass cls, jint variant,
                                                                              jint m, jint n) {
     return Java_dev_muon_orthogonalize_NativeKernels_float32PackBytes(env, cls, variant, m, n);
 }
 
-JNIEXPORT jboolean JNICALL Java_dev_muon_internal_BufferKernels_float32SelfProduct(
+JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_BufferKernels_float32SelfProduct(
         JNIEnv *env, jclass cls, jint variant, jobject x, jint m, jint k, jboolean symmetricX, jobject out,
         jobject packed, jint threads) {
     (void) cls;
@@ -624,7 +624,7 @@ JNIEXPORT jboolean JNICALL Java_dev_muon_internal_BufferKernels_float32SelfProdu
     return JNI_TRUE;
 }
 
-JNIEXPORT jboolean JNICALL Java_dev_muon_internal_BufferKernels_float32Polynomial(
+JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_BufferKernels_float32Polynomial(
         JNIEnv *env, jclass cls, jint variant, jobject s, jint m, jobject out, jobject packed, jint threads, jfloat a,
         jfloat b, jfloat c) {
     (void) cls;
@@ -638,7 +638,7 @@ JNIEXPORT jboolean JNICALL Java_dev_muon_internal_BufferKernels_float32Polynomia
     return JNI_TRUE;
 }
 
-JNIEXPORT jboolean JNICALL Java_dev_muon_internal_BufferKernels_float32Times(
+JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_BufferKernels_float32Times(
         JNIEnv *env, jclass cls, jint variant, jobject l, jboolean leftSymmetric, jobject r, jint m, jint n,
         jboolean symmetricOut, jobject out, jobject packed, jint threads) {
     (void) cls;
@@ -652,7 +652,7 @@ JNIEXPORT jboolean JNICALL Java_dev_muon_internal_BufferKernels_float32Times(
     return JNI_TRUE;
 }
 
-JNIEXPORT jboolean JNICALL Java_dev_muon_internal_BufferKernels_float32Normalize(
+JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_BufferKernels_float32Normalize(
         JNIEnv *env, jclass cls, jint variant, jobject g, jint m, jint n, jboolean transposed, jobject out,
         jobject packed, jint threads, jdouble safety, jdouble eps) {
     (void) cls;

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Launcher of the GPU test bundle (built by bundle.sh, which copies this file into the bundle's root).
 #
-# Runs muon-cuda's tests, or any main class of the bundle's class path, with the bundle's own Java runtime on a
-# Linux x86-64 machine that has no Java and no Maven. Before a JVM starts, it finds the CUDA libraries that
-# libtorch's GPU build links against (they are not in the bundle), prints which directory served each, and stops
-# with one message listing what is missing: a JVM would otherwise die in the middle of loading libtorch.
+# Runs muon-cuda's tests, or any main class of the bundle's class path, with the bundle's own Java runtime (made by
+# jlink) on a Linux x86-64 machine that has no Java and no Maven. Before a JVM starts, it finds the CUDA libraries
+# that the natives link against (they are not in the bundle), prints which directory served each, and stops with one
+# message listing what is missing: a JVM would otherwise die in the middle of loading libtorch.
 #
-#   run.sh libs                       find the CUDA libraries only (no JRE needed)
+# libtorch: where the bundle holds libtorch's own GPU build (join.sh join unpacked the torch archive), the JVM loads
+# that; where it holds only the core (join.sh core), the JVM loads the machine's libtorch, from MUON_TORCH_LIB or else
+# the torch/lib folder of python3's PyTorch, through bytedeco's JNI bindings of the bundle. `run.sh check` says which.
+#
+#   run.sh libs                       find the CUDA libraries only (no JVM)
 #   run.sh env                        the same, then prints `export LD_LIBRARY_PATH=...` for a Maven run:
 #                                     eval "$(muon-cuda/src/test/gpu/run.sh env)" && mvn -Pgpu ...
-#   run.sh check                      unpack the JRE, java -version, find the CUDA libraries; nothing else
+#   run.sh check                      java -version, which libtorch, the CUDA libraries; nothing else
+#   run.sh symbols                    the symbols the natives need and the libtorch and CUDA found lack (ldd -r)
 #   run.sh tests [--gpu-only] [ARGS]  the JUnit console over muon-cuda's test classes (ARGS go to the console,
 #                                     e.g. --select-class dev.muon.cuda.CudaNewtonSchulzGpuTest)
 #   run.sh main CLASS [ARGS]          java CLASS ARGS on the bundle's class path
@@ -21,19 +26,21 @@
 #   MUON_SITE_PACKAGES     Python site-packages directories (colon-separated) whose nvidia/*/lib hold CUDA wheels;
 #                          default: asked of python3 (import nvidia), then the usual virtualenv and dist-packages globs
 #   MUON_CUDA_LIB_SEARCH   "explicit": search only the two variables above (no CUDA install, ldconfig or python3)
+#   MUON_TORCH_LIB         the machine's libtorch folder (holding libtorch_cpu.so), for a bundle without libtorch
 #   MUON_SKIP_LIB_CHECK    1: report missing libraries but start the JVM anyway (a dry run on a machine with no
 #                          GPU: the GPU tests then skip with CudaSupport's cause)
 #   MUON_REPORTS           where the JUnit console writes its XML reports (default: $PWD/muon-gpu-reports)
 #   MUON_JAVA_OPTS         JVM options (default -Xmx8g)
 #   MUON_JAVACPP_DEBUG     1: JavaCPP logs every library it loads
-# Exit status: the JUnit console's (0 all passed, 1 failures), the main class's, or 3 when a CUDA library is
-# missing, 4 when the JRE cannot be unpacked or run.
+# Exit status: the JUnit console's (0 all passed, 1 failures), the main class's, or 3 when a CUDA library or the
+# machine's libtorch is missing, 4 when the Java runtime does not run.
 set -euo pipefail
 
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 libs_file=${MUON_CUDA_LIBS_FILE:-$bundle/cuda-libs.txt}
-jre_root="$bundle/jre/root"
-java="$jre_root/usr/lib/jvm/java-17-openjdk-amd64/bin/java"
+java="$bundle/jre/bin/java"
+natives="$bundle/natives"
+bundled_torch="$natives/org/bytedeco/pytorch/linux-x86_64-gpu/libtorch_cpu.so"
 
 say() { printf 'muon-gpu-bundle: %s\n' "$*" >&2; }
 
@@ -59,63 +66,14 @@ product_of() {
     esac
 }
 
-# Debian's JRE: conf/ and lib/jvm.cfg are absolute links into /etc/java-17-openjdk, which the package also holds.
-# It is unpacked inside the bundle, not over /, so that the machine's own files stay untouched; the links that point
-# at files of the package are then pointed into the unpacked copy.
-unpack_jre() {
-    if [[ -x "$java" ]]; then
-        return
-    fi
-    local deb
-    deb=$(ls "$bundle"/jre/openjdk-17-jre-headless_*.deb 2>/dev/null | head -n 1) || true
-    if [[ -z "$deb" ]]; then
-        say "no openjdk-17-jre-headless .deb under $bundle/jre; rebuild the bundle with bundle.sh"
-        exit 4
-    fi
-    rm -rf "$jre_root"
-    mkdir -p "$jre_root"
-    if command -v dpkg-deb >/dev/null 2>&1; then
-        dpkg-deb -x "$deb" "$jre_root"
-    elif command -v python3 >/dev/null 2>&1; then
-        # A .deb is an ar archive; without dpkg, read its data member with Python's tarfile.
-        python3 - "$deb" "$jre_root" <<'PY'
-import io, sys, tarfile
-deb, dest = sys.argv[1], sys.argv[2]
-with open(deb, "rb") as f:
-    if f.read(8) != b"!<arch>\n":
-        sys.exit(deb + " is not an ar archive")
-    while True:
-        header = f.read(60)
-        if len(header) < 60:
-            sys.exit(deb + " holds no data.tar member")
-        name, size = header[:16].decode().strip().rstrip("/"), int(header[48:58].decode())
-        body = f.read(size)
-        f.read(size % 2)
-        if name.startswith("data.tar"):
-            tarfile.open(fileobj=io.BytesIO(body)).extractall(dest)
-            break
-PY
-    else
-        say "neither dpkg-deb nor python3 is here to unpack $deb"
-        exit 4
-    fi
-    local link target
-    while IFS= read -r -d '' link; do
-        target=$(readlink "$link")
-        if [[ "$target" == /* && -e "$jre_root$target" ]]; then
-            ln -sfn "$jre_root$target" "$link"
-        fi
-    done < <(find "$jre_root" -type l -print0)
-    if [[ ! -x "$java" ]]; then
-        say "unpacking $deb gave no $java"
-        exit 4
-    fi
-}
-
 check_java() {
     local version
+    if [[ ! -x "$java" ]]; then
+        say "no Java runtime at $java; rebuild the bundle with bundle.sh"
+        exit 4
+    fi
     if ! version=$("$java" -version 2>&1); then
-        say "the bundle's JRE does not run ($java):"
+        say "the bundle's Java runtime does not run ($java):"
         printf '%s\n' "$version" >&2
         exit 4
     fi
@@ -264,8 +222,33 @@ find_cuda_libs() {
     say "all required CUDA libraries found"
 }
 
+# Which libtorch the JVM will load: the bundle's own GPU build if the torch archive was unpacked, else the machine's
+# (MUON_TORCH_LIB, or the torch/lib folder of python3's PyTorch, found without importing it). Sets torch_lib to the
+# machine's folder, or leaves it empty for the bundle's; returns 3 if neither is there.
+torch_lib=""
+find_torch() {
+    if [[ -f "$bundled_torch" ]]; then
+        say "libtorch: the bundle's own GPU build ($(dirname "$bundled_torch"))"
+        return 0
+    fi
+    local dir=${MUON_TORCH_LIB:-}
+    if [[ -z "$dir" ]] && command -v python3 >/dev/null 2>&1; then
+        dir=$(python3 -c 'import importlib.util as u, os; s = u.find_spec("torch"); print(os.path.join(s.submodule_search_locations[0], "lib") if s else "")' 2>/dev/null || true)
+    fi
+    if [[ -z "$dir" || ! -f "$dir/libtorch_cpu.so" ]]; then
+        say "libtorch: the bundle holds only its core (no libtorch), and no libtorch_cpu.so was found on this machine" \
+            "(${dir:-python3 has no torch}); set MUON_TORCH_LIB to the folder that holds it, or unpack the torch" \
+            "archive with join.sh join"
+        return 3
+    fi
+    torch_lib=$(cd "$dir" && pwd)
+    say "libtorch: the machine's, $torch_lib (bytedeco's JNI bindings of the bundle against it)"
+}
+
 class_path() {
-    local cp="$bundle/classes/test" j
+    # natives/ holds the JNI libraries (and libtorch, if unpacked) at their resource paths: JavaCPP loads them from
+    # there in place. No natives jar is on the class path.
+    local cp="$bundle/classes/test:$natives" j
     for j in "$bundle"/lib/*.jar; do
         cp="$cp:$j"
     done
@@ -279,9 +262,9 @@ jvm_options() {
     opts+=("-Dorg.bytedeco.javacpp.platform.extension=-gpu" "-Djavacpp.platform.extension=-gpu")
     # Only the directories found above: the JVM's default path holds /usr/lib/x86_64-linux-gnu, where a distribution's
     # own libtorch (Debian ships 1.13) would be picked up by JavaCPP's fallback whenever the bundle's libtorch.so
-    # fails to load, and mixing the two crashes in the dispatcher's static initialisers (seen in the dry run).
+    # fails to load, and mixing the two crashes in the dispatcher's static initialisers (seen in a dry run).
     opts+=("-Djava.library.path=${LD_LIBRARY_PATH:-}")
-    # Extracted natives (about 1 GB for libtorch's GPU build) stay inside the bundle, not in ~/.javacpp.
+    # What JavaCPP still copies (libopenblas under a second name) stays inside the bundle, not in ~/.javacpp.
     opts+=("-Dorg.bytedeco.javacpp.cachedir=$bundle/javacpp-cache")
     if [[ "${MUON_JAVACPP_DEBUG:-0}" == 1 ]]; then
         opts+=("-Dorg.bytedeco.javacpp.logger.debug=true")
@@ -290,10 +273,17 @@ jvm_options() {
 }
 
 prepare() {
-    unpack_jre
     check_java
     local status=0
+    find_torch || status=$?
+    if [[ $status -ne 0 ]]; then
+        exit "$status"
+    fi
     find_cuda_libs || status=$?
+    if [[ -n "$torch_lib" ]]; then
+        # First, so that the JNI bindings' libtorch_cpu.so, libc10.so, ... resolve to the machine's.
+        export LD_LIBRARY_PATH="$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fi
     if [[ $status -ne 0 ]]; then
         if [[ "${MUON_SKIP_LIB_CHECK:-0}" == 1 ]]; then
             say "MUON_SKIP_LIB_CHECK=1: starting the JVM anyway"
@@ -301,6 +291,28 @@ prepare() {
             exit "$status"
         fi
     fi
+}
+
+# The undefined symbols of the bundle's natives against the libtorch and CUDA libraries found: each listed one is a
+# function that ends the JVM ("symbol lookup error") when something calls it (they are bound lazily, on first call).
+# None is expected for libraries of the versions the natives were built for; the JNI bindings against another
+# libtorch, or libtorch's GPU build against an older CUDA, show here first what they lack.
+symbols() {
+    local f report missing total=0
+    command -v ldd >/dev/null 2>&1 || { say "ldd is needed"; exit 4; }
+    for f in "$natives"/org/bytedeco/pytorch/linux-x86_64-gpu/lib*.so* "$natives"/org/bytedeco/cuda/linux-x86_64/lib*.so; do
+        [[ -f "$f" ]] || continue
+        # Only what the library itself references, with OpenBLAS where JavaCPP preloads it from in the JVM.
+        report=$(LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$natives/org/bytedeco/openblas/linux-x86_64" ldd -r "$f" 2>&1 \
+            | awk -v f="($f)" 'index($0, "undefined symbol") == 1 && index($0, f) {sub(/,$/, "", $3); print $3}')
+        missing=$(grep -c . <<< "$report" || true)
+        total=$((total + missing))
+        printf 'symbols: %s undefined=%s\n' "$(basename "$f")" "$missing"
+        [[ -z "$report" ]] || awk 'NR <= 25' <<< "$report" | { command -v c++filt >/dev/null 2>&1 && c++filt || cat; } | sed 's/^/    /'
+        LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$natives/org/bytedeco/openblas/linux-x86_64" ldd "$f" 2>/dev/null \
+            | grep -E 'libtorch|libc10|not found' | sed 's/^[ \t]*/    linked: /' || true
+    done
+    printf 'symbols: total undefined=%s\n' "$total"
 }
 
 command=${1:-}
@@ -315,6 +327,10 @@ case "$command" in
         ;;
     check)
         prepare
+        ;;
+    symbols)
+        prepare
+        symbols
         ;;
     tests)
         prepare
@@ -333,7 +349,7 @@ case "$command" in
             # An explicit selection replaces the scan of every test class.
             [[ "$a" == --select* ]] && selection=()
         done
-        say "starting the JUnit console (class path: the bundle's classes/test and lib/*.jar)"
+        say "starting the JUnit console (class path: the bundle's classes/test, natives/ and lib/*.jar)"
         exec "$java" "${opts[@]}" -jar "$console" execute --disable-banner --disable-ansi-colors --details=tree \
             --class-path "$(class_path)" "${selection[@]}" "${tags[@]}" --reports-dir "$reports" "$@"
         ;;

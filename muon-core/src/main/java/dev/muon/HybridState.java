@@ -78,7 +78,7 @@ final class HybridState {
      */
     static StateMismatchException.Difference withHint(Assignment assignment, StateMismatchException.Difference d) {
         for (Assignment.Decision decision : assignment.decisions()) {
-            if (!d.entry().equals("'" + decision.name() + "'")) {
+            if (!decision.name().equals(d.parameter())) {
                 continue;
             }
             if (d.field().equals("optimizer") && decision.verdict().reason() == AssignmentRule.Reason.OUTPUT_LAYER) {
@@ -96,6 +96,6 @@ final class HybridState {
     }
 
     private static StateMismatchException.Difference hinted(StateMismatchException.Difference d, String hint) {
-        return new StateMismatchException.Difference(d.entry(), d.field(), d.optimizer(), d.state(), hint);
+        return d.withHint(hint);
     }
 }

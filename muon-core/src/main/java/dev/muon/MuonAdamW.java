@@ -195,7 +195,7 @@ public final class MuonAdamW implements TrainingOptimizer {
 
     /** The Muon side of the drop-in ({@link MuonConfig#dropIn}), which muon-djl's drop-in shares. */
     static MuonConfig dropInMuonConfig(AdamWConfig adamW) {
-        return MuonConfig.dropIn(adamW);
+        return MuonConfig.dropIn(adamW.lr(), adamW.weightDecay());
     }
 
     private Muon newMuon(MuonConfig config) {

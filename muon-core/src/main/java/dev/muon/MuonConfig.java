@@ -181,12 +181,15 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * scaled to AdamW's RMS ({@link AdjustLr#MATCH_RMS_ADAMW}, Moonlight's rule), and conv filters are flattened
      * ({@link ConvWeights#FLATTEN}), since the hybrid's rules send them to Muon.
      *
-     * @param adamW the AdamW hyperparameters being replaced
+     * @param lr          the lr of the AdamW being replaced
+     * @param weightDecay its weight decay
      * @return the Muon group's config
+     * @throws IllegalArgumentException if a value is invalid, as {@link #withLr} and {@link #withWeightDecay} say
      */
-    public static MuonConfig dropIn(AdamWConfig adamW) {
-        return defaults().withLr(adamW.lr()).withWeightDecay(adamW.weightDecay())
-                .withAdjustLr(AdjustLr.MATCH_RMS_ADAMW).withConvWeights(ConvWeights.FLATTEN);
+    public static MuonConfig dropIn(double lr, double weightDecay) {
+        // Two numbers, not an AdamWConfig: this value must not reach AdamWConfig's conversion from libtorch's options.
+        return defaults().withLr(lr).withWeightDecay(weightDecay).withAdjustLr(AdjustLr.MATCH_RMS_ADAMW)
+                .withConvWeights(ConvWeights.FLATTEN);
     }
 
     /**

@@ -42,6 +42,6 @@ final class ScheduleRecords {
                 + "restored lrs "
                 + java.util.Arrays.toString(loadedLrs) + "; pass the run's base lrs to LrScheduler.of(optimizer, "
                 + "schedule, baseLrs...) to resume the schedule exactly");
-        return new ScheduleRecord(loadedLrs, ScheduleRecord.UNKNOWN_SCHEDULE);
+        return ScheduleRecord.unknown(loadedLrs);
     }
 }

@@ -1,6 +1,7 @@
 package dev.muon;
 
 import dev.muon.golden.NativeScopePerTest;
+import dev.muon.schedule.LrSchedule;
 import dev.muon.schedule.LrScheduler;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
@@ -62,6 +63,8 @@ class CheckpointFormatTest {
         again.load(file);
 
         assertEquals(3, resumed.stepCount());
+        // The file holds its schedule as the first format's text: a resume rebuilds it from that.
+        assertEquals(LrSchedule.warmupCosine(5, 20, 0.1), LrScheduler.resume(resumed).schedule());
         assertEquals(straight.lr(0), resumed.lr(0));
         assertEquals(straight.lr(1), resumed.lr(1));
         assertClose(straightNamed, resumedNamed, "after loading");

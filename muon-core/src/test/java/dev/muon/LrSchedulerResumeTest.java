@@ -86,8 +86,8 @@ class LrSchedulerResumeTest {
         muon.save(file);
         Muon other = MuonCheckpointTest.muon(MuonCheckpointTest.params(2));
         other.load(file);
-        assertEquals(new ScheduleRecord(new double[]{0.02, 0.01}, SCHEDULE.toString()),
-                other.scheduleRecord().orElseThrow());
+        assertEquals(ScheduleRecord.of(new double[]{0.02, 0.01}, SCHEDULE), other.scheduleRecord().orElseThrow());
+        assertEquals(ScheduleRecord.Source.BUILT_IN, other.scheduleRecord().orElseThrow().source());
         assertEquals(0.02, LrScheduler.resume(other).baseLr(0));
     }
 
@@ -112,9 +112,10 @@ class LrSchedulerResumeTest {
         assertEquals(0.03, after.lr(0));
         ScheduleRecord record = after.scheduleRecord().orElseThrow();
         assertArrayEquals(new double[]{after.lr(0), after.lr(1)}, record.initialLrs());
-        assertEquals(ScheduleRecord.UNKNOWN_SCHEDULE, record.schedule());
+        assertEquals(ScheduleRecord.Source.UNKNOWN, record.source());
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> LrScheduler.resume(after));
-        assertTrue(e.getMessage().startsWith("schedule 'unknown"), e.getMessage());
+        assertEquals("the optimizer's schedule is unknown (restored from a state without a schedule record), not a "
+                + "built-in one; pass the schedule to LrScheduler.of", e.getMessage());
     }
 
     @Test
@@ -143,22 +144,27 @@ class LrSchedulerResumeTest {
     }
 
     static Stream<Arguments> badRecords() {
+        LrSchedule custom = step -> 1.0;
         return Stream.of(
-                Arguments.of("negativeLr_isRejected", new double[]{-1e-3}, "WarmupCosine[]",
+                Arguments.of("negativeLr_isRejected", new double[]{-1e-3}, ScheduleRecord.Source.BUILT_IN, SCHEDULE,
                         "initialLrs[0] must be finite and >= 0, got -0.001"),
-                Arguments.of("nanLr_isRejected", new double[]{0.1, Double.NaN}, "x",
+                Arguments.of("nanLr_isRejected", new double[]{0.1, Double.NaN}, ScheduleRecord.Source.CUSTOM, null,
                         "initialLrs[1] must be finite and >= 0, got NaN"),
-                Arguments.of("blankSchedule_isRejected", new double[]{0.1}, " ",
-                        "schedule must be one non-blank line, got ' '"),
-                Arguments.of("twoLineSchedule_isRejected", new double[]{0.1}, "a\nb",
-                        "schedule must be one non-blank line, got 'a\nb'"));
+                Arguments.of("builtInWithoutSchedule_isRejected", new double[]{0.1}, ScheduleRecord.Source.BUILT_IN,
+                        null, "schedule must be set exactly for a BUILT_IN record, got none for BUILT_IN"),
+                Arguments.of("customWithSchedule_isRejected", new double[]{0.1}, ScheduleRecord.Source.CUSTOM,
+                        SCHEDULE, "schedule must be set exactly for a BUILT_IN record, got one for CUSTOM"),
+                Arguments.of("builtInLambda_isRejected", new double[]{0.1}, ScheduleRecord.Source.BUILT_IN, custom,
+                        "schedule must be one of LrSchedule's built-in schedules, got a " + custom.getClass()
+                                .getName()));
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("badRecords")
-    void badRecord_isRejected(String name, double[] lrs, String schedule, String message) {
+    void badRecord_isRejected(String name, double[] lrs, ScheduleRecord.Source source, LrSchedule schedule,
+                              String message) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new ScheduleRecord(lrs, schedule));
+                () -> new ScheduleRecord(lrs, source, schedule));
         assertEquals(message, e.getMessage());
     }
 
@@ -166,7 +172,7 @@ class LrSchedulerResumeTest {
     void recordOfTheWrongGroupCount_isRejected() {
         MuonAdamW opt = CheckpointTest.hybrid(CheckpointFormatTest.seededModel(3));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> opt.recordSchedule(new ScheduleRecord(new double[]{0.1}, "custom")));
+                () -> opt.recordSchedule(ScheduleRecord.of(new double[]{0.1}, step -> 1.0)));
         assertEquals("record must hold one base lr per group (2), got 1", e.getMessage());
         assertTrue(opt.scheduleRecord().isEmpty());
     }

@@ -73,51 +73,15 @@ public interface LrSchedule {
     }
 
     /**
-     * The text a checkpoint keeps of a schedule: the record form of the built-in ones
-     * ({@code WarmupCosine[warmupSteps=100, totalSteps=5000, minFactor=0.1]}), {@code "custom"} for any other.
+     * Whether a schedule is one of the built-in ones ({@link #constant()}, {@link #warmupCosine},
+     * {@link #warmupStableDecay}), which a {@link ScheduleRecord} holds as itself and a resume rebuilds.
      *
      * @param schedule the schedule
-     * @return its text
+     * @return true for a built-in one
      */
-    static String describe(LrSchedule schedule) {
+    static boolean isBuiltIn(LrSchedule schedule) {
         return schedule instanceof Constant || schedule instanceof WarmupCosine
-                || schedule instanceof WarmupStableDecay ? schedule.toString() : "custom";
-    }
-
-    /**
-     * The built-in schedule a {@link #describe} text stands for.
-     *
-     * @param text the text
-     * @return the schedule
-     * @throws IllegalArgumentException if the text is not one of a built-in schedule ({@code "custom"} included)
-     */
-    static LrSchedule parse(String text) {
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\w+)\\[(.*)]").matcher(text);
-        if (!m.matches()) {
-            throw new IllegalArgumentException("schedule '" + text + "' is not a built-in schedule; pass the "
-                    + "schedule to LrScheduler.of");
-        }
-        java.util.Map<String, String> fields = new java.util.HashMap<>();
-        for (String pair : m.group(2).split(",")) {
-            int eq = pair.indexOf('=');
-            if (eq > 0) {
-                fields.put(pair.substring(0, eq).trim(), pair.substring(eq + 1).trim());
-            }
-        }
-        try {
-            return switch (m.group(1)) {
-                case "Constant" -> constant();
-                case "WarmupCosine" -> warmupCosine(Long.parseLong(fields.get("warmupSteps")),
-                        Long.parseLong(fields.get("totalSteps")), Double.parseDouble(fields.get("minFactor")));
-                case "WarmupStableDecay" -> warmupStableDecay(Long.parseLong(fields.get("warmupSteps")),
-                        Long.parseLong(fields.get("stableSteps")), Long.parseLong(fields.get("decaySteps")),
-                        Double.parseDouble(fields.get("minFactor")));
-                default -> throw new IllegalArgumentException("schedule '" + text + "' is not a built-in "
-                        + "schedule; pass the schedule to LrScheduler.of");
-            };
-        } catch (NullPointerException | NumberFormatException e) {
-            throw new IllegalArgumentException("schedule '" + text + "' does not parse: " + e.getMessage(), e);
-        }
+                || schedule instanceof WarmupStableDecay;
     }
 
     /** The constant schedule. */

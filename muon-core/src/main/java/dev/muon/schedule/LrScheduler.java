@@ -62,11 +62,12 @@ public final class LrScheduler {
         Objects.requireNonNull(schedule, "schedule must not be null");
         java.util.Optional<ScheduleRecord> record = optimizer.scheduleRecord();
         if (record.isPresent() && record.get().initialLrs().length == optimizer.groupCount()) {
-            String text = LrSchedule.describe(schedule);
-            if (!record.get().schedule().equals(text)
-                    && !record.get().schedule().equals(ScheduleRecord.UNKNOWN_SCHEDULE)) {
+            ScheduleRecord now = ScheduleRecord.of(record.get().initialLrs(), schedule);
+            ScheduleRecord was = record.get();
+            boolean same = was.source() == now.source() && java.util.Objects.equals(was.schedule(), now.schedule());
+            if (!same && was.source() != ScheduleRecord.Source.UNKNOWN) {
                 LOG.log(System.Logger.Level.WARNING, "LrScheduler: the optimizer was scheduled by "
-                        + record.get().schedule() + " and is now scheduled by " + text);
+                        + was.describe() + " and is now scheduled by " + now.describe());
             }
             return create(optimizer, schedule, record.get().initialLrs());
         }
@@ -100,7 +101,7 @@ public final class LrScheduler {
                         + baseLrs[g]);
             }
         }
-        optimizer.recordSchedule(new ScheduleRecord(baseLrs, LrSchedule.describe(schedule)));
+        optimizer.recordSchedule(ScheduleRecord.of(baseLrs, schedule));
         return create(optimizer, schedule, baseLrs);
     }
 
@@ -122,11 +123,11 @@ public final class LrScheduler {
         Objects.requireNonNull(optimizer, "optimizer must not be null");
         ScheduleRecord record = optimizer.scheduleRecord().orElseThrow(() -> new IllegalStateException(
                 "the optimizer holds no schedule record: no LrScheduler was made for it, and none was loaded"));
-        try {
-            return create(optimizer, LrSchedule.parse(record.schedule()), record.initialLrs());
-        } catch (IllegalArgumentException e) {
-            throw new IllegalStateException(e.getMessage(), e);
+        if (record.source() != ScheduleRecord.Source.BUILT_IN) {
+            throw new IllegalStateException("the optimizer's schedule is " + record.describe() + ", not a built-in "
+                    + "one; pass the schedule to LrScheduler.of");
         }
+        return create(optimizer, record.schedule(), record.initialLrs());
     }
 
     private static LrScheduler create(TrainingOptimizer optimizer, LrSchedule schedule, double[] baseLrs) {
@@ -176,6 +177,15 @@ public final class LrScheduler {
     }
 
     /**
+     * The schedule this scheduler applies.
+     *
+     * @return the schedule
+     */
+    public LrSchedule schedule() {
+        return schedule;
+    }
+
+    /**
      * The base lr of a group.
      *
      * @param group the group index
@@ -202,7 +212,7 @@ public final class LrScheduler {
         }
         double[] next = baseLrs();
         next[group] = lr;
-        optimizer.recordSchedule(new ScheduleRecord(next, LrSchedule.describe(schedule)));
+        optimizer.recordSchedule(ScheduleRecord.of(next, schedule));
         baseLrs[group] = lr;
     }
 

@@ -249,7 +249,7 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
                 lrs.add(lr);
             }
             record.put("initial_lrs", lrs);
-            record.put("schedule", schedule.schedule());
+            record.put("schedule", ScheduleEntries.toJson(schedule));
             doc.put("schedule", record);
         }
         List<Object> list = new ArrayList<>();
@@ -310,11 +310,9 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
             for (int g = 0; g < values.length; g++) {
                 values[g] = number(lrs.get(g), "schedule.initial_lrs[" + g + "]");
             }
-            if (!(s.get("schedule") instanceof String text)) {
-                throw new FormatException("__metadata__.state.schedule.schedule", "must be a string");
-            }
             try {
-                schedule = new ScheduleRecord(values, text);
+                schedule = ScheduleEntries.fromJson(values, s.get("schedule"), "__metadata__.state.schedule"
+                        + ".schedule");
             } catch (IllegalArgumentException e) {
                 throw new FormatException("__metadata__.state.schedule", e.getMessage());
             }

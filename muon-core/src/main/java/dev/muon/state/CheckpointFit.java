@@ -124,14 +124,14 @@ public final class CheckpointFit {
                     String.valueOf(theirs.size()), null));
             for (CheckpointDocument.Parameter s : mine) {
                 if (!theirNames.contains(s.name())) {
-                    out.add(new StateMismatchException.Difference("'" + s.name() + "'", "presence", "present",
-                            "absent", null));
+                    out.add(StateMismatchException.Difference.of(s.name(), null, "presence", "present", "absent",
+                            null));
                 }
             }
             for (CheckpointDocument.Parameter s : theirs) {
                 if (!mineNames.contains(s.name())) {
-                    out.add(new StateMismatchException.Difference("'" + s.name() + "'", "presence", "absent",
-                            "present", null));
+                    out.add(StateMismatchException.Difference.of(s.name(), null, "presence", "absent", "present",
+                            null));
                 }
             }
             return;
@@ -139,44 +139,44 @@ public final class CheckpointFit {
         for (int i = 0; i < mine.size(); i++) {
             CheckpointDocument.Parameter a = mine.get(i);
             CheckpointDocument.Parameter b = theirs.get(i);
-            String where = "'" + a.name() + "'";
-            field(out, where, "name", a.name(), b.name());
-            field(out, where, "optimizer", a.optimizer(), b.optimizer());
-            field(out, where, "group", a.group(), b.group());
-            field(out, where, "shape", Arrays.toString(a.shape()), Arrays.toString(b.shape()));
-            field(out, where, "dtype", a.dtype(), b.dtype());
-            field(out, where, "tied to", a.tiedTo(), b.tiedTo());
-            field(out, where, "row split", a.rowSplit(), b.rowSplit());
+            String name = a.name();
+            field(out, name, "name", a.name(), b.name());
+            field(out, name, "optimizer", a.optimizer(), b.optimizer());
+            field(out, name, "group", a.group(), b.group());
+            field(out, name, "shape", Arrays.toString(a.shape()), Arrays.toString(b.shape()));
+            field(out, name, "dtype", a.dtype(), b.dtype());
+            field(out, name, "tied to", a.tiedTo(), b.tiedTo());
+            field(out, name, "row split", a.rowSplit(), b.rowSplit());
         }
     }
 
-    private static void field(List<StateMismatchException.Difference> out, String where, String field, Object mine,
-                              Object theirs) {
+    private static void field(List<StateMismatchException.Difference> out, String parameter, String field,
+                              Object mine, Object theirs) {
         String a = mine == null ? "none" : String.valueOf(mine);
         String b = theirs == null ? "none" : String.valueOf(theirs);
         if (!a.equals(b)) {
-            out.add(new StateMismatchException.Difference(where, field, a, b, null));
+            out.add(StateMismatchException.Difference.of(parameter, null, field, a, b, null));
         }
     }
 
     private static <T> void checkTensors(CheckpointDocument.Parameter spec, CheckpointDocument state,
                                          Map<String, T> tensors, TensorIo<T> io,
                                          List<StateMismatchException.Difference> out) {
-        String where = "'" + spec.name() + "'";
-        T value = tensors.get("value/" + spec.name());
-        if (like(out, where + " value", value, spec.shape(), spec.dtype(), io)) {
-            finite(out, where + " value", value, io);
+        String name = spec.name();
+        T value = tensors.get("value/" + name);
+        if (like(out, name, "value", value, spec.shape(), spec.dtype(), io)) {
+            finite(out, name, "value", value, io);
         }
         List<BufferSpec> declared = state.declaredBuffers(spec);
-        String suffix = "/" + spec.name();
-        for (String name : tensors.keySet()) {
-            int slash = name.indexOf('/');
-            if (slash < 0 || !name.substring(slash + 1).equals(spec.name())) {
+        String suffix = "/" + name;
+        for (String tensor : tensors.keySet()) {
+            int slash = tensor.indexOf('/');
+            if (slash < 0 || !tensor.substring(slash + 1).equals(name)) {
                 continue;
             }
-            String key = name.substring(0, slash);
+            String key = tensor.substring(0, slash);
             if (!CheckpointBytes.FIXED_KINDS.contains(key) && declared.stream().noneMatch(d -> d.key().equals(key))) {
-                out.add(new StateMismatchException.Difference(where, "buffer '" + key + "'",
+                out.add(StateMismatchException.Difference.of(name, null, "buffer '" + key + "'",
                         "none (its update keeps " + keys(declared) + ")", "present", null));
             }
         }
@@ -188,40 +188,39 @@ public final class CheckpointFit {
                 continue;
             }
             held++;
-            String what = where + " " + d.label();
             long[] shape = d.shape().of(spec.shape());
             String heldName = TensorKind.dtypeNameOf(io.dtypeText(t));
             if (!Arrays.equals(io.shape(t), shape)) {
-                out.add(new StateMismatchException.Difference(what, "shape", Arrays.toString(shape),
+                out.add(StateMismatchException.Difference.of(name, d.label(), "shape", Arrays.toString(shape),
                         Arrays.toString(io.shape(t)), null));
             } else if (!d.dtype().accepts(heldName, dtypeName)) {
-                out.add(new StateMismatchException.Difference(what, "dtype",
+                out.add(StateMismatchException.Difference.of(name, d.label(), "dtype",
                         TensorKind.documentNameOf(d.dtype().of(dtypeName)), io.dtypeText(t), null));
             } else {
-                finite(out, what, t, io);
+                finite(out, name, d.label(), t, io);
                 if (d.values() == BufferSpec.Values.FINITE_NON_NEGATIVE) {
-                    nonNegative(out, what, t, io);
+                    nonNegative(out, name, d.label(), t, io);
                 }
             }
         }
         // A parameter's update starts every buffer it declares at its first step: a state holds all or none.
         if (held != 0 && held != declared.size()) {
-            out.add(new StateMismatchException.Difference(where, "Muon state", "every buffer its update keeps ("
+            out.add(StateMismatchException.Difference.of(name, null, "Muon state", "every buffer its update keeps ("
                     + keys(declared) + ") or none", keys(declared.stream().filter(d -> tensors.get(d.key() + suffix)
                     != null).toList()) + " only", null));
         }
         T expAvg = tensors.get("exp_avg" + suffix);
         T expAvgSq = tensors.get("exp_avg_sq" + suffix);
         if (spec.adamWStep() != null && expAvg != null && expAvgSq != null) {
-            if (like(out, where + " exp_avg", expAvg, spec.shape(), spec.dtype(), io)) {
-                finite(out, where + " exp_avg", expAvg, io);
+            if (like(out, name, "exp_avg", expAvg, spec.shape(), spec.dtype(), io)) {
+                finite(out, name, "exp_avg", expAvg, io);
             }
-            if (like(out, where + " exp_avg_sq", expAvgSq, spec.shape(), spec.dtype(), io)) {
-                finite(out, where + " exp_avg_sq", expAvgSq, io);
-                nonNegative(out, where + " exp_avg_sq", expAvgSq, io);
+            if (like(out, name, "exp_avg_sq", expAvgSq, spec.shape(), spec.dtype(), io)) {
+                finite(out, name, "exp_avg_sq", expAvgSq, io);
+                nonNegative(out, name, "exp_avg_sq", expAvgSq, io);
             }
             if (spec.adamWStep() > state.step()) {
-                out.add(new StateMismatchException.Difference(where, "AdamW step", "in [0, " + state.step()
+                out.add(StateMismatchException.Difference.of(name, null, "AdamW step", "in [0, " + state.step()
                         + "] (the state's step)", String.valueOf(spec.adamWStep()), null));
             }
         }
@@ -232,33 +231,35 @@ public final class CheckpointFit {
     }
 
     /** Whether a tensor, if present, has the shape and dtype; records a difference if not. */
-    private static <T> boolean like(List<StateMismatchException.Difference> out, String what, T t, long[] shape,
-                                    String dtype, TensorIo<T> io) {
+    private static <T> boolean like(List<StateMismatchException.Difference> out, String parameter, String what,
+                                    T t, long[] shape, String dtype, TensorIo<T> io) {
         if (t == null) {
             return false;
         }
         if (!Arrays.equals(io.shape(t), shape)) {
-            out.add(new StateMismatchException.Difference(what, "shape", Arrays.toString(shape),
+            out.add(StateMismatchException.Difference.of(parameter, what, "shape", Arrays.toString(shape),
                     Arrays.toString(io.shape(t)), null));
             return false;
         }
         if (!io.dtypeText(t).equals(dtype)) {
-            out.add(new StateMismatchException.Difference(what, "dtype", dtype, io.dtypeText(t), null));
+            out.add(StateMismatchException.Difference.of(parameter, what, "dtype", dtype, io.dtypeText(t), null));
             return false;
         }
         return true;
     }
 
-    private static <T> void finite(List<StateMismatchException.Difference> out, String what, T t, TensorIo<T> io) {
+    private static <T> void finite(List<StateMismatchException.Difference> out, String parameter, String what, T t,
+                                   TensorIo<T> io) {
         if (!io.allFinite(t)) {
-            out.add(new StateMismatchException.Difference(what, "values", "finite", "NaN or Inf", null));
+            out.add(StateMismatchException.Difference.of(parameter, what, "values", "finite", "NaN or Inf", null));
         }
     }
 
-    private static <T> void nonNegative(List<StateMismatchException.Difference> out, String what, T t,
-                                        TensorIo<T> io) {
+    private static <T> void nonNegative(List<StateMismatchException.Difference> out, String parameter, String what,
+                                        T t, TensorIo<T> io) {
         if (io.anyNegative(t)) {
-            out.add(new StateMismatchException.Difference(what, "values", ">= 0", "a negative value", null));
+            out.add(StateMismatchException.Difference.of(parameter, what, "values", ">= 0", "a negative value",
+                    null));
         }
     }
 }

@@ -112,13 +112,13 @@ public record FittedState(OptimizerState state, List<String> fresh) {
             }
             ParameterSpec spec = theirs.spec();
             if (!Arrays.equals(spec.shape(), mine.shape())) {
-                refused.add(new StateMismatchException.Difference(where, "shape", Arrays.toString(mine.shape()),
-                        Arrays.toString(spec.shape()), null));
+                refused.add(StateMismatchException.Difference.of(mine.name(), null, "shape",
+                        Arrays.toString(mine.shape()), Arrays.toString(spec.shape()), null));
                 continue;
             }
             if (spec.dtype().value != mine.dtype().value) {
-                refused.add(new StateMismatchException.Difference(where, "dtype", mine.dtype().toString(),
-                        spec.dtype().toString(), null));
+                refused.add(StateMismatchException.Difference.of(mine.name(), null, "dtype",
+                        mine.dtype().toString(), spec.dtype().toString(), null));
                 continue;
             }
             if (spec.equals(mine)) {
@@ -133,8 +133,7 @@ public record FittedState(OptimizerState state, List<String> fresh) {
             fresh.add(where + " (" + placeOf(spec) + " in the state, now " + placeOf(mine) + ")");
         }
         for (ParameterEntry left : saved.values()) {
-            refused.add(new StateMismatchException.Difference("'" + Messages.shortened(left.name()) + "'",
-                    "presence", "absent", "present",
+            refused.add(StateMismatchException.Difference.of(left.name(), null, "presence", "absent", "present",
                     "a restore with AssignmentChanges.START_FRESH drops no parameter of the state"));
         }
         if (!refused.isEmpty()) {

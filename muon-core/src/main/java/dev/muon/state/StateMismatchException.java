@@ -1,5 +1,6 @@
 package dev.muon.state;
 
+import dev.muon.internal.Messages;
 import dev.muon.internal.TorchNatives;
 
 import java.util.List;
@@ -23,13 +24,16 @@ public final class StateMismatchException extends IllegalStateException {
     /**
      * One difference.
      *
-     * @param entry     where: a parameter's name, {@code "muon group 0"}, {@code "adamw"}, {@code "step"}
+     * @param parameter the name of the parameter it concerns, or null for a group's, the schedule's or the step's
+     * @param entry     where, as the message shows it: a parameter's quoted name (and which of its tensors),
+     *                  {@code "muon group 0"}, {@code "adamw"}, {@code "step"}
      * @param field     what differs: {@code "shape"}, {@code "nsSteps"}, ...
      * @param optimizer the optimizer's value, or the rule the state's value breaks
      * @param state     the state's value
      * @param hint      how to build an optimizer the state fits, or null
      */
-    public record Difference(String entry, String field, String optimizer, String state, String hint) {
+    public record Difference(String parameter, String entry, String field, String optimizer, String state,
+                             String hint) {
         static {
             // First, in case this is the first type of ours a program touches: see TorchNatives.
             TorchNatives.extract();
@@ -39,6 +43,46 @@ public final class StateMismatchException extends IllegalStateException {
         public Difference {
             Objects.requireNonNull(entry, "entry");
             Objects.requireNonNull(field, "field");
+        }
+
+        /**
+         * A difference of no parameter (a group's, the schedule's, the step's).
+         *
+         * @param entry     where
+         * @param field     what differs
+         * @param optimizer the optimizer's value, or the rule
+         * @param state     the state's value
+         * @param hint      how to build an optimizer the state fits, or null
+         */
+        public Difference(String entry, String field, String optimizer, String state, String hint) {
+            this(null, entry, field, optimizer, state, hint);
+        }
+
+        /**
+         * A difference of a parameter or one of its tensors: the entry is its quoted name, then what.
+         *
+         * @param parameter the parameter's name
+         * @param what      which of its tensors ({@code "momentum buffer"}), or null for the parameter itself
+         * @param field     what differs
+         * @param optimizer the optimizer's value, or the rule
+         * @param state     the state's value
+         * @param hint      how to build an optimizer the state fits, or null
+         * @return the difference
+         */
+        public static Difference of(String parameter, String what, String field, String optimizer, String state,
+                                    String hint) {
+            return new Difference(parameter, "'" + Messages.shortened(parameter) + "'" + (what == null ? ""
+                    : " " + what), field, optimizer, state, hint);
+        }
+
+        /**
+         * This difference with a hint.
+         *
+         * @param value how to build an optimizer the state fits
+         * @return a copy
+         */
+        public Difference withHint(String value) {
+            return new Difference(parameter, entry, field, optimizer, state, value);
         }
 
         /**

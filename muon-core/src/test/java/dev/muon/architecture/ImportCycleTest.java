@@ -193,7 +193,7 @@ class ImportCycleTest {
         return out.toString();
     }
 
-    private static Set<String> reachable(Map<String, Set<String>> graph, String from) {
+    static Set<String> reachable(Map<String, Set<String>> graph, String from) {
         Set<String> seen = new TreeSet<>();
         Deque<String> todo = new ArrayDeque<>(graph.getOrDefault(from, Set.of()));
         while (!todo.isEmpty()) {

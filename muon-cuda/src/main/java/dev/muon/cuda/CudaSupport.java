@@ -156,7 +156,8 @@ public final class CudaSupport {
         } else {
             message = "libtorch's GPU natives are on the class path and selected, but did not load (" + brief(error)
                     + "); the CUDA libraries they link against (cuBLAS, cuDNN, NCCL, ...) must be on the library "
-                    + "path: the GPU test bundle's run.sh libs lists which are missing (CUDA documentation, 'With the GPU test bundle')";
+                    + "path: the GPU test bundle's run.sh libs lists which are missing (CUDA documentation, "
+                    + "'GPU test bundle for a machine without Java or Maven')";
         }
         return new UnsupportedOperationException(message, error);
     }

@@ -81,7 +81,8 @@ class CudaSupportTest {
                         "libtorch's GPU natives are on the class path and selected, but did not load "
                                 + "(UnsatisfiedLinkError: no jnicudart); the CUDA libraries they link against "
                                 + "(cuBLAS, cuDNN, NCCL, ...) must be on the library path: the GPU test bundle's "
-                                + "run.sh libs lists which are missing (CUDA documentation, 'With the GPU test bundle')"));
+                                + "run.sh libs lists which are missing (CUDA documentation, 'GPU test bundle for a "
+                                + "machine without Java or Maven')"));
     }
 
     @org.junit.jupiter.params.ParameterizedTest(name = "GPU natives on the class path {0}, extension {1}")

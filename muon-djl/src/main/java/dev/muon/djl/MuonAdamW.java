@@ -108,7 +108,8 @@ public final class MuonAdamW extends Optimizer implements TrainingListener {
     private MuonAdamW(Builder b) {
         super(b);
         this.adamWConfig = b.adamWConfig;
-        this.muonConfig = b.muonConfig != null ? b.muonConfig : MuonConfig.dropIn(adamWConfig);
+        this.muonConfig = b.muonConfig != null ? b.muonConfig : MuonConfig.dropIn(adamWConfig.lr(),
+                adamWConfig.weightDecay());
         DjlSupport.requireDjlDefaults(getWeightDecay(), b.beginNumUpdate,
                 "optMuon(MuonConfig.withWeightDecay) and optAdamW(AdamWConfig.withWeightDecay)");
         this.beginNumUpdate = b.beginNumUpdate;

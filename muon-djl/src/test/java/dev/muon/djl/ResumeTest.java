@@ -110,7 +110,7 @@ class ResumeTest {
                 Arguments.of("MuonAdamW with a cosine tracker", true, (Variant) () -> MuonAdamW.builder()
                         .optLearningRateTracker(cosine).build()),
                 Arguments.of("MuonAdamW with NorMuon", true, (Variant) () -> MuonAdamW.builder()
-                        .optMuon(MuonConfig.dropIn(AdamWConfig.defaults().withLr(1e-2))
+                        .optMuon(MuonConfig.dropIn(1e-2, AdamWConfig.defaults().weightDecay())
                                 .withNorMuon(NorMuonConfig.defaults()))
                         .optAdamW(AdamWConfig.defaults().withLr(1e-2)).build()),
                 Arguments.of("plain Muon", false, (Variant) () -> Muon.builder()
@@ -245,7 +245,7 @@ class ResumeTest {
 
     @Test
     void aCheckpointThatDoesNotFit_isRefused_listingEveryDifference_andChangesNothing() {
-        Path other = trained(b -> b.optMuon(MuonConfig.dropIn(AdamWConfig.defaults()).withNsSteps(3)), 2, "other");
+        Path other = trained(b -> b.optMuon(MuonConfig.dropIn(1e-3, 1e-2).withNsSteps(3)), 2, "other");
         try (Model model = Model.newInstance("fit")) {
             SequentialBlock block = mlp(true);
             model.setBlock(block);

@@ -103,7 +103,8 @@ public class DjlStepBenchmark {
             collector.backward(loss);
         }
         Tracker lr = Tracker.fixed(1e-3f);
-        MuonConfig muon = MuonConfig.dropIn(AdamWConfig.defaults()).withNsAlgorithm(
+        MuonConfig muon = MuonConfig.dropIn(AdamWConfig.defaults().lr(),
+                AdamWConfig.defaults().weightDecay()).withNsAlgorithm(
                 optimizer.equals("muon-adamw-ndarray") ? NsAlgorithm.GEMM : NsAlgorithm.AUTO);
         step = optimizer.equals("adam") ? Optimizer.adam().optLearningRateTracker(lr).build()
                 : MuonAdamW.builder().optBlock(block).optMuon(muon).optLearningRateTracker(lr)

@@ -1,4 +1,6 @@
-package dev.muon.internal;
+package dev.muon.orthogonalize;
+
+import dev.muon.internal.TorchNatives;
 
 import java.nio.ByteBuffer;
 import java.util.Objects;
@@ -22,6 +24,11 @@ import java.util.Objects;
  * }</pre>
  */
 public final class BufferNewtonSchulz {
+    static {
+        // As every public type of the API: see TorchNatives (without JavaCPP, as in muon-djl, it does nothing).
+        TorchNatives.extract();
+    }
+
     private ByteBuffer x;
     private ByteBuffer y;
     private ByteBuffer a;

@@ -1,4 +1,6 @@
-package dev.muon.internal;
+package dev.muon.orthogonalize;
+
+import dev.muon.internal.TorchNatives;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -10,7 +12,7 @@ import java.nio.file.StandardCopyOption;
 import java.util.Optional;
 
 /**
- * muon-core's native float32 Newton–Schulz products ({@code libmuoncpu.so}, the kernels {@code NativeKernels} runs
+ * muon-core's native float32 Newton–Schulz products ({@code libmuoncpu.so}, the kernels {@link NativeKernels} runs
  * on libtorch's tensors: the half product {@code x·xᵀ}, the polynomial {@code a·I + b·s + c·s·s} formed with it, the
  * product {@code l·r}, the normalisation) for a JVM without JavaCPP, such as muon-djl's on DJL's libtorch: the
  * library is copied from the jar and loaded with {@code System.load}, and the products take direct
@@ -30,6 +32,11 @@ import java.util.Optional;
  * }</pre>
  */
 public final class BufferKernels {
+    static {
+        // As every public type of the API: see TorchNatives (without JavaCPP, as in muon-djl, it does nothing).
+        TorchNatives.extract();
+    }
+
     /** Set to {@code true} to turn the native kernels off, as for {@code NativeKernels}. */
     static final String DISABLE_PROPERTY = "dev.muon.native.disable";
     /** {@code auto}, {@code avx512} or {@code avx2}, as for {@code NativeKernels}. */
