@@ -19,6 +19,9 @@ import java.util.Map;
  * One Muon parameter: its handle, its matrix layout, its orthogonalizer, its device's fused momentum and update
  * kernels (null: libtorch's ops), its row blocks (null: none), and the state buffers its update declares
  * ({@link BufferSpec}: the momentum buffer, NorMuon's second moment), each created (zeros) at its first use.
+ *
+ * <p>The buffers live here, with the parameter, or, under a {@link StateStorage} that keeps them elsewhere, in a home
+ * ({@link StateHomes}): then they are resident here only during the parameter's update.
  */
 final class ParameterState {
     final Tensor param;
@@ -66,9 +69,21 @@ final class ParameterState {
         return t.unsafeGetTensorImpl().address();
     }
 
-    /** A declared buffer by its key, or null before its first use (or when none is declared under the key). */
+    /** A declared buffer by its key while it is here, or null: before its first use, or kept elsewhere. */
     Tensor buffer(String key) {
         return buffers.get(key);
+    }
+
+    /** Makes a buffer resident for the parameter's update (its home brought it in). */
+    void install(BufferSpec spec, Tensor tensor) {
+        matrices.remove(spec.key());
+        buffers.put(spec.key(), tensor);
+    }
+
+    /** Takes a resident buffer away (its home stored it, or lets it go); null if it was not resident. */
+    Tensor evict(BufferSpec spec) {
+        matrices.remove(spec.key());
+        return buffers.remove(spec.key());
     }
 
     /** A declared buffer, created (zeros, of its declared shape and dtype) at its first use. */
@@ -103,7 +118,7 @@ final class ParameterState {
         matrices.remove(spec.key());
     }
 
-    /** The bytes of the buffers this process holds for the parameter. */
+    /** The bytes of the buffers held here for the parameter. */
     long bytes() {
         long bytes = 0;
         for (Tensor b : buffers.values()) {
