@@ -311,6 +311,11 @@ final class FileHome implements StateHome {
         return file;
     }
 
+    /** How many buffers the file keeps; for tests. */
+    int entryCount() {
+        return entries.values().stream().mapToInt(List::size).sum();
+    }
+
     // ------------------------------------------------------------------ a step
 
     @Override
