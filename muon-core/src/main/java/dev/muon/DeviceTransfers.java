@@ -58,6 +58,14 @@ interface DeviceTransfers {
     /** Waits on the host for every copy so far. */
     void hostWaits();
 
+    /**
+     * Frees a device tensor once the copies issued so far are done with it (a buffer created at its first use, copied
+     * out).
+     *
+     * @param t the tensor
+     */
+    void retire(Tensor t);
+
     /** Waits on the host for every copy and all the compute stream's work so far (after a failure). */
     void settle();
 
@@ -107,6 +115,11 @@ interface DeviceTransfers {
         }
 
         @Override
+        public void retire(Tensor t) {
+            t.close();
+        }
+
+        @Override
         public void settle() {
         }
 
@@ -150,6 +163,12 @@ interface DeviceTransfers {
         @Override
         public void hostWaits() {
             impl.synchronizeStream(impl.getStream(device));
+        }
+
+        @Override
+        public void retire(Tensor t) {
+            // The copies are in the stream it was made in: the allocator reuses its memory after them.
+            t.close();
         }
 
         @Override
@@ -214,6 +233,13 @@ interface DeviceTransfers {
         @Override
         public void hostWaits() {
             impl.synchronizeStream(transfer);
+        }
+
+        @Override
+        public void retire(Tensor t) {
+            // Made in the compute stream, read by the transfer stream: its memory is reused after the copy.
+            t.record_stream(transfer);
+            t.close();
         }
 
         @Override

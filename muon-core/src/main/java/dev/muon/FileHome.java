@@ -18,10 +18,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -204,7 +201,8 @@ final class FileHome implements StateHome {
     private final long runLeast;
     private final Disk disk;
     private final Map<ParameterState, List<Entry>> entries;
-    private final Map<String, ArrayDeque<Tensor>> pool = new HashMap<>();
+    /** The tensors of the buffers in flight: this unit's and the next one's. */
+    private final WorkingBuffers working = new WorkingBuffers(new org.bytedeco.pytorch.Device(torch.DeviceType.CPU));
     private final ExecutorService io;
     private final Thread cleanup;
     private boolean closed;
@@ -546,20 +544,7 @@ final class FileHome implements StateHome {
 
     @Override
     public long workingBytes() {
-        long bytes = 0;
-        for (ArrayDeque<Tensor> tensors : pool.values()) {
-            for (Tensor t : tensors) {
-                bytes += t.numel() * t.element_size();
-            }
-        }
-        for (List<Entry> list : entries.values()) {
-            for (Entry entry : list) {
-                if (entry.prefetched != null || entry.state.buffer(entry.spec.key()) != null) {
-                    bytes += entry.bytes;
-                }
-            }
-        }
-        return bytes;
+        return working.bytes();
     }
 
     @Override
@@ -582,8 +567,7 @@ final class FileHome implements StateHome {
             }
         }
         io.shutdown();
-        pool.values().forEach(tensors -> tensors.forEach(Tensor::close));
-        pool.clear();
+        working.close();
         closeQuietly(channel);
         deleteQuietly(file);
         try {
@@ -721,27 +705,19 @@ final class FileHome implements StateHome {
         return null;
     }
 
-    /** A tensor of the entry's shape and dtype, reused from earlier units where one is free. */
+    /** A tensor of the entry's shape and dtype in working memory. */
     private Tensor take(Entry entry) {
-        ArrayDeque<Tensor> free = pool.get(poolKey(entry));
-        Tensor t = free == null ? null : free.poll();
-        return t != null ? t : NativeLifetime.outliveScope(torch.empty(entry.shape,
-                new TensorOptions(entry.dtype), null));
+        return working.take(entry.shape, entry.dtype, entry.bytes);
     }
 
-    /** Keeps a tensor of the entry's shape and dtype for the next unit that needs one. */
+    /**
+     * Gives a tensor of the entry back to working memory, or frees it (a buffer its update created at its first
+     * use); every read and write of it has ended.
+     */
     private void give(Entry entry, Tensor t) {
-        if (t == null || closed) {
-            return;
+        if (t != null && !working.giveBack(t)) {
+            t.close();
         }
-        Tensor kept = t.is_contiguous() && Arrays.equals(t.shape(), entry.shape) ? t : null;
-        if (kept != null) {
-            pool.computeIfAbsent(poolKey(entry), k -> new ArrayDeque<>()).push(NativeLifetime.outliveScope(kept));
-        }
-    }
-
-    private static String poolKey(Entry entry) {
-        return entry.dtype.value + Arrays.toString(entry.shape);
     }
 
     /** A contiguous CPU tensor's bytes as buffers of at most {@link #CHUNK} bytes. */

@@ -3,14 +3,11 @@ package dev.muon;
 import dev.muon.internal.NativeLifetime;
 import dev.muon.state.BufferSpec;
 import org.bytedeco.pytorch.BoolOptional;
-import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -62,7 +59,8 @@ final class HostMemoryHome implements StateHome {
     private final boolean pinned;
     private final Map<ParameterState, List<Entry>> entries;
     private final Map<ParameterState, InFlight> prefetched = new HashMap<>();
-    private final Map<String, ArrayDeque<Tensor>> pool = new HashMap<>();
+    /** The device tensors of the buffers in flight: this unit's and the next one's. */
+    private final WorkingBuffers working;
     private boolean closed;
 
     private HostMemoryHome(StateStorage storage, DeviceTransfers transfers, boolean pinned,
@@ -71,6 +69,8 @@ final class HostMemoryHome implements StateHome {
         this.transfers = transfers;
         this.pinned = pinned;
         this.entries = entries;
+        this.working = new WorkingBuffers(entries.isEmpty() ? new org.bytedeco.pytorch.Device(torch.DeviceType.CPU)
+                : entries.keySet().iterator().next().param.device());
     }
 
     /**
@@ -176,25 +176,41 @@ final class HostMemoryHome implements StateHome {
             return;
         }
         transfers.copyOut(host.toArray(new Tensor[0]), device.toArray(new Tensor[0]));
-        // Reused by a later copy in, which the transfer stream runs after this copy out.
-        for (int i = 0; i < sent.size(); i++) {
-            give(sent.get(i), device.get(i));
+        // Lent again for a later copy in, which the transfer stream runs after this copy out; a buffer its update
+        // created at its first use is freed once the copy out has read it.
+        for (Tensor t : device) {
+            if (!working.giveBack(t)) {
+                transfers.retire(t);
+            }
         }
     }
 
     @Override
     public void abandon(ParameterState state) {
         InFlight copy = prefetched.remove(state);
-        boolean resident = false;
+        List<Tensor> resident = new ArrayList<>();
         for (Entry entry : entriesOf(state)) {
-            resident |= state.evict(entry.spec) != null;
+            Tensor t = state.evict(entry.spec);
+            if (t != null) {
+                resident.add(t);
+            }
         }
-        if (copy == null && !resident) {
+        if (copy == null && resident.isEmpty()) {
             return;
         }
-        // The device tensors may still be written by the failed update's queued work or by the copy: let them go
-        // (the allocator frees them in stream order) rather than reuse them.
+        // The device tensors may still be written by the failed update's queued work or by the copy: every stream
+        // is waited for before they are lent again.
         transfers.settle();
+        if (copy != null) {
+            for (Tensor t : copy.device) {
+                working.giveBack(t);
+            }
+        }
+        for (Tensor t : resident) {
+            if (!working.giveBack(t)) {
+                t.close();
+            }
+        }
     }
 
     @Override
@@ -274,25 +290,7 @@ final class HostMemoryHome implements StateHome {
 
     @Override
     public long workingBytes() {
-        long bytes = 0;
-        for (ArrayDeque<Tensor> tensors : pool.values()) {
-            for (Tensor t : tensors) {
-                bytes += t.numel() * t.element_size();
-            }
-        }
-        for (InFlight copy : prefetched.values()) {
-            for (Entry entry : copy.entries) {
-                bytes += entry.bytes;
-            }
-        }
-        for (List<Entry> list : entries.values()) {
-            for (Entry entry : list) {
-                if (entry.state.buffer(entry.spec.key()) != null) {
-                    bytes += entry.bytes;
-                }
-            }
-        }
-        return bytes;
+        return working.bytes();
     }
 
     @Override
@@ -303,8 +301,7 @@ final class HostMemoryHome implements StateHome {
         closed = true;
         transfers.settle();
         prefetched.clear();
-        pool.values().forEach(tensors -> tensors.forEach(Tensor::close));
-        pool.clear();
+        working.close();
         for (List<Entry> list : entries.values()) {
             for (Entry entry : list) {
                 if (entry.host != null) {
@@ -345,21 +342,8 @@ final class HostMemoryHome implements StateHome {
         return NativeLifetime.outliveScope(torch.empty(entry.shape, options, null));
     }
 
-    /** A device tensor of the entry's shape and dtype, reused from earlier units where one is free. */
+    /** A device tensor of the entry's shape and dtype in working memory. */
     private Tensor take(Entry entry) {
-        ArrayDeque<Tensor> free = pool.get(poolKey(entry));
-        Tensor t = free == null ? null : free.poll();
-        return t != null ? t : NativeLifetime.outliveScope(torch.empty(entry.shape, new TensorOptions(entry.dtype)
-                .device(new DeviceOptional(entry.state.param.device())), null));
-    }
-
-    private void give(Entry entry, Tensor t) {
-        if (t.is_contiguous() && Arrays.equals(t.shape(), entry.shape)) {
-            pool.computeIfAbsent(poolKey(entry), k -> new ArrayDeque<>()).push(NativeLifetime.outliveScope(t));
-        }
-    }
-
-    private static String poolKey(Entry entry) {
-        return entry.dtype.value + Arrays.toString(entry.shape);
+        return working.take(entry.shape, entry.dtype, entry.bytes);
     }
 }

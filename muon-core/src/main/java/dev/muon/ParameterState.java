@@ -82,7 +82,11 @@ final class ParameterState {
 
     /** Takes a resident buffer away (its home stored it, or lets it go); null if it was not resident. */
     Tensor evict(BufferSpec spec) {
-        matrices.remove(spec.key());
+        Tensor view = matrices.remove(spec.key());
+        if (view != null) {
+            // A handle of the update's own, on memory its home lends again: nothing else holds it.
+            view.close();
+        }
         return buffers.remove(spec.key());
     }
 
