@@ -24,7 +24,9 @@ import java.util.stream.Stream;
  * the combination table ({@link CombinationCase}) sharded over the group, run three times with the same gradients,
  * its Muon state with the parameters, in files and in host memory (a CPU standing in for the accelerator), and
  * compared bit for bit: this rank's parameters and what {@code state()} gives this rank (on rank 0 every owner's
- * buffers, gathered). Each line of the report names the cell, the storage and {@code same} or what differs; it also
+ * buffers, gathered). Then each offloaded run loads the checkpoint the first run saved after step 2 (written with
+ * the state beside the parameters, loaded into state kept elsewhere, on every rank) and runs step 3 again, and is
+ * compared once more. Each line of the report names the cell, the storage and {@code same} or what differs; it also
  * checks that the files storage made this rank's file, kept in it exactly the buffers of the parameters this rank
  * owns, and removed it on {@code close()}. All cells run in this one process: a JVM and libtorch start once.
  */
@@ -59,10 +61,15 @@ public final class StateStorageEqualityWorker {
         for (Feature[] pair : CombinationCase.pairs()) {
             CombinationCase cell = CombinationCase.of(pair[0], pair[1]);
             try (PointerScope scope = new PointerScope()) {
-                Outcome base = runCell(cell, group, sharding, StateStorage.withParameter(), stateDir);
+                Path checkpoint = dir.resolve("step2.ckpt");
+                Outcome base = runCell(cell, group, sharding, StateStorage.withParameter(), stateDir, checkpoint);
                 for (Map.Entry<String, StateStorage> storage : storages(stateDir).entrySet()) {
-                    Outcome other = runCell(cell, group, sharding, storage.getValue(), stateDir);
+                    Outcome other = runCell(cell, group, sharding, storage.getValue(), stateDir, checkpoint);
                     String differs = base.differsFrom(other);
+                    if (differs == null) {
+                        differs = base.reloaded.differsFrom(other.reloaded);
+                        differs = differs == null ? null : "after the load of step 2's checkpoint: " + differs;
+                    }
                     report.add(cell + ", " + storage.getKey() + ": " + (differs == null ? "same" : differs)
                             + (other.problem == null ? "" : "; " + other.problem));
                 }
@@ -71,8 +78,11 @@ public final class StateStorageEqualityWorker {
         Files.write(report(dir, group.worldSize(), group.rank()), report);
     }
 
-    /** What a run of a cell leaves on this rank, and anything wrong with how its storage kept the state. */
-    private record Outcome(List<Tensor> params, OptimizerState state, String problem) {
+    /**
+     * What a run of a cell leaves on this rank, what it leaves after loading step 2's checkpoint and running step 3
+     * again, and anything wrong with how its storage kept the state.
+     */
+    private record Outcome(List<Tensor> params, OptimizerState state, Outcome reloaded, String problem) {
         /** What differs between two runs, or null. */
         String differsFrom(Outcome other) {
             for (int i = 0; i < params.size(); i++) {
@@ -102,25 +112,40 @@ public final class StateStorageEqualityWorker {
         }
     }
 
+    /**
+     * Runs a cell: three steps; the first run (state beside the parameters) saves a checkpoint after step 2. Then
+     * step 2's checkpoint is loaded and step 3 runs again.
+     */
     private static Outcome runCell(CombinationCase cell, DistributedGroup group, ShardingConfig sharding,
-                                   StateStorage storage, Path stateDir) throws IOException {
+                                   StateStorage storage, Path stateDir, Path checkpoint) throws IOException {
         Random random = new Random(31);
         Map<String, Tensor> named = cell.parameters(cell.initialValues(random));
         QkClip clip = cell.clip(named);
         TrainingOptimizer optimizer = cell.build(named, clip, group, sharding, storage,
                 storage.place() == StateStorage.Place.HOST_MEMORY ? new DeviceTransfers.Synchronous() : null);
+        boolean first = storage.place() == StateStorage.Place.WITH_PARAMETER;
         for (int step = 1; step <= CombinationCase.STEPS; step++) {
             cell.gradients(random, step, named);
             cell.report(clip);
             optimizer.step();
+            if (first && step == 2) {
+                save(optimizer, checkpoint);
+            }
         }
         String problem = null;
         if (storage.place() == StateStorage.Place.FILES) {
             problem = checkFiles(optimizer, cell, group, stateDir);
         }
-        OptimizerState state = optimizer instanceof Muon muon ? muon.state() : ((MuonAdamW) optimizer).state();
+        OptimizerState state = state(optimizer);
         List<Tensor> params = new ArrayList<>();
         named.values().forEach(p -> params.add(p.detach().clone()));
+        // Step 3 again from step 2's checkpoint: its gradients are still on the parameters.
+        load(optimizer, checkpoint);
+        cell.report(clip);
+        optimizer.step();
+        List<Tensor> again = new ArrayList<>();
+        named.values().forEach(p -> again.add(p.detach().clone()));
+        Outcome reloaded = new Outcome(again, state(optimizer), null, null);
         if (optimizer instanceof Muon muon) {
             muon.close();
         } else {
@@ -129,7 +154,27 @@ public final class StateStorageEqualityWorker {
         if (storage.place() == StateStorage.Place.FILES && problem == null && !files(stateDir).isEmpty()) {
             problem = "close() left " + files(stateDir);
         }
-        return new Outcome(params, state, problem);
+        return new Outcome(params, state, reloaded, problem);
+    }
+
+    private static OptimizerState state(TrainingOptimizer optimizer) {
+        return optimizer instanceof Muon muon ? muon.state() : ((MuonAdamW) optimizer).state();
+    }
+
+    private static void save(TrainingOptimizer optimizer, Path checkpoint) {
+        if (optimizer instanceof Muon muon) {
+            muon.save(checkpoint);
+        } else {
+            ((MuonAdamW) optimizer).save(checkpoint);
+        }
+    }
+
+    private static void load(TrainingOptimizer optimizer, Path checkpoint) {
+        if (optimizer instanceof Muon muon) {
+            muon.load(checkpoint);
+        } else {
+            ((MuonAdamW) optimizer).load(checkpoint);
+        }
     }
 
     /**
