@@ -685,12 +685,13 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
         Supplier<Prepared> prepare = () -> {
             FittedState fitted = FittedState.of(mine, requested, changes, source,
                     d -> HybridState.withHint(assignment, d));
-            Prepared ready = new Prepared(fitted, adamW.withMoments(fitted.state(), adamWConfig, source));
+            AdamW moments = adamW.withMoments(fitted.state(), adamWConfig, source);
+            OptimizerState muonPart = muon == null ? null : HybridState.muonPart(fitted.state());
             if (muon != null) {
                 // The Muon state kept away from its parameters is stored (staged) before anything changes.
-                muon.stageRestore(HybridState.muonPart(fitted.state()));
+                muon.stageRestore(muonPart);
             }
-            return ready;
+            return new Prepared(fitted, moments, muonPart);
         };
         // Distributed, building the fresh AdamW or storing the state can still fail on one rank: every rank must
         // succeed before any of them changes anything.
@@ -707,7 +708,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
         AdamW fresh = prepared.adamW();
         OptimizerState candidate = prepared.fitted().state();
         if (muon != null) {
-            muon.applyChecked(HybridState.muonPart(candidate));
+            muon.applyChecked(prepared.muonPart());
         }
         adamW.use(fresh, candidate);
         muonConfig = candidate.muonConfigs().get(0);
@@ -724,8 +725,11 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
         }
     }
 
-    /** A restore's state as it fits, and the AdamW that holds its moments: everything made before any change. */
-    private record Prepared(FittedState fitted, AdamW adamW) {
+    /**
+     * A restore's state as it fits, the AdamW that holds its moments and the Muon part, staged: everything made
+     * before any change.
+     */
+    private record Prepared(FittedState fitted, AdamW adamW, OptimizerState muonPart) {
     }
 
     /**
