@@ -9,6 +9,7 @@ import ai.djl.training.tracker.ParameterTracker;
 import dev.muon.AssignmentRule;
 import dev.muon.MuonConfig;
 import dev.muon.NonFinitePolicy;
+import dev.muon.StateStorage;
 
 import java.util.HashMap;
 import java.util.Map;
@@ -63,7 +64,8 @@ public final class Muon extends Optimizer {
             throw new IllegalStateException("Muon needs the model's block: call optBlock(block) before build(); "
                     + "DJL hands an optimizer only parameter ids, and the block names and shapes them");
         }
-        DjlSupport.requireDjlDefaults(getWeightDecay(), b.beginNumUpdate, "optConfig(MuonConfig.withWeightDecay)");
+        DjlSupport.requireDjlDefaults(getWeightDecay(), b.beginNumUpdate, "optConfig(MuonConfig.withWeightDecay)",
+                b.stateStorage);
         this.config = b.config;
         this.lrTracker = b.lrTracker;
         this.model = ModelParameters.of(b.block);
@@ -185,8 +187,21 @@ public final class Muon extends Optimizer {
         private ParameterTracker lrTracker;
         private NonFinitePolicy policy = NonFinitePolicy.SKIP;
         private int beginNumUpdate;
+        private StateStorage stateStorage = StateStorage.withParameter();
 
         private Builder() {
+        }
+
+        /**
+         * Where the state lives ({@link StateStorage}): muon-djl keeps it beside its parameters, and {@link #build()}
+         * refuses any other place, naming it.
+         *
+         * @param value the storage
+         * @return this builder
+         */
+        public Builder optStateStorage(StateStorage value) {
+            this.stateStorage = Objects.requireNonNull(value, "stateStorage must not be null");
+            return this;
         }
 
         @Override

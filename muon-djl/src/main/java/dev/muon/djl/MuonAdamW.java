@@ -15,6 +15,7 @@ import dev.muon.ConvWeights;
 import dev.muon.MuonConfig;
 import dev.muon.NonFinitePolicy;
 import dev.muon.OptimizerKind;
+import dev.muon.StateStorage;
 
 import java.util.Collections;
 import java.util.HashMap;
@@ -89,7 +90,7 @@ public final class MuonAdamW extends Optimizer {
                 .withWeightDecay(adamWConfig.weightDecay()).withAdjustLr(AdjustLr.MATCH_RMS_ADAMW);
         this.muonConfig = muonBase.withConvWeights(ConvWeights.FLATTEN);
         DjlSupport.requireDjlDefaults(getWeightDecay(), b.beginNumUpdate,
-                "optMuon(MuonConfig.withWeightDecay) and optAdamW(AdamWConfig.withWeightDecay)");
+                "optMuon(MuonConfig.withWeightDecay) and optAdamW(AdamWConfig.withWeightDecay)", b.muonStateStorage);
         this.muonTracker = b.muonTracker;
         this.adamWTracker = b.adamWTracker;
         // Copies in the builder's order, so that a message names the first bad name given.
@@ -280,8 +281,21 @@ public final class MuonAdamW extends Optimizer {
         private boolean allowEmptyMuon;
         private NonFinitePolicy policy = NonFinitePolicy.SKIP;
         private int beginNumUpdate;
+        private StateStorage muonStateStorage = StateStorage.withParameter();
 
         private Builder() {
+        }
+
+        /**
+         * Where the Muon state lives ({@link StateStorage}): muon-djl keeps it beside its parameters, and
+         * {@link #build()} refuses any other place, naming it.
+         *
+         * @param value the storage
+         * @return this builder
+         */
+        public Builder optMuonStateStorage(StateStorage value) {
+            this.muonStateStorage = Objects.requireNonNull(value, "muonStateStorage must not be null");
+            return this;
         }
 
         @Override
