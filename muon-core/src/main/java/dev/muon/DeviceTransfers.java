@@ -48,6 +48,12 @@ interface DeviceTransfers {
     void computeWaitsFor(Marker copies);
 
     /**
+     * Makes the compute stream's following work wait for every copy issued so far (before it writes a device tensor
+     * that a copy out may still read).
+     */
+    void computeWaitsForTransfers();
+
+    /**
      * Copies device buffers into host buffers once the compute stream's work so far is done.
      *
      * @param host   the host tensors
@@ -104,6 +110,10 @@ interface DeviceTransfers {
         }
 
         @Override
+        public void computeWaitsForTransfers() {
+        }
+
+        @Override
         public void copyOut(Tensor[] host, Tensor[] device) {
             for (int i = 0; i < host.length; i++) {
                 host[i].copy_(device[i]);
@@ -150,6 +160,11 @@ interface DeviceTransfers {
 
         @Override
         public void computeWaitsFor(Marker copies) {
+            // The copies are in the compute stream already.
+        }
+
+        @Override
+        public void computeWaitsForTransfers() {
             // The copies are in the compute stream already.
         }
 
@@ -216,6 +231,13 @@ interface DeviceTransfers {
             Event event = (Event) copies;
             impl.block(event.handle.get(0), impl.getStream(device));
             free.push(event);
+        }
+
+        @Override
+        public void computeWaitsForTransfers() {
+            Event transferred = record(transfer);
+            impl.block(transferred.handle.get(0), impl.getStream(device));
+            free.push(transferred);
         }
 
         @Override

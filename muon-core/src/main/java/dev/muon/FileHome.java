@@ -216,6 +216,10 @@ final class FileHome implements StateHome {
         this.runLeast = run.getLeastSignificantBits();
         this.disk = disk;
         this.entries = entries;
+        entries.forEach((state, list) -> state.lendFrom(spec -> {
+            Entry entry = entryOf(state, spec);
+            return entry != null ? take(entry) : null;
+        }));
         // Every read and write runs on this thread, even without read-ahead: a file channel is closed for good when
         // the thread inside one of its calls is interrupted, and the training thread may be.
         this.io = Executors.newSingleThreadExecutor(task -> {

@@ -71,6 +71,15 @@ final class HostMemoryHome implements StateHome {
         this.entries = entries;
         this.working = new WorkingBuffers(entries.isEmpty() ? new org.bytedeco.pytorch.Device(torch.DeviceType.CPU)
                 : entries.keySet().iterator().next().param.device());
+        entries.forEach((state, list) -> state.lendFrom(spec -> {
+            Entry entry = entryOf(state, spec);
+            if (entry == null) {
+                return null;
+            }
+            // The update writes it (zeros) on the compute stream: after any copy out still reading it.
+            transfers.computeWaitsForTransfers();
+            return take(entry);
+        }));
     }
 
     /**

@@ -14,6 +14,7 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * One Muon parameter: its handle, its matrix layout, its orthogonalizer, its device's fused momentum and update
@@ -43,6 +44,11 @@ final class ParameterState {
     private final Map<String, Tensor> buffers = new HashMap<>();
     /** The matrix views of the buffers of the parameter's shape, by key. */
     private final Map<String, Tensor> matrices = new HashMap<>();
+    /**
+     * Where a buffer's memory comes from at its first use: null, a new tensor on the parameter's device; or the
+     * working memory of the home that keeps the buffers between updates.
+     */
+    private Function<BufferSpec, Tensor> lender;
 
     /** A parameter with momentum in its dtype, no split and no fused kernels; for tests. */
     ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String label) {
@@ -94,10 +100,24 @@ final class ParameterState {
     Tensor bufferForUpdate(BufferSpec spec) {
         Tensor b = buffers.get(spec.key());
         if (b == null) {
-            b = NativeLifetime.outliveScope(newBuffer(spec).zero_());
+            Tensor lent = lender == null ? null : lender.apply(spec);
+            if (lent != null) {
+                b = lent;
+                b.zero_();
+            } else {
+                b = NativeLifetime.outliveScope(newBuffer(spec).zero_());
+            }
             buffers.put(spec.key(), b);
         }
         return b;
+    }
+
+    /**
+     * Takes the memory of buffers created at their first use from {@code from} (a home's working memory, which
+     * takes them back when it stores them), so that a step holds no more than the buffers in flight.
+     */
+    void lendFrom(Function<BufferSpec, Tensor> from) {
+        this.lender = from;
     }
 
     /** A declared buffer of the parameter's shape in the parameter's matrix view, created at its first use. */

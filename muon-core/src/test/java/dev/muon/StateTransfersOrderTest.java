@@ -21,8 +21,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * home asks of its {@link DeviceTransfers}: the next parameter's copy in is issued right after this parameter's
  * buffers are in, before its update (so that on a device it runs on the transfer stream during this parameter's
  * Newton–Schulz); the update waits for its own copy only; the copy out follows the update; every declared buffer
- * travels (momentum and NorMuon's second moment together). Without read-ahead each parameter's copy in comes just
- * before its update. And the working memory of either home stays at two parameters' buffers, whatever the number of
+ * travels (momentum and NorMuon's second moment together); a buffer made at its first use, in working memory a copy
+ * out may still read, waits for the copies first. Without read-ahead each parameter's copy in comes just before its
+ * update. And the working memory of either home stays at two parameters' buffers, whatever the number of
  * parameters and shapes.
  */
 @ExtendWith(NativeScopePerTest.class)
@@ -52,6 +53,11 @@ class StateTransfersOrderTest {
         @Override
         public void computeWaitsFor(Marker copied) {
             log.add("wait " + ((Copied) copied).shapes);
+        }
+
+        @Override
+        public void computeWaitsForTransfers() {
+            log.add("wait for transfers");
         }
 
         @Override
@@ -99,8 +105,11 @@ class StateTransfersOrderTest {
                 .build();
         gradients(params, 1);
         muon.step();
-        assertEquals(List.of("out [4, 4] [4]", "out [5, 5] [5]", "out [6, 6] [6]"), transfers.log,
-                "the first step: nothing stored yet, every buffer copied out after its update");
+        // The first step: nothing stored yet; each buffer is made (zeros) in working memory that a copy out may
+        // still be reading, so the update first waits for the copies, and every buffer is copied out after it.
+        assertEquals(List.of("wait for transfers", "wait for transfers", "out [4, 4] [4]",
+                "wait for transfers", "wait for transfers", "out [5, 5] [5]",
+                "wait for transfers", "wait for transfers", "out [6, 6] [6]"), transfers.log);
         transfers.log.clear();
         gradients(params, 2);
         muon.step();
