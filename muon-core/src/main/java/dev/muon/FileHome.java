@@ -323,6 +323,14 @@ final class FileHome implements StateHome {
     @Override
     public void checkBeforeStep() {
         requireOpen();
+        await(io.submit(() -> {
+            checkSlotsInForce();
+            return null;
+        }), "checking the slots in force");
+    }
+
+    /** {@link #checkBeforeStep}'s reads, on the I/O thread. */
+    private void checkSlotsInForce() {
         long size;
         try {
             size = channel.size();

@@ -103,6 +103,12 @@ import java.util.function.Supplier;
  * Newton–Schulz iteration, and after the owned updates every parameter is broadcast from its owner, so that all
  * ranks end each step with the same values. Gradients are averaged over the group first unless the
  * {@link ShardingConfig} says otherwise. See {@code docs/distributed.md}.
+ *
+ * <p><b>Where the state lives.</b> Each group's buffers live beside its parameters unless
+ * {@link Builder#stateStorage(StateStorage)} keeps them in pinned host memory (accelerator parameters) or in files
+ * (CPU parameters) between updates: each parameter's buffers are brought in for its update and sent back after it,
+ * the next one's on their way meanwhile, and the update is the same computation, bit for bit. {@link #close()} then
+ * releases them. See {@link StateStorage} and {@code docs/api.md}.
  */
 public final class Muon implements TrainingOptimizer, AutoCloseable {
     static {

@@ -61,6 +61,7 @@ import java.util.function.Supplier;
  *   ({@link Builder#rowSplit(String, RowSplit)})</td></tr>
  *   <tr><td>metrics</td><td>off</td></tr>
  *   <tr><td>QK-Clip</td><td>off ({@link Builder#qkClip})</td></tr>
+ *   <tr><td>Muon state</td><td>beside its parameters ({@link Builder#muonStateStorage(StateStorage)})</td></tr>
  * </table>
  *
  * <p>Replacing libtorch's AdamW is one line; the AdamW hyperparameters carry over because the Muon side uses
