@@ -13,6 +13,7 @@ import dev.muon.orthogonalize.Orthogonalizer;
 import dev.muon.schedule.ScheduleRecord;
 import dev.muon.schedule.TrainingOptimizer;
 import dev.muon.state.AssignmentChanges;
+import dev.muon.state.BufferSpec;
 import dev.muon.state.CheckpointFile;
 import dev.muon.state.FittedState;
 import dev.muon.state.OptimizerState;
@@ -102,8 +103,14 @@ import java.util.function.Supplier;
  * Newton–Schulz iteration, and after the owned updates every parameter is broadcast from its owner, so that all
  * ranks end each step with the same values. Gradients are averaged over the group first unless the
  * {@link ShardingConfig} says otherwise. See {@code docs/distributed.md}.
+ *
+ * <p><b>Where the state lives.</b> Each group's buffers live beside its parameters unless
+ * {@link Builder#stateStorage(StateStorage)} keeps them in pinned host memory (accelerator parameters) or in files
+ * (CPU parameters) between updates: each parameter's buffers are brought in for its update and sent back after it,
+ * the next one's on their way meanwhile, and the update is the same computation, bit for bit. {@link #close()} then
+ * releases them. See {@link StateStorage} and {@code docs/api.md}.
  */
-public final class Muon implements TrainingOptimizer {
+public final class Muon implements TrainingOptimizer, AutoCloseable {
     static {
         // Before anything here loads libtorch: see TorchNatives for the crash this prevents.
         TorchNatives.extract();
@@ -181,15 +188,22 @@ public final class Muon implements TrainingOptimizer {
     final PartialStep partial = new PartialStep("Muon");
     /** The QK-Clip hook run after each step, or null (the default: no clipping, no cost). */
     private final QkClip qkClip;
+    /** Where each parameter keeps its state between updates ({@link StateStorage}). */
+    private final StateHomes homes;
+    private boolean closed;
 
-    private Muon(MuonAssembly parts, Sharding sharding, QkClip qkClip) {
+    private Muon(MuonAssembly parts, Sharding sharding, QkClip qkClip, List<StateStorage> storages,
+                 StatePlacement.Seams seams) {
         this.groups = parts.groups;
         this.states = parts.states;
         this.updates = parts.updates;
         this.sharding = sharding;
         this.qkClip = qkClip;
         this.updatedHere = position -> sharding == null || sharding.owns(position);
-        this.transfer = new MuonStateTransfer(groups, states, sharding);
+        // Before anything that could change a parameter: a refused placement leaves no file behind.
+        this.homes = StatePlacement.place(groups, storages, updatedHere, sharding == null ? 0
+                : sharding.group().rank(), seams);
+        this.transfer = new MuonStateTransfer(groups, states, sharding, homes);
         this.labels = states.stream().map(state -> state.label).toList();
         this.params = states.stream().map(state -> state.param).toList();
         Map<Long, ParameterState> index = new HashMap<>();
@@ -257,13 +271,26 @@ public final class Muon implements TrainingOptimizer {
     public void step() {
         try (SingleThreadGuard.Entered entered = guard.enter("step");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            requireOpen("step");
             partial.requireWhole("step");
             List<Tensor> grads = new ArrayList<>();
             for (ParameterState state : states) {
                 grads.add(GradientCheck.usable(state.param, "Muon", state.label));
             }
+            checkStateBeforeStep();
             stepChecked(grads);
         }
+    }
+
+    /**
+     * Checks, before a step changes anything, the state kept away from the parameters ({@link StateHome}): a state
+     * file truncated, replaced or of another run is refused here, naming the buffer, and nothing changes.
+     * {@link MuonAdamW} calls it before its own step begins.
+     *
+     * @throws dev.muon.state.StateFileException naming the buffer
+     */
+    void checkStateBeforeStep() {
+        homes.all().forEach(StateHome::checkBeforeStep);
     }
 
     /**
@@ -285,7 +312,7 @@ public final class Muon implements TrainingOptimizer {
 
     /** The part of a step that changes parameters and state, from the first update to the step count. */
     private void updateAll(List<Tensor> grads, boolean peers) {
-        batchedLastStep = updates.run(groups, grads, updatedHere);
+        batchedLastStep = updates.run(groups, grads, updatedHere, homes);
         if (peers) {
             sharding.broadcastUpdated(states);
         }
@@ -337,6 +364,7 @@ public final class Muon implements TrainingOptimizer {
     public void save(Path path) {
         Objects.requireNonNull(path, "path must not be null");
         guard.run("save", () -> {
+            requireOpen("save");
             partial.requireWhole("save");
             StateFiles.save(path, captureState(StateCapture.HANDLES), processGroup());
         });
@@ -374,6 +402,7 @@ public final class Muon implements TrainingOptimizer {
         Objects.requireNonNull(path, "path must not be null");
         Objects.requireNonNull(changes, "changes must not be null");
         guard.run("load", () -> {
+            requireOpen("load");
             String source = "checkpoint " + path;
             OptimizerState mine = captureState(StateCapture.NONE);
             // The file's shapes are checked against this optimizer's before any tensor of it is allocated.
@@ -392,6 +421,7 @@ public final class Muon implements TrainingOptimizer {
      */
     public OptimizerState state() {
         return guard.call("state", () -> {
+            requireOpen("state");
             partial.requireWhole("state");
             return captureState(StateCapture.COPIES);
         });
@@ -428,7 +458,10 @@ public final class Muon implements TrainingOptimizer {
     public void restore(OptimizerState state, AssignmentChanges changes) {
         Objects.requireNonNull(state, "state must not be null");
         Objects.requireNonNull(changes, "changes must not be null");
-        guard.run("restore", () -> restoreChecked(state, "the state", changes));
+        guard.run("restore", () -> {
+            requireOpen("restore");
+            restoreChecked(state, "the state", changes);
+        });
     }
 
     /**
@@ -448,6 +481,7 @@ public final class Muon implements TrainingOptimizer {
     public void exportTorchStateDict(Path path) {
         Objects.requireNonNull(path, "path must not be null");
         guard.run("exportTorchStateDict", () -> {
+            requireOpen("exportTorchStateDict");
             requireSingleProcess("exportTorchStateDict");
             partial.requireWhole("exportTorchStateDict");
             TorchStateFile.write(path, captureState(StateCapture.HANDLES));
@@ -470,6 +504,7 @@ public final class Muon implements TrainingOptimizer {
     public void importTorchStateDict(Path path) {
         Objects.requireNonNull(path, "path must not be null");
         guard.run("importTorchStateDict", () -> {
+            requireOpen("importTorchStateDict");
             requireSingleProcess("importTorchStateDict");
             OptimizerState read = TorchStateFile.read(path, captureState(StateCapture.NONE));
             restoreChecked(read, "torch state dict " + path, AssignmentChanges.REFUSE);
@@ -496,6 +531,40 @@ public final class Muon implements TrainingOptimizer {
         return sharding == null ? null : sharding.group();
     }
 
+    /**
+     * Releases the optimizer's state: the state files of a {@link StateStorage.Place#FILES} group are removed, host
+     * and device buffers freed. Afterwards every call that uses the state ({@code step}, {@code save},
+     * {@code load}, {@code state}, {@code restore}, the PyTorch-state files, {@code momentumBuffer},
+     * {@code secondMoment}) throws {@link IllegalStateException}; a second {@code close()} does nothing. The
+     * parameters stay as they are.
+     *
+     * @throws IllegalStateException if another thread is inside this optimizer
+     */
+    @Override
+    public void close() {
+        guard.run("close", () -> {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            homes.all().forEach(StateHome::close);
+            for (ParameterState state : states) {
+                for (BufferSpec spec : state.declared) {
+                    Tensor buffer = state.evict(spec);
+                    if (buffer != null) {
+                        buffer.close();
+                    }
+                }
+            }
+        });
+    }
+
+    private void requireOpen(String call) {
+        if (closed) {
+            throw new IllegalStateException("Muon." + call + "() on a closed Muon: close() released its state");
+        }
+    }
+
     private void requireSingleProcess(String operation) {
         if (sharding != null) {
             throw new UnsupportedOperationException(operation + " works on a single-process optimizer only; this "
@@ -514,9 +583,20 @@ public final class Muon implements TrainingOptimizer {
      */
     private void restoreChecked(OptimizerState candidate, String source, AssignmentChanges changes) {
         OptimizerState mine = captureState(StateCapture.NONE);
-        Supplier<FittedState> fit = () -> FittedState.of(mine, candidate, changes, source, d -> d);
-        FittedState fitted = sharding == null ? fit.get()
-                : sharding.group().agree("restoring " + source, fit, f -> "fits");
+        // The state kept away from the parameters is stored (staged) as part of the fit: distributed, every rank
+        // has stored its part before any puts it in force.
+        Supplier<FittedState> fit = () -> {
+            FittedState f = FittedState.of(mine, candidate, changes, source, d -> d);
+            stageRestore(f.state());
+            return f;
+        };
+        FittedState fitted;
+        try {
+            fitted = sharding == null ? fit.get() : sharding.group().agree("restoring " + source, fit, f -> "fits");
+        } catch (RuntimeException | Error e) {
+            transfer.discardStaged();
+            throw e;
+        }
         applyChecked(fitted.state());
         scheduleRecord = ScheduleRecords.afterLoad(fitted.state().schedule(), scheduleRecord, lrs(), source);
         if (!fitted.fresh().isEmpty()) {
@@ -525,9 +605,25 @@ public final class Muon implements TrainingOptimizer {
     }
 
     /**
-     * Restores a state that {@link StateFit} has accepted for this optimizer: cannot fail (copies into tensors of
-     * checked shapes). Distributed, each rank keeps the buffers of the parameters it owns. The schedule record is
-     * the caller's to restore.
+     * Stores the buffers of a fitted state that live away from their parameters ({@link StateStorage}), staged until
+     * {@link #applyChecked}: the one part of a restore that can fail (a file write), done before anything changes.
+     *
+     * @throws java.io.UncheckedIOException if a buffer cannot be stored; nothing changed then
+     */
+    void stageRestore(OptimizerState checked) {
+        transfer.stage(checked);
+    }
+
+    /** Lets go of what {@link #stageRestore} stored. */
+    void discardRestore() {
+        transfer.discardStaged();
+    }
+
+    /**
+     * Restores a state that {@link StateFit} has accepted for this optimizer: past the staged store of the state kept
+     * away from the parameters ({@link #stageRestore}, done here unless done for this state), cannot fail (copies
+     * into tensors of checked shapes). Distributed, each rank keeps the buffers of the parameters it owns. The
+     * schedule record is the caller's to restore.
      */
     void applyChecked(OptimizerState checked) {
         transfer.apply(checked);
@@ -646,24 +742,44 @@ public final class Muon implements TrainingOptimizer {
     /**
      * The momentum buffer of a parameter, in the parameter's shape and dtype; empty before its first update.
      * The returned tensor is a new handle on the live state: writing to it changes the optimizer, closing it does
-     * not.
+     * not. Where the group keeps its state away from its parameters ({@link StateStorage}), it is a copy of the
+     * stored buffer, on the parameter's device, and writing to it changes nothing.
      *
      * @param param a parameter of this optimizer (any handle on the same tensor)
      * @return the buffer, if the parameter has been updated
      * @throws IllegalArgumentException if {@code param} is not a parameter of this optimizer
+     * @throws IllegalStateException    if the optimizer was closed
      */
     public Optional<Tensor> momentumBuffer(Tensor param) {
-        return Optional.ofNullable(stateOf(param).buffer(UpdateRecipe.MOMENTUM.key())).map(Tensor::new);
+        requireOpen("momentumBuffer");
+        return Optional.ofNullable(bufferOf(param, UpdateRecipe.MOMENTUM.key())).map(Tensor::new);
     }
 
     /**
-     * The bytes of momentum, and with NorMuon of per-row second moments, this process holds: all of it in a single
-     * process, about {@code 1/W} of it on each of {@code W} ranks.
+     * The bytes of momentum, and with NorMuon of per-row second moments, this process keeps, wherever they live
+     * ({@link StateStorage}): all of it in a single process, about {@code 1/W} of it on each of {@code W} ranks.
      *
      * @return bytes
      */
     public long stateBytes() {
         return transfer.bytes();
+    }
+
+    /**
+     * The bytes of working memory (device or RAM) the homes of state kept away from its parameters hold now: outside a
+     * step, the tensors kept for reuse; for tests and the benchmark's bound on resident state.
+     */
+    long workingStateBytes() {
+        long bytes = 0;
+        for (StateHome home : homes.all()) {
+            bytes += home.workingBytes();
+        }
+        return bytes;
+    }
+
+    /** The homes of state kept away from its parameters, in order; for tests. */
+    List<StateHome> stateHomes() {
+        return homes.all();
     }
 
     /**
@@ -683,9 +799,11 @@ public final class Muon implements TrainingOptimizer {
      * @param param a parameter of this optimizer (any handle on the same tensor)
      * @return the second moment, if the parameter has been updated with NorMuon
      * @throws IllegalArgumentException if {@code param} is not a parameter of this optimizer
+     * @throws IllegalStateException    if the optimizer was closed
      */
     public Optional<Tensor> secondMoment(Tensor param) {
-        return Optional.ofNullable(stateOf(param).buffer(UpdateRecipe.SECOND_MOMENT.key())).map(Tensor::new);
+        requireOpen("secondMoment");
+        return Optional.ofNullable(bufferOf(param, UpdateRecipe.SECOND_MOMENT.key())).map(Tensor::new);
     }
 
     /** The orthogonalizer serving a parameter; for tests of workspace sharing. */
@@ -701,6 +819,12 @@ public final class Muon implements TrainingOptimizer {
     /** The fused momentum and update stages serving a parameter, or null for libtorch's ops; for tests. */
     FusedUpdateKernels fusedKernelsOf(Tensor param) {
         return stateOf(param).fusedKernels;
+    }
+
+    /** A declared buffer of a parameter, wherever it lives ({@link StateHomes#buffer}), or null. */
+    private Tensor bufferOf(Tensor param, String key) {
+        ParameterState state = stateOf(param);
+        return homes.buffer(states.indexOf(state), state, key);
     }
 
     /** The one lookup of a parameter's state, by its tensor's identity. */
@@ -758,8 +882,55 @@ public final class Muon implements TrainingOptimizer {
         private final List<Map.Entry<Tensor, RowSplit>> rowSplits = new ArrayList<>();
         private final List<Map.Entry<java.util.function.Predicate<Tensor>, RowSplit>> rowSplitRules =
                 new ArrayList<>();
+        private StateStorage stateStorage = StateStorage.withParameter();
+        /** Storages set for one group, by group index; checked at build. */
+        private final Map<Integer, StateStorage> groupStorages = new HashMap<>();
+        private StatePlacement.Seams seams = StatePlacement.Seams.NONE;
 
         private Builder() {
+        }
+
+        /**
+         * Where every group keeps its state buffers between updates (see {@link StateStorage}); a group given a
+         * storage of its own by {@link #stateStorage(int, StateStorage)} keeps that one.
+         * {@link StateStorage#withParameter()} by default. {@link #build()} refuses a storage that cannot serve a
+         * parameter of its group, and a directory that cannot hold the files, naming it.
+         *
+         * @param storage where
+         * @return this builder
+         * @throws NullPointerException if {@code storage} is null
+         */
+        public Builder stateStorage(StateStorage storage) {
+            this.stateStorage = Objects.requireNonNull(storage, "stateStorage must not be null");
+            return this;
+        }
+
+        /**
+         * Where one group keeps its state buffers between updates (see {@link StateStorage}).
+         *
+         * @param group   the group's index, in the order the groups were added
+         * @param storage where
+         * @return this builder
+         * @throws NullPointerException if {@code storage} is null; {@link #build()} checks the index
+         */
+        public Builder stateStorage(int group, StateStorage storage) {
+            groupStorages.put(group, Objects.requireNonNull(storage, "stateStorage must not be null"));
+            return this;
+        }
+
+        /**
+         * For tests: a CPU parameter stands in for an accelerator's under {@link StateStorage#hostMemory()}, its host
+         * buffers plain CPU tensors, moved by {@code transfers}.
+         */
+        Builder cpuAsAccelerator(DeviceTransfers transfers) {
+            this.seams = new StatePlacement.Seams(Objects.requireNonNull(transfers, "transfers"), seams.disk());
+            return this;
+        }
+
+        /** For tests: the file operations of {@link StateStorage#files} (faults injected). */
+        Builder stateDisk(FileHome.Disk disk) {
+            this.seams = new StatePlacement.Seams(seams.cpuAsAccelerator(), Objects.requireNonNull(disk, "disk"));
+            return this;
         }
 
         /**
@@ -890,10 +1061,29 @@ public final class Muon implements TrainingOptimizer {
             if (group == null || !agreeWithPeers) {
                 return buildLocal();
             }
-            return group.agree("Muon parameter lists", this::buildLocal, Muon::fingerprint);
+            // A rank whose build succeeded while another's failed lets go of what it opened (a state file).
+            Muon[] built = new Muon[1];
+            try {
+                return group.agree("Muon parameter lists", () -> built[0] = buildLocal(), Muon::fingerprint);
+            } catch (RuntimeException | Error e) {
+                if (built[0] != null) {
+                    built[0].close();
+                }
+                throw e;
+            }
         }
 
         private Muon buildLocal() {
+            for (int g : groupStorages.keySet()) {
+                if (g < 0 || g >= paramLists.size()) {
+                    throw new IllegalArgumentException("stateStorage group must be in [0, " + paramLists.size()
+                            + "), got " + g);
+                }
+            }
+            List<StateStorage> storages = new ArrayList<>();
+            for (int g = 0; g < paramLists.size(); g++) {
+                storages.add(groupStorages.getOrDefault(g, stateStorage));
+            }
             MuonAssembly parts = MuonAssembly.of(paramLists, configs, names, rowSplits, rowSplitRules, group != null);
             if (qkClip != null) {
                 List<Tensor> tensors = new ArrayList<>();
@@ -906,7 +1096,7 @@ public final class Muon implements TrainingOptimizer {
                         : Sharding.planFor(parts.states, MuonGroup.batchPositions(parts.groups), group.worldSize());
                 sharding = new Sharding(group, shardingConfig, plan);
             }
-            return new Muon(parts, sharding, qkClip);
+            return new Muon(parts, sharding, qkClip, storages, seams);
         }
     }
 }

@@ -62,6 +62,7 @@ import java.util.function.Supplier;
  *   ({@link Builder#rowSplit(String, RowSplit)})</td></tr>
  *   <tr><td>metrics</td><td>off</td></tr>
  *   <tr><td>QK-Clip</td><td>off ({@link Builder#qkClip})</td></tr>
+ *   <tr><td>Muon state</td><td>beside its parameters ({@link Builder#muonStateStorage(StateStorage)})</td></tr>
  * </table>
  *
  * <p>Replacing libtorch's AdamW is one line; the AdamW hyperparameters carry over because the Muon side uses
@@ -86,7 +87,7 @@ import java.util.function.Supplier;
  *
  * <p>Not thread-safe.
  */
-public final class MuonAdamW implements TrainingOptimizer {
+public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
     static {
         // Before anything here loads libtorch: see TorchNatives for the crash this prevents.
         TorchNatives.extract();
@@ -123,6 +124,10 @@ public final class MuonAdamW implements TrainingOptimizer {
     /** Set by a step that failed part-way; refuses step and save until a restore. */
     private final PartialStep partial = new PartialStep("MuonAdamW");
     private StepReport lastStep = new StepReport(0, false, Optional.empty(), List.of(), Map.of());
+    /** Where the Muon group keeps its state ({@link Builder#muonStateStorage}), and the tests' seams. */
+    private final StateStorage muonStorage;
+    private final StatePlacement.Seams seams;
+    private boolean closed;
 
     private MuonAdamW(Builder b, MuonConfig muonConfig, Assignment assignment) {
         this.assignment = assignment;
@@ -133,6 +138,8 @@ public final class MuonAdamW implements TrainingOptimizer {
         this.group = b.group;
         this.sharding = b.sharding;
         this.qkClip = b.qkClip;
+        this.muonStorage = b.muonStorage;
+        this.seams = b.seams;
         this.muonConfig = muonConfig;
         this.adamWConfig = b.adamWConfig;
         this.muon = newMuon(muonConfig);
@@ -202,7 +209,12 @@ public final class MuonAdamW implements TrainingOptimizer {
         if (muonParams.isEmpty()) {
             return null;
         }
-        Muon.Builder builder = Muon.builder().addGroup(muonParams, config).names(muonNames);
+        Muon.Builder builder = Muon.builder().addGroup(muonParams, config).names(muonNames)
+                .stateStorage(muonStorage);
+        if (seams.cpuAsAccelerator() != null) {
+            builder.cpuAsAccelerator(seams.cpuAsAccelerator());
+        }
+        builder.stateDisk(seams.disk());
         for (int i = 0; i < muonParams.size(); i++) {
             RowSplit split = assignment.rowSplit(muonNames.get(i));
             if (split != null) {
@@ -241,6 +253,7 @@ public final class MuonAdamW implements TrainingOptimizer {
     public void step() {
         try (SingleThreadGuard.Entered entered = guard.enter("step");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            requireOpen("step");
             partial.requireWhole("step");
             StepGradients.Screened grads = gradients.screen();
             if (grads.skipped()) {
@@ -256,6 +269,9 @@ public final class MuonAdamW implements TrainingOptimizer {
                     ? new StepMeter(metrics, orthogonalityNames, new StepMeter.Group(muonNames, muonParams),
                     new StepMeter.Group(adamW.names, adamW.params), muonConfig, adamWConfig)
                     : null;
+            if (muon != null) {
+                muon.checkStateBeforeStep();
+            }
             partial.run(stepCount + 1, () -> {
                 if (muon != null) {
                     // Checked above, once: Muon's own check would read every gradient again.
@@ -406,6 +422,7 @@ public final class MuonAdamW implements TrainingOptimizer {
      * @throws IllegalArgumentException if {@code name} is not a Muon parameter of this optimizer
      */
     public Optional<MuonState> muonState(String name) {
+        requireOpen("muonState");
         int i = indexOf(muonNames, name, "Muon");
         if (muon == null) {
             return Optional.empty();
@@ -451,6 +468,7 @@ public final class MuonAdamW implements TrainingOptimizer {
     public void save(Path path) {
         Objects.requireNonNull(path, "path must not be null");
         guard.run("save", () -> {
+            requireOpen("save");
             partial.requireWhole("save");
             StateFiles.save(path, captureState(StateCapture.HANDLES), group);
         });
@@ -490,6 +508,7 @@ public final class MuonAdamW implements TrainingOptimizer {
         Objects.requireNonNull(path, "path must not be null");
         Objects.requireNonNull(changes, "changes must not be null");
         guard.run("load", () -> {
+            requireOpen("load");
             String source = "checkpoint " + path;
             OptimizerState mine = captureState(StateCapture.NONE);
             // The file's shapes are checked against this optimizer's before any tensor of it is allocated.
@@ -509,6 +528,7 @@ public final class MuonAdamW implements TrainingOptimizer {
      */
     public OptimizerState state() {
         return guard.call("state", () -> {
+            requireOpen("state");
             partial.requireWhole("state");
             return captureState(StateCapture.COPIES);
         });
@@ -550,7 +570,10 @@ public final class MuonAdamW implements TrainingOptimizer {
     public void restore(OptimizerState state, AssignmentChanges changes) {
         Objects.requireNonNull(state, "state must not be null");
         Objects.requireNonNull(changes, "changes must not be null");
-        guard.run("restore", () -> restoreChecked(state, "the state", changes));
+        guard.run("restore", () -> {
+            requireOpen("restore");
+            restoreChecked(state, "the state", changes);
+        });
     }
 
     /**
@@ -571,6 +594,7 @@ public final class MuonAdamW implements TrainingOptimizer {
     public void exportTorchStateDict(Path path) {
         Objects.requireNonNull(path, "path must not be null");
         guard.run("exportTorchStateDict", () -> {
+            requireOpen("exportTorchStateDict");
             requireSingleProcess("exportTorchStateDict");
             partial.requireWhole("exportTorchStateDict");
             TorchStateFile.write(path, captureState(StateCapture.HANDLES));
@@ -593,6 +617,7 @@ public final class MuonAdamW implements TrainingOptimizer {
     public void importTorchStateDict(Path path) {
         Objects.requireNonNull(path, "path must not be null");
         guard.run("importTorchStateDict", () -> {
+            requireOpen("importTorchStateDict");
             requireSingleProcess("importTorchStateDict");
             OptimizerState read = TorchStateFile.read(path, captureState(StateCapture.NONE));
             restoreChecked(read, "torch state dict " + path, AssignmentChanges.REFUSE);
@@ -607,6 +632,31 @@ public final class MuonAdamW implements TrainingOptimizer {
     /** Whether a step averages the gradients over ranks first: distributed, with peers and averaging on. */
     boolean averagesGradients() {
         return group != null && group.worldSize() > 1 && sharding.averageGradients();
+    }
+
+    /**
+     * Releases the optimizer's state ({@link Muon#close()}): the Muon group's state files are removed, its host and
+     * device buffers freed. Afterwards every call that uses the state ({@code step}, {@code save}, {@code load},
+     * {@code state}, {@code restore}, the PyTorch-state files, {@code muonState}) throws
+     * {@link IllegalStateException}; a second {@code close()} does nothing. The parameters stay as they are.
+     *
+     * @throws IllegalStateException if another thread is inside this optimizer
+     */
+    @Override
+    public void close() {
+        guard.run("close", () -> {
+            if (!closed && muon != null) {
+                muon.close();
+            }
+            closed = true;
+        });
+    }
+
+    private void requireOpen(String call) {
+        if (closed) {
+            throw new IllegalStateException("MuonAdamW." + call + "() on a closed MuonAdamW: close() released its "
+                    + "state");
+        }
     }
 
     private void requireSingleProcess(String operation) {
@@ -636,16 +686,30 @@ public final class MuonAdamW implements TrainingOptimizer {
         Supplier<Prepared> prepare = () -> {
             FittedState fitted = FittedState.of(mine, requested, changes, source,
                     d -> HybridState.withHint(assignment, d));
-            return new Prepared(fitted, adamW.withMoments(fitted.state(), adamWConfig, source));
+            AdamW moments = adamW.withMoments(fitted.state(), adamWConfig, source);
+            OptimizerState muonPart = muon == null ? null : HybridState.muonPart(fitted.state());
+            if (muon != null) {
+                // The Muon state kept away from its parameters is stored (staged) before anything changes.
+                muon.stageRestore(muonPart);
+            }
+            return new Prepared(fitted, moments, muonPart);
         };
-        // Distributed, building the fresh AdamW can still fail on one rank: every rank must succeed before any
-        // of them changes anything.
-        Prepared prepared = group == null ? prepare.get()
-                : group.agree("restoring " + source, prepare::get, r -> "ready");
+        // Distributed, building the fresh AdamW or storing the state can still fail on one rank: every rank must
+        // succeed before any of them changes anything.
+        Prepared prepared;
+        try {
+            prepared = group == null ? prepare.get()
+                    : group.agree("restoring " + source, prepare::get, r -> "ready");
+        } catch (RuntimeException | Error e) {
+            if (muon != null) {
+                muon.discardRestore();
+            }
+            throw e;
+        }
         AdamW fresh = prepared.adamW();
         OptimizerState candidate = prepared.fitted().state();
         if (muon != null) {
-            muon.applyChecked(HybridState.muonPart(candidate));
+            muon.applyChecked(prepared.muonPart());
         }
         adamW.use(fresh, candidate);
         muonConfig = candidate.muonConfigs().get(0);
@@ -662,8 +726,11 @@ public final class MuonAdamW implements TrainingOptimizer {
         }
     }
 
-    /** A restore's state as it fits, and the AdamW that holds its moments: everything made before any change. */
-    private record Prepared(FittedState fitted, AdamW adamW) {
+    /**
+     * A restore's state as it fits, the AdamW that holds its moments and the Muon part, staged: everything made
+     * before any change.
+     */
+    private record Prepared(FittedState fitted, AdamW adamW, OptimizerState muonPart) {
     }
 
     /**
@@ -732,9 +799,32 @@ public final class MuonAdamW implements TrainingOptimizer {
         private QkClip qkClip;
         private final List<Map.Entry<String, RowSplit>> rowSplits = new ArrayList<>();
         private final List<Map.Entry<BiPredicate<String, Tensor>, RowSplit>> rowSplitRules = new ArrayList<>();
+        private StateStorage muonStorage = StateStorage.withParameter();
+        private StatePlacement.Seams seams = StatePlacement.Seams.NONE;
 
         private Builder(Map<String, Tensor> named) {
             this.named = named;
+        }
+
+        /**
+         * Where the Muon group keeps its state buffers between updates (see {@link StateStorage});
+         * {@link StateStorage#withParameter()} by default. AdamW's moments stay with libtorch's AdamW.
+         * {@link #build()} refuses a storage that cannot serve a Muon parameter, and a directory that cannot hold the
+         * files, naming it.
+         *
+         * @param storage where
+         * @return this builder
+         * @throws NullPointerException if {@code storage} is null
+         */
+        public Builder muonStateStorage(StateStorage storage) {
+            this.muonStorage = Objects.requireNonNull(storage, "muonStateStorage must not be null");
+            return this;
+        }
+
+        /** For tests: see {@link Muon.Builder#cpuAsAccelerator}. */
+        Builder cpuAsAccelerator(DeviceTransfers transfers) {
+            this.seams = new StatePlacement.Seams(Objects.requireNonNull(transfers, "transfers"), seams.disk());
+            return this;
         }
 
         /**
@@ -957,13 +1047,22 @@ public final class MuonAdamW implements TrainingOptimizer {
             if (group == null) {
                 return buildLocal();
             }
-            // Everything that changes what a step does on a rank, or which collectives it runs, is compared.
-            return group.agree("MuonAdamW parameter lists and settings", this::buildLocal,
-                    o -> "world=" + group.worldSize() + " " + sharding + " nonFinitePolicy=" + nonFinitePolicy
-                            + " noWeightDecayBelow2D=" + noWeightDecayBelow2D
-                            + "\n" + o.muonConfig() + "\n" + o.adamWConfig()
-                            + "\n" + o.assignment.layoutText()
-                            + (o.qkClip == null ? "" : "\n" + o.qkClip.fingerprint()));
+            // Everything that changes what a step does on a rank, or which collectives it runs, is compared. A rank
+            // whose build succeeded while another's failed lets go of what it opened (a state file).
+            MuonAdamW[] built = new MuonAdamW[1];
+            try {
+                return group.agree("MuonAdamW parameter lists and settings", () -> built[0] = buildLocal(),
+                        o -> "world=" + group.worldSize() + " " + sharding + " nonFinitePolicy=" + nonFinitePolicy
+                                + " noWeightDecayBelow2D=" + noWeightDecayBelow2D
+                                + "\n" + o.muonConfig() + "\n" + o.adamWConfig()
+                                + "\n" + o.assignment.layoutText()
+                                + (o.qkClip == null ? "" : "\n" + o.qkClip.fingerprint()));
+            } catch (RuntimeException | Error e) {
+                if (built[0] != null) {
+                    built[0].close();
+                }
+                throw e;
+            }
         }
 
         private MuonAdamW buildLocal() {

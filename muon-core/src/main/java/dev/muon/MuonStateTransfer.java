@@ -27,11 +27,16 @@ final class MuonStateTransfer {
     private final List<ParameterState> states;
     /** The sharding of a distributed optimizer, null in a single process. */
     private final Sharding sharding;
+    /** Where each parameter keeps its buffers between updates. */
+    private final StateHomes homes;
+    /** The state {@link #stage} stored in the homes and {@link #apply} has yet to commit, or null. */
+    private OptimizerState staged;
 
-    MuonStateTransfer(List<MuonGroup> groups, List<ParameterState> states, Sharding sharding) {
+    MuonStateTransfer(List<MuonGroup> groups, List<ParameterState> states, Sharding sharding, StateHomes homes) {
         this.groups = groups;
         this.states = states;
         this.sharding = sharding;
+        this.homes = homes;
     }
 
     /**
@@ -69,22 +74,74 @@ final class MuonStateTransfer {
     }
 
     /**
+     * Stores the buffers of a state that {@link dev.muon.state.StateFit} has accepted in the homes of the parameters
+     * that keep theirs away from them ({@link StateStorage}), staged: what the homes held stays in force until
+     * {@link #apply} commits. The one part of a restore that can fail (a file write): it runs before anything
+     * changes, and a failure leaves every home as it was.
+     *
+     * @throws java.io.UncheckedIOException if a home cannot store a buffer; nothing changed then
+     */
+    void stage(OptimizerState checked) {
+        if (homes.all().isEmpty()) {
+            return;
+        }
+        discardStaged();
+        try {
+            for (int i = 0; i < states.size(); i++) {
+                ParameterState state = states.get(i);
+                StateHome home = homes.of(i);
+                if (home == null) {
+                    continue;
+                }
+                ParameterEntry entry = checked.entries().get(i);
+                for (BufferSpec spec : state.declared) {
+                    Tensor held = entry.buffer(spec.key());
+                    if (held != null && keeps(i, spec)) {
+                        home.write(state, spec, held);
+                    } else {
+                        home.drop(state, spec);
+                    }
+                }
+            }
+        } catch (RuntimeException | Error e) {
+            discardStaged();
+            throw e;
+        }
+        staged = checked;
+    }
+
+    /** Lets go of what {@link #stage} stored: the homes keep what they held. */
+    void discardStaged() {
+        staged = null;
+        homes.all().forEach(StateHome::discardWrites);
+    }
+
+    /**
      * Restores the parameter values, buffers and groups' hyperparameters of a state that
-     * {@link dev.muon.state.StateFit} has accepted: cannot fail (copies into tensors of checked shapes; a buffer
-     * held in the parameter's dtype is rounded to its declared one). Distributed, each rank keeps the buffers of the
-     * parameters it owns.
+     * {@link dev.muon.state.StateFit} has accepted (a buffer held in the parameter's dtype is rounded to its declared
+     * one). Distributed, each rank keeps the buffers of the parameters it owns. Stages the homes' part first unless
+     * {@link #stage} did it for this state; past that, cannot fail (copies into tensors of checked shapes).
+     *
+     * @throws java.io.UncheckedIOException if a home cannot store a buffer; nothing changed then
      */
     void apply(OptimizerState checked) {
+        if (staged != checked) {
+            stage(checked);
+        }
+        staged = null;
+        homes.all().forEach(StateHome::commitWrites);
         for (int i = 0; i < states.size(); i++) {
             ParameterState state = states.get(i);
             ParameterEntry entry = checked.entries().get(i);
             if (entry.value() != null) {
                 state.param.copy_(entry.value());
             }
-            boolean owned = sharding == null || sharding.owns(i);
+            if (homes.of(i) != null) {
+                continue;
+            }
             for (BufferSpec spec : state.declared) {
                 Tensor held = entry.buffer(spec.key());
-                if (held != null && (owned || !spec.owned())) {
+                if (held != null && keeps(i, spec)) {
                     state.bufferForUpdate(spec).copy_(held);
                 } else {
                     state.drop(spec);
@@ -94,6 +151,11 @@ final class MuonStateTransfer {
         for (int g = 0; g < groups.size(); g++) {
             groups.get(g).hyperparameters(checked.muonConfigs().get(g).hyperparameters());
         }
+    }
+
+    /** Whether this process keeps a buffer of the parameter at a position: every one, or distributed, its owner's. */
+    private boolean keeps(int index, BufferSpec spec) {
+        return sharding == null || sharding.owns(index) || !spec.owned();
     }
 
     /**
@@ -112,11 +174,12 @@ final class MuonStateTransfer {
             List<Tensor> held;
             if (sharding == null || !spec.owned()) {
                 held = new ArrayList<>();
-                states.forEach(state -> held.add(state.declared.contains(spec) ? state.buffer(spec.key()) : null));
+                for (int i = 0; i < states.size(); i++) {
+                    held.add(bufferOf(i, spec));
+                }
             } else {
-                held = sharding.gather(states,
-                        state -> state.declared.contains(spec) ? state.buffer(spec.key()) : null,
-                        state -> state.newBuffer(spec), spec.label());
+                held = sharding.gather(states, i -> bufferOf(i, spec), state -> state.newBuffer(spec),
+                        spec.label());
             }
             for (int i = 0; i < states.size(); i++) {
                 if (held.get(i) != null) {
@@ -127,11 +190,17 @@ final class MuonStateTransfer {
         return out;
     }
 
-    /** The bytes of the state buffers this process holds. */
+    /** A declared buffer of the parameter at a position, wherever it lives, or null. */
+    private Tensor bufferOf(int index, BufferSpec spec) {
+        ParameterState state = states.get(index);
+        return state.declared.contains(spec) ? homes.buffer(index, state, spec.key()) : null;
+    }
+
+    /** The bytes of the state buffers this process keeps, wherever they live. */
     long bytes() {
         long bytes = 0;
-        for (ParameterState state : states) {
-            bytes += state.bytes();
+        for (int i = 0; i < states.size(); i++) {
+            bytes += homes.bytes(i, states.get(i));
         }
         return bytes;
     }

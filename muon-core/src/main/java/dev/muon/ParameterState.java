@@ -14,11 +14,15 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * One Muon parameter: its handle, its matrix layout, its orthogonalizer, its device's fused momentum and update
  * kernels (null: libtorch's ops), its row blocks (null: none), and the state buffers its update declares
  * ({@link BufferSpec}: the momentum buffer, NorMuon's second moment), each created (zeros) at its first use.
+ *
+ * <p>The buffers live here, with the parameter, or, under a {@link StateStorage} that keeps them elsewhere, in a home
+ * ({@link StateHomes}): then they are resident here only during the parameter's update.
  */
 final class ParameterState {
     final Tensor param;
@@ -40,6 +44,11 @@ final class ParameterState {
     private final Map<String, Tensor> buffers = new HashMap<>();
     /** The matrix views of the buffers of the parameter's shape, by key. */
     private final Map<String, Tensor> matrices = new HashMap<>();
+    /**
+     * Where a buffer's memory comes from at its first use: null, a new tensor on the parameter's device; or the
+     * working memory of the home that keeps the buffers between updates.
+     */
+    private Function<BufferSpec, Tensor> lender;
 
     /** A parameter with momentum in its dtype, no split and no fused kernels; for tests. */
     ParameterState(Tensor param, MatrixLayout layout, Orthogonalizer orthogonalizer, String label) {
@@ -66,19 +75,49 @@ final class ParameterState {
         return t.unsafeGetTensorImpl().address();
     }
 
-    /** A declared buffer by its key, or null before its first use (or when none is declared under the key). */
+    /** A declared buffer by its key while it is here, or null: before its first use, or kept elsewhere. */
     Tensor buffer(String key) {
         return buffers.get(key);
+    }
+
+    /** Makes a buffer resident for the parameter's update (its home brought it in). */
+    void install(BufferSpec spec, Tensor tensor) {
+        matrices.remove(spec.key());
+        buffers.put(spec.key(), tensor);
+    }
+
+    /** Takes a resident buffer away (its home stored it, or lets it go); null if it was not resident. */
+    Tensor evict(BufferSpec spec) {
+        Tensor view = matrices.remove(spec.key());
+        if (view != null) {
+            // A handle of the update's own, on memory its home lends again: nothing else holds it.
+            view.close();
+        }
+        return buffers.remove(spec.key());
     }
 
     /** A declared buffer, created (zeros, of its declared shape and dtype) at its first use. */
     Tensor bufferForUpdate(BufferSpec spec) {
         Tensor b = buffers.get(spec.key());
         if (b == null) {
-            b = NativeLifetime.outliveScope(newBuffer(spec).zero_());
+            Tensor lent = lender == null ? null : lender.apply(spec);
+            if (lent != null) {
+                b = lent;
+                b.zero_();
+            } else {
+                b = NativeLifetime.outliveScope(newBuffer(spec).zero_());
+            }
             buffers.put(spec.key(), b);
         }
         return b;
+    }
+
+    /**
+     * Takes the memory of buffers created at their first use from {@code from} (a home's working memory, which
+     * takes them back when it stores them), so that a step holds no more than the buffers in flight.
+     */
+    void lendFrom(Function<BufferSpec, Tensor> from) {
+        this.lender = from;
     }
 
     /** A declared buffer of the parameter's shape in the parameter's matrix view, created at its first use. */
@@ -103,7 +142,7 @@ final class ParameterState {
         matrices.remove(spec.key());
     }
 
-    /** The bytes of the buffers this process holds for the parameter. */
+    /** The bytes of the buffers held here for the parameter. */
     long bytes() {
         long bytes = 0;
         for (Tensor b : buffers.values()) {

@@ -2,6 +2,7 @@ package dev.muon;
 
 import org.bytedeco.pytorch.Tensor;
 
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.IntPredicate;
@@ -11,12 +12,26 @@ import java.util.function.IntPredicate;
  * in group order, a parameter on its own or a same-shape batch at its first member's place, with one
  * orthogonalization for all its members. So a step that fails part-way has updated exactly the parameters before
  * the failing one (or before the failing batch's first member) in group order.
+ *
+ * <p>Where parameters keep their state away from them ({@link StateStorage}), each unit of the step (a parameter or
+ * a batch) has its buffers brought in from its {@link StateHome} ({@link StateHomes}) before its update and sent back after it, and the
+ * next unit's are started on their way ({@link StateHome#prefetch}) before this unit's orthogonalization: at most
+ * two units' buffers are resident at once. The update in between is the same computation.
  */
 final class PlannedUpdates {
     private final List<ParameterState> states;
     private final List<UpdatePlan> plans;
     /** The scaled lr of each parameter's last update (its first block's), NaN before its first. */
     private final double[] appliedLrs;
+    /** This step's units, in order; reused. */
+    private final List<Unit> units = new ArrayList<>();
+
+    /**
+     * One unit of a step: a parameter on its own ({@code batch} null) or the {@code count} active members of a
+     * same-shape batch ({@link SameShapeBatch#activePositions}).
+     */
+    private record Unit(UpdateSlots.Step step, int index, Tensor grad, SameShapeBatch batch, int count) {
+    }
 
     PlannedUpdates(List<ParameterState> states, List<UpdatePlan> plans) {
         this.states = List.copyOf(states);
@@ -30,26 +45,122 @@ final class PlannedUpdates {
      *
      * @param grads       the checked gradients, one per parameter in the optimizer's order, null where none
      * @param updatedHere whether this process updates the parameter at a position (distributed: owns it)
+     * @param homes       where each parameter keeps its state between updates
      * @return how many parameters were orthogonalized in same-shape batches
      */
-    int run(List<MuonGroup> groups, List<Tensor> grads, IntPredicate updatedHere) {
+    int run(List<MuonGroup> groups, List<Tensor> grads, IntPredicate updatedHere, StateHomes homes) {
+        units.clear();
         int i = 0;
-        int batched = 0;
         for (MuonGroup group : groups) {
             UpdateSlots.Step step = new UpdateSlots.Step(group.config());
             for (int j = 0; j < group.params.size(); j++, i++) {
                 SameShapeBatch batch = group.batchFirstAt(j);
                 if (batch != null) {
-                    batched += updateBatch(batch, grads, step);
+                    addBatch(batch, grads, step);
                     continue;
                 }
                 Tensor grad = grads.get(i);
                 if (grad != null && !group.batched(j) && updatedHere.test(i)) {
-                    update(i, grad, step);
+                    units.add(new Unit(step, i, grad, null, 0));
                 }
             }
         }
-        return batched;
+        int batched = 0;
+        try {
+            for (int u = 0; u < units.size(); u++) {
+                Unit unit = units.get(u);
+                Unit next = u + 1 < units.size() ? units.get(u + 1) : null;
+                try {
+                    bringIn(unit, homes);
+                    prefetch(next, homes);
+                    batched += unit.batch == null ? update(unit.index, unit.grad, unit.step)
+                            : updateBatch(unit.batch, unit.count, unit.step);
+                    sendBack(unit, homes);
+                } catch (RuntimeException | Error e) {
+                    abandon(unit, homes);
+                    abandon(next, homes);
+                    throw e;
+                }
+            }
+            return batched;
+        } finally {
+            // No handle on a gradient outlives the step.
+            for (Unit unit : units) {
+                if (unit.batch != null) {
+                    unit.batch.release(unit.count);
+                }
+            }
+            units.clear();
+        }
+    }
+
+    /**
+     * Adds the members of {@code batch} that have a gradient (all of which this process updates) as one unit, or,
+     * with fewer than {@link SameShapeBatch#MIN_PARAMETERS} gradients this step, each as a unit of its own.
+     */
+    private void addBatch(SameShapeBatch batch, List<Tensor> grads, UpdateSlots.Step step) {
+        int count = 0;
+        for (int k = 0; k < batch.positions.length; k++) {
+            Tensor grad = grads.get(batch.positions[k]);
+            if (grad != null) {
+                batch.activePositions[count] = batch.positions[k];
+                batch.activeGrads[count] = grad;
+                count++;
+            }
+        }
+        if (count >= SameShapeBatch.MIN_PARAMETERS) {
+            units.add(new Unit(step, -1, null, batch, count));
+            return;
+        }
+        for (int k = 0; k < count; k++) {
+            units.add(new Unit(step, batch.activePositions[k], batch.activeGrads[k], null, 0));
+        }
+        batch.release(count);
+    }
+
+    /** A unit's parameters by position: the one, or the batch's active members. */
+    private static int member(Unit unit, int k) {
+        return unit.batch == null ? unit.index : unit.batch.activePositions[k];
+    }
+
+    private static int members(Unit unit) {
+        return unit.batch == null ? 1 : unit.count;
+    }
+
+    private void bringIn(Unit unit, StateHomes homes) {
+        for (int k = 0; k < members(unit); k++) {
+            StateHome home = homes.of(member(unit, k));
+            if (home != null) {
+                home.bringIn(states.get(member(unit, k)));
+            }
+        }
+    }
+
+    private void prefetch(Unit unit, StateHomes homes) {
+        for (int k = 0; unit != null && k < members(unit); k++) {
+            StateHome home = homes.of(member(unit, k));
+            if (home != null) {
+                home.prefetch(states.get(member(unit, k)));
+            }
+        }
+    }
+
+    private void sendBack(Unit unit, StateHomes homes) {
+        for (int k = 0; k < members(unit); k++) {
+            StateHome home = homes.of(member(unit, k));
+            if (home != null) {
+                home.sendBack(states.get(member(unit, k)));
+            }
+        }
+    }
+
+    private void abandon(Unit unit, StateHomes homes) {
+        for (int k = 0; unit != null && k < members(unit); k++) {
+            StateHome home = homes.of(member(unit, k));
+            if (home != null) {
+                home.abandon(states.get(member(unit, k)));
+            }
+        }
     }
 
     /** The plans' set-up of their parameters, once the optimizer is complete ({@link UpdatePlan#atBuild}). */
@@ -72,14 +183,18 @@ final class PlannedUpdates {
         Arrays.fill(appliedLrs, Double.NaN);
     }
 
-    /** One parameter's whole update: before, the orthogonalization of each block, after, and the finish. */
-    private void update(int index, Tensor grad, UpdateSlots.Step step) {
+    /**
+     * One parameter's whole update: before, the orthogonalization of each block, after, and the finish.
+     *
+     * @return 0: no parameter was orthogonalized in a batch
+     */
+    private int update(int index, Tensor grad, UpdateSlots.Step step) {
         ParameterState state = states.get(index);
         UpdatePlan plan = plans.get(index);
         List<UpdateSlots.Block> blocks = plan.beforeOrthogonalize(state, grad, null, step);
         if (state.matrix.numel() == 0) {
             // Nothing to orthogonalize or update; the (empty) momentum buffer exists, as in PyTorch's Muon.
-            return;
+            return 0;
         }
         for (int b = 0; b < blocks.size(); b++) {
             UpdateSlots.Block block = blocks.get(b);
@@ -89,53 +204,35 @@ final class PlannedUpdates {
             }
         }
         plan.finish(state, step);
+        return 0;
     }
 
     /**
-     * The batched form of {@link #update} for the members of {@code batch} that have a gradient (all of which this
-     * process updates): each member's momentum leaves its {@code U} in its slice of the batch's stack, one call
-     * orthogonalizes the stack, and each member's part after the orthogonalization applies its slice. With fewer
-     * than {@link SameShapeBatch#MIN_PARAMETERS} gradients this step, they take the per-parameter path.
+     * The batched form of {@link #update} for the {@code count} active members of {@code batch}
+     * ({@link SameShapeBatch#activePositions}, at least {@link SameShapeBatch#MIN_PARAMETERS}): each member's
+     * momentum leaves its {@code U} in its slice of the batch's stack, one call orthogonalizes the stack, and each
+     * member's part after the orthogonalization applies its slice.
      *
      * @return how many parameters were orthogonalized in a batch
      */
-    private int updateBatch(SameShapeBatch batch, List<Tensor> grads, UpdateSlots.Step step) {
-        int count = 0;
-        for (int k = 0; k < batch.positions.length; k++) {
-            Tensor grad = grads.get(batch.positions[k]);
-            if (grad != null) {
-                batch.activePositions[count] = batch.positions[k];
-                batch.activeGrads[count] = grad;
-                count++;
-            }
+    private int updateBatch(SameShapeBatch batch, int count, UpdateSlots.Step step) {
+        Tensor stack = batch.stack(count);
+        UpdateSlots.Block[] blocks = new UpdateSlots.Block[count];
+        for (int k = 0; k < count; k++) {
+            int index = batch.activePositions[k];
+            // A batch member is a plain matrix: one block.
+            blocks[k] = plans.get(index).beforeOrthogonalize(states.get(index), batch.activeGrads[k],
+                    stack.select(0, k), step).get(0);
         }
-        try {
-            if (count < SameShapeBatch.MIN_PARAMETERS) {
-                for (int k = 0; k < count; k++) {
-                    update(batch.activePositions[k], batch.activeGrads[k], step);
-                }
-                return 0;
-            }
-            Tensor stack = batch.stack(count);
-            UpdateSlots.Block[] blocks = new UpdateSlots.Block[count];
-            for (int k = 0; k < count; k++) {
-                int index = batch.activePositions[k];
-                // A batch member is a plain matrix: one block.
-                blocks[k] = plans.get(index).beforeOrthogonalize(states.get(index), batch.activeGrads[k],
-                        stack.select(0, k), step).get(0);
-            }
-            // Every member shares the orthogonalizer (the batch's key), so this is the same function, applied to
-            // each slice on its own; the result is a view of its workspace, used up before its next call.
-            Tensor o = batch.members.get(0).orthogonalizer.orthogonalize(stack);
-            for (int k = 0; k < count; k++) {
-                int index = batch.activePositions[k];
-                UpdatePlan plan = plans.get(index);
-                appliedLrs[index] = plan.afterOrthogonalize(states.get(index), blocks[k], o.select(0, k), step);
-                plan.finish(states.get(index), step);
-            }
-            return count;
-        } finally {
-            batch.release(count);
+        // Every member shares the orthogonalizer (the batch's key), so this is the same function, applied to
+        // each slice on its own; the result is a view of its workspace, used up before its next call.
+        Tensor o = batch.members.get(0).orthogonalizer.orthogonalize(stack);
+        for (int k = 0; k < count; k++) {
+            int index = batch.activePositions[k];
+            UpdatePlan plan = plans.get(index);
+            appliedLrs[index] = plan.afterOrthogonalize(states.get(index), blocks[k], o.select(0, k), step);
+            plan.finish(states.get(index), step);
         }
+        return count;
     }
 }

@@ -14,6 +14,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
+import java.util.function.IntFunction;
 
 /**
  * The distributed side of one {@link Muon}: which parameters this rank owns, and the broadcast that brings every
@@ -99,19 +100,22 @@ final class Sharding {
      * buffers exist. A collective: every rank calls it.
      *
      * @param states   the parameters, in order
-     * @param buffer   a parameter's buffer on its owner, null where it has none yet
+     * @param buffer   the buffer of the parameter at a position on its owner, null where it has none yet (asked
+     *                 once per owned parameter: it may read the buffer from where it lives)
      * @param allocate a new tensor of the buffer's shape and dtype, for rank 0 to receive into
      * @param what     the buffer's name, for messages
      * @return per parameter in order: on rank 0 every buffer (null where none exists yet); on the others their
      *         own buffers and nulls
      */
-    List<Tensor> gather(List<ParameterState> states, Function<ParameterState, Tensor> buffer,
+    List<Tensor> gather(List<ParameterState> states, IntFunction<Tensor> buffer,
                         Function<ParameterState, Tensor> allocate, String what) {
         int n = states.size();
         long[] mine = new long[n];
+        Tensor[] own = new Tensor[n];
         for (int i = 0; i < n; i++) {
-            if (owns(i) && buffer.apply(states.get(i)) != null) {
-                mine[i] = 1;
+            if (owns(i)) {
+                own[i] = buffer.apply(i);
+                mine[i] = own[i] != null ? 1 : 0;
             }
         }
         long[] has = group.allReduceSum(mine, "the " + what + "-presence mask for a checkpoint");
@@ -123,7 +127,7 @@ final class Sharding {
                 String label = "the " + what + " of Muon parameter " + i + " (" + states.get(i).label
                         + ") for a checkpoint";
                 if (owner == group.rank()) {
-                    t = buffer.apply(states.get(i));
+                    t = own[i];
                     if (group.rank() != 0) {
                         group.send(t, 0, i, label);
                     }

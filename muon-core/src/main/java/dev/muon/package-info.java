@@ -5,6 +5,7 @@
  * Both implement {@link dev.muon.schedule.TrainingOptimizer}, which the learning-rate schedules of
  * {@code dev.muon.schedule} drive. Newton–Schulz and its extension point live in {@code dev.muon.orthogonalize}.
  * Both optimizers have a distributed mode ({@code Builder.distributed(..)}) that shards the Muon work over the c10d
- * process group of {@code dev.muon.distributed}.
+ * process group of {@code dev.muon.distributed}, and can keep the Muon state in pinned host memory or in files
+ * between updates ({@link dev.muon.StateStorage}).
  */
 package dev.muon;

@@ -21,8 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Two rules of the layering ({@code shared/ARCHITECTURE.md}) that the cycle check alone cannot see. The values every
- * binding shares (the configs, the update recipe, the assignment rules, the buffer declarations) stand below the
- * working parts: none reaches a file that works on libtorch tensors, so muon-djl can use them, and a value cannot
+ * binding shares (the configs, the update recipe, the assignment rules, the buffer declarations, where state lives)
+ * stand below the working parts: none reaches a file that works on libtorch tensors, so muon-djl can use them, and a value cannot
  * read a stage's constant (as {@code MuonConfig} once read NorMuon's 0.2 from the normalization stage). And
  * {@code dev.muon.internal} holds only what several packages or modules share: a public class there that one
  * package alone uses belongs beside that package.
@@ -35,6 +35,7 @@ class LayeringTest {
     private static final List<String> VALUES = List.of("dev.muon.MuonConfig", "dev.muon.NorMuonConfig",
             "dev.muon.HyperballConfig", "dev.muon.AdamWConfig", "dev.muon.MuonHyperparameters",
             "dev.muon.UpdateRecipe", "dev.muon.AssignmentRule", "dev.muon.state.BufferSpec",
+            "dev.muon.StateStorage",
             "dev.muon.orthogonalize.CoefficientSchedule", "dev.muon.orthogonalize.NewtonSchulzConfig");
 
     /**

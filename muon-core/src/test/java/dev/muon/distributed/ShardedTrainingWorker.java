@@ -56,6 +56,7 @@ public final class ShardedTrainingWorker {
                 case "reliability" -> ReliabilityWorker.run(group, dir);
                 case "invariance" -> ShardingInvarianceWorker.run(group, dir, false);
                 case "invariance-local" -> ShardingInvarianceWorker.run(group, dir, true);
+                case "storage" -> dev.muon.StateStorageEqualityWorker.run(group, dir);
                 default -> throw new IllegalArgumentException("unknown scenario " + scenario);
             }
         }

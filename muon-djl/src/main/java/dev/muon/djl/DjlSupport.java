@@ -1,5 +1,7 @@
 package dev.muon.djl;
 
+import dev.muon.StateStorage;
+import dev.muon.UpdateRecipe;
 import ai.djl.ndarray.types.DataType;
 
 /**
@@ -44,6 +46,25 @@ final class DjlSupport {
      * @throws IllegalArgumentException naming the setting and the value
      */
     static void requireDjlDefaults(float weightDecays, int beginNumUpdate, String configMethod) {
+        requireDjlDefaults(weightDecays, beginNumUpdate, configMethod, StateStorage.withParameter());
+    }
+
+    /**
+     * {@link #requireDjlDefaults(float, int, String)}, and where the Muon state lives: beside its parameters only.
+     *
+     * @param weightDecays   {@code optWeightDecays}
+     * @param beginNumUpdate {@code optBeginNumUpdate}
+     * @param configMethod   the builder method that sets the decoupled weight decay, for the message
+     * @param stateStorage   where the Muon state lives ({@code optStateStorage}, {@code optMuonStateStorage})
+     * @throws IllegalArgumentException naming the setting and the value
+     */
+    static void requireDjlDefaults(float weightDecays, int beginNumUpdate, String configMethod,
+                                   StateStorage stateStorage) {
+        if (stateStorage.place() != StateStorage.Place.WITH_PARAMETER) {
+            throw UpdateRecipe.refused("stateStorage = " + stateStorage.place(), MuonStep.BINDING, "its buffers are "
+                    + "NDArrays of DJL's engine, kept beside their parameters, and it has no path that moves them to "
+                    + "host memory or files (muon-core's Muon and MuonAdamW have)");
+        }
         if (weightDecays != 0) {
             throw new IllegalArgumentException("optWeightDecays must be 0, got " + weightDecays + ": it adds DJL's "
                     + "L2 term to the gradient; the decoupled weight decay is the config's (" + configMethod + ")");

@@ -15,6 +15,7 @@ import ai.djl.training.tracker.ParameterTracker;
 import dev.muon.AssignmentRule;
 import dev.muon.MuonConfig;
 import dev.muon.NonFinitePolicy;
+import dev.muon.StateStorage;
 import dev.muon.UpdateRecipe;
 import dev.muon.state.CheckpointBytes;
 import dev.muon.state.CheckpointDocument;
@@ -81,7 +82,8 @@ public final class Muon extends Optimizer implements TrainingListener {
 
     private Muon(Builder b) {
         super(b);
-        DjlSupport.requireDjlDefaults(getWeightDecay(), b.beginNumUpdate, "optConfig(MuonConfig.withWeightDecay)");
+        DjlSupport.requireDjlDefaults(getWeightDecay(), b.beginNumUpdate, "optConfig(MuonConfig.withWeightDecay)",
+                b.stateStorage);
         this.config = b.config;
         this.beginNumUpdate = b.beginNumUpdate;
         this.lrTracker = b.lrTracker;
@@ -356,8 +358,21 @@ public final class Muon extends Optimizer implements TrainingListener {
         private ParameterTracker lrTracker;
         private NonFinitePolicy policy = NonFinitePolicy.SKIP;
         private int beginNumUpdate;
+        private StateStorage stateStorage = StateStorage.withParameter();
 
         private Builder() {
+        }
+
+        /**
+         * Where the state lives ({@link StateStorage}): muon-djl keeps it beside its parameters, and {@link #build()}
+         * refuses any other place, naming it.
+         *
+         * @param value the storage
+         * @return this builder
+         */
+        public Builder optStateStorage(StateStorage value) {
+            this.stateStorage = Objects.requireNonNull(value, "stateStorage must not be null");
+            return this;
         }
 
         @Override

@@ -22,6 +22,7 @@ import dev.muon.MuonConfig;
 import dev.muon.NonFinitePolicy;
 import dev.muon.OptimizerKind;
 import dev.muon.AssignmentTable;
+import dev.muon.StateStorage;
 import dev.muon.UpdateRecipe;
 import dev.muon.state.CheckpointBytes;
 import dev.muon.state.CheckpointDocument;
@@ -111,7 +112,7 @@ public final class MuonAdamW extends Optimizer implements TrainingListener {
         this.muonConfig = b.muonConfig != null ? b.muonConfig : MuonConfig.dropIn(adamWConfig.lr(),
                 adamWConfig.weightDecay());
         DjlSupport.requireDjlDefaults(getWeightDecay(), b.beginNumUpdate,
-                "optMuon(MuonConfig.withWeightDecay) and optAdamW(AdamWConfig.withWeightDecay)");
+                "optMuon(MuonConfig.withWeightDecay) and optAdamW(AdamWConfig.withWeightDecay)", b.muonStateStorage);
         this.beginNumUpdate = b.beginNumUpdate;
         this.muonTracker = b.muonTracker;
         this.adamWTracker = b.adamWTracker;
@@ -477,8 +478,21 @@ public final class MuonAdamW extends Optimizer implements TrainingListener {
         private boolean allowEmptyMuon;
         private NonFinitePolicy policy = NonFinitePolicy.SKIP;
         private int beginNumUpdate;
+        private StateStorage muonStateStorage = StateStorage.withParameter();
 
         private Builder() {
+        }
+
+        /**
+         * Where the Muon state lives ({@link StateStorage}): muon-djl keeps it beside its parameters, and
+         * {@link #build()} refuses any other place, naming it.
+         *
+         * @param value the storage
+         * @return this builder
+         */
+        public Builder optMuonStateStorage(StateStorage value) {
+            this.muonStateStorage = Objects.requireNonNull(value, "muonStateStorage must not be null");
+            return this;
         }
 
         @Override

@@ -7,6 +7,7 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.training.tracker.Tracker;
 import dev.muon.MuonConfig;
 import dev.muon.Orthogonalization;
+import dev.muon.StateStorage;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
 import org.junit.jupiter.api.AfterAll;
@@ -70,6 +71,18 @@ class ErrorsTest {
                         IllegalArgumentException.class, "nsPrecision = BFLOAT16 is not supported by muon-djl: "
                                 + "DJL's conversion to bfloat16 aborts the JVM, so Newton-Schulz runs in float32 (the "
                                 + "default) or FLOAT64"),
+                Arguments.of("state in files", (Executable) () -> Muon.builder().optBlock(model().block)
+                        .optStateStorage(StateStorage.files(java.nio.file.Path.of("/tmp"))).build(),
+                        IllegalArgumentException.class, "stateStorage = FILES is not supported by muon-djl: its "
+                                + "buffers are NDArrays of DJL's engine, kept beside their parameters, and it has no "
+                                + "path that moves them to host memory or files (muon-core's Muon and MuonAdamW "
+                                + "have)"),
+                Arguments.of("Muon state in host memory", (Executable) () -> MuonAdamW.builder()
+                        .optBlock(model().block).optMuonStateStorage(StateStorage.hostMemory()).build(),
+                        IllegalArgumentException.class, "stateStorage = HOST_MEMORY is not supported by muon-djl: "
+                                + "its buffers are NDArrays of DJL's engine, kept beside their parameters, and it has "
+                                + "no path that moves them to host memory or files (muon-core's Muon and MuonAdamW "
+                                + "have)"),
                 Arguments.of("the exact SVD", (Executable) () -> MuonAdamW.builder().optBlock(model().block)
                         .optMuon(MuonConfig.defaults().withOrthogonalization(Orthogonalization.EXACT_SVD)).build(),
                         IllegalArgumentException.class, "orthogonalization = EXACT_SVD is not supported by "

@@ -1,0 +1,835 @@
+package dev.muon;
+
+import dev.muon.internal.NativeLifetime;
+import dev.muon.state.BufferSpec;
+import dev.muon.state.StateFileException;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.zip.CRC32C;
+
+/**
+ * The buffers of CPU parameters in one file of this process ({@link StateStorage.Place#FILES}): read per parameter
+ * before its update (the next one's read ahead on a thread of its own) and written back after it.
+ *
+ * <p><b>Layout.</b> {@code <directory>/muon-state-<run>-rank<r>.bin}, little-endian. A 4096-byte header: the magic
+ * {@code MUONSTAT}, the format version (1), the rank, the run identity (128 random bits drawn when the optimizer is
+ * built) and the number of entries. Then every buffer this process keeps, in the optimizer's parameter order and
+ * each parameter's declared order, as two slots; a slot is a 4096-byte slot header (the magic {@code MUONSLOT}, the
+ * run identity, the entry and slot numbers, the generation, the data's length and its CRC-32C) followed by the
+ * buffer's bytes, padded to 4096.
+ *
+ * <p><b>Writes go to the slot not in force</b>, and the slot is put in force only after the whole buffer is
+ * written: a write that fails (a full disk) leaves the previous state in the other slot, readable and intact.
+ * Slots are written in place, so after each buffer's first two stores the file never grows.
+ *
+ * <p><b>Checks.</b> This process remembers, per buffer, the slot in force, its generation and the CRC-32C of what it
+ * wrote. Before a step changes anything ({@link #checkBeforeStep}) the file's length and every slot header in force
+ * are checked against that (truncated, another run's, an older generation); when a buffer is read, its bytes are
+ * checked against the CRC. Nothing is ever read from a file this process did not make in this run.
+ *
+ * <p>No mapping: explicit reads and writes keep the resident memory of the state to the buffers in flight (mapped
+ * pages would count against the process and a full disk would arrive as SIGBUS), and let every byte be checked.
+ */
+final class FileHome implements StateHome {
+    /** The alignment of the header, the slot headers and the data. */
+    static final int ALIGN = 4096;
+    /** The bytes of a slot header that are written (the rest of its block is zeros). */
+    static final int SLOT_HEADER = 64;
+    static final int VERSION = 1;
+    private static final long FILE_MAGIC = magic("MUONSTAT");
+    private static final long SLOT_MAGIC = magic("MUONSLOT");
+    /** The largest buffer handed to one read or write: a Java buffer holds at most 2^31 − 1 bytes. */
+    private static final int CHUNK = 1 << 30;
+
+    /** The file operations the home uses; tests inject faults (a full disk, a read-only directory) here. */
+    interface Disk {
+        /**
+         * The bytes free for this process in a directory.
+         *
+         * @param directory the directory
+         * @return bytes
+         * @throws IOException if it cannot be asked
+         */
+        long usableSpace(Path directory) throws IOException;
+
+        /**
+         * Creates a new file, for reading and writing.
+         *
+         * @param file the file, which must not exist
+         * @return its channel
+         * @throws IOException if it cannot be created
+         */
+        Channel create(Path file) throws IOException;
+    }
+
+    /** Positional reads and writes of one file. */
+    interface Channel extends Closeable {
+        /**
+         * Reads into {@code dst} from {@code position}.
+         *
+         * @param dst      where to
+         * @param position where from
+         * @return the bytes read, -1 at the end of the file
+         * @throws IOException if it fails
+         */
+        int read(ByteBuffer dst, long position) throws IOException;
+
+        /**
+         * Writes {@code src} at {@code position}.
+         *
+         * @param src      what
+         * @param position where
+         * @return the bytes written
+         * @throws IOException if it fails
+         */
+        int write(ByteBuffer src, long position) throws IOException;
+
+        /**
+         * The file's length.
+         *
+         * @return bytes
+         * @throws IOException if it cannot be read
+         */
+        long size() throws IOException;
+    }
+
+    /** The real file system. */
+    static final Disk REAL = new Disk() {
+        @Override
+        public long usableSpace(Path directory) throws IOException {
+            return Files.getFileStore(directory).getUsableSpace();
+        }
+
+        @Override
+        public Channel create(Path file) throws IOException {
+            FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                    StandardOpenOption.WRITE);
+            return new Channel() {
+                @Override
+                public int read(ByteBuffer dst, long position) throws IOException {
+                    return channel.read(dst, position);
+                }
+
+                @Override
+                public int write(ByteBuffer src, long position) throws IOException {
+                    return channel.write(src, position);
+                }
+
+                @Override
+                public long size() throws IOException {
+                    return channel.size();
+                }
+
+                @Override
+                public void close() throws IOException {
+                    channel.close();
+                }
+            };
+        }
+    };
+
+    /** One buffer this process keeps: where its two slots are, which is in force, and what was written there. */
+    private static final class Entry {
+        final int index;
+        final ParameterState state;
+        final BufferSpec spec;
+        final long[] shape;
+        final torch.ScalarType dtype;
+        final long bytes;
+        final long[] offsets = new long[2];
+        /** The slot in force, or -1: nothing stored. */
+        int current = -1;
+        long generation;
+        int crc;
+        /** A restore's write, in force once committed: its slot (-1: none staged), generation and CRC. */
+        int stagedSlot = -1;
+        long stagedGeneration;
+        int stagedCrc;
+        boolean stagedDrop;
+        /** A read in flight ahead of the update, and the tensor it fills. */
+        Future<?> pending;
+        Tensor prefetched;
+
+        Entry(int index, ParameterState state, BufferSpec spec) {
+            this.index = index;
+            this.state = state;
+            this.spec = spec;
+            this.shape = spec.shape().of(state.param.shape());
+            this.dtype = ParameterState.dtypeOf(spec, state.param);
+            long elements = 1;
+            for (long side : shape) {
+                elements = Math.multiplyExact(elements, side);
+            }
+            this.bytes = Math.multiplyExact(elements, torch.elementSize(dtype));
+        }
+
+        String what() {
+            return "the " + spec.label() + " of " + state.label;
+        }
+
+        long end(int slot) {
+            return offsets[slot] + ALIGN + bytes;
+        }
+    }
+
+    private final StateStorage storage;
+    private final Path file;
+    private final Channel channel;
+    private final long runMost;
+    private final long runLeast;
+    private final Disk disk;
+    private final Map<ParameterState, List<Entry>> entries;
+    /** The tensors of the buffers in flight: this unit's and the next one's. */
+    private final WorkingBuffers working = new WorkingBuffers(new org.bytedeco.pytorch.Device(torch.DeviceType.CPU));
+    private final ExecutorService io;
+    private final Thread cleanup;
+    private boolean closed;
+
+    private FileHome(StateStorage storage, Path file, Channel channel, UUID run, Disk disk,
+                     Map<ParameterState, List<Entry>> entries) {
+        this.storage = storage;
+        this.file = file;
+        this.channel = channel;
+        this.runMost = run.getMostSignificantBits();
+        this.runLeast = run.getLeastSignificantBits();
+        this.disk = disk;
+        this.entries = entries;
+        entries.forEach((state, list) -> state.lendFrom(spec -> {
+            Entry entry = entryOf(state, spec);
+            return entry != null ? take(entry) : null;
+        }));
+        // Every read and write runs on this thread, even without read-ahead: a file channel is closed for good when
+        // the thread inside one of its calls is interrupted, and the training thread may be.
+        this.io = Executors.newSingleThreadExecutor(task -> {
+            Thread t = new Thread(task, "muon-state-io");
+            t.setDaemon(true);
+            return t;
+        });
+        // A process that ends without close() still removes its file; a crash leaves it (docs/api.md says how to
+        // clean up).
+        this.cleanup = new Thread(() -> deleteQuietly(file), "muon-state-cleanup");
+        Runtime.getRuntime().addShutdownHook(cleanup);
+    }
+
+    /**
+     * Creates this process's state file under the storage's directory for the buffers each parameter keeps, after
+     * checking the directory: it exists, is a directory, has room for two slots of every buffer, and takes a new
+     * file that reads back what was written. A refusal names the directory and the rule and leaves nothing behind.
+     *
+     * @param storage the group's storage ({@link StateStorage.Place#FILES})
+     * @param kept    per parameter, the declared buffers this process keeps, in order
+     * @param rank    this process's rank (0 in a single process)
+     * @param disk    the file operations ({@link #REAL})
+     * @return the home
+     * @throws IllegalArgumentException naming the directory, if it cannot hold the state
+     */
+    static FileHome open(StateStorage storage, Map<ParameterState, List<BufferSpec>> kept, int rank, Disk disk) {
+        Path directory = storage.directory().toAbsolutePath();
+        String setting = storage.setting() + " directory " + directory;
+        if (!Files.exists(directory)) {
+            throw new IllegalArgumentException(setting + " must be an existing directory; it does not exist");
+        }
+        if (!Files.isDirectory(directory)) {
+            throw new IllegalArgumentException(setting + " must be a directory; it is a file");
+        }
+        Map<ParameterState, List<Entry>> entries = new LinkedHashMap<>();
+        long offset = ALIGN;
+        int index = 0;
+        for (Map.Entry<ParameterState, List<BufferSpec>> e : kept.entrySet()) {
+            List<Entry> list = new ArrayList<>();
+            for (BufferSpec spec : e.getValue()) {
+                Entry entry = new Entry(index++, e.getKey(), spec);
+                for (int slot = 0; slot < 2; slot++) {
+                    entry.offsets[slot] = offset;
+                    offset = Math.addExact(offset, ALIGN + aligned(entry.bytes));
+                }
+                list.add(entry);
+            }
+            entries.put(e.getKey(), List.copyOf(list));
+        }
+        long needed = offset;
+        long free;
+        try {
+            free = disk.usableSpace(directory);
+        } catch (IOException e) {
+            throw new IllegalArgumentException(setting + " must report its free space; asking failed (" + e + ")",
+                    e);
+        }
+        if (free < needed) {
+            throw new IllegalArgumentException(setting + " must have room for two slots of every buffer this "
+                    + "process keeps, " + needed + " bytes; it has " + free + " bytes free");
+        }
+        UUID run = UUID.randomUUID();
+        String name = "muon-state-" + run.toString().replace("-", "") + "-rank" + rank + ".bin";
+        Path file = directory.resolve(name);
+        Channel channel;
+        try {
+            channel = disk.create(file);
+        } catch (IOException e) {
+            throw new IllegalArgumentException(setting + " must be writable; creating " + name + " there failed ("
+                    + e + ")", e);
+        }
+        try {
+            ByteBuffer header = fileHeader(run, rank, index);
+            writeFully(channel, header.duplicate(), 0);
+            ByteBuffer back = ByteBuffer.allocate(header.capacity());
+            readFully(channel, back, 0);
+            if (!back.flip().equals(header.rewind())) {
+                throw new IOException("the file did not read back what was written");
+            }
+        } catch (IOException | RuntimeException e) {
+            closeQuietly(channel);
+            deleteQuietly(file);
+            throw new IllegalArgumentException(setting + " must hold files that read back what was written; "
+                    + "writing and reading " + name + " there failed (" + e + ")", e);
+        }
+        return new FileHome(storage, file, channel, run, disk, entries);
+    }
+
+    /** The state file; for tests. */
+    Path file() {
+        return file;
+    }
+
+    /** How many buffers the file keeps; for tests. */
+    int entryCount() {
+        return entries.values().stream().mapToInt(List::size).sum();
+    }
+
+    // ------------------------------------------------------------------ a step
+
+    @Override
+    public void checkBeforeStep() {
+        requireOpen();
+        await(io.submit(() -> {
+            checkSlotsInForce();
+            return null;
+        }), "checking the slots in force");
+    }
+
+    /** {@link #checkBeforeStep}'s reads, on the I/O thread. */
+    private void checkSlotsInForce() {
+        long size;
+        try {
+            size = channel.size();
+        } catch (IOException e) {
+            throw new StateFileException("Muon state file", file, "the file", "cannot be read (" + e + ")", e);
+        }
+        ByteBuffer header = ByteBuffer.allocate(SLOT_HEADER).order(ByteOrder.LITTLE_ENDIAN);
+        for (List<Entry> list : entries.values()) {
+            for (Entry entry : list) {
+                if (entry.current < 0) {
+                    continue;
+                }
+                String where = entry.what() + " (slot " + entry.current + ")";
+                if (size < entry.end(entry.current)) {
+                    throw new StateFileException("Muon state file", file, where, "ends at byte "
+                            + entry.end(entry.current) + " but the file has " + size + " bytes: it was truncated "
+                            + "since this run wrote it", null);
+                }
+                header.clear();
+                try {
+                    readFully(channel, header, entry.offsets[entry.current]);
+                } catch (IOException e) {
+                    throw new StateFileException("Muon state file", file, where, "cannot be read (" + e + ")", e);
+                }
+                String wrong = checkSlotHeader(header.flip(), entry);
+                if (wrong != null) {
+                    throw new StateFileException("Muon state file", file, where, wrong, null);
+                }
+            }
+        }
+    }
+
+    @Override
+    public void prefetch(ParameterState state) {
+        if (!storage.readAhead()) {
+            return;
+        }
+        for (Entry entry : entriesOf(state)) {
+            if (entry.current < 0 || entry.pending != null) {
+                continue;
+            }
+            Tensor target = take(entry);
+            ByteBuffer[] chunks = chunks(target, entry.bytes);
+            int slot = entry.current;
+            long generation = entry.generation;
+            int crc = entry.crc;
+            entry.prefetched = target;
+            entry.pending = io.submit(() -> {
+                readSlot(entry, slot, generation, crc, chunks);
+                return null;
+            });
+        }
+    }
+
+    @Override
+    public void bringIn(ParameterState state) {
+        requireOpen();
+        for (Entry entry : entriesOf(state)) {
+            Future<?> pending = entry.pending;
+            Tensor target = entry.prefetched;
+            entry.pending = null;
+            entry.prefetched = null;
+            if (pending == null && entry.current >= 0) {
+                target = take(entry);
+                ByteBuffer[] chunks = chunks(target, entry.bytes);
+                int slot = entry.current;
+                long generation = entry.generation;
+                int crc = entry.crc;
+                pending = io.submit(() -> {
+                    readSlot(entry, slot, generation, crc, chunks);
+                    return null;
+                });
+            }
+            if (pending == null) {
+                continue;
+            }
+            try {
+                await(pending, "reading " + entry.what());
+            } catch (RuntimeException | Error e) {
+                give(entry, target);
+                throw e;
+            }
+            state.install(entry.spec, target);
+        }
+    }
+
+    @Override
+    public void sendBack(ParameterState state) {
+        List<Entry> list = entriesOf(state);
+        Tensor[] resident = new Tensor[list.size()];
+        for (int k = 0; k < list.size(); k++) {
+            resident[k] = state.evict(list.get(k).spec);
+        }
+        try {
+            // Every buffer into the slot not in force first, then all put in force: a write that fails leaves each
+            // buffer of the parameter as it was stored before this update.
+            int[] crcs = new int[list.size()];
+            for (int k = 0; k < list.size(); k++) {
+                Entry entry = list.get(k);
+                if (resident[k] != null) {
+                    crcs[k] = writeSlot(entry, entry.current == 0 ? 1 : 0, entry.generation + 1, resident[k]);
+                }
+            }
+            for (int k = 0; k < list.size(); k++) {
+                Entry entry = list.get(k);
+                if (resident[k] != null) {
+                    entry.crc = crcs[k];
+                    entry.generation++;
+                    entry.current = entry.current == 0 ? 1 : 0;
+                }
+            }
+        } finally {
+            for (int k = 0; k < list.size(); k++) {
+                give(list.get(k), resident[k]);
+            }
+        }
+    }
+
+    @Override
+    public void abandon(ParameterState state) {
+        for (Entry entry : entriesOf(state)) {
+            if (entry.pending != null) {
+                // The read must end before its tensor is reused; what it found no longer matters.
+                try {
+                    await(entry.pending, "reading " + entry.what());
+                } catch (RuntimeException | Error ignored) {
+                    // no longer wanted
+                }
+                give(entry, entry.prefetched);
+                entry.pending = null;
+                entry.prefetched = null;
+            }
+            Tensor resident = state.evict(entry.spec);
+            if (resident != null) {
+                give(entry, resident);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ outside a step
+
+    @Override
+    public Tensor read(ParameterState state, BufferSpec spec) {
+        requireOpen();
+        Entry entry = entryOf(state, spec);
+        if (entry == null || entry.current < 0) {
+            return null;
+        }
+        Tensor out = NativeLifetime.outliveScope(torch.empty(entry.shape, new TensorOptions(entry.dtype), null));
+        ByteBuffer[] chunks = chunks(out, entry.bytes);
+        int slot = entry.current;
+        long generation = entry.generation;
+        int crc = entry.crc;
+        await(io.submit(() -> {
+            readSlot(entry, slot, generation, crc, chunks);
+            return null;
+        }), "reading " + entry.what());
+        return out;
+    }
+
+    @Override
+    public void write(ParameterState state, BufferSpec spec, Tensor value) {
+        requireOpen();
+        Entry entry = entryOf(state, spec);
+        if (entry == null) {
+            return;
+        }
+        Tensor converted = value.to(entry.dtype).contiguous();
+        int slot = entry.current == 0 ? 1 : 0;
+        long generation = entry.generation + 1;
+        entry.stagedCrc = writeSlot(entry, slot, generation, converted);
+        entry.stagedSlot = slot;
+        entry.stagedGeneration = generation;
+        entry.stagedDrop = false;
+    }
+
+    @Override
+    public void drop(ParameterState state, BufferSpec spec) {
+        Entry entry = entryOf(state, spec);
+        if (entry != null) {
+            entry.stagedSlot = -1;
+            entry.stagedDrop = true;
+        }
+    }
+
+    @Override
+    public void commitWrites() {
+        for (List<Entry> list : entries.values()) {
+            for (Entry entry : list) {
+                if (entry.stagedDrop) {
+                    entry.current = -1;
+                } else if (entry.stagedSlot >= 0) {
+                    entry.current = entry.stagedSlot;
+                    entry.generation = entry.stagedGeneration;
+                    entry.crc = entry.stagedCrc;
+                }
+                entry.stagedSlot = -1;
+                entry.stagedDrop = false;
+            }
+        }
+    }
+
+    @Override
+    public void discardWrites() {
+        for (List<Entry> list : entries.values()) {
+            for (Entry entry : list) {
+                entry.stagedSlot = -1;
+                entry.stagedDrop = false;
+            }
+        }
+    }
+
+    @Override
+    public long storedBytes(ParameterState state) {
+        long bytes = 0;
+        for (Entry entry : entriesOf(state)) {
+            if (entry.current >= 0) {
+                bytes += entry.bytes;
+            }
+        }
+        return bytes;
+    }
+
+    @Override
+    public long workingBytes() {
+        return working.bytes();
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (List<Entry> list : entries.values()) {
+            for (Entry entry : list) {
+                if (entry.pending != null) {
+                    try {
+                        await(entry.pending, "reading " + entry.what());
+                    } catch (RuntimeException | Error ignored) {
+                        // closing
+                    }
+                    entry.pending = null;
+                    entry.prefetched = null;
+                }
+            }
+        }
+        io.shutdown();
+        working.close();
+        closeQuietly(channel);
+        deleteQuietly(file);
+        try {
+            Runtime.getRuntime().removeShutdownHook(cleanup);
+        } catch (IllegalStateException ignored) {
+            // the JVM is shutting down; the hook deletes nothing that is left
+        }
+    }
+
+    // ------------------------------------------------------------------ slots
+
+    /**
+     * Reads a slot into {@code chunks} and checks it: its header as this run wrote it, its bytes against the CRC.
+     * Runs on the read-ahead thread too: touches no libtorch object.
+     */
+    private void readSlot(Entry entry, int slot, long generation, int crc, ByteBuffer[] chunks) {
+        String where = entry.what() + " (slot " + slot + ")";
+        ByteBuffer header = ByteBuffer.allocate(SLOT_HEADER).order(ByteOrder.LITTLE_ENDIAN);
+        CRC32C sum = new CRC32C();
+        try {
+            readFully(channel, header, entry.offsets[slot]);
+            long position = entry.offsets[slot] + ALIGN;
+            for (ByteBuffer chunk : chunks) {
+                int length = chunk.remaining();
+                readFully(channel, chunk.duplicate(), position);
+                sum.update(chunk.duplicate());
+                position += length;
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("reading " + where + " from Muon state file " + file + " failed (" + e
+                    + ")", e);
+        }
+        String wrong = checkSlotHeader(header.flip(), entry, slot, generation, crc);
+        if (wrong == null && (int) sum.getValue() != crc) {
+            wrong = "does not match the checksum this run wrote (CRC-32C " + hex(crc) + " written, "
+                    + hex((int) sum.getValue()) + " read): it was altered or damaged since";
+        }
+        if (wrong != null) {
+            throw new IllegalStateException("Muon state file " + file + ": " + where + " " + wrong + "; restore a "
+                    + "saved state (load or restore) to go on");
+        }
+    }
+
+    /** Writes a buffer into a slot on the I/O thread: its bytes, then its header. Returns the bytes' CRC-32C. */
+    private int writeSlot(Entry entry, int slot, long generation, Tensor value) {
+        ByteBuffer[] chunks = chunks(value, entry.bytes);
+        return await(io.submit(() -> writeChunks(entry, slot, generation, chunks)), "writing " + entry.what());
+    }
+
+    private int writeChunks(Entry entry, int slot, long generation, ByteBuffer[] chunks) {
+        CRC32C sum = new CRC32C();
+        for (ByteBuffer chunk : chunks) {
+            sum.update(chunk.duplicate());
+        }
+        int crc = (int) sum.getValue();
+        try {
+            long position = entry.offsets[slot] + ALIGN;
+            for (ByteBuffer chunk : chunks) {
+                int length = chunk.remaining();
+                writeFully(channel, chunk.duplicate(), position);
+                position += length;
+            }
+            ByteBuffer header = ByteBuffer.allocate(SLOT_HEADER).order(ByteOrder.LITTLE_ENDIAN);
+            header.putLong(SLOT_MAGIC).putLong(runMost).putLong(runLeast).putInt(entry.index).putInt(slot)
+                    .putLong(generation).putLong(entry.bytes).putInt(crc).putInt(entry.dtype.value);
+            writeFully(channel, header.flip(), entry.offsets[slot]);
+        } catch (IOException e) {
+            String free;
+            try {
+                free = disk.usableSpace(file.getParent()) + " bytes are free in " + file.getParent();
+            } catch (IOException unknown) {
+                free = "the free space in " + file.getParent() + " is unknown";
+            }
+            throw new UncheckedIOException("cannot store " + entry.what() + " in Muon state file " + file
+                    + ": writing slot " + slot + " failed (" + e.getMessage() + "); " + free + "; "
+                    + (entry.current < 0 ? "it had no stored state before"
+                    : "its previous state (slot " + entry.current + ") is intact and readable"), e);
+        }
+        return crc;
+    }
+
+    /** What is wrong with a slot header in force, or null. */
+    private String checkSlotHeader(ByteBuffer header, Entry entry) {
+        return checkSlotHeader(header, entry, entry.current, entry.generation, entry.crc);
+    }
+
+    private String checkSlotHeader(ByteBuffer header, Entry entry, int slot, long generation, int crc) {
+        header.order(ByteOrder.LITTLE_ENDIAN);
+        if (header.remaining() < SLOT_HEADER || header.getLong(0) != SLOT_MAGIC) {
+            return "has no slot header (magic MUONSLOT) where this run wrote one: it was overwritten since";
+        }
+        long most = header.getLong(8);
+        long least = header.getLong(16);
+        if (most != runMost || least != runLeast) {
+            return "holds run " + new UUID(most, least) + "'s state, not this run's (" + new UUID(runMost, runLeast)
+                    + "): a state file of another run is never read";
+        }
+        if (header.getInt(24) != entry.index || header.getInt(28) != slot) {
+            return "holds entry " + header.getInt(24) + " slot " + header.getInt(28) + " where this run wrote entry "
+                    + entry.index + " slot " + slot + ": it was rearranged since";
+        }
+        if (header.getLong(32) != generation) {
+            return "has generation " + header.getLong(32) + " where this run wrote generation " + generation
+                    + ": it was replaced since";
+        }
+        if (header.getLong(40) != entry.bytes) {
+            return "has length " + header.getLong(40) + " where this run wrote " + entry.bytes + " bytes";
+        }
+        if (header.getInt(48) != crc) {
+            return "has checksum " + hex(header.getInt(48)) + " where this run wrote " + hex(crc)
+                    + ": it was altered since";
+        }
+        return null;
+    }
+
+    private static ByteBuffer fileHeader(UUID run, int rank, int entries) {
+        ByteBuffer header = ByteBuffer.allocate(ALIGN).order(ByteOrder.LITTLE_ENDIAN);
+        header.putLong(FILE_MAGIC).putInt(VERSION).putInt(rank).putLong(run.getMostSignificantBits())
+                .putLong(run.getLeastSignificantBits()).putInt(entries);
+        return header.rewind();
+    }
+
+    // ------------------------------------------------------------------ working tensors
+
+    private List<Entry> entriesOf(ParameterState state) {
+        return entries.getOrDefault(state, List.of());
+    }
+
+    private Entry entryOf(ParameterState state, BufferSpec spec) {
+        for (Entry entry : entriesOf(state)) {
+            if (entry.spec.key().equals(spec.key())) {
+                return entry;
+            }
+        }
+        return null;
+    }
+
+    /** A tensor of the entry's shape and dtype in working memory. */
+    private Tensor take(Entry entry) {
+        return working.take(entry.shape, entry.dtype, entry.bytes);
+    }
+
+    /**
+     * Gives a tensor of the entry back to working memory, or frees it (a buffer its update created at its first
+     * use); every read and write of it has ended.
+     */
+    private void give(Entry entry, Tensor t) {
+        if (t != null && !working.giveBack(t)) {
+            t.close();
+        }
+    }
+
+    /** A contiguous CPU tensor's bytes as buffers of at most {@link #CHUNK} bytes. */
+    private static ByteBuffer[] chunks(Tensor t, long bytes) {
+        if (bytes == 0) {
+            return new ByteBuffer[0];
+        }
+        Pointer data = t.data_ptr();
+        ByteBuffer[] out = new ByteBuffer[(int) ((bytes + CHUNK - 1) / CHUNK)];
+        for (int i = 0; i < out.length; i++) {
+            long offset = (long) i * CHUNK;
+            long length = Math.min(CHUNK, bytes - offset);
+            out[i] = new BytePointer(data).position(offset).limit(offset + length).asByteBuffer();
+        }
+        return out;
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private void requireOpen() {
+        if (closed) {
+            throw new IllegalStateException("the Muon state file " + file + " was removed by close(); a closed "
+                    + "optimizer keeps no state");
+        }
+    }
+
+    /**
+     * Waits for a task of the I/O thread without giving in to an interrupt (the thread's interrupt flag is set again
+     * afterwards), and rethrows what it threw.
+     */
+    private <T> T await(Future<T> task, String what) {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    return task.get();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (ExecutionException e) {
+                    if (e.getCause() instanceof RuntimeException r) {
+                        throw r;
+                    }
+                    if (e.getCause() instanceof Error r) {
+                        throw r;
+                    }
+                    throw new IllegalStateException(what + " in Muon state file " + file + " failed", e.getCause());
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private static void readFully(Channel channel, ByteBuffer dst, long position) throws IOException {
+        long at = position;
+        while (dst.hasRemaining()) {
+            int n = channel.read(dst, at);
+            if (n < 0) {
+                throw new IOException("the file ends at byte " + at + ", before the " + dst.remaining()
+                        + " bytes still to read");
+            }
+            at += n;
+        }
+    }
+
+    private static void writeFully(Channel channel, ByteBuffer src, long position) throws IOException {
+        long at = position;
+        while (src.hasRemaining()) {
+            at += channel.write(src, at);
+        }
+    }
+
+    private static long aligned(long bytes) {
+        return (bytes + ALIGN - 1) / ALIGN * ALIGN;
+    }
+
+    private static long magic(String eight) {
+        return ByteBuffer.wrap(eight.getBytes(java.nio.charset.StandardCharsets.US_ASCII))
+                .order(ByteOrder.LITTLE_ENDIAN).getLong();
+    }
+
+    private static String hex(int crc) {
+        return String.format("0x%08x", crc);
+    }
+
+    private static void closeQuietly(Closeable c) {
+        try {
+            c.close();
+        } catch (IOException ignored) {
+            // the file is deleted next
+        }
+    }
+
+    private static void deleteQuietly(Path file) {
+        try {
+            Files.deleteIfExists(file);
+        } catch (IOException ignored) {
+            // best effort; docs/api.md says how to clean up by hand
+        }
+    }
+}

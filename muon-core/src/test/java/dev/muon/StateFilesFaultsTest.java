@@ -1,0 +1,418 @@
+package dev.muon;
+
+import dev.muon.golden.NativeScopePerTest;
+import dev.muon.state.OptimizerState;
+import dev.muon.state.StateFileException;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.List;
+import java.util.function.Function;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The faults of {@link StateStorage#files}: a directory that is missing, a file, read-only, full or cannot hold files
+ * is refused at build, naming it, with nothing changed and nothing left behind; a state file truncated, altered or
+ * of another run is refused naming the buffer; a full disk during a write leaves the previous state readable and a
+ * restore goes on from there; {@code close()} removes the file. Faults a root-run test cannot make for real (a
+ * read-only or full directory) are injected through the file operations ({@link FileHome.Disk}), as
+ * {@code CheckpointFileTest} fills a disk through an injected channel.
+ */
+@ExtendWith(NativeScopePerTest.class)
+class StateFilesFaultsTest {
+    /** float32 [8, 8]: a momentum buffer of 256 bytes, one 4096-byte block of data per slot. */
+    private static final long[] SHAPE = {8, 8};
+
+    @TempDir
+    Path dir;
+
+    private static Tensor parameter() {
+        torch.manual_seed(5);
+        return torch.randn(SHAPE);
+    }
+
+    private static void gradient(Tensor p, int step) {
+        torch.manual_seed(50 + step);
+        p.mutable_grad().put(torch.randn(p.shape()));
+    }
+
+    private static Muon muon(Tensor p, StateStorage storage, FileHome.Disk disk) {
+        return Muon.builder().addGroup(List.of(p), MuonConfig.defaults().withLr(0.02)).stateStorage(storage)
+                .stateDisk(disk).build();
+    }
+
+    private List<Path> files() throws IOException {
+        try (Stream<Path> list = Files.list(dir)) {
+            return list.toList();
+        }
+    }
+
+    // ------------------------------------------------------------------ at build
+
+    /** A disk with a fault, from the real one. */
+    private record FaultyDisk(long usableSpace, IOException onCreate, boolean readsZeros) implements FileHome.Disk {
+        @Override
+        public long usableSpace(Path directory) throws IOException {
+            return usableSpace >= 0 ? usableSpace : FileHome.REAL.usableSpace(directory);
+        }
+
+        @Override
+        public FileHome.Channel create(Path file) throws IOException {
+            if (onCreate != null) {
+                throw onCreate;
+            }
+            FileHome.Channel real = FileHome.REAL.create(file);
+            if (!readsZeros) {
+                return real;
+            }
+            return new FileHome.Channel() {
+                @Override
+                public int read(ByteBuffer dst, long position) {
+                    int n = dst.remaining();
+                    dst.put(new byte[n]);
+                    return n;
+                }
+
+                @Override
+                public int write(ByteBuffer src, long position) throws IOException {
+                    return real.write(src, position);
+                }
+
+                @Override
+                public long size() throws IOException {
+                    return real.size();
+                }
+
+                @Override
+                public void close() throws IOException {
+                    real.close();
+                }
+            };
+        }
+    }
+
+    static Stream<Arguments> refusedDirectories() {
+        // 4096 (the header) + 2 slots × (4096 header block + 4096 data)
+        long needed = 4096 + 2 * (4096 + 4096);
+        return Stream.of(
+                Arguments.of("missing", (Function<Path, Path>) d -> d.resolve("absent"), FileHome.REAL,
+                        " must be an existing directory; it does not exist"),
+                Arguments.of("a file", (Function<Path, Path>) StateFilesFaultsTest::aFile, FileHome.REAL,
+                        " must be a directory; it is a file"),
+                Arguments.of("read-only", (Function<Path, Path>) d -> d, new FaultyDisk(-1,
+                        new AccessDeniedException("muon-state.bin", null, "Permission denied"), false),
+                        " must be writable; creating muon-state-"),
+                Arguments.of("full", (Function<Path, Path>) d -> d, new FaultyDisk(needed - 1, null, false),
+                        " must have room for two slots of every buffer this process keeps, " + needed
+                                + " bytes; it has " + (needed - 1) + " bytes free"),
+                Arguments.of("unable to hold files", (Function<Path, Path>) d -> d, new FaultyDisk(-1, null, true),
+                        " must hold files that read back what was written; writing and reading muon-state-"));
+    }
+
+    private static Path aFile(Path d) {
+        try {
+            return Files.writeString(d.resolve("not-a-directory"), "x");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("refusedDirectories")
+    void directory_thatCannotHoldTheState_isRefusedAtBuild_namingIt_withNothingChanged(
+            String fault, Function<Path, Path> directory, FileHome.Disk disk, String rule) throws IOException {
+        Path target = directory.apply(dir);
+        List<Path> before = files();
+        Tensor p = parameter();
+        Tensor initial = p.clone();
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> muon(p, StateStorage.files(target), disk));
+        assertTrue(e.getMessage().startsWith("stateStorage FILES directory " + target.toAbsolutePath() + rule),
+                e.getMessage());
+        assertTrue(p.equal(initial), "the build changed the parameter");
+        assertEquals(before, files(), "the refused build left a file");
+    }
+
+    @Test
+    void readOnlyDirectory_forReal_isRefusedAtBuild() throws IOException {
+        org.junit.jupiter.api.Assumptions.assumeFalse("root".equals(System.getProperty("user.name")),
+                "root writes to a read-only directory; the injected fault above covers it");
+        Path readOnly = Files.createDirectory(dir.resolve("read-only"));
+        assertTrue(readOnly.toFile().setWritable(false, false));
+        try {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> muon(parameter(), StateStorage.files(readOnly), FileHome.REAL));
+            assertTrue(e.getMessage().startsWith("stateStorage FILES directory " + readOnly.toAbsolutePath()
+                    + " must be writable"), e.getMessage());
+        } finally {
+            readOnly.toFile().setWritable(true, false);
+        }
+    }
+
+    @Test
+    void hostMemory_forACpuParameter_isRefusedAtBuild_namingTheParameter() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Muon.builder().addGroup(List.of(parameter()), MuonConfig.defaults())
+                        .stateStorage(StateStorage.hostMemory()).build());
+        assertEquals("stateStorage HOST_MEMORY keeps the state of accelerator parameters in host memory; parameter "
+                + "0 of group 0 (group 0) is on cpu, where its state is in host memory already: use "
+                + "StateStorage.withParameter(), or StateStorage.files(directory) to keep it out of memory",
+                e.getMessage());
+    }
+
+    @Test
+    void storageValues_areValidated() {
+        assertThrows(NullPointerException.class, () -> StateStorage.files(null));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> new StateStorage(StateStorage.Place.HOST_MEMORY, dir, true));
+        assertEquals("stateStorage directory is for FILES only; HOST_MEMORY got directory " + dir, e.getMessage());
+        IllegalArgumentException group = assertThrows(IllegalArgumentException.class,
+                () -> Muon.builder().addGroup(List.of(parameter()), MuonConfig.defaults())
+                        .stateStorage(3, StateStorage.files(dir)).build());
+        assertEquals("stateStorage group must be in [0, 1), got 3", group.getMessage());
+    }
+
+    // ------------------------------------------------------------------ between steps
+
+    /** The momentum buffer's slots: data of slot s at 4096 + s·(4096 + 4096) + 4096. */
+    private static long dataOf(int slot) {
+        return FileHome.ALIGN + slot * (2L * FileHome.ALIGN) + FileHome.ALIGN;
+    }
+
+    private static Path stateFile(Muon muon) {
+        return ((FileHome) muon.stateHomes().get(0)).file();
+    }
+
+    @Test
+    void truncatedStateFile_isRefusedBeforeTheStepChangesAnything_namingTheBuffer() throws IOException {
+        Tensor p = parameter();
+        Muon muon = muon(p, StateStorage.files(dir), FileHome.REAL);
+        for (int step = 1; step <= 2; step++) {
+            gradient(p, step);
+            muon.step();
+        }
+        OptimizerState saved = muon.state();
+        Path file = stateFile(muon);
+        long length = Files.size(file);
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.WRITE)) {
+            channel.truncate(length - 100);
+        }
+        Tensor before = p.clone();
+        gradient(p, 3);
+        StateFileException e = assertThrows(StateFileException.class, muon::step);
+        // Two steps wrote slot 0, then slot 1, the last thing in the file.
+        assertEquals("Muon state file " + file + ": the momentum buffer of parameter 0 of group 0 (slot 1) ends at "
+                + "byte " + length + " but the file has " + (length - 100) + " bytes: it was truncated since this run "
+                + "wrote it; nothing was changed", e.getMessage());
+        assertTrue(p.equal(before), "the refused step changed the parameter");
+        assertEquals(2, muon.stepCount());
+        // Not part-way: a restore writes the state anew and the optimizer goes on as one that was never damaged.
+        muon.restore(saved);
+        muon.step();
+        assertTrue(p.equal(resident(3)), "after the restore the run differs from one without a fault");
+        muon.close();
+    }
+
+    @Test
+    void alteredStateFile_isRefused_namingTheBuffer() throws IOException {
+        Tensor p = parameter();
+        Muon muon = muon(p, StateStorage.files(dir), FileHome.REAL);
+        for (int step = 1; step <= 2; step++) {
+            gradient(p, step);
+            muon.step();
+        }
+        OptimizerState saved = muon.state();
+        Path file = stateFile(muon);
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            ByteBuffer one = ByteBuffer.allocate(1);
+            channel.read(one, dataOf(1) + 17);
+            one.put(0, (byte) (one.get(0) ^ 0x10)).rewind();
+            channel.write(one, dataOf(1) + 17);
+        }
+        Tensor before = p.clone();
+        gradient(p, 3);
+        IllegalStateException e = assertThrows(IllegalStateException.class, muon::step);
+        assertTrue(e.getMessage().startsWith("Muon state file " + file + ": the momentum buffer of parameter 0 of "
+                + "group 0 (slot 1) does not match the checksum this run wrote (CRC-32C 0x"), e.getMessage());
+        assertTrue(e.getMessage().endsWith("read): it was altered or damaged since; restore a saved state (load or "
+                + "restore) to go on"), e.getMessage());
+        // The buffer is read before its parameter's update: with one parameter, nothing changed.
+        assertTrue(p.equal(before), "the refused step changed the parameter");
+        muon.restore(saved);
+        muon.step();
+        assertTrue(p.equal(resident(3)), "after the restore the run differs from one without a fault");
+        muon.close();
+    }
+
+    @Test
+    void stateFileOfAnotherRun_isNeverRead() throws IOException {
+        Tensor a = parameter();
+        Tensor b = parameter();
+        Muon first = muon(a, StateStorage.files(dir), FileHome.REAL);
+        Muon second = muon(b, StateStorage.files(dir), FileHome.REAL);
+        // Two runs in one directory, interleaved: each reads only its own file.
+        for (int step = 1; step <= 2; step++) {
+            gradient(a, step);
+            first.step();
+            gradient(b, step);
+            second.step();
+        }
+        assertTrue(a.equal(resident(2)) && b.equal(resident(2)), "two runs in one directory disturbed each other");
+        // The first run's bytes written over the second's file (in place: a file put over it by a rename is a new
+        // file, and the run goes on reading its own, open one): the same layout, another run's identity.
+        Files.write(stateFile(second), Files.readAllBytes(stateFile(first)));
+        gradient(b, 3);
+        StateFileException e = assertThrows(StateFileException.class, second::step);
+        assertTrue(e.getMessage().startsWith("Muon state file " + stateFile(second) + ": the momentum buffer of "
+                + "parameter 0 of group 0 (slot 1) holds run "), e.getMessage());
+        assertTrue(e.getMessage().endsWith("'s state, not this run's (" + runOf(stateFile(second)) + "): a state "
+                + "file of another run is never read; nothing was changed"), e.getMessage());
+        first.close();
+        second.close();
+    }
+
+    /** The run identity in a state file's name, as a UUID. */
+    private static String runOf(Path file) {
+        String hex = file.getFileName().toString().substring("muon-state-".length(), "muon-state-".length() + 32);
+        return hex.substring(0, 8) + "-" + hex.substring(8, 12) + "-" + hex.substring(12, 16) + "-"
+                + hex.substring(16, 20) + "-" + hex.substring(20);
+    }
+
+    // ------------------------------------------------------------------ during a write
+
+    /** The real disk, whose writes fail with ENOSPC's message while {@code full} is set. */
+    private static final class FillingDisk implements FileHome.Disk {
+        volatile boolean full;
+
+        @Override
+        public long usableSpace(Path directory) throws IOException {
+            return FileHome.REAL.usableSpace(directory);
+        }
+
+        @Override
+        public FileHome.Channel create(Path file) throws IOException {
+            FileHome.Channel real = FileHome.REAL.create(file);
+            return new FileHome.Channel() {
+                @Override
+                public int read(ByteBuffer dst, long position) throws IOException {
+                    return real.read(dst, position);
+                }
+
+                @Override
+                public int write(ByteBuffer src, long position) throws IOException {
+                    if (full) {
+                        // Half of it first, as a disk that fills up in the middle of a write.
+                        ByteBuffer half = src.duplicate();
+                        half.limit(half.position() + half.remaining() / 2);
+                        int n = real.write(half, position);
+                        src.position(src.position() + n);
+                        throw new IOException("No space left on device");
+                    }
+                    return real.write(src, position);
+                }
+
+                @Override
+                public long size() throws IOException {
+                    return real.size();
+                }
+
+                @Override
+                public void close() throws IOException {
+                    real.close();
+                }
+            };
+        }
+    }
+
+    @Test
+    void fullDiskDuringAWrite_leavesThePreviousStateReadable_andARestoreGoesOn() {
+        Tensor p = parameter();
+        FillingDisk disk = new FillingDisk();
+        Muon muon = muon(p, StateStorage.files(dir), disk);
+        gradient(p, 1);
+        muon.step();
+        OptimizerState afterOne = muon.state();
+        Tensor momentum = muon.momentumBuffer(p).orElseThrow().clone();
+        disk.full = true;
+        gradient(p, 2);
+        UncheckedIOException e = assertThrows(UncheckedIOException.class, muon::step);
+        Path file = stateFile(muon);
+        assertTrue(e.getMessage().startsWith("cannot store the momentum buffer of parameter 0 of group 0 in Muon "
+                + "state file " + file + ": writing slot 1 failed (No space left on device); "), e.getMessage());
+        assertTrue(e.getMessage().endsWith("; its previous state (slot 0) is intact and readable"), e.getMessage());
+        // The step failed after the parameter's update: part-way, as any step that fails after a change is.
+        IllegalStateException refused = assertThrows(IllegalStateException.class, muon::step);
+        assertTrue(refused.getMessage().startsWith("Muon.step() refused: step 2 failed after it had begun changing "
+                + "parameters"), refused.getMessage());
+        assertTrue(muon.momentumBuffer(p).orElseThrow().equal(momentum), "the previous state is not readable");
+        // A restore onto the full disk fails too, and changes nothing.
+        UncheckedIOException restoring = assertThrows(UncheckedIOException.class, () -> muon.restore(afterOne));
+        assertTrue(restoring.getMessage().contains("No space left on device"), restoring.getMessage());
+        assertTrue(muon.momentumBuffer(p).orElseThrow().equal(momentum), "the failed restore changed the state");
+        // With room again, the restore takes, and the run goes on as one without a fault.
+        disk.full = false;
+        muon.restore(afterOne);
+        gradient(p, 2);
+        muon.step();
+        assertTrue(p.equal(resident(2)), "after the restore the run differs from one without a fault");
+        muon.close();
+    }
+
+    // ------------------------------------------------------------------ close
+
+    @Test
+    void close_removesTheFile_andRefusesWhatNeedsTheState() throws IOException {
+        Tensor p = parameter();
+        Muon muon = muon(p, StateStorage.files(dir), FileHome.REAL);
+        gradient(p, 1);
+        muon.step();
+        assertEquals(1, files().size());
+        muon.close();
+        assertEquals(List.of(), files(), "close() left the state file");
+        IllegalStateException e = assertThrows(IllegalStateException.class, muon::step);
+        assertEquals("Muon.step() on a closed Muon: close() released its state", e.getMessage());
+        assertThrows(IllegalStateException.class, muon::state);
+        assertThrows(IllegalStateException.class, () -> muon.momentumBuffer(p));
+        muon.close();
+
+        MuonAdamW adamW = MuonAdamW.builder(java.util.Map.of("fc.weight", parameter().requires_grad_(true)))
+                .muonWhen((n, t) -> true).outputLayerOnAdamW(false).muonStateStorage(StateStorage.files(dir))
+                .build();
+        assertEquals(1, files().size());
+        adamW.close();
+        assertEquals(List.of(), files(), "MuonAdamW.close() left the state file");
+        IllegalStateException closed = assertThrows(IllegalStateException.class, adamW::step);
+        assertEquals("MuonAdamW.step() on a closed MuonAdamW: close() released its state", closed.getMessage());
+        assertFalse(Files.exists(dir.resolve("absent")));
+    }
+
+    /** The parameter after {@code steps} steps with its state beside it: the run every fault must come back to. */
+    private static Tensor resident(int steps) {
+        Tensor p = parameter();
+        Muon muon = muon(p, StateStorage.withParameter(), FileHome.REAL);
+        for (int step = 1; step <= steps; step++) {
+            gradient(p, step);
+            muon.step();
+        }
+        return p;
+    }
+}
