@@ -104,7 +104,7 @@ public final class NewtonSchulz implements Orthogonalizer {
      * AVX2 variant, the half products with {@code B·X} on libtorch's GEMM. Set by interleaved A/B runs of the two
      * on our 2-core Zen 4 (docs/benchmarks.md, "the one-pass bfloat16 step").
      */
-    public static final int BFLOAT16_ONE_PASS_MAX_ROWS = 1408;
+    public static final int BFLOAT16_ONE_PASS_MAX_ROWS = SymmetricIteration.ONE_PASS_MAX_ROWS;
 
     private static final long[] LAST_TWO_DIMS = {-2, -1};
 
@@ -294,15 +294,6 @@ public final class NewtonSchulz implements Orthogonalizer {
             return NsAlgorithm.SYMMETRIC;
         }
         return NsAlgorithm.GEMM;
-    }
-
-    /**
-     * Whether the bfloat16 symmetric kernel runs each step as one native pass for {@code m} rows (after the tall
-     * transpose) with the native kernels' {@code variant} (null: none): the AVX-512 variant, up to
-     * {@value #BFLOAT16_ONE_PASS_MAX_ROWS} rows.
-     */
-    static boolean bfloat16OnePass(NativeKernels.Variant variant, long m) {
-        return variant == NativeKernels.Variant.AVX512 && m <= BFLOAT16_ONE_PASS_MAX_ROWS;
     }
 
     /** Where {@link NsAlgorithm#AUTO} starts the bfloat16 symmetric kernel, with or without the native kernel. */

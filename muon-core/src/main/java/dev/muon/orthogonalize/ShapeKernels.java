@@ -38,7 +38,8 @@ final class ShapeKernels {
     SymmetricIteration symmetric() {
         if (symmetric == null) {
             NativeKernels.Variant nativeKernel = GramProduct.nativeVariantFor(ws.x);
-            boolean onePass = ws.x.dim() == 2 && NewtonSchulz.bfloat16OnePass(nativeKernel, ws.x.size(0));
+            boolean onePass = ws.x.dim() == 2 && SymmetricIteration.onePassServes(nativeKernel, ws.x.size(0),
+                    ws.x.size(1));
             symmetric = new SymmetricIteration(ws, nativeKernel, onePass, products);
         }
         return symmetric;

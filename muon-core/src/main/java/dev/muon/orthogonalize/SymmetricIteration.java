@@ -30,6 +30,21 @@ import org.bytedeco.pytorch.global.torch;
  * summation order differs from libtorch's GEMM.
  */
 final class SymmetricIteration {
+    /** {@link NewtonSchulz#BFLOAT16_ONE_PASS_MAX_ROWS}, which documents the measurement behind it. */
+    static final int ONE_PASS_MAX_ROWS = 1408;
+
+    /**
+     * Whether the bfloat16 symmetric kernel runs each step as one native pass for an {@code m × n} matrix (after the
+     * tall transpose) with the native kernels' {@code variant} (null: none): the AVX-512 variant, up to
+     * {@value #ONE_PASS_MAX_ROWS} rows, and {@code m·n} within the half product's bound
+     * ({@code GramProduct.NATIVE_MAX_ELEMENTS}: its tiles stream {@code X} past every panel, which outgrows the
+     * cache beyond it; {@code AUTO} never gets there, an explicit {@code SYMMETRIC} on a very wide matrix may).
+     */
+    static boolean onePassServes(NativeKernels.Variant variant, long m, long n) {
+        return variant == NativeKernels.Variant.AVX512 && m <= ONE_PASS_MAX_ROWS
+                && m * n <= GramProduct.NATIVE_MAX_ELEMENTS;
+    }
+
     private final Workspace ws;
     private final GramProduct gram;
     private final MatrixProducts products;
@@ -45,7 +60,7 @@ final class SymmetricIteration {
      *                     polynomial fused into its second one; null: row blocks of GEMMs
      * @param onePass      whether each step runs as one native pass ({@link NativeKernels#bfloat16SymmetricStep}):
      *                     only with the {@link NativeKernels.Variant#AVX512} variant, for a 2-D bfloat16 CPU
-     *                     workspace (where {@link NewtonSchulz#bfloat16OnePass} says so, or in tests)
+     *                     workspace (where {@link #onePassServes} says so, or in tests)
      * @param products     the full products ({@code B·X} and the row blocks)
      * @throws IllegalArgumentException if {@code onePass} is asked for without the AVX-512 variant or for another
      *                                  workspace

@@ -24,8 +24,8 @@ import java.util.Locale;
  */
 public final class OnePassStepProbe {
     /** The process's CPU time, every thread's (libgomp's included): what a call costs whatever the neighbours do. */
-    private static final com.sun.management.OperatingSystemMXBean PROCESS =
-            (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+    private static final com.sun.management.OperatingSystemMXBean PROCESS = (com.sun.management.OperatingSystemMXBean)
+            java.lang.management.ManagementFactory.getOperatingSystemMXBean();
 
     private OnePassStepProbe() {
     }
@@ -45,8 +45,9 @@ public final class OnePassStepProbe {
         if (args.length > 2) {
             torch.set_num_threads(Integer.parseInt(args[2]));
         }
-        System.out.println("# threads " + torch.get_num_threads() + ", OMP_WAIT_POLICY=" + System.getenv("OMP_WAIT_POLICY")
-                + ", 5 steps, ms per normalise + iterate (median of " + repetitions + " repetitions, 3 calls each)");
+        System.out.println("# threads " + torch.get_num_threads() + ", OMP_WAIT_POLICY="
+                + System.getenv("OMP_WAIT_POLICY") + ", 5 steps, ms per normalise + iterate (median of " + repetitions
+                + " repetitions, 3 calls each)");
         for (String shape : shapes) {
             String[] sides = shape.contains("x") ? shape.split("x") : new String[]{shape, shape};
             int m = Integer.parseInt(sides[0]);

@@ -180,18 +180,24 @@ class OnePassStepTest {
     @MethodSource("dev.muon.orthogonalize.NativeVariants#all")
     void onePass_isChosenForTheAvx512VariantUpToItsBound_only(NativeKernels.Variant variant) {
         int max = NewtonSchulz.BFLOAT16_ONE_PASS_MAX_ROWS;
+        long wide = GramProduct.NATIVE_MAX_ELEMENTS / 1024;
         boolean avx512 = variant == NativeKernels.Variant.AVX512;
-        assertEquals(avx512, NewtonSchulz.bfloat16OnePass(variant, 1), variant + " at 1 row");
-        assertEquals(avx512, NewtonSchulz.bfloat16OnePass(variant, max), variant + " at " + max + " rows");
-        assertFalse(NewtonSchulz.bfloat16OnePass(variant, max + 1), variant + " at " + (max + 1) + " rows");
-        assertFalse(NewtonSchulz.bfloat16OnePass(null, 768), "without native kernels");
+        assertEquals(avx512, SymmetricIteration.onePassServes(variant, 1, 1), variant + " at 1 x 1");
+        assertEquals(avx512, SymmetricIteration.onePassServes(variant, max, max), variant + " at " + max + "²");
+        assertEquals(avx512, SymmetricIteration.onePassServes(variant, 1024, wide),
+                variant + " at 1024 x " + wide + ", the half product's bound");
+        assertFalse(SymmetricIteration.onePassServes(variant, max + 1, max + 1),
+                variant + " at " + (max + 1) + "²");
+        assertFalse(SymmetricIteration.onePassServes(variant, 1024, wide + 1),
+                variant + " past the half product's bound");
+        assertFalse(SymmetricIteration.onePassServes(null, 768, 768), "without native kernels");
     }
 
     @ParameterizedTest(name = "{0}x{1}")
     @MethodSource("chosenShapes")
     void shapeKernels_runTheOnePassStep_exactlyWhereTheRuleSays(int m, int n) {
         ShapeKernels kernels = new ShapeKernels(new Workspace(0, m, n, ScalarType.BFloat16, new Device("cpu")));
-        boolean expected = NewtonSchulz.bfloat16OnePass(NativeKernels.variant().orElse(null), m);
+        boolean expected = SymmetricIteration.onePassServes(NativeKernels.variant().orElse(null), m, n);
         assertEquals(expected, kernels.symmetric().isOnePass(), m + "x" + n + " with native kernels "
                 + NativeKernels.variant().map(Object::toString).orElse("off"));
         ShapeKernels float32 = new ShapeKernels(new Workspace(0, m, n, ScalarType.Float, new Device("cpu")));
@@ -201,7 +207,7 @@ class OnePassStepTest {
     static Stream<Arguments> chosenShapes() {
         int max = NewtonSchulz.BFLOAT16_ONE_PASS_MAX_ROWS;
         return Stream.of(Arguments.of(64, 64), Arguments.of(768, 768), Arguments.of(max, max),
-                Arguments.of(max + 1, max + 1), Arguments.of(600, 1100));
+                Arguments.of(max + 1, max + 1), Arguments.of(600, 1100), Arguments.of(512, 16385));
     }
 
     static Stream<Arguments> refusals() {
