@@ -143,7 +143,8 @@ class TorchReferenceStepTest {
 
     static Stream<Arguments> refusals() {
         List<Arguments> rows = new ArrayList<>();
-        rows.add(Arguments.of((UnaryOperator<MuonConfig>) m -> m.withNsCoefficients(CoefficientSchedule.polarExpress5()),
+        rows.add(Arguments.of((UnaryOperator<MuonConfig>) m -> m.withNsCoefficients(
+                CoefficientSchedule.polarExpress5()),
                 "nsCoefficients must be one triple for every step (torch.optim.Muon's ns_coefficients), got the "
                         + "per-step schedule " + CoefficientSchedule.polarExpress5().name()));
         rows.add(Arguments.of((UnaryOperator<MuonConfig>) m -> m.withAdjustLr(AdjustLr.SPECTRAL),
