@@ -17,11 +17,23 @@
 # compares against PyTorch's fastest run of each entry.
 # The NS run includes `torch-reference`, torch.optim.Muon's own iteration on our libtorch through the same
 # bindings, which separates "faster kernels" from "newer libtorch".
+# Every run also times the whole step against the same on our libtorch (dev.muon.bench.SameProcessStep: our
+# MuonAdamW and torch.optim.Muon's formulas with libtorch's AdamW, stepped alternately in one JVM, so both see the
+# same neighbours), written to same-process.json; ratios.py prints that "same-process" ratio beside the PyTorch
+# peer's for every step entry. SAME_PROCESS_ARGS (e.g. "--runs 1 --steps 1 --warmup 0") shortens it to check the
+# plumbing; SAME_PROCESS=0 skips it, SAME_PROCESS=1 runs it in the AVX2 window's bfloat16 too (by default that
+# entry is left out there: the reference's bfloat16 products run on ATen's reference GEMM, minutes per step).
 set -euo pipefail
 threads=${THREADS:-2}
 runs=${RUNS:-1}
 repeats=${PEER_REPEATS:-7}
 read -r -a jmh_args <<< "${JMH_ARGS:-}"
+read -r -a same_process_args <<< "${SAME_PROCESS_ARGS:-}"
+same_process=${SAME_PROCESS:-auto}
+case "$same_process" in
+  auto|0|1) ;;
+  *) echo "SAME_PROCESS must be 0, 1 or unset, got '$same_process'" >&2; exit 2 ;;
+esac
 read -r -a peer_envs <<< "${PEER_ENVS:-default passive passive-blas}"
 for env in "${peer_envs[@]}"; do
   case "$env" in
@@ -57,6 +69,17 @@ jmh_isa=()
 if [ -n "$isa_jvm_args" ]; then
   jmh_isa=(-jvmArgsAppend "$isa_jvm_args")
 fi
+# The same-process step's dtypes: DTYPE's, or both; without bfloat16 in the AVX2 window unless SAME_PROCESS=1.
+same_dtypes=()
+for d in float32 bfloat16; do
+  if [ -n "$dtype" ] && [ "$dtype" != "$d" ]; then
+    continue
+  fi
+  if [ "$same_process" = 0 ] || { [ "$same_process" = auto ] && [ "$isa_window" = avx2 ] && [ "$d" = bfloat16 ]; }; then
+    continue
+  fi
+  same_dtypes+=(--dtype "$d")
+done
 mkdir -p "$out"
 /usr/bin/python3 muon-bench/peer/isa_check.py --isa "$isa_window" --jar "$jar" | tee "$out/capabilities.txt"
 dirs=()
@@ -70,6 +93,10 @@ for run in $(seq 1 "$runs"); do
   OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 java $isa_jvm_args -jar "$jar" MuonStepBenchmark \
     -p model=gpt2-small-width -p batching=on -p optimizer=muon-adamw -p nsAlgorithm=AUTO "${step_dtype[@]}" \
     "${jmh_isa[@]}" "${jmh_args[@]}" -rf json -rff "$dir/step.json"
+  if [ "${#same_dtypes[@]}" -gt 0 ]; then
+    OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 java $isa_jvm_args -cp "$jar" dev.muon.bench.SameProcessStep \
+      "${same_dtypes[@]}" "${same_process_args[@]}" --out "$dir/same-process.json"
+  fi
   peer=(muon-bench/peer/pytorch_peer.py --threads "$threads" --isa "$isa_window" --repeats "$repeats"
         "${peer_dtype[@]}")
   for env in "${peer_envs[@]}"; do

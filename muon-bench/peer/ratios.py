@@ -5,7 +5,10 @@ Usage: ratios.py RUN_DIR [RUN_DIR ...]. Each RUN_DIR holds ns.json and step.json
 (pytorch_peer.py, one per OpenMP environment). Each entry is compared against PyTorch's fastest median of that run,
 whose file is named. The NS rows also compare against `torch-reference`, torch.optim.Muon's iteration run on our
 libtorch through the same bindings: PyTorch / torch-reference is what the newer libtorch gives, torch-reference /
-ours what our kernels give.
+ours what our kernels give. The step rows, where a RUN_DIR holds same-process.json (SameProcessStep: our step and
+torch.optim.Muon's formulas with libtorch's AdamW, stepped alternately in one JVM), also give that same-process
+ratio, reference / ours, at the end of the row, with the range of the runner's own runs; and its median over the
+RUN_DIRs beside PyTorch / ours, each with its range.
 """
 import glob
 import json
@@ -32,9 +35,26 @@ def fastest_peer(peers, section, key):
     return best
 
 
+def same_process(run_dir):
+    """SameProcessStep's results by NS dtype ({} where the run has none): the median of its runs' ratios
+    (reference / ours), their range, and the medians of both sides' step times over its runs."""
+    path = os.path.join(run_dir, "same-process.json")
+    if not os.path.exists(path):
+        return {}
+    out = {}
+    for dtype, result in json.load(open(path))["step"].items():
+        runs = result["runs"]
+        out[dtype] = {"ratio": result["ratio_median"], "min": result["ratio_min"], "max": result["ratio_max"],
+                      "ours_ms": statistics.median(r["ours_median_ms"] for r in runs),
+                      "reference_ms": statistics.median(r["reference_median_ms"] for r in runs), "runs": len(runs)}
+    return out
+
+
 def run_rows(run_dir):
-    """(label, ours ms, ours error, PyTorch ms, PyTorch file, same-libtorch reference ms or None) per entry."""
+    """(label, ours ms, ours error, PyTorch ms, PyTorch file, same-libtorch reference ms or None, same-process
+    result or None) per entry."""
     ours = {**jmh_scores(os.path.join(run_dir, "ns.json")), **jmh_scores(os.path.join(run_dir, "step.json"))}
+    same = same_process(run_dir)
     peers = [(path, json.load(open(path))) for path in sorted(glob.glob(os.path.join(run_dir, "peer-*.json")))]
     references = {}
     for (bench, params), (score, _) in ours.items():
@@ -56,7 +76,8 @@ def run_rows(run_dir):
             label = f"step GPT-2-small width {key} ({p['optimizer']}, {p['nsAlgorithm']})"
         theirs = fastest_peer(peers, section, key)
         if theirs:
-            rows.append((label, score, error, theirs[0], theirs[1], references.get(key) if section == "ns" else None))
+            rows.append((label, score, error, theirs[0], theirs[1], references.get(key) if section == "ns" else None,
+                         same.get(key) if section == "step" else None))
     return peers[0][1] if peers else None, rows
 
 
@@ -69,10 +90,16 @@ def main(*run_dirs):
         print(f"== {run_dir}: PyTorch {first['torch']} (BLAS {first['blas']}), {first['threads']} threads")
         print(f"{'what':<52} {'ours ms':>14} {'PyTorch ms':>11} {'PyTorch/ours':>13} {'same-libtorch ref ms':>21}"
               f" {'ref/ours':>9}  PyTorch run")
-        for label, score, error, theirs, path, reference in rows:
+        for label, score, error, theirs, path, reference, same in rows:
             ref = f"{reference:>21.1f} {reference / score:>8.2f}x" if reference else f"{'':>21} {'':>9}"
-            print(f"{label:<52} {score:>8.1f} ±{error:>4.0f} {theirs:>11.1f} {theirs / score:>12.2f}x {ref}  {path}")
-            ratios.setdefault(label, []).append((theirs / score, reference / score if reference else None))
+            note = ""
+            if same:
+                note = (f"  same-process: reference {same['reference_ms']:.1f} ms / ours {same['ours_ms']:.1f} ms ="
+                        f" {same['ratio']:.2f}x ({same['runs']} runs {same['min']:.2f}-{same['max']:.2f})")
+            print(f"{label:<52} {score:>8.1f} ±{error:>4.0f} {theirs:>11.1f} {theirs / score:>12.2f}x {ref}  {path}"
+                  f"{note}")
+            ratios.setdefault(label, []).append((theirs / score, reference / score if reference else None,
+                                                 same["ratio"] if same else None))
     if len(run_dirs) > 1:
         print(f"== median of {len(run_dirs)} runs")
         for label, values in ratios.items():
@@ -80,6 +107,11 @@ def main(*run_dirs):
             refs = [v[1] for v in values if v[1] is not None]
             ref = f", same-libtorch ref / ours {statistics.median(refs):.2f}x" if refs else ""
             runs = ", ".join(f"{v[0]:.2f}" for v in values)
+            same = [v[2] for v in values if v[2] is not None]
+            if same:
+                ref += (f", same-process ref / ours {statistics.median(same):.2f}x (runs: "
+                        f"{', '.join(f'{v:.2f}' for v in same)}; range {min(same):.2f}-{max(same):.2f}; PyTorch / ours"
+                        f" range {min(v[0] for v in values):.2f}-{max(v[0] for v in values):.2f})")
             print(f"{label:<52} PyTorch / ours {peer:.2f}x (runs: {runs}){ref}")
 
 

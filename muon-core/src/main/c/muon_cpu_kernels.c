@@ -33,7 +33,7 @@
 #define KERNEL __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 /* Rows of x per packed panel, which is also the width (columns of out) of one register tile. */
-#define PANEL 32
+#define PANEL MUON_BF16_PANEL
 /* Rows of out per register tile: 8 × 32 float32 accumulators in 16 zmm registers. */
 #define TILE_ROWS 8
 
@@ -62,7 +62,8 @@ static void pack_row_tail(const uint16_t *src, int k, uint32_t *d, int q0) {
 
 /* Packing moves every value once, with a scalar load and store each; at 768² that took 0.19 ms of a 1.2 ms product
  * on one thread. Full panels go through registers instead, 16 rows by 16 pairs at a time (4.5x faster). */
-KERNEL static void pack_panels(const uint16_t *x, int m, int k, uint16_t *packed, int first_panel, int end_panel) {
+KERNEL void muon_bf16_pack_panels(const uint16_t *x, int m, int k, uint16_t *packed, int first_panel,
+                                  int end_panel) {
     int pairs = (k + 1) / 2;
     int full = k / 2;
     for (int p = first_panel; p < end_panel; p++) {
@@ -223,7 +224,7 @@ static void self_product(const uint16_t *x, int m, int k, uint16_t *out, uint16_
     {
         int t = omp_get_thread_num();
         int n = omp_get_num_threads();
-        pack_panels(x, m, k, packed, (int) ((long) panels * t / n), (int) ((long) panels * (t + 1) / n));
+        muon_bf16_pack_panels(x, m, k, packed, (int) ((long) panels * t / n), (int) ((long) panels * (t + 1) / n));
 #pragma omp barrier
         /* Equal tile counts: every tile is the same work (k pairs by 8 × 32). */
         tiles(packed, pairs, m, out, poly, total * t / n, total * (t + 1) / n);

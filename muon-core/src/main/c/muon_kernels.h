@@ -1,7 +1,8 @@
 /*
- * What muon-core's three kernel files share: the variant codes Java passes through JNI, the float32 products' pieces
+ * What muon-core's kernel files share: the variant codes Java passes through JNI, the float32 products' pieces
  * that differ between instruction sets (a table of them per variant; the blocked driver in muon_f32_kernels.c is
- * common), and the AVX2 bfloat16 half product (muon_avx2_kernels.c) that muon_cpu_kernels.c dispatches to.
+ * common), the AVX2 bfloat16 half product (muon_avx2_kernels.c) that muon_cpu_kernels.c dispatches to, and the
+ * AVX-512 bfloat16 panels that muon_bf16_step.c shares with muon_cpu_kernels.c.
  *
  * Every function is built without ISA flags on the command line: each one that uses AVX-512 or AVX2 carries its own
  * target attribute, and Java calls a variant's functions only after muon_variant_supported() said yes, so loading
@@ -130,6 +131,17 @@ typedef struct {
 
 extern const muon_f32_isa muon_f32_avx512;
 extern const muon_f32_isa muon_f32_avx2;
+
+/* Rows per packed panel of the AVX-512 bfloat16 products (muon_cpu_kernels.c, muon_bf16_step.c): for each pair of
+ * columns, the panel's rows' two values side by side. */
+#define MUON_BF16_PANEL 32
+
+/* Panels [first_panel, end_panel) of the row-major m × k bfloat16 x in that layout (rows past m and an odd k's last
+ * column zero). AVX-512: call it only where that variant runs. */
+void muon_bf16_pack_panels(const uint16_t *x, int m, int k, uint16_t *packed, int first_panel, int end_panel);
+
+/* Bytes of scratch the AVX-512 bfloat16 symmetric step (muon_bf16_step.c) needs for an m × n X. */
+size_t muon_bf16_step_bytes(int m, int n);
 
 /* Bytes of packing scratch the AVX2 bfloat16 half product needs for an m × k operand. */
 size_t muon_bf16_avx2_pack_bytes(int m, int k);

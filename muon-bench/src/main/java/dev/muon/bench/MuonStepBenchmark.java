@@ -221,8 +221,11 @@ public class MuonStepBenchmark {
         hidden.add(named(named, "mlp.proj.weight", parameter(d, 4L * d)));
     }
 
-    /** The GPT-2-small-width set: 24 hidden matrices on Muon's side, 43 other tensors on AdamW's. */
-    private static void gpt2SmallWidth(List<Tensor> hidden, List<Tensor> rest, Map<String, Tensor> named) {
+    /**
+     * The GPT-2-small-width set: 24 hidden matrices on Muon's side, 43 other tensors on AdamW's (also
+     * {@link SameProcessStep}'s).
+     */
+    static void gpt2SmallWidth(List<Tensor> hidden, List<Tensor> rest, Map<String, Tensor> named) {
         rest.add(named(named, "wte.weight", parameter(VOCAB, D)));
         rest.add(named(named, "wpe.weight", parameter(CONTEXT, D)));
         for (int layer = 0; layer < LAYERS; layer++) {

@@ -107,7 +107,8 @@ final class GramProduct {
         return nativeServes(t) ? NativeKernels.variant().orElseThrow() : null;
     }
 
-    private static boolean bfloat16OnCpu(Tensor t) {
+    /** Whether {@code t} is bfloat16 on the CPU. */
+    static boolean bfloat16OnCpu(Tensor t) {
         return t.scalar_type().value == ScalarType.BFloat16.value && t.device().is_cpu();
     }
 

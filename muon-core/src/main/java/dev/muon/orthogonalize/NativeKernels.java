@@ -18,7 +18,8 @@ import java.util.Set;
  * {@code dev.muon}'s step); the build puts it into the jar for Linux x86-64 when gcc is at hand:
  * <ul>
  *   <li>the bfloat16 half product {@code out = x·xᵀ} ({@code muon_cpu_kernels.c}), which libtorch lacks (it forms
- *       {@code x·xᵀ} as a full GEMM);</li>
+ *       {@code x·xᵀ} as a full GEMM), and, in the AVX-512 variant only, a whole step of the symmetric bfloat16
+ *       iteration in one pass ({@code muon_bf16_step.c}, {@link #bfloat16SymmetricStep});</li>
  *   <li>the float32 half product, polynomial and full products ({@code muon_f32_kernels.c}) for the float32
  *       symmetric and Gram kernels, in place of OpenBLAS's {@code ?syrk} (about 0.65 of its GEMM's time for half the
  *       multiply-adds; ours about 0.55) and of its thread pool, which alternates with libtorch's.</li>
@@ -340,6 +341,40 @@ public final class NativeKernels {
      */
     static native void bfloat16Polynomial(int variant, long s, int batch, int m, long out, long packed, int threads,
                                           float a, float b, float c);
+
+    /**
+     * Bytes of scratch one {@link #bfloat16SymmetricStep} call needs for an {@code m × n} {@code x}: its two
+     * packings and the packing of {@code A} and then {@code B}.
+     *
+     * @param m rows
+     * @param n columns
+     * @return the bytes
+     */
+    static native long bfloat16SymmetricStepBytes(int m, int n);
+
+    /**
+     * One step of the symmetric bfloat16 iteration in one pass ({@code muon_bf16_step.c}, {@link Variant#AVX512}
+     * only: call it only where that variant runs): {@code out = B·x} with {@code A = x·xᵀ} and
+     * {@code B = a·I + b·A + c·A·A}, each product accumulated in float32 over its whole inner dimension in
+     * {@code vdpbf16ps}'s order and rounded once to bfloat16; {@code A} and {@code B} formed from their tiles on and
+     * below the diagonal, {@code B·x} by the same tiles, all on one OpenMP region. The same bits for any thread
+     * count. No checks on this side of JNI: the caller passes contiguous bfloat16 CPU memory of the stated shapes.
+     *
+     * @param x       address of {@code m × n} bfloat16 values
+     * @param m       rows
+     * @param n       columns
+     * @param aStore  address of {@code m × m} bfloat16 values, overwritten ({@code A}'s blocks on and below the
+     *                diagonal)
+     * @param bStore  address of {@code m × m} bfloat16 values, overwritten (the same of {@code B})
+     * @param out     address of {@code m × n} bfloat16 values, overlapping none of the others
+     * @param scratch address of {@link #bfloat16SymmetricStepBytes}{@code (m, n)} bytes
+     * @param threads the OpenMP threads to use
+     * @param a       the coefficient of {@code I}
+     * @param b       the coefficient of {@code A}
+     * @param c       the coefficient of {@code A·A}
+     */
+    static native void bfloat16SymmetricStep(long x, int m, int n, long aStore, long bStore, long out, long scratch,
+                                             int threads, float a, float b, float c);
 
     /**
      * Bytes of packing scratch one float32 call needs: {@link #float32SelfProduct} of an {@code m × n} matrix,

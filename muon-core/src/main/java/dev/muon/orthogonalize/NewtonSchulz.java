@@ -97,6 +97,18 @@ public final class NewtonSchulz implements Orthogonalizer {
      */
     public static final int BFLOAT16_NATIVE_SYMMETRIC_MIN_ROWS = 512;
 
+    /**
+     * The largest {@code min(rows, cols)} for which the symmetric kernel in bfloat16 runs each step as one native
+     * pass ({@code NativeKernels.bfloat16SymmetricStep}: {@code X·Xᵀ}, the polynomial and {@code B·X} on the same
+     * register tiles, on one thread pool) where muon-core's AVX-512 native variant runs; above it, and with the
+     * AVX2 variant, the half products with {@code B·X} on libtorch's GEMM. Set by interleaved A/B runs of the two
+     * on our 2-core Zen 4, under load (docs/benchmarks.md, "the one-pass bfloat16 step"), the median of the
+     * per-call ratios one pass / before in each run: 0.86–0.94 at 512², 0.85–0.97 at 768² (one run of nine: 1.11;
+     * 24.1 against 27.0 ms in the quietest run), 0.88–0.94 at 1024², 0.91–0.98 at 1280², 0.81–0.96 at 1408²; at
+     * 1536² 0.95 and 0.96 in two runs, 1.08 and 1.14 in two others, so not shown faster there.
+     */
+    public static final int BFLOAT16_ONE_PASS_MAX_ROWS = SymmetricIteration.ONE_PASS_MAX_ROWS;
+
     private static final long[] LAST_TWO_DIMS = {-2, -1};
 
     /** The stages of a call of {@link #orthogonalize(Tensor)}: all of them on libtorch ops. */

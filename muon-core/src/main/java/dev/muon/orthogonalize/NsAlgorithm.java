@@ -23,7 +23,9 @@ public enum NsAlgorithm {
      * Exploits the symmetry of {@code X·Xᵀ} and {@code A·A}: in float32/float64 OpenBLAS {@code ?syrk} computes
      * one triangle of each (half the multiply-adds) and {@code ?symm} applies the symmetric polynomial; in
      * bfloat16 where muon-core's native half product runs (AVX512_BF16, or AVX2 with FMA) it does the same, the
-     * polynomial fused into {@code A·A}; otherwise (bfloat16 without it, or no OpenBLAS) each is formed from row
+     * polynomial fused into {@code A·A}, and with the AVX-512 variant up to
+     * {@value NewtonSchulz#BFLOAT16_ONE_PASS_MAX_ROWS} rows each whole step is one native pass ({@code B·X} on the
+     * same tiles, no mirror); otherwise (bfloat16 without it, or no OpenBLAS) each is formed from row
      * blocks of GEMMs above the diagonal, which saves less and loses to the plain kernel below about 1536 rows.
      * CPU, single matrices; on other devices and for batches, {@code GEMM} runs instead.
      */

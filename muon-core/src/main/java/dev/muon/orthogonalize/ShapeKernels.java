@@ -31,10 +31,16 @@ final class ShapeKernels {
         return blas;
     }
 
-    /** The libtorch form of the symmetric kernel for this shape, created on first use. */
+    /**
+     * The libtorch form of the symmetric kernel for this shape, created on first use; in bfloat16 with the AVX-512
+     * native variant, one native pass per step up to {@link NewtonSchulz#BFLOAT16_ONE_PASS_MAX_ROWS} rows.
+     */
     SymmetricIteration symmetric() {
         if (symmetric == null) {
-            symmetric = new SymmetricIteration(ws, GramProduct.nativeVariantFor(ws.x), products);
+            NativeKernels.Variant nativeKernel = GramProduct.nativeVariantFor(ws.x);
+            boolean onePass = ws.x.dim() == 2 && SymmetricIteration.onePassServes(nativeKernel, ws.x.size(0),
+                    ws.x.size(1));
+            symmetric = new SymmetricIteration(ws, nativeKernel, onePass, products);
         }
         return symmetric;
     }

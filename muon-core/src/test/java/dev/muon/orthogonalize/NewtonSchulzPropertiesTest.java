@@ -315,7 +315,7 @@ class NewtonSchulzPropertiesTest {
         // bfloat16's symmetric kernel, driven in float64 (where the CPU would run BlasKernels instead): it must
         // agree with the plain iteration to rounding.
         assertLibtorchFormEqualsGemm(rows, cols, steps, "libtorch symmetric form",
-                (ws, abc) -> new SymmetricIteration(ws, null, MatrixProducts.LIBTORCH)
+                (ws, abc) -> new SymmetricIteration(ws, null, false, MatrixProducts.LIBTORCH)
                         .iterate(steps, abc[0], abc[1], abc[2]));
     }
 
@@ -412,7 +412,8 @@ class NewtonSchulzPropertiesTest {
         Tensor result = kernel == NsAlgorithm.GRAM
                 ? new GramIteration(ws, nativeKernel != null ? 0 : GramProduct.CPU_SQUARE_MIN_ROWS, nativeKernel,
                         products).iterate(bf16.nsSteps(), abc[0], abc[1], abc[2])
-                : new SymmetricIteration(ws, nativeKernel, products).iterate(bf16.nsSteps(), abc[0], abc[1], abc[2]);
+                : new SymmetricIteration(ws, nativeKernel, false, products)
+                        .iterate(bf16.nsSteps(), abc[0], abc[1], abc[2]);
         double error = Tensors.relativeError(Tensors.values(result), exact);
         // Gram, measured at 512 x 2048 with the restart after 3 steps: 0.6-1.5x the plain kernel's error. Without
         // the restart the decaying, power-law and low-rank cases land 10-360x above the plain kernel and fail here.
