@@ -8,13 +8,15 @@
 #                the JNI bindings lack in that libtorch (run.sh symbols)
 #   a-probe      the JVM loads libtorch's CUDA build and CudaSupport reports the GPU available; a CUDA product, one
 #                Newton-Schulz call through the kernels and one Muon step with the fused update (GpuProbe)
-#   b-gpu-suite  every @Tag("gpu") test of muon-cuda but those of c, d and f, with JUnit XML
+#   b-gpu-suite  every @Tag("gpu") test of muon-cuda but those of c, d, f and g, with JUnit XML
 #   c-golden     every golden case through Muon and MuonAdamW on CUDA, float32 and bfloat16 Newton-Schulz, fused
 #                update on and off (CudaGoldenGpuTest)
 #   d-training   AdamW against MuonAdamW on an MLP, loss against steps and seconds (CudaTrainingGpuTest, training.csv)
 #   e-timings    host time per NS call against its GPU time, and a GPT-2-small-width Muon step with and without the
 #                fused update (GpuTimings, timings.json)
 #   f-gloo       W = 2 over Gloo with CUDA tensors, one JVM per rank (CudaGlooGpuTest)
+#   g-offload    Muon's state in pinned host memory, bit for bit against the state on the device, and its step-time
+#                table for docs/benchmarks.md (HostMemoryStateGpuTest)
 #
 # --probe-first: stop after a-probe unless it passed (exit 0), for a first try against the machine's own libtorch.
 # OUT/summary.tsv gets one line per check when it ends: check, exit status, seconds, what it means. Each check's
@@ -105,7 +107,7 @@ if ((probe_first == 1 && probe != 0)); then
 fi
 
 separately=(--exclude-classname '.*CudaGoldenGpuTest' --exclude-classname '.*CudaTrainingGpuTest'
-            --exclude-classname '.*CudaGlooGpuTest')
+            --exclude-classname '.*CudaGlooGpuTest' --exclude-classname '.*HostMemoryStateGpuTest')
 junit b-gpu-suite 180 --gpu-only "${separately[@]}"
 junit c-golden 150 --select-class dev.muon.cuda.CudaGoldenGpuTest
 MUON_JAVA_OPTS="${MUON_JAVA_OPTS:--Xmx8g} -Dmuon.gpu.out=$out/d-training" \
@@ -113,6 +115,8 @@ MUON_JAVA_OPTS="${MUON_JAVA_OPTS:--Xmx8g} -Dmuon.gpu.out=$out/d-training" \
 MUON_JAVA_OPTS="${MUON_JAVA_OPTS:--Xmx8g} -Dmuon.gpu.out=$out/e-timings" \
     check e-timings 180 "$run_sh" main dev.muon.cuda.GpuTimings
 junit f-gloo 150 --select-class dev.muon.cuda.CudaGlooGpuTest
+# Last: the offloaded state is the newest path, and its answers matter once the ones above are known.
+junit g-offload 120 --select-class dev.muon.cuda.HostMemoryStateGpuTest
 
 say "done in $(($(date +%s) - started)) s; $summary:"
 column -t -s $'\t' "$summary" >&2 2>/dev/null || cat "$summary" >&2

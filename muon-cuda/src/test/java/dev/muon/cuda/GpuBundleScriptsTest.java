@@ -386,6 +386,9 @@ class GpuBundleScriptsTest {
                 && lines.get(4).contains("3 skipped"), lines.toString());
         assertTrue(lines.get(6).startsWith("e-timings\t-\t0\tskipped: "), lines.toString());
         assertTrue(lines.get(7).startsWith("f-gloo\t0\t"), lines.toString());
+        assertTrue(lines.get(8).startsWith("g-offload\t0\t") && lines.get(8).contains("all skipped"),
+                lines.toString());
+        assertEquals(9, lines.size(), lines.toString());
         assertTrue(Files.readString(out.resolve("a-probe.log")).contains("probe: gpu=unavailable"));
     }
 }
