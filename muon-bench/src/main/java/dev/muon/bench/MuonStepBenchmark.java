@@ -78,6 +78,8 @@ public class MuonStepBenchmark {
     private static final int SMALL_D = 256;
     private static final int SMALL_LAYERS = 6;
     private static final String BLOCK = "block-";
+    /** One GPT-2 block with its fused attention matrix, as examples-djl's {@code DjlStepBenchmark} builds it. */
+    private static final String GPT2_BLOCK = "gpt2-block";
     /** The system property naming the file the trial's resident memory is appended to. */
     static final String RESIDENT_OUT = "muon.bench.residentOut";
     /** muon-core's switch that keeps a new optimizer's CPU momentum and update on libtorch's ops. */
@@ -137,8 +139,9 @@ public class MuonStepBenchmark {
             switch (model) {
                 case "gpt2-small-width" -> gpt2SmallWidth(hidden, rest, named);
                 case "small-24x256" -> small24x256(hidden, named);
-                default -> throw new IllegalArgumentException("model must be gpt2-small-width, small-24x256 or "
-                        + BLOCK + "D for a width D, got " + model);
+                case GPT2_BLOCK -> gpt2Block(hidden, rest, named);
+                default -> throw new IllegalArgumentException("model must be gpt2-small-width, small-24x256, "
+                        + GPT2_BLOCK + " or " + BLOCK + "D for a width D, got " + model);
             }
         }
         ResidentMemory before = ResidentMemory.sinceNow();
@@ -219,6 +222,27 @@ public class MuonStepBenchmark {
         }
         hidden.add(named(named, "mlp.fc.weight", parameter(4L * d, d)));
         hidden.add(named(named, "mlp.proj.weight", parameter(d, 4L * d)));
+    }
+
+    /**
+     * One GPT-2-small-width block as GPT-2 stores it and examples-djl's {@code DjlStepBenchmark} builds it, so that
+     * muon-djl's step can be compared with muon-core's on the same shapes: {@code c_attn} [2304, 768] (q, k and v
+     * fused) and {@code c_proj} [768, 768], the MLP's [3072, 768] and [768, 3072] on Muon; their biases and the two
+     * layer norms on AdamW.
+     */
+    static void gpt2Block(List<Tensor> hidden, List<Tensor> rest, Map<String, Tensor> named) {
+        for (String norm : new String[]{"ln_1", "ln_2"}) {
+            rest.add(named(named, norm + ".weight", parameter(D)));
+            rest.add(named(named, norm + ".bias", parameter(D)));
+        }
+        hidden.add(named(named, "attn.c_attn.weight", parameter(3 * D, D)));
+        rest.add(named(named, "attn.c_attn.bias", parameter(3 * D)));
+        hidden.add(named(named, "attn.c_proj.weight", parameter(D, D)));
+        rest.add(named(named, "attn.c_proj.bias", parameter(D)));
+        hidden.add(named(named, "mlp.c_fc.weight", parameter(4 * D, D)));
+        rest.add(named(named, "mlp.c_fc.bias", parameter(4 * D)));
+        hidden.add(named(named, "mlp.c_proj.weight", parameter(D, 4 * D)));
+        rest.add(named(named, "mlp.c_proj.bias", parameter(D)));
     }
 
     /**
