@@ -18,8 +18,10 @@ import zipfile
 
 import torch
 
+# torch.optim.Muon's group keys, and ours: muon_core_settings holds the settings Muon has no key for (its
+# load_state_dict keeps an extra group key, and its step never reads it).
 MUON_GROUP_KEYS = {"lr", "weight_decay", "momentum", "nesterov", "ns_coefficients", "eps", "ns_steps",
-                   "adjust_lr_fn", "params"}
+                   "adjust_lr_fn", "params", "muon_core_settings"}
 ADAMW_GROUP_KEYS = {"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach", "capturable",
                     "differentiable", "fused", "decoupled_weight_decay", "params"}
 
@@ -98,6 +100,10 @@ def main(exported_path, expected_path, out_path):
     check(group["ns_steps"] == 5 and group["nesterov"] is True and group["adjust_lr_fn"] == "original",
           f"Muon group {group}")
     check(group["lr"] == expected["muon_lr"], f"Muon lr {group['lr']}")
+    settings = group["muon_core_settings"]
+    check(isinstance(settings, dict) and settings and all(isinstance(k, str) for k in settings)
+          and all(v is None or isinstance(v, (str, bool, int, float)) for v in settings.values()),
+          f"muon_core_settings {settings!r}: expected a dict of names to plain values")
     check([names[i] for i in group["params"]] == list(expected["muon"]), f"Muon params {group['params']}")
     check(set(muon["state"]) == set(group["params"]), f"Muon state ids {sorted(muon['state'])}")
     for i in group["params"]:
