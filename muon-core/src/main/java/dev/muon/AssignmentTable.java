@@ -160,7 +160,42 @@ public final class AssignmentTable {
         if (!frozen.isEmpty()) {
             out.append(wrapped("left out (" + binding.frozenWhy() + "): ", frozen));
         }
-        notes.forEach(note -> out.append(note).append('\n'));
+        notes.forEach(note -> out.append(wrappedLines(note)));
+        return out.toString();
+    }
+
+    /**
+     * A note's lines, each longer than {@value #WIDTH} characters broken at spaces, continued lines indented by two
+     * spaces, so that no line of the table outgrows the ones around it (a progress bar's width, in DJL's log); a
+     * word longer than a line keeps a line of its own.
+     *
+     * @param note one or more lines
+     * @return the lines, each ending in a newline
+     */
+    static String wrappedLines(String note) {
+        StringBuilder out = new StringBuilder();
+        for (String text : note.split("\n", -1)) {
+            if (text.length() <= WIDTH) {
+                out.append(text).append('\n');
+                continue;
+            }
+            String indent = text.substring(0, text.length() - text.stripLeading().length());
+            StringBuilder line = new StringBuilder(indent);
+            boolean empty = true;
+            for (String word : text.stripLeading().split(" +")) {
+                if (!empty && line.length() + 1 + word.length() > WIDTH) {
+                    out.append(line).append('\n');
+                    line = new StringBuilder("  ");
+                    empty = true;
+                }
+                if (!empty) {
+                    line.append(' ');
+                }
+                line.append(word);
+                empty = false;
+            }
+            out.append(line).append('\n');
+        }
         return out.toString();
     }
 
