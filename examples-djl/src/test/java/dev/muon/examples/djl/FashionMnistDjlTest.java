@@ -78,7 +78,8 @@ class FashionMnistDjlTest {
             rows++;
             double accuracy = Double.parseDouble(m.group(2));
             assertTrue(accuracy > 60, m.group(1) + " learns the stand-in: " + accuracy + " %\n" + text);
-            assertTrue(Double.parseDouble(m.group(3)) > 0, text);
+            // Printed to a tenth of a second: 640 images train in less than that on a quiet machine.
+            assertTrue(Double.parseDouble(m.group(3)) >= 0, text);
         }
         assertEquals(2, rows, text);
     }
