@@ -197,4 +197,22 @@ class MuonStudyTest {
         assertEquals(List.of("MuonStudy analyze: --results " + dir + ": holds no runs.csv; run the sweep first"),
                 o.errLines());
     }
+
+    /** A run's threads bound OpenBLAS's pool too, which the sweep's workers share (left alone: one per core). */
+    @Test
+    void useThreads_boundsLibtorchsPool_andOpenBlasPool() {
+        int torchBefore = org.bytedeco.pytorch.global.torch.get_num_threads();
+        int blasBefore = org.bytedeco.openblas.global.openblas_nolapack.blas_get_num_threads();
+        try {
+            MuonStudy.useThreads(1);
+            assertEquals(1, org.bytedeco.pytorch.global.torch.get_num_threads());
+            assertEquals(1, org.bytedeco.openblas.global.openblas_nolapack.blas_get_num_threads());
+            MuonStudy.useThreads(2);
+            assertEquals(2, org.bytedeco.openblas.global.openblas_nolapack.blas_get_num_threads());
+        } finally {
+            org.bytedeco.pytorch.global.torch.set_num_threads(torchBefore);
+            org.bytedeco.openblas.global.openblas_nolapack.blas_set_num_threads(blasBefore);
+        }
+    }
+
 }
