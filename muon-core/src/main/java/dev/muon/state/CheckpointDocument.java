@@ -72,6 +72,18 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
             Objects.requireNonNull(shape, "shape must not be null");
             Objects.requireNonNull(dtype, "dtype must not be null");
             shape = shape.clone();
+            checkPlacement(name, optimizer, group, shape, tiedTo, rowSplit);
+        }
+
+        /**
+         * The checks a parameter's place passes, here and in {@link ParameterSpec} (bindings-free, so that both sides
+         * of the checkpoint file refuse the same parameters with the same messages).
+         *
+         * @throws IllegalArgumentException for a negative group or size, a row split off Muon, or a tied name off
+         *                                  AdamW
+         */
+        static void checkPlacement(String name, OptimizerKind optimizer, int group, long[] shape, String tiedTo,
+                                   RowSplit rowSplit) {
             if (group < 0) {
                 throw new IllegalArgumentException("group must be >= 0, got " + group + " for '" + name + "'");
             }

@@ -44,22 +44,7 @@ public record ParameterSpec(String name, OptimizerKind optimizer, int group, lon
         Objects.requireNonNull(dtype, "dtype must not be null");
         shape = shape.clone();
         dtype = canonical(dtype);
-        if (group < 0) {
-            throw new IllegalArgumentException("group must be >= 0, got " + group + " for '" + name + "'");
-        }
-        for (long size : shape) {
-            if (size < 0) {
-                throw new IllegalArgumentException("shape sizes must be >= 0, got " + Arrays.toString(shape)
-                        + " for '" + name + "'");
-            }
-        }
-        if (rowSplit != null && optimizer != OptimizerKind.MUON) {
-            throw new IllegalArgumentException("rowSplit is for Muon parameters only; '" + name + "' is on "
-                    + optimizer);
-        }
-        if (tiedTo != null && optimizer != OptimizerKind.ADAMW) {
-            throw new IllegalArgumentException("a tied name is listed on ADAMW; '" + name + "' is on " + optimizer);
-        }
+        CheckpointDocument.Parameter.checkPlacement(name, optimizer, group, shape, tiedTo, rowSplit);
     }
 
     /**
