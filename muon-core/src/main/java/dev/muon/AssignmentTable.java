@@ -172,7 +172,7 @@ public final class AssignmentTable {
      * @param note one or more lines
      * @return the lines, each ending in a newline
      */
-    static String wrappedLines(String note) {
+    public static String wrappedLines(String note) {
         StringBuilder out = new StringBuilder();
         for (String text : note.split("\n", -1)) {
             if (text.length() <= WIDTH) {

@@ -97,7 +97,7 @@ final class BlasKernels {
      * product's on four spectra, docs/benchmarks.md).
      */
     Tensor gram(NewtonSchulzConfig config) {
-        GramIteration.Products steps = new GramIteration.Products() {
+        GramSchedule.Products<Tensor> steps = new GramSchedule.Products<>() {
             @Override
             public void gram(Tensor out, Tensor x) {
                 products.gram(out, x);

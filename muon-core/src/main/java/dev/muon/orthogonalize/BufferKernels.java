@@ -13,11 +13,12 @@ import java.util.Optional;
 
 /**
  * muon-core's native float32 Newton–Schulz products ({@code libmuoncpu.so}, the kernels {@link NativeKernels} runs
- * on libtorch's tensors: the half product {@code x·xᵀ}, the polynomial {@code a·I + b·s + c·s·s} formed with it, the
- * product {@code l·r}, the normalisation) for a JVM without JavaCPP, such as muon-djl's on DJL's libtorch: the
- * library is copied from the jar and loaded with {@code System.load}, and the products take direct
- * {@link ByteBuffer}s, whose addresses the library reads through JNI ({@code GetDirectBufferAddress}). Each call
- * checks every buffer (direct, native order, its capacity) before native code sees it.
+ * on libtorch's tensors: the half product {@code x·xᵀ}, the polynomial {@code a·I + b·s + c·s·s} formed with it,
+ * the product {@code l·r} and its half form for commuting symmetric matrices, the normalisation) for a JVM without
+ * JavaCPP, such as muon-djl's on DJL's libtorch: the library is copied from the jar and loaded with
+ * {@code System.load}, and the products take direct {@link ByteBuffer}s, whose addresses the library reads through
+ * JNI ({@code GetDirectBufferAddress}). Each call checks every buffer (direct, native order, its capacity) before
+ * native code sees it.
  *
  * <p>Probed once, at the first use, and never in a JVM that does not ask: the platform (Linux x86-64), the library
  * in the jar, {@code -Ddev.muon.native.disable}, and what the CPU runs; the variant follows
@@ -234,6 +235,65 @@ public final class BufferKernels {
         check(out, (long) m * n, "out");
         checkScratch(packed, m, n);
         require(float32Times(Holder.STATE.variant, l, true, r, m, n, false, out, packed, threads));
+    }
+
+    /**
+     * {@code out = s·sᵀ} for the exactly symmetric {@code m × m} {@code s} (packed as such, faster than
+     * {@link #selfProduct}); both triangles written, exactly symmetric.
+     *
+     * @param s       {@code m·m} floats
+     * @param m       rows and columns
+     * @param out     {@code m·m} floats, apart from {@code s}
+     * @param packed  {@link #packBytes}{@code (m, m)} bytes of scratch
+     * @param threads OpenMP threads
+     */
+    public static void square(ByteBuffer s, int m, ByteBuffer out, ByteBuffer packed, int threads) {
+        check(s, (long) m * m, "s");
+        check(out, (long) m * m, "out");
+        checkScratch(packed, m, m);
+        require(float32SelfProduct(Holder.STATE.variant, s, m, m, true, out, packed, threads));
+    }
+
+    /**
+     * {@code out = s·t} for the exactly symmetric {@code m × m} {@code s} and an {@code m × m} {@code t} that
+     * commutes with it (in the Gram iteration both are polynomials in one Gram matrix, so the product is symmetric in
+     * exact arithmetic): the upper triangle only, about half the multiply-adds, mirrored, so the result is exactly
+     * symmetric.
+     *
+     * @param s       {@code m·m} floats
+     * @param t       {@code m·m} floats
+     * @param m       rows and columns
+     * @param out     {@code m·m} floats, apart from both
+     * @param packed  {@link #packBytes}{@code (m, m)} bytes of scratch
+     * @param threads OpenMP threads
+     */
+    public static void commutingTimes(ByteBuffer s, ByteBuffer t, int m, ByteBuffer out, ByteBuffer packed,
+                                      int threads) {
+        check(s, (long) m * m, "s");
+        check(t, (long) m * m, "t");
+        check(out, (long) m * m, "out");
+        checkScratch(packed, m, m);
+        require(float32Times(Holder.STATE.variant, s, true, t, m, m, true, out, packed, threads));
+    }
+
+    /**
+     * {@code out = l·r} for the {@code m × m} {@code l} and the {@code m × n} {@code r}.
+     *
+     * @param l       {@code m·m} floats
+     * @param r       {@code m·n} floats
+     * @param m       rows
+     * @param n       columns of {@code r}
+     * @param out     {@code m·n} floats, apart from both
+     * @param packed  {@link #packBytes}{@code (m, n)} bytes of scratch
+     * @param threads OpenMP threads
+     */
+    public static void times(ByteBuffer l, ByteBuffer r, int m, int n, ByteBuffer out, ByteBuffer packed,
+                             int threads) {
+        check(l, (long) m * m, "l");
+        check(r, (long) m * n, "r");
+        check(out, (long) m * n, "out");
+        checkScratch(packed, m, n);
+        require(float32Times(Holder.STATE.variant, l, false, r, m, n, false, out, packed, threads));
     }
 
     /**

@@ -6,21 +6,28 @@ import java.nio.ByteBuffer;
 import java.util.Objects;
 
 /**
- * muon-core's float32 symmetric Newton–Schulz iteration on {@link BufferKernels}, for direct buffers: what
- * {@code NewtonSchulz} runs on libtorch's CPU tensors with the native kernels ({@code BlasKernels.symmetric} over
- * {@code NativeFloat32Products}), step for step:
+ * muon-core's float32 Newton–Schulz iterations on {@link BufferKernels}, for direct buffers: what
+ * {@code NewtonSchulz} runs on libtorch's CPU tensors with the native kernels ({@code BlasKernels} over
+ * {@code NativeFloat32Products}), product for product, so the same input gives the same bits. Both start from
  * <pre>
  *   X = G / max(s·‖G‖_F, eps)            G transposed when taller than wide; the norm summed in double
- *   repeat:  A = X·Xᵀ                     half product, both triangles written
- *            B = a·I + b·A + c·A·A        in the same kind of pass
- *            X = B·X                      B exactly symmetric
  * </pre>
- * The result is the wide {@code X}: the caller transposes it back for a tall input. Holds its workspace, made for the
- * largest shape so far and reused; use one from one thread at a time.
+ * {@link #symmetric}, each step:
+ * <pre>
+ *   A = X·Xᵀ                              half product, both triangles written
+ *   B = a·I + b·A + c·A·A                 in the same kind of pass
+ *   X = B·X                               B exactly symmetric
+ * </pre>
+ * {@link #gram}: the same steps on the {@code m × m} Gram matrix ({@code GramSchedule}, the schedule muon-core's
+ * Gram kernel runs), touching the long side only at the start, at the restart and at the end: fewer multiply-adds the
+ * longer the matrix ({@code (3a + 10)·m³} against {@code (7.5a + 2.5)·m³} for 5 steps at {@code n = a·m}).
+ *
+ * <p>The result is the wide {@code X}: the caller transposes it back for a tall input. Holds its workspace, made for
+ * the largest shape so far and reused; use one from one thread at a time.
  *
  * <pre>{@code
  * BufferNewtonSchulz ns = new BufferNewtonSchulz();
- * ByteBuffer x = ns.orthogonalize(g, 768, 3072, steps, 1.0, 1e-7, threads);   // 768 x 3072, valid until the next call
+ * ByteBuffer x = ns.gram(g, 768, 3072, steps, 1.0, 1e-7, threads);   // 768 x 3072, valid until the next call
  * }</pre>
  */
 public final class BufferNewtonSchulz {
@@ -31,8 +38,8 @@ public final class BufferNewtonSchulz {
 
     private ByteBuffer x;
     private ByteBuffer y;
-    private ByteBuffer a;
-    private ByteBuffer b;
+    /** The square buffers: the symmetric iteration uses the first two, the Gram iteration all six. */
+    private final ByteBuffer[] squares = new ByteBuffer[6];
     private ByteBuffer packed;
 
     /** An iteration with an empty workspace. */
@@ -40,7 +47,7 @@ public final class BufferNewtonSchulz {
     }
 
     /**
-     * Orthogonalizes a row-major float32 matrix.
+     * Orthogonalizes a row-major float32 matrix with the symmetric iteration.
      *
      * @param g        the matrix, {@code rows·cols} floats in a direct buffer of native order; never written
      * @param rows     its rows
@@ -54,33 +61,97 @@ public final class BufferNewtonSchulz {
      * @throws UnsupportedOperationException if the native kernels do not run here
      * @throws IllegalArgumentException      if {@code g} is not such a buffer, or a size is not positive
      */
-    public ByteBuffer orthogonalize(ByteBuffer g, int rows, int cols, float[][] steps, double safety, double eps,
-                                    int threads) {
+    public ByteBuffer symmetric(ByteBuffer g, int rows, int cols, float[][] steps, double safety, double eps,
+                                int threads) {
+        int m = normalize(g, rows, cols, safety, eps, threads, 2);
+        int n = Math.max(rows, cols);
+        ByteBuffer current = x;
+        ByteBuffer next = y;
+        for (float[] c : steps) {
+            BufferKernels.selfProduct(current, m, n, squares[0], packed, threads);
+            BufferKernels.polynomial(squares[0], m, squares[1], packed, threads, c[0], c[1], c[2]);
+            BufferKernels.symmetricTimes(squares[1], current, m, n, next, packed, threads);
+            ByteBuffer done = current;
+            current = next;
+            next = done;
+        }
+        return result(current, m, n);
+    }
+
+    /**
+     * Orthogonalizes a row-major float32 matrix with the Gram iteration; arguments, result and exceptions as for
+     * {@link #symmetric}.
+     *
+     * @param g        the matrix, {@code rows·cols} floats in a direct buffer of native order; never written
+     * @param rows     its rows
+     * @param cols     its columns
+     * @param steps    each step's coefficients {@code (a, b, c)}, in order
+     * @param safety   the normalisation's factor on the norm
+     * @param eps      the normalisation's smallest denominator
+     * @param threads  the OpenMP threads the products use
+     * @return the wide result, valid until this iteration's next call
+     */
+    public ByteBuffer gram(ByteBuffer g, int rows, int cols, float[][] steps, double safety, double eps,
+                           int threads) {
+        int m = normalize(g, rows, cols, safety, eps, threads, squares.length);
+        int n = Math.max(rows, cols);
+        GramSchedule.Products<ByteBuffer> products = new GramSchedule.Products<>() {
+            @Override
+            public void gram(ByteBuffer out, ByteBuffer source) {
+                BufferKernels.selfProduct(source, m, n, out, packed, threads);
+            }
+
+            @Override
+            public void polynomial(ByteBuffer z, ByteBuffer r, int k, ByteBuffer scratch) {
+                float[] c = steps[k];
+                BufferKernels.polynomial(r, m, z, packed, threads, c[0], c[1], c[2]);
+            }
+
+            @Override
+            public void symmetricTimes(ByteBuffer out, ByteBuffer s, ByteBuffer b) {
+                BufferKernels.commutingTimes(s, b, m, out, packed, threads);
+            }
+
+            @Override
+            public void squareTimes(ByteBuffer out, ByteBuffer z, ByteBuffer r, ByteBuffer scratch) {
+                BufferKernels.square(z, m, scratch, packed, threads);
+                BufferKernels.commutingTimes(scratch, r, m, out, packed, threads);
+            }
+
+            @Override
+            public void times(ByteBuffer out, ByteBuffer q, ByteBuffer source) {
+                BufferKernels.times(q, source, m, n, out, packed, threads);
+            }
+        };
+        ByteBuffer out = GramSchedule.run(products, steps.length, new GramSchedule.Buffers<>(x, y, squares));
+        return result(out, m, n);
+    }
+
+    /**
+     * Checks the arguments, makes the workspace ready with {@code squareCount} square buffers, and writes the
+     * normalised wide input into {@code x}.
+     *
+     * @return the short side {@code m}
+     */
+    private int normalize(ByteBuffer g, int rows, int cols, double safety, double eps, int threads, int squareCount) {
         Objects.requireNonNull(g, "g must not be null");
         BufferKernels.ensureAvailable();
         if (rows <= 0 || cols <= 0) {
             throw new IllegalArgumentException("rows and cols must be > 0, got " + rows + " and " + cols);
         }
-        boolean tall = rows > cols;
         int m = Math.min(rows, cols);
         int n = Math.max(rows, cols);
-        ensureWorkspace(m, n);
-        BufferKernels.normalize(g, m, n, tall, x, packed, threads, safety, eps);
-        ByteBuffer current = x;
-        ByteBuffer next = y;
-        for (float[] c : steps) {
-            BufferKernels.selfProduct(current, m, n, a, packed, threads);
-            BufferKernels.polynomial(a, m, b, packed, threads, c[0], c[1], c[2]);
-            BufferKernels.symmetricTimes(b, current, m, n, next, packed, threads);
-            ByteBuffer done = current;
-            current = next;
-            next = done;
-        }
-        return current.duplicate().clear().limit(m * n * Float.BYTES).slice().order(current.order());
+        ensureWorkspace(m, n, squareCount);
+        BufferKernels.normalize(g, m, n, rows > cols, x, packed, threads, safety, eps);
+        return m;
+    }
+
+    private static ByteBuffer result(ByteBuffer wide, int m, int n) {
+        return wide.duplicate().clear().limit(m * n * Float.BYTES).slice().order(wide.order());
     }
 
     /** Buffers for an {@code m × n} iteration, grown, never shrunk. */
-    private void ensureWorkspace(int m, int n) {
+    private void ensureWorkspace(int m, int n, int squareCount) {
         long matrix = (long) m * n * Float.BYTES;
         long square = (long) m * m * Float.BYTES;
         long scratch = Math.max(BufferKernels.packBytes(m, n), BufferKernels.packBytes(m, m));
@@ -88,9 +159,10 @@ public final class BufferNewtonSchulz {
             x = BufferKernels.allocate(matrix);
             y = BufferKernels.allocate(matrix);
         }
-        if (a == null || a.capacity() < square) {
-            a = BufferKernels.allocate(square);
-            b = BufferKernels.allocate(square);
+        for (int i = 0; i < squareCount; i++) {
+            if (squares[i] == null || squares[i].capacity() < square) {
+                squares[i] = BufferKernels.allocate(square);
+            }
         }
         if (packed == null || packed.capacity() < scratch) {
             packed = BufferKernels.allocate(scratch);

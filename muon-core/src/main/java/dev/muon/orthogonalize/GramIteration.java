@@ -24,8 +24,8 @@ import org.bytedeco.pytorch.global.torch;
  * {@link BlasKernels#gram}, which runs instead of this class on the CPU in float32 and float64) against
  * {@code 45m³} for the plain iteration. This class is the libtorch form: bfloat16, and any device.
  *
- * <p>A restart every {@value #RESTART_EVERY} steps ({@code X_r = Q_k·X_r}, then a fresh Gram matrix) bounds the
- * drift between {@code R_k} and the true {@code X_k X_kᵀ} that rounding accumulates, as Dao-AILab's
+ * <p>A restart every {@value GramSchedule#RESTART_EVERY} steps ({@code X_r = Q_k·X_r}, then a fresh Gram matrix)
+ * bounds the drift between {@code R_k} and the true {@code X_k X_kᵀ} that rounding accumulates, as Dao-AILab's
  * gram-newton-schulz does. We measured where to put it for 5 steps at 512 × 2048 against the float64 iteration,
  * over Gaussian, exponentially decaying, power-law and low-rank-plus-noise spectra: after 3 steps the bfloat16
  * error is at most the plain bfloat16 kernel's (0.04–0.16 against 0.03–0.26) and float32 matches the plain
@@ -34,30 +34,6 @@ import org.bytedeco.pytorch.global.torch;
  * inputs diverge.
  */
 final class GramIteration {
-    /** Steps between restarts (a restart happens before step k for every k = 3, 6, ... below the step count). */
-    static final int RESTART_EVERY = 3;
-
-    /** The products one Gram iteration needs: on libtorch here, on OpenBLAS in {@link BlasKernels}. */
-    interface Products {
-        /** {@code out = x·xᵀ}, both triangles. */
-        void gram(Tensor out, Tensor x);
-
-        /** {@code z = a·I + b·r + c·r²} with step {@code k}'s coefficients, both triangles; may use {@code scratch}. */
-        void polynomial(Tensor z, Tensor r, int k, Tensor scratch);
-
-        /**
-         * {@code out = s·b} for a symmetric {@code s} that commutes with {@code b} (both are polynomials in one Gram
-         * matrix, so the product is symmetric in exact arithmetic).
-         */
-        void symmetricTimes(Tensor out, Tensor s, Tensor b);
-
-        /** {@code out = z²·r} for the symmetric, commuting {@code z} and {@code r}; may use {@code scratch}. */
-        void squareTimes(Tensor out, Tensor z, Tensor r, Tensor scratch);
-
-        /** {@code out = q·x} for the {@code m × m} {@code q} and the {@code m × n} {@code x}. */
-        void times(Tensor out, Tensor q, Tensor x);
-    }
-
     private final Workspace ws;
     private final GramProduct gram;
     private final MatrixProducts fullProducts;
@@ -86,7 +62,7 @@ final class GramIteration {
      * returns the buffer holding the result.
      */
     Tensor iterate(int steps, Scalar[] linear, Scalar[] cubic, Scalar[] quintic) {
-        Products products = new Products() {
+        GramSchedule.Products<Tensor> products = new GramSchedule.Products<>() {
             @Override
             public void gram(Tensor out, Tensor x) {
                 gram.into(out, x);
@@ -117,54 +93,13 @@ final class GramIteration {
     }
 
     /**
-     * The iteration itself, for either form: {@code x} holds the normalised wide input on entry, and the result is
-     * returned in {@code ws.x} or {@code ws.y}. Besides {@code ws.a}, {@code ws.t} and {@code ws.b} it uses
-     * {@link Workspace#gramSquares()}.
+     * The iteration on libtorch's tensors, for either set of products: {@code x} holds the normalised wide input on
+     * entry, and the result is returned in {@code ws.x} or {@code ws.y}. Besides {@code ws.a}, {@code ws.t} and
+     * {@code ws.b} it uses {@link Workspace#gramSquares()}.
      */
-    static Tensor run(Products p, int steps, Workspace ws) {
+    static Tensor run(GramSchedule.Products<Tensor> p, int steps, Workspace ws) {
         Tensor[] extra = ws.gramSquares();
-        Tensor source = ws.x;
-        Tensor rk = ws.a;
-        Tensor rSpare = extra[0];
-        Tensor zk = ws.t;
-        Tensor scratch = extra[1];
-        Tensor qk = ws.b;
-        Tensor qSpare = extra[2];
-        p.gram(rk, source);
-        boolean qIsIdentity = true;
-        for (int k = 0; k < steps; k++) {
-            if (k > 0 && k % RESTART_EVERY == 0) {
-                // Materialise X_k = Q_k·X_r and start again from its exact Gram matrix.
-                Tensor target = source == ws.x ? ws.y : ws.x;
-                p.times(target, qk, source);
-                source = target;
-                p.gram(rk, source);
-                qIsIdentity = true;
-            }
-            p.polynomial(zk, rk, k, scratch);
-            Tensor zCurrent = zk;
-            if (qIsIdentity) {
-                // Q_{k+1} = Z_k: hand Z's buffer over to Q instead of copying it.
-                zk = qk;
-                qk = zCurrent;
-                qIsIdentity = false;
-            } else {
-                p.symmetricTimes(qSpare, zCurrent, qk);
-                Tensor t = qk;
-                qk = qSpare;
-                qSpare = t;
-            }
-            boolean last = k == steps - 1;
-            boolean restartsNext = (k + 1) % RESTART_EVERY == 0;
-            if (!last && !restartsNext) {
-                p.squareTimes(rSpare, zCurrent, rk, scratch);
-                Tensor t = rk;
-                rk = rSpare;
-                rSpare = t;
-            }
-        }
-        Tensor out = source == ws.x ? ws.y : ws.x;
-        p.times(out, qk, source);
-        return out;
+        return GramSchedule.run(p, steps, new GramSchedule.Buffers<>(ws.x, ws.y,
+                new Tensor[] {ws.a, extra[0], ws.t, extra[1], ws.b, extra[2]}));
     }
 }

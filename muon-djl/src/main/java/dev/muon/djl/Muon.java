@@ -221,17 +221,16 @@ public final class Muon extends Optimizer implements TrainingListener {
             }
             weights.put(e.name(), arrayOf.apply(e));
         }
+        weights.forEach(step.kernels()::requireServes);
         step.prepare(weights);
         matrices = out;
         names = List.copyOf(weights.keySet());
-        List<String> nativeNames = new ArrayList<>();
+        Map<String, NsKernels.Kernel> kernels = new LinkedHashMap<>();
         for (String name : names) {
             ModelParameters.Entry e = model.byName(name);
-            if (step.kernels().nativeFor(out.get(e.id()), dtypeOf.apply(e))) {
-                nativeNames.add(name);
-            }
+            kernels.put(name, step.kernels().kernelFor(out.get(e.id()), dtypeOf.apply(e)));
         }
-        LOG.info("Muon: {}", step.kernels().note(nativeNames));
+        LOG.info("Muon: {}", step.kernels().note(kernels));
     }
 
     /**
@@ -447,8 +446,9 @@ public final class Muon extends Optimizer implements TrainingListener {
          *
          * @return the optimizer
          * @throws IllegalArgumentException for a setting muon-djl does not run (bfloat16, the SVD, GRAM or
-         *                                  SYMMETRIC), {@code optWeightDecays} or {@code optBeginNumUpdate} other
-         *                                  than 0, or a parameter Muon cannot take
+         *                                  SYMMETRIC where the native kernels cannot run them),
+         *                                  {@code optWeightDecays} or {@code optBeginNumUpdate} other than 0, or a
+         *                                  parameter Muon cannot take
          */
         public Muon build() {
             return new Muon(this);

@@ -215,16 +215,16 @@ public final class MuonAdamW extends Optimizer implements TrainingListener {
                 weights.put(e.name(), arrayOf.apply(e));
             }
         }
+        weights.forEach(muon.kernels()::requireServes);
         muon.prepare(weights);
-        List<String> nativeNames = new ArrayList<>();
+        Map<String, NsKernels.Kernel> kernels = new LinkedHashMap<>();
         for (AssignmentTable.Row row : table.rows()) {
             ModelParameters.Entry e = model.byName(row.name());
-            if (row.optimizer() == OptimizerKind.MUON && table.aliasOf(row.name()) == null
-                    && muon.kernels().nativeFor(table.matrixOf(e.id()), dtypeOf.apply(e))) {
-                nativeNames.add(row.name());
+            if (row.optimizer() == OptimizerKind.MUON && table.aliasOf(row.name()) == null) {
+                kernels.put(row.name(), muon.kernels().kernelFor(table.matrixOf(e.id()), dtypeOf.apply(e)));
             }
         }
-        assignment = table.withNotes(List.of(muon.kernels().note(nativeNames)));
+        assignment = table.withNotes(List.of(muon.kernels().note(kernels)));
         LOG.info("MuonAdamW: parameter assignment\n{}", assignment);
     }
 
@@ -664,9 +664,10 @@ public final class MuonAdamW extends Optimizer implements TrainingListener {
          *
          * @return the optimizer
          * @throws IllegalArgumentException for a setting muon-djl does not run (bfloat16, the SVD, GRAM or
-         *                                  SYMMETRIC), {@code optWeightDecays} or {@code optBeginNumUpdate} other
-         *                                  than 0, an override that names no parameter or names one in both
-         *                                  lists, or a classification that fails
+         *                                  SYMMETRIC where the native kernels cannot run them),
+         *                                  {@code optWeightDecays} or {@code optBeginNumUpdate} other than 0, an
+         *                                  override that names no parameter or names one in both lists, or a
+         *                                  classification that fails
          */
         public MuonAdamW build() {
             return new MuonAdamW(this);

@@ -116,7 +116,7 @@ final class MuonStep {
 
     /**
      * The Newton–Schulz settings muon-djl runs: float32 or float64, plain products or muon-core's native symmetric
-     * kernel ({@link NsKernels}).
+     * and Gram kernels ({@link NsKernels}).
      */
     private static void requireIteration(UpdateRecipe recipe) {
         switch (recipe.nsPrecision()) {
@@ -125,9 +125,8 @@ final class MuonStep {
                     + "bfloat16 aborts the JVM, so Newton-Schulz runs in float32 (the default) or FLOAT64");
         }
         switch (recipe.nsAlgorithm()) {
-            case AUTO, GEMM, SYMMETRIC -> { }
-            case GRAM -> throw UpdateRecipe.refused("nsAlgorithm = GRAM", BINDING, "it runs DJL's matrix products "
-                    + "or muon-core's native symmetric kernel (AUTO, GEMM or SYMMETRIC)");
+            // SYMMETRIC and GRAM run muon-core's native float32 kernels: NsKernels refuses them where those cannot.
+            case AUTO, GEMM, SYMMETRIC, GRAM -> { }
         }
     }
 

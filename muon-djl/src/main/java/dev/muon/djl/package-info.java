@@ -36,9 +36,10 @@
  * <ul>
  *   <li>Newton–Schulz runs in float32 (or float64), never bfloat16: DJL 0.36.0's conversion to bfloat16 aborts
  *       the JVM, so {@code NsPrecision.BFLOAT16} and bfloat16 parameters are refused.</li>
- *   <li>Newton–Schulz runs muon-core's native float32 symmetric iteration on the CPU where it applies (the library
- *       loaded without JavaCPP, {@link dev.muon.orthogonalize.BufferKernels}, reading DJL's arrays as direct buffers),
- *       DJL's matrix products elsewhere; {@code NsAlgorithm.GRAM} and the exact SVD are refused.</li>
+ *   <li>Newton–Schulz runs muon-core's native float32 symmetric and Gram iterations on the CPU where they apply
+ *       (the library loaded without JavaCPP, {@link dev.muon.orthogonalize.BufferKernels}, reading DJL's arrays as
+ *       direct buffers), DJL's matrix products elsewhere; {@code NsAlgorithm.GRAM} off the CPU and the exact SVD are
+ *       refused.</li>
  *   <li>Checkpoints are muon-core's format ({@link dev.muon.state.CheckpointBytes}); no PyTorch state files, no
  *       distributed training, row splits or QK-Clip; each parameter runs its own iteration (DJL hands them over one
  *       by one), so {@code batchSameShape} changes nothing.</li>

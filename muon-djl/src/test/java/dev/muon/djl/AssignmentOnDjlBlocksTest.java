@@ -68,9 +68,11 @@ class AssignmentOnDjlBlocksTest {
         assertTrue(table.startsWith("name "), table);
         assertTrue(table.contains("\n01Linear_weight  [16, 8]   float32   muon    0.0008000            512  "
                 + "hidden matrix\n"), table);
-        // The summary, then the line saying which products run Newton-Schulz (DJL's, for matrices this small).
+        // The summary, then the line saying which products run Newton-Schulz (muon-core's native ones, at any size
+        // where they load; DJL's where they do not).
         assertTrue(table.contains("\n2 on Muon, 4 on AdamW; state 2336 bytes = 0.603 x AdamW alone (3872)\n"
-                + "Newton-Schulz: DJL's NDArray products ("), table);
+                + "Newton-Schulz: " + (dev.muon.orthogonalize.BufferKernels.isAvailable()
+                ? "muon-core's native float32 kernels" : "DJL's NDArray products (")), table);
     }
 
     @Test

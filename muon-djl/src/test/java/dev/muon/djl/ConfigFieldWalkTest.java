@@ -107,15 +107,18 @@ class ConfigFieldWalkTest {
                         + "so Newton-Schulz runs in float32 (the default) or FLOAT64"));
         rows.add(runs("newtonSchulz.nsAlgorithm", "AUTO", c -> c.withNsAlgorithm(NsAlgorithm.AUTO)));
         rows.add(runs("newtonSchulz.nsAlgorithm", "GEMM", c -> c.withNsAlgorithm(NsAlgorithm.GEMM)));
-        // muon-core's native symmetric kernel is float32 only: in this walk's float64 iteration it is refused.
+        // muon-core's native symmetric and Gram kernels are float32 only: in this walk's float64 iteration they are
+        // refused.
         rows.add(new Row("newtonSchulz.nsAlgorithm", "SYMMETRIC (float32)", c -> c.withNsAlgorithm(
                 NsAlgorithm.SYMMETRIC).withNsPrecision(NsPrecision.FLOAT32), null, FLOAT32_REL));
         rows.add(refused("newtonSchulz.nsAlgorithm", "SYMMETRIC", c -> c.withNsAlgorithm(NsAlgorithm.SYMMETRIC),
                 "nsAlgorithm = SYMMETRIC is not supported by muon-djl with nsPrecision = FLOAT64: its symmetric kernel "
                         + "is muon-core's native float32 one (use FLOAT32, or AUTO or GEMM)"));
+        rows.add(new Row("newtonSchulz.nsAlgorithm", "GRAM (float32)", c -> c.withNsAlgorithm(
+                NsAlgorithm.GRAM).withNsPrecision(NsPrecision.FLOAT32), null, FLOAT32_REL));
         rows.add(refused("newtonSchulz.nsAlgorithm", "GRAM", c -> c.withNsAlgorithm(NsAlgorithm.GRAM),
-                "nsAlgorithm = GRAM is not supported by muon-djl: it runs DJL's matrix products or muon-core's native "
-                        + "symmetric kernel (AUTO, GEMM or SYMMETRIC)"));
+                "nsAlgorithm = GRAM is not supported by muon-djl with nsPrecision = FLOAT64: its Gram kernel "
+                        + "is muon-core's native float32 one (use FLOAT32, or AUTO or GEMM)"));
         for (AdjustLr adjust : AdjustLr.values()) {
             rows.add(runs("adjustLr", adjust.name(), c -> c.withAdjustLr(adjust)));
         }

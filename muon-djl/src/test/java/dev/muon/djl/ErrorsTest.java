@@ -87,11 +87,12 @@ class ErrorsTest {
                         .optMuon(MuonConfig.defaults().withOrthogonalization(Orthogonalization.EXACT_SVD)).build(),
                         IllegalArgumentException.class, "orthogonalization = EXACT_SVD is not supported by "
                                 + "muon-djl: DJL's NDArray API has no SVD"),
-                Arguments.of("the Gram kernel", (Executable) () -> Muon.builder().optBlock(model().block)
-                        .optConfig(MuonConfig.defaults().withNsAlgorithm(NsAlgorithm.GRAM)).build(),
-                        IllegalArgumentException.class, "nsAlgorithm = GRAM is not supported by muon-djl: it runs "
-                                + "DJL's matrix products or muon-core's native symmetric kernel (AUTO, GEMM or "
-                                + "SYMMETRIC)"),
+                Arguments.of("the Gram kernel in float64", (Executable) () -> Muon.builder().optBlock(model().block)
+                        .optConfig(MuonConfig.defaults().withNsAlgorithm(NsAlgorithm.GRAM)
+                                .withNsPrecision(NsPrecision.FLOAT64)).build(),
+                        IllegalArgumentException.class, "nsAlgorithm = GRAM is not supported by muon-djl with "
+                                + "nsPrecision = FLOAT64: its Gram kernel is muon-core's native float32 one (use "
+                                + "FLOAT32, or AUTO or GEMM)"),
                 Arguments.of("DJL's L2 weight decay", (Executable) () -> MuonAdamW.builder().optBlock(model().block)
                         .optWeightDecays(0.1f).build(), IllegalArgumentException.class,
                         "optWeightDecays must be 0, got 0.1: it adds DJL's L2 term to the gradient; the decoupled "

@@ -15,6 +15,7 @@ import dev.muon.orthogonalize.NsPrecision;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.util.stream.Stream;
@@ -28,9 +29,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * muon-core's native float32 kernels in DJL's JVM, without JavaCPP ({@link BufferKernels}): they load beside DJL's
- * libtorch, every {@code ns_*} golden case through them meets the float32 tolerance of the golden README, they agree
- * with DJL's products on a matrix of muon-core's size, the table says which ran, and a setting that needs them is
- * refused where they cannot run.
+ * libtorch, every {@code ns_*} golden case through both iterations (symmetric and Gram) meets the float32 tolerance
+ * of the golden README, {@code AUTO} picks muon-core's kernel by muon-core's rule and agrees with DJL's products, the
+ * table says which ran, and a setting that needs them is refused where they cannot run.
  */
 class NativeKernelsTest {
 
@@ -44,21 +45,22 @@ class NativeKernelsTest {
                 + "libtorch: " + cause);
     }
 
-    static Stream<GoldenCase> cases() {
-        return GoldenReader.cases(n -> n.startsWith("ns_")).stream();
+    static Stream<Arguments> cases() {
+        return Stream.of(NsAlgorithm.SYMMETRIC, NsAlgorithm.GRAM).flatMap(a -> GoldenReader.cases(
+                n -> n.startsWith("ns_")).stream().map(c -> Arguments.of(a, c)));
     }
 
-    @ParameterizedTest(name = "{0}")
+    @ParameterizedTest(name = "{0} {1}")
     @MethodSource("cases")
-    void everyGoldenCase_throughTheNativeKernels_meetsTheFloat32Tolerance(GoldenCase c) {
+    void everyGoldenCase_throughTheNativeKernels_meetsTheFloat32Tolerance(NsAlgorithm algorithm, GoldenCase c) {
         try (NDManager manager = NDManager.newBaseManager()) {
             NDArray input = manager.create(c.tensor("input", null, 0).data(), new Shape(c.shape()))
                     .toType(DataType.FLOAT32, false);
             double[] before = Measures.values(input);
             NsKernels kernels = new NsKernels(GoldenConfigs.newtonSchulz(c, NsPrecision.FLOAT32)
-                    .withNsAlgorithm(NsAlgorithm.SYMMETRIC));
+                    .withNsAlgorithm(algorithm));
             AssignmentRule.Matrix matrix = new AssignmentRule.Matrix(0, c.shape()[0], c.shape()[1]);
-            assertTrue(kernels.nativeFor(matrix, DataType.FLOAT32));
+            assertEquals(algorithm.name(), kernels.kernelFor(matrix, DataType.FLOAT32).name());
             NDArray out = kernels.orthogonalize(input, matrix);
             assertEquals(DataType.FLOAT32, out.getDataType());
             assertEquals(input.getShape(), out.getShape());
@@ -69,42 +71,81 @@ class NativeKernelsTest {
     }
 
     @Test
-    void aMatrixOfMuonCoresSize_agreesWithDjlsProducts_andAutoPicksTheNativeKernels() {
+    void auto_picksByMuonCoresAspectRule_atEverySize_andAgreesWithDjlsProducts() {
         try (NDManager manager = NDManager.newBaseManager()) {
-            NDArray g = manager.randomNormal(new Shape(640, 256));
             MuonConfig config = MuonConfig.defaults();
             NsKernels auto = new NsKernels(config.newtonSchulz());
-            AssignmentRule.Matrix matrix = new AssignmentRule.Matrix(0, 640, 256);
-            assertTrue(auto.nativeFor(matrix, DataType.FLOAT32));
-            assertFalse(auto.nativeFor(new AssignmentRule.Matrix(0, 640, 255), DataType.FLOAT32),
-                    "below muon-core's threshold, DJL's products");
-            assertFalse(auto.nativeFor(matrix, DataType.FLOAT64));
-            assertFalse(new NsKernels(config.withNsAlgorithm(NsAlgorithm.GEMM).newtonSchulz())
-                    .nativeFor(matrix, DataType.FLOAT32));
-            double[] nativeOut = Measures.values(auto.orthogonalize(g, matrix));
-            double[] products = Measures.values(NsIteration.orthogonalize(g, config.newtonSchulz()));
-            double[] exact = Measures.values(NsIteration.orthogonalize(g.toType(DataType.FLOAT64, false),
-                    config.withNsPrecision(NsPrecision.FLOAT64).newtonSchulz()));
-            assertTrue(Measures.relativeError(nativeOut, exact) <= 1e-5, "native against float64: "
-                    + Measures.relativeError(nativeOut, exact));
-            assertTrue(Measures.relativeError(products, exact) <= 1e-5);
+            // muon-core's aspect rule on the CPU: the Gram iteration from an aspect ratio of 2, the symmetric below
+            // it; at every size (muon-core starts at 256 rows, where its plain iteration's GEMMs stop winning).
+            assertEquals(NsKernels.Kernel.GRAM, auto.kernelFor(new AssignmentRule.Matrix(0, 640, 256),
+                    DataType.FLOAT32));
+            assertEquals(NsKernels.Kernel.GRAM, auto.kernelFor(new AssignmentRule.Matrix(0, 256, 512),
+                    DataType.FLOAT32));
+            assertEquals(NsKernels.Kernel.SYMMETRIC, auto.kernelFor(new AssignmentRule.Matrix(0, 256, 511),
+                    DataType.FLOAT32));
+            assertEquals(NsKernels.Kernel.GRAM, auto.kernelFor(new AssignmentRule.Matrix(0, 128, 784),
+                    DataType.FLOAT32), "below muon-core's threshold too");
+            assertEquals(NsKernels.Kernel.SYMMETRIC, auto.kernelFor(new AssignmentRule.Matrix(0, 64, 100),
+                    DataType.FLOAT32));
+            assertEquals(NsKernels.Kernel.NDARRAY, auto.kernelFor(new AssignmentRule.Matrix(0, 640, 256),
+                    DataType.FLOAT64));
+            assertEquals(NsKernels.Kernel.NDARRAY, auto.kernelFor(new AssignmentRule.Matrix(2, 640, 256),
+                    DataType.FLOAT32), "a stack runs DJL's batched products, as muon-core batches");
+            assertEquals(NsKernels.Kernel.NDARRAY, new NsKernels(config.withNsAlgorithm(NsAlgorithm.GEMM)
+                    .newtonSchulz()).kernelFor(new AssignmentRule.Matrix(0, 640, 256), DataType.FLOAT32));
+            for (long[] shape : new long[][] {{640, 256}, {300, 256}, {64, 100}}) {
+                NDArray g = manager.randomNormal(new Shape(shape));
+                AssignmentRule.Matrix matrix = new AssignmentRule.Matrix(0, shape[0], shape[1]);
+                double[] nativeOut = Measures.values(auto.orthogonalize(g, matrix));
+                double[] products = Measures.values(NsIteration.orthogonalize(g, config.newtonSchulz()));
+                double[] exact = Measures.values(NsIteration.orthogonalize(g.toType(DataType.FLOAT64, false),
+                        config.withNsPrecision(NsPrecision.FLOAT64).newtonSchulz()));
+                String kernel = auto.kernelFor(matrix, DataType.FLOAT32).name();
+                assertTrue(Measures.relativeError(nativeOut, exact) <= 1e-5, kernel + " against float64: "
+                        + Measures.relativeError(nativeOut, exact));
+                assertTrue(Measures.relativeError(products, exact) <= 1e-5);
+            }
         }
+    }
+
+    @Test
+    void gram_forAParameterOffTheCpu_isRefused_namingIt() {
+        // No GPU is needed to check the rule: an array that says it lives on a GPU.
+        NDArray onGpu = (NDArray) java.lang.reflect.Proxy.newProxyInstance(NDArray.class.getClassLoader(),
+                new Class<?>[] {NDArray.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("getDevice")) {
+                        return ai.djl.Device.gpu(0);
+                    }
+                    throw new UnsupportedOperationException(method.getName());
+                });
+        NsKernels gram = new NsKernels(MuonConfig.defaults().withNsAlgorithm(NsAlgorithm.GRAM).newtonSchulz());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> gram.requireServes("blocks.0.mlp.weight", onGpu));
+        assertEquals("nsAlgorithm = GRAM is not supported by muon-djl for parameter 'blocks.0.mlp.weight' on gpu(0): "
+                + "its Gram kernel is muon-core's native float32 one, which runs on the CPU (use AUTO, GEMM or "
+                + "SYMMETRIC, which run DJL's products there)", e.getMessage());
+        // The other kernels run DJL's products on a GPU, as muon-core's SYMMETRIC runs GEMMs there.
+        new NsKernels(MuonConfig.defaults().withNsAlgorithm(NsAlgorithm.SYMMETRIC).newtonSchulz())
+                .requireServes("blocks.0.mlp.weight", onGpu);
     }
 
     @Test
     void theTable_saysWhichKernelsRan() {
         try (NDManager manager = NDManager.newBaseManager()) {
             ParamBlock block = new ParamBlock().child("big", new ParamBlock().param("weight",
-                    manager.randomNormal(new Shape(256, 300)))).child("small", new ParamBlock().param("weight",
-                    manager.randomNormal(new Shape(300, 16)))).child("out", new ParamBlock().param("weight",
+                    manager.randomNormal(new Shape(256, 300)))).child("wide", new ParamBlock().param("weight",
+                    manager.randomNormal(new Shape(256, 600)))).child("small", new ParamBlock().param("weight",
+                    manager.randomNormal(new Shape(300, 16)))).child("exact", new ParamBlock().param("weight",
+                    manager.randomNormal(new Shape(64, 64)).toType(DataType.FLOAT64, false)))
+                    .child("out", new ParamBlock().param("weight",
                     manager.randomNormal(new Shape(10, 300))));
             String table = MuonAdamW.builder().optBlock(block).build().assignment().toString();
             // The table's last lines, wrapped at its width like the rest of it.
             String note = table.substring(table.indexOf("Newton-Schulz: "));
             assertTrue(note.lines().allMatch(line -> line.length() <= 100), table);
             assertEquals("Newton-Schulz: muon-core's native float32 kernels (" + BufferKernels.variant().orElseThrow()
-                    + ", symmetric iteration) on the CPU for 01big_weight; DJL's NDArray products for the others",
-                    note.replaceAll("\\s+", " ").strip());
+                    + ") on the CPU: Gram iteration for 02wide_weight, 03small_weight; symmetric iteration for "
+                    + "01big_weight; DJL's NDArray products for the others", note.replaceAll("\\s+", " ").strip());
             String gemm = MuonAdamW.builder().optBlock(block).optMuon(MuonConfig.dropIn(1e-3, 1e-2)
                     .withNsAlgorithm(NsAlgorithm.GEMM)).build().assignment().toString();
             assertTrue(gemm.endsWith("Newton-Schulz: DJL's NDArray products (nsAlgorithm = GEMM)\n"), gemm);
