@@ -44,6 +44,7 @@ import java.util.concurrent.TimeUnit;
  * the two layer norms' gains and biases, on AdamW. Each iteration updates every parameter once, gradients and
  * optimizer state already in place; Newton–Schulz runs five float32 iterations per matrix, on muon-core's native
  * kernels ({@code muon-adamw}, where they load) or DJL's matrix products ({@code muon-adamw-ndarray}).
+ * {@code -p model=mnist-mlp} steps DJL's MNIST MLP instead, whose small matrices show what a call into DJL costs.
  *
  * <p>How to run (from the repository root; the profile sets {@code OPT_OUT_TRACKING=true} and
  * {@code DJL_OFFLINE=true}, and {@code threads} sets libtorch's intra-op threads):
@@ -69,6 +70,14 @@ public class DjlStepBenchmark {
     @Param({"muon-adamw", "muon-adamw-ndarray", "adam"})
     public String optimizer;
 
+    /**
+     * The parameters: {@code gpt2-block} (the GPT-2-small-width block above) or {@code mnist-mlp} (DJL's MNIST MLP of
+     * {@code FashionMnistDjl}, {@code 784 → 128 → 64 → 10}: its two hidden matrices on Muon, the last layer and the
+     * biases on AdamW), where a step's cost is what small matrices cost through DJL.
+     */
+    @Param({"gpt2-block"})
+    public String model;
+
     /** libtorch's intra-op threads (DJL's {@code ai.djl.pytorch.num_threads}); set before the engine starts. */
     @Param({"1"})
     public int threads;
@@ -86,7 +95,15 @@ public class DjlStepBenchmark {
         System.setProperty("ai.djl.pytorch.num_interop_threads", "1");
         manager = NDManager.newBaseManager();
         Engine.getInstance().setRandomSeed(1);
-        GptBlock block = new GptBlock(manager, D);
+        AbstractBlock block;
+        if (model.equals("mnist-mlp")) {
+            block = FashionMnistDjl.mlp();
+            block.initialize(manager, DataType.FLOAT32, new Shape(1, 28 * 28));
+        } else if (model.equals("gpt2-block")) {
+            block = new GptBlock(manager, D);
+        } else {
+            throw new IllegalArgumentException("model must be gpt2-block or mnist-mlp, got '" + model + "'");
+        }
         block.getParameters().forEach(p -> {
             Parameter parameter = p.getValue();
             ids.add(parameter.getId());
@@ -108,7 +125,7 @@ public class DjlStepBenchmark {
                 optimizer.equals("muon-adamw-ndarray") ? NsAlgorithm.GEMM : NsAlgorithm.AUTO);
         step = optimizer.equals("adam") ? Optimizer.adam().optLearningRateTracker(lr).build()
                 : MuonAdamW.builder().optBlock(block).optMuon(muon).optLearningRateTracker(lr)
-                .optOutputLayerOnAdamW(false).build();
+                .optOutputLayerOnAdamW(model.equals("mnist-mlp")).build();
         stepAll();
     }
 
