@@ -6,9 +6,6 @@ import ai.djl.ndarray.NDScope;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.nn.Block;
 import ai.djl.training.DefaultTrainingConfig;
-import ai.djl.training.Trainer;
-import ai.djl.training.listener.TrainingListener;
-import ai.djl.training.listener.TrainingListener.BatchData;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.ParameterTracker;
@@ -67,7 +64,7 @@ import java.util.function.Function;
  *         .trainingConfig(Loss.l2Loss());
  * }</pre>
  */
-public final class Muon extends Optimizer implements TrainingListener {
+public final class Muon extends BoundOptimizer {
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(Muon.class);
     private MuonConfig config;
     private final int beginNumUpdate;
@@ -104,68 +101,9 @@ public final class Muon extends Optimizer implements TrainingListener {
         return new Builder();
     }
 
-    /**
-     * A DJL training config that trains with this optimizer: {@code new DefaultTrainingConfig(loss)} with this
-     * optimizer in place of DJL's default and registered as a training listener, which binds it to the model when the
-     * trainer is created and checks the parameters when the trainer is initialized.
-     *
-     * @param loss the loss, as {@code new DefaultTrainingConfig(loss)} takes it
-     * @return the config
-     */
-    public DefaultTrainingConfig trainingConfig(Loss loss) {
-        return new DefaultTrainingConfig(loss).optOptimizer(this).addTrainingListeners(this);
-    }
-
-    /**
-     * Binds this optimizer to the trainer's model (DJL calls this from the {@code Trainer}'s constructor when the
-     * optimizer is a training listener); its parameters are checked when {@code trainer.initialize} creates them, or
-     * now if they exist.
-     *
-     * @param trainer the trainer being created
-     * @throws IllegalStateException    if this optimizer is bound to another model's block
-     * @throws IllegalArgumentException if a parameter that exists already is one Muon cannot take
-     */
     @Override
-    public void onTrainingBegin(Trainer trainer) {
-        binding.bind(trainer.getModel().getBlock());
-    }
-
-    /**
-     * Nothing: the optimizer counts its own steps.
-     *
-     * @param trainer the trainer
-     */
-    @Override
-    public void onEpoch(Trainer trainer) {
-    }
-
-    /**
-     * Nothing: the optimizer counts its own steps.
-     *
-     * @param trainer   the trainer
-     * @param batchData the batch
-     */
-    @Override
-    public void onTrainingBatch(Trainer trainer, BatchData batchData) {
-    }
-
-    /**
-     * Nothing.
-     *
-     * @param trainer   the trainer
-     * @param batchData the batch
-     */
-    @Override
-    public void onValidationBatch(Trainer trainer, BatchData batchData) {
-    }
-
-    /**
-     * Nothing: the state stays with the optimizer, for a later trainer of the same model.
-     *
-     * @param trainer the trainer
-     */
-    @Override
-    public void onTrainingEnd(Trainer trainer) {
+    ModelBinding binding() {
+        return binding;
     }
 
     /**

@@ -8,9 +8,6 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.training.DefaultTrainingConfig;
-import ai.djl.training.Trainer;
-import ai.djl.training.listener.TrainingListener.BatchData;
-import ai.djl.training.listener.TrainingListener;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.ParameterTracker;
@@ -90,7 +87,7 @@ import java.util.function.Function;
  * each update the parameter's gradient is zeroed, as DJL's own optimizers do on its PyTorch engine. Not
  * thread-safe (DJL calls it from one thread). One optimizer serves one model: bound to a block, it refuses another.
  */
-public final class MuonAdamW extends Optimizer implements TrainingListener {
+public final class MuonAdamW extends BoundOptimizer {
     private static final Logger LOG = LoggerFactory.getLogger(MuonAdamW.class);
 
     private MuonConfig muonConfig;
@@ -137,69 +134,9 @@ public final class MuonAdamW extends Optimizer implements TrainingListener {
         return new Builder();
     }
 
-    /**
-     * A DJL training config that trains with this optimizer: {@code new DefaultTrainingConfig(loss)} with this
-     * optimizer in place of DJL's default {@code Adam} and registered as a training listener, which binds it to the
-     * model when the trainer is created and checks the parameters when the trainer is initialized. Chain the rest of
-     * the config as before.
-     *
-     * @param loss the loss, as {@code new DefaultTrainingConfig(loss)} takes it
-     * @return the config
-     */
-    public DefaultTrainingConfig trainingConfig(Loss loss) {
-        return new DefaultTrainingConfig(loss).optOptimizer(this).addTrainingListeners(this);
-    }
-
-    /**
-     * Binds this optimizer to the trainer's model (DJL calls this from the {@code Trainer}'s constructor when the
-     * optimizer is a training listener): checks the override names now, and classifies and checks the parameters when
-     * {@code trainer.initialize} creates them, or now if they exist.
-     *
-     * @param trainer the trainer being created
-     * @throws IllegalStateException    if this optimizer is bound to another model's block
-     * @throws IllegalArgumentException if the names or parameters are refused
-     */
     @Override
-    public void onTrainingBegin(Trainer trainer) {
-        binding.bind(trainer.getModel().getBlock());
-    }
-
-    /**
-     * Nothing: the optimizer counts its own steps.
-     *
-     * @param trainer the trainer
-     */
-    @Override
-    public void onEpoch(Trainer trainer) {
-    }
-
-    /**
-     * Nothing: the optimizer counts its own steps.
-     *
-     * @param trainer   the trainer
-     * @param batchData the batch
-     */
-    @Override
-    public void onTrainingBatch(Trainer trainer, BatchData batchData) {
-    }
-
-    /**
-     * Nothing.
-     *
-     * @param trainer   the trainer
-     * @param batchData the batch
-     */
-    @Override
-    public void onValidationBatch(Trainer trainer, BatchData batchData) {
-    }
-
-    /**
-     * Nothing: the state stays with the optimizer (and its block), for a later trainer of the same model.
-     *
-     * @param trainer the trainer
-     */
-    @Override
-    public void onTrainingEnd(Trainer trainer) {
+    ModelBinding binding() {
+        return binding;
     }
 
     /** Classifies the bound block's parameters once they have shapes, checks them, and logs the table. */
