@@ -118,7 +118,7 @@ final class NsKernels {
         }
         // No size threshold, unlike muon-core's: there a small matrix's plain iteration is a few libtorch GEMMs in
         // the same process, here it is dozens of calls into DJL's engine, each with an array to allocate, which cost
-        // more than the native iteration at every size measured (docs/benchmarks.md).
+        // more than the native iteration even for DJL's MNIST MLP (128 x 784 and 64 x 128: docs/benchmarks.md).
         long m = Math.min(matrix.rows(), matrix.cols());
         long n = Math.max(matrix.rows(), matrix.cols());
         return n >= NewtonSchulz.GRAM_MIN_ASPECT * m ? Kernel.GRAM : Kernel.SYMMETRIC;
