@@ -191,10 +191,7 @@ public final class BufferKernels {
      * @param threads OpenMP threads
      */
     public static void selfProduct(ByteBuffer x, int m, int k, ByteBuffer out, ByteBuffer packed, int threads) {
-        check(x, (long) m * k, "x");
-        check(out, (long) m * m, "out");
-        checkScratch(packed, m, k);
-        require(float32SelfProduct(Holder.STATE.variant, x, m, k, false, out, packed, threads));
+        selfProduct(x, "x", m, k, false, out, packed, threads);
     }
 
     /**
@@ -230,11 +227,7 @@ public final class BufferKernels {
      */
     public static void symmetricTimes(ByteBuffer l, ByteBuffer r, int m, int n, ByteBuffer out, ByteBuffer packed,
                                       int threads) {
-        check(l, (long) m * m, "l");
-        check(r, (long) m * n, "r");
-        check(out, (long) m * n, "out");
-        checkScratch(packed, m, n);
-        require(float32Times(Holder.STATE.variant, l, true, r, m, n, false, out, packed, threads));
+        product(l, "l", true, r, "r", m, n, false, out, packed, threads);
     }
 
     /**
@@ -248,10 +241,7 @@ public final class BufferKernels {
      * @param threads OpenMP threads
      */
     public static void square(ByteBuffer s, int m, ByteBuffer out, ByteBuffer packed, int threads) {
-        check(s, (long) m * m, "s");
-        check(out, (long) m * m, "out");
-        checkScratch(packed, m, m);
-        require(float32SelfProduct(Holder.STATE.variant, s, m, m, true, out, packed, threads));
+        selfProduct(s, "s", m, m, true, out, packed, threads);
     }
 
     /**
@@ -269,11 +259,7 @@ public final class BufferKernels {
      */
     public static void commutingTimes(ByteBuffer s, ByteBuffer t, int m, ByteBuffer out, ByteBuffer packed,
                                       int threads) {
-        check(s, (long) m * m, "s");
-        check(t, (long) m * m, "t");
-        check(out, (long) m * m, "out");
-        checkScratch(packed, m, m);
-        require(float32Times(Holder.STATE.variant, s, true, t, m, m, true, out, packed, threads));
+        product(s, "s", true, t, "t", m, m, true, out, packed, threads);
     }
 
     /**
@@ -289,11 +275,7 @@ public final class BufferKernels {
      */
     public static void times(ByteBuffer l, ByteBuffer r, int m, int n, ByteBuffer out, ByteBuffer packed,
                              int threads) {
-        check(l, (long) m * m, "l");
-        check(r, (long) m * n, "r");
-        check(out, (long) m * n, "out");
-        checkScratch(packed, m, n);
-        require(float32Times(Holder.STATE.variant, l, false, r, m, n, false, out, packed, threads));
+        product(l, "l", false, r, "r", m, n, false, out, packed, threads);
     }
 
     /**
@@ -316,6 +298,28 @@ public final class BufferKernels {
         check(out, (long) m * n, "out");
         checkScratch(packed, m, n);
         require(float32Normalize(Holder.STATE.variant, g, m, n, transposed, out, packed, threads, safety, eps));
+    }
+
+    /** {@code out = x·xᵀ} for the {@code m × k} {@code x} (named {@code name} in a refusal), checked first. */
+    private static void selfProduct(ByteBuffer x, String name, int m, int k, boolean symmetricX, ByteBuffer out,
+                                    ByteBuffer packed, int threads) {
+        check(x, (long) m * k, name);
+        check(out, (long) m * m, "out");
+        checkScratch(packed, m, k);
+        require(float32SelfProduct(Holder.STATE.variant, x, m, k, symmetricX, out, packed, threads));
+    }
+
+    /**
+     * {@code out = l·r} for the {@code m × m} {@code l} and the {@code m × n} {@code r} (named {@code lName} and
+     * {@code rName} in a refusal), checked first; {@code symmetricOut} forms the upper triangle and mirrors it.
+     */
+    private static void product(ByteBuffer l, String lName, boolean leftSymmetric, ByteBuffer r, String rName, int m,
+                                int n, boolean symmetricOut, ByteBuffer out, ByteBuffer packed, int threads) {
+        check(l, (long) m * m, lName);
+        check(r, (long) m * n, rName);
+        check(out, (long) m * n, "out");
+        checkScratch(packed, m, n);
+        require(float32Times(Holder.STATE.variant, l, leftSymmetric, r, m, n, symmetricOut, out, packed, threads));
     }
 
     /** A buffer native code may read or write {@code floats} floats of, from its address. */
