@@ -227,7 +227,10 @@ final class StudyAnalysis {
         return java.util.Arrays.stream(values).allMatch(Double::isFinite);
     }
 
-    /** The report: per setting, the two sweeps, the target, the steps-and-seconds table and the final losses. */
+    /**
+     * The report: per setting, the two sweeps, the target, the steps-and-seconds table and the final losses; then
+     * rule 10's batch-size reading ({@link StudyBatchSize}) where a model ran at two batch sizes.
+     */
     static String markdown(List<SettingAnalysis> analyses, boolean timed) {
         StringBuilder md = new StringBuilder("# MuonStudy: results\n\n");
         md.append("Means over seeds with their 95 % t-intervals; the verdicts are the protocol's rule (Welch's t, "
@@ -275,6 +278,7 @@ final class StudyAnalysis {
                                 : lossVerdict(r.finalVerdict())));
             }
         }
+        md.append(StudyBatchSize.section(analyses));
         return md.toString();
     }
 
