@@ -7,9 +7,9 @@ fresh random inputs), then times them against libtorch's ops with CUDA events (m
 flushed between runs by triton.testing.do_bench).
 
 Run on the GPU machine from the repository root:
-    python3 muon-cuda/src/test/python/gpu_check.py --out "$OUT"              # checks, then the timing tables
-    python3 muon-cuda/src/test/python/gpu_check.py --out "$OUT" --skip-timing
-    python3 muon-cuda/src/test/python/gpu_check.py --out "$OUT" --extras     # addmm baseline, stage sweep
+    python3 muon-cuda/src/test/python/gpu_check.py --out RESULTS_DIR              # checks, then the timing tables
+    python3 muon-cuda/src/test/python/gpu_check.py --out RESULTS_DIR --skip-timing
+    python3 muon-cuda/src/test/python/gpu_check.py --out RESULTS_DIR --extras     # addmm baseline, stage sweep
 """
 
 import argparse
