@@ -104,16 +104,16 @@ final class StudyBatchSize {
             Point large = points.get(points.size() - 1);
             md.append(String.format(Locale.ROOT, "%n%s: ratio %.2f at batch %d and %.2f at batch %d; ", model,
                     small.ratio(), small.setting().batch(), large.ratio(), large.setting().batch()));
-            md.append(switch (reading(points)) {
-                case SAME -> "the verdicts are the same (" + small.verdict() + " at both), so the study does not "
-                        + "say that Muon gains more at either batch size.\n";
-                case LARGER_GAINS_MORE -> "the verdicts differ (" + small.verdict() + " at batch "
-                        + small.setting().batch() + ", " + large.verdict() + " at batch " + large.setting().batch()
-                        + "): Muon gains more at the larger batch.\n";
-                case SMALLER_GAINS_MORE -> "the verdicts differ (" + small.verdict() + " at batch "
-                        + small.setting().batch() + ", " + large.verdict() + " at batch " + large.setting().batch()
-                        + "): Muon gains more at the smaller batch.\n";
-            });
+            Reading reading = reading(points);
+            if (reading == Reading.SAME) {
+                md.append("the verdicts are the same (" + small.verdict() + " at both), so the study does not say "
+                        + "that Muon gains more at either batch size.\n");
+            } else {
+                md.append(String.format(Locale.ROOT, "the verdicts differ (%s at batch %d, %s at batch %d): Muon "
+                                + "gains more at the %s batch.%n", small.verdict(), small.setting().batch(),
+                        large.verdict(), large.setting().batch(),
+                        reading == Reading.LARGER_GAINS_MORE ? "larger" : "smaller"));
+            }
         });
         return md.toString();
     }
