@@ -1,6 +1,7 @@
 package dev.muon.djl;
 
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.NDScope;
 import ai.djl.ndarray.types.DataType;
@@ -144,7 +145,7 @@ final class MuonStep {
             return;
         }
         weights.forEach((name, weight) -> {
-            if (weight.getShape().size() > 0 && weight.toType(DataType.FLOAT64, false).norm().getDouble() == 0) {
+            if (weight.getShape().size() > 0 && scalar(weight.toType(DataType.FLOAT64, false).norm()) == 0) {
                 throw new IllegalArgumentException("hyperball needs every Muon parameter's norm to be > 0 (it is "
                         + "held on its sphere); parameter '" + name + "' has norm 0");
             }
@@ -156,8 +157,10 @@ final class MuonStep {
             if (weight.getShape().size() > 0) {
                 try (NDScope scope = new NDScope()) {
                     scope.suppressNotUsedWarning();
-                    double before = normOf(weight).getDouble();
-                    weight.muli(hyperball.radius() / before);
+                    NDArray norm = normOf(weight);
+                    double before = scalar(norm);
+                    // As muon-core: R/‖p‖ in the norm's dtype, then in the parameter's.
+                    weight.muli(NDArrays.div(hyperball.radius(), norm).toType(weight.getDataType(), false));
                     LOG.info("Muon: hyperball radius {}: parameter '{}' rescaled from norm {} to {}",
                             hyperball.radius(), name, before, hyperball.radius());
                 }
@@ -167,14 +170,27 @@ final class MuonStep {
 
     /**
      * Hyperball's update: {@code R} the fixed radius or {@code ‖p‖} before the step, {@code p' = p − lr·R·O/‖O‖},
-     * {@code p = R·p'/‖p'‖}, the norms floored at eps and computed in float32 (float64 for a float64 parameter).
+     * {@code p = R·p'/‖p'‖}, the norms floored at eps. As muon-core computes it: the norms and both scale factors are
+     * 0-dim arrays in float32 (float64 for a float64 parameter), never read back to the host, and each factor is
+     * rounded to the parameter's dtype where it meets the parameter. A float32 or float16 norm is never read as a
+     * double: DJL reads a double from a float64 array only.
      */
     private static void hyperball(NDArray weight, NDArray o, double lr, HyperballConfig h) {
-        double radius = h.fixedRadius() ? h.radius() : normOf(weight).getDouble();
-        double oNorm = Math.max(normOf(o).getDouble(), h.eps());
-        weight.subi(o.toType(weight.getDataType(), false).mul(lr * radius / oNorm));
-        double pNorm = Math.max(normOf(weight).getDouble(), h.eps());
-        weight.muli(radius / pNorm);
+        NDArray radius = h.fixedRadius() ? null : normOf(weight);
+        // −lr·R / max(‖O‖, eps)
+        NDArray step = NDArrays.div(1, normOf(o).maximum(h.eps()));
+        step = radius == null ? step.muli(-lr * h.radius()) : step.muli(radius).muli(-lr);
+        weight.addi(o.toType(weight.getDataType(), false).mul(step.toType(weight.getDataType(), false)));
+        // R / max(‖p'‖, eps)
+        NDArray scale = NDArrays.div(1, normOf(weight).maximum(h.eps()));
+        scale = radius == null ? scale.muli(h.radius()) : scale.muli(radius);
+        weight.muli(scale.toType(weight.getDataType(), false));
+    }
+
+    /** A 0-dim array's value, widened to a double whatever its floating-point dtype. */
+    private static double scalar(NDArray zeroDim) {
+        return zeroDim.getDataType() == DataType.FLOAT64 ? zeroDim.getDouble()
+                : zeroDim.toType(DataType.FLOAT64, false).getDouble();
     }
 
     /** The Frobenius norm of a whole array, in float32 (float64 for a float64 array). */
