@@ -1,9 +1,11 @@
 package dev.muon;
 
 import dev.muon.internal.NativeLifetime;
+import dev.muon.state.ParameterSpec;
 import org.bytedeco.pytorch.LongArrayRefOptional;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.ScalarOptional;
 import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
@@ -19,8 +21,10 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
  * </pre>
  * A parameter taken as one block (a matrix, a stack, equal row blocks stacked) is updated at once; the unequal row
  * blocks of a split are gathered into one {@code O} of the parameter's shape first, and applied after the last.
- * The norms are computed on the device in float32 (float64 for a float64 parameter), never read back, so a GPU
- * step does not stall on them.
+ * The norms are computed on the device in float32 (in float64 for a float64 parameter, and for one whose radius
+ * float32 sums of squares could overflow or underflow: {@link HyperballConfig#float64Norms}), never read back, so a
+ * GPU step does not stall on them. Each factor is clamped to the finite range before it meets the parameter, so a
+ * zero update (a norm floored at eps) can never multiply an infinity; inside that range the clamps change nothing.
  */
 final class HyperballApplier implements UpdateSlots.Applier {
     private static final System.Logger LOG = System.getLogger(HyperballApplier.class.getName());
@@ -28,6 +32,9 @@ final class HyperballApplier implements UpdateSlots.Applier {
     private final HyperballConfig config;
     /** The dtype of the norms. */
     private final ScalarType normType;
+    /** The largest finite value of the norms' dtype, and of the parameter's. */
+    private final double normLargest;
+    private final double paramLargest;
     /** The parameter's matrix view's shape ({@code [rows, cols]} or a stack's {@code [k, rows, cols]}). */
     private final long[] matrixShape;
     /** A split parameter's {@code O}, gathered block by block before it is applied; created at its first step. */
@@ -44,13 +51,34 @@ final class HyperballApplier implements UpdateSlots.Applier {
      */
     HyperballApplier(HyperballConfig config, ParameterState state) {
         this.config = config;
-        this.normType = state.param.scalar_type().value == ScalarType.Double.value ? ScalarType.Double
-                : ScalarType.Float;
         this.matrixShape = state.matrix.shape();
-        if (state.param.numel() > 0 && norm(state.param).item_double() == 0) {
-            throw new IllegalArgumentException("hyperball needs every Muon parameter's norm to be > 0 (it is held "
-                    + "on its sphere); " + state.label + " has norm 0");
+        boolean float64 = state.param.scalar_type().value == ScalarType.Double.value;
+        this.paramLargest = largestFinite(state.param.scalar_type());
+        double norm = state.param.numel() == 0 ? 0 : norm(state.param, ScalarType.Double).item_double();
+        if (state.param.numel() > 0) {
+            if (norm == 0) {
+                throw new IllegalArgumentException("hyperball needs every Muon parameter's norm to be > 0 (it is "
+                        + "held on its sphere); " + state.label + " has norm 0");
+            }
+            config.checkParameter(state.label, ParameterSpec.dtypeName(state.param.scalar_type()), float64,
+                    paramLargest, norm, state.param.abs().max().item_double());
         }
+        this.normType = config.float64Norms(float64, norm) ? ScalarType.Double : ScalarType.Float;
+        this.normLargest = largestFinite(normType);
+    }
+
+    /** The largest finite value of a floating-point dtype. */
+    private static double largestFinite(ScalarType type) {
+        if (type.value == ScalarType.Double.value) {
+            return Double.MAX_VALUE;
+        }
+        if (type.value == ScalarType.BFloat16.value) {
+            return 0x1.FEp127;
+        }
+        if (type.value == ScalarType.Half.value) {
+            return 65504;
+        }
+        return Float.MAX_VALUE;
     }
 
     @Override
@@ -61,7 +89,8 @@ final class HyperballApplier implements UpdateSlots.Applier {
         try (NoGradGuard noGrad = new NoGradGuard()) {
             Tensor norm = norm(state.param);
             double before = norm.item_double();
-            state.param.mul_(norm.reciprocal_().mul_(new Scalar(config.radius())).to(state.param.scalar_type()));
+            state.param.mul_(norm.reciprocal_().mul_(new Scalar(config.radius())).clamp_max_(
+                    new Scalar(paramLargest)).to(state.param.scalar_type()));
             LOG.log(System.Logger.Level.INFO, "Muon: hyperball radius " + config.radius() + ": " + state.label
                     + " rescaled from norm " + before + " to " + config.radius());
         }
@@ -90,7 +119,10 @@ final class HyperballApplier implements UpdateSlots.Applier {
         gatheredLr = Double.NaN;
     }
 
-    /** {@code p ← R·(p − lr·R·O/‖O‖)/‖p − lr·R·O/‖O‖‖}, every norm floored at eps. */
+    /**
+     * {@code p ← R·(p − lr·R·O/‖O‖)/‖p − lr·R·O/‖O‖‖}, every norm floored at eps; each factor clamped to the finite
+     * range (the norms' dtype's between products, the parameter's where it meets the parameter).
+     */
     private void project(Tensor p, Tensor o, double lr) {
         Tensor radius = config.fixedRadius() ? null : norm(p);
         // −lr·R / max(‖O‖, eps), a 0-dim tensor on the device.
@@ -98,21 +130,26 @@ final class HyperballApplier implements UpdateSlots.Applier {
         if (radius == null) {
             step.mul_(new Scalar(-lr * config.radius()));
         } else {
-            step.mul_(radius).mul_(new Scalar(-lr));
+            step.mul_(radius).clamp_max_(new Scalar(normLargest)).mul_(new Scalar(-lr));
         }
-        p.addcmul_(o, step.to(p.scalar_type()), new Scalar(1.0));
+        p.addcmul_(o, step.clamp_(new ScalarOptional(new Scalar(-paramLargest)),
+                new ScalarOptional(new Scalar(paramLargest))).to(p.scalar_type()), new Scalar(1.0));
         Tensor scale = norm(p).clamp_min_(new Scalar(config.eps())).reciprocal_();
         if (radius == null) {
             scale.mul_(new Scalar(config.radius()));
         } else {
             scale.mul_(radius);
         }
-        p.mul_(scale.to(p.scalar_type()));
+        p.mul_(scale.clamp_max_(new Scalar(paramLargest)).to(p.scalar_type()));
     }
 
     /** The Frobenius norm of a whole tensor, in {@link #normType}, a 0-dim tensor on its device. */
     private Tensor norm(Tensor t) {
+        return norm(t, normType);
+    }
+
+    private static Tensor norm(Tensor t, ScalarType type) {
         return torch.linalg_vector_norm(t, new Scalar(2.0), new LongArrayRefOptional(), false,
-                new ScalarTypeOptional(normType));
+                new ScalarTypeOptional(type));
     }
 }

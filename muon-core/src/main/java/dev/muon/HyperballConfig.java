@@ -16,7 +16,9 @@ import dev.muon.internal.TorchNatives;
  * no effect, since {@code O} is normalized. Weight decay must be 0 (the sphere replaces it), and so cautious
  * weight decay is off. A parameter of zero norm is refused when the optimizer is built; with a fixed radius, every
  * parameter is rescaled to {@code ‖p‖_F = radius} as the last thing a build does, as NVIDIA's Emerging-Optimizers
- * {@code MuonHyperball} does, and a log line says so.
+ * {@code MuonHyperball} does, and a log line says so. This is Emerging-Optimizers v0.3.1's meaning (v0.4.0 requires
+ * a radius and refuses parameters not already on it). Checked against each parameter's dtype when the optimizer is
+ * built ({@link #checkParameter}), with its norms in float32 or float64 ({@link #float64Norms}).
  *
  * <table>
  *   <caption>Fields</caption>
@@ -75,6 +77,55 @@ public record HyperballConfig(double radius, double eps) {
                     + "got " + radius);
         }
         return new HyperballConfig(radius, defaults().eps());
+    }
+
+    /**
+     * Whether a parameter's norms are taken in float64: a float64 parameter's always, and another's where its radius
+     * (the fixed one, or its own norm, which the sphere keeps) lies outside {@code [2^-40, 2^40]}. Inside that range a
+     * float32 sum of squares of the parameter, or of the parameter after one step of any lr up to {@code 2^20}, can
+     * neither overflow nor lose its sum to underflow; outside it, it could (a fixed radius of 2e19 overflows it and
+     * would zero the parameter), so the norm is taken in float64 there, at the cost of a float64 copy of the
+     * parameter per norm.
+     *
+     * @param float64Parameter whether the parameter is float64
+     * @param norm             the parameter's Frobenius norm before training
+     * @return true for float64 norms, false for float32 ones
+     */
+    public boolean float64Norms(boolean float64Parameter, double norm) {
+        double r = fixedRadius() ? radius : norm;
+        return float64Parameter || r < FLOAT32_NORMS_LOW || r > FLOAT32_NORMS_HIGH;
+    }
+
+    /** The range of radii whose norms are taken in float32 ({@link #float64Norms}). */
+    private static final double FLOAT32_NORMS_LOW = 0x1p-40;
+    private static final double FLOAT32_NORMS_HIGH = 0x1p40;
+
+    /**
+     * Checks these settings against one Muon parameter when the optimizer is built, before anything changes: where
+     * its norms are float32 ({@link #float64Norms}) eps must be a normal float32 (a smaller one is 0 there, and a zero
+     * update would turn the parameter NaN); a fixed radius must keep every value of the parameter finite in its
+     * dtype once the build rescales it onto the sphere.
+     *
+     * @param label            how to name the parameter, e.g. {@code parameter 'fc.weight'}
+     * @param dtype            its dtype's name, e.g. {@code float32}
+     * @param float64Parameter whether it is float64
+     * @param largestFinite    its dtype's largest finite value
+     * @param norm             its Frobenius norm, &gt; 0
+     * @param largestAbs       its largest absolute value
+     * @throws IllegalArgumentException naming the parameter, the setting, the rule and the value
+     */
+    public void checkParameter(String label, String dtype, boolean float64Parameter, double largestFinite,
+                               double norm, double largestAbs) {
+        if (!float64Norms(float64Parameter, norm) && !(eps >= Float.MIN_NORMAL && eps <= Float.MAX_VALUE)) {
+            throw new IllegalArgumentException("hyperball eps must be a normal float32 number (" + Float.MIN_NORMAL
+                    + " to " + Float.MAX_VALUE + ") where the norms are float32, as they are for " + label
+                    + " of dtype " + dtype + ", got " + eps);
+        }
+        if (fixedRadius() && largestAbs / norm * radius > largestFinite) {
+            throw new IllegalArgumentException("hyperball radius must keep every value of " + label + " finite in "
+                    + "its dtype " + dtype + " (at most " + largestFinite + "; rescaled to this radius its largest "
+                    + "value would be " + largestAbs / norm * radius + "), got " + radius);
+        }
     }
 
     /**

@@ -156,6 +156,92 @@ class HyperballTest {
                                 + "parameter 'fc.weight' has norm 0"));
     }
 
+    /**
+     * Settings a parameter's dtype cannot hold, refused when the optimizer is built, naming the parameter, its dtype,
+     * the rule and the value, with the parameter unchanged.
+     */
+    static Stream<Arguments> dtypeRefusals() {
+        return Stream.of(
+                Arguments.of("eps 1e-300, float32", ScalarType.Float, new HyperballConfig(0, 1e-300),
+                        "hyperball eps must be a normal float32 number (1.17549435E-38 to 3.4028235E38) where the "
+                                + "norms are float32, as they are for parameter 'fc.weight' of dtype float32, "
+                                + "got 1.0E-300"),
+                Arguments.of("eps 1e300, bfloat16", ScalarType.BFloat16, new HyperballConfig(0, 1e300),
+                        "hyperball eps must be a normal float32 number (1.17549435E-38 to 3.4028235E38) where the "
+                                + "norms are float32, as they are for parameter 'fc.weight' of dtype bfloat16, "
+                                + "got 1.0E300"),
+                Arguments.of("radius 1e39, float32", ScalarType.Float, HyperballConfig.radius(1e39),
+                        "hyperball radius must keep every value of parameter 'fc.weight' finite in its dtype float32 "
+                                + "(at most 3.4028234663852886E38; rescaled to this radius its largest value would be "),
+                Arguments.of("radius 1e6, float16", ScalarType.Half, HyperballConfig.radius(1e6),
+                        "hyperball radius must keep every value of parameter 'fc.weight' finite in its dtype float16 "
+                                + "(at most 65504.0; rescaled to this radius its largest value would be "));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("dtypeRefusals")
+    void aSettingTheDtypeCannotHold_isRefusedAtBuild_andChangesNothing(String what, ScalarType dtype,
+                                                                        HyperballConfig hyperball, String message) {
+        torch.manual_seed(12);
+        Tensor p = torch.randn(4, 6).to(dtype).requires_grad_(true);
+        Tensor before = p.detach().clone();
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Muon.builder()
+                .addGroup(List.of(p), BASE.withNsPrecision(NsPrecision.FLOAT32).withHyperball(hyperball))
+                .names(List.of("fc.weight")).build());
+        assertTrue(e.getMessage().startsWith(message), e.getMessage());
+        assertTrue(torch.equal(before, p.detach()), "the refused build changed the parameter");
+    }
+
+    @Test
+    void tinyEps_runsOnFloat64_whereItIsANumber() {
+        torch.manual_seed(13);
+        Tensor p = torch.randn(4, 6).to(ScalarType.Double).requires_grad_(true);
+        Tensor before = p.detach().clone();
+        Muon muon = Muon.of(List.of(p), BASE.withMomentum(0).withHyperball(new HyperballConfig(0, 1e-300)));
+        p.mutable_grad().put(torch.zeros(4, 6).to(ScalarType.Double));
+        muon.step();
+        assertTrue(torch.allclose(before, p.detach(), 1e-15, 0, false), "a zero update moved the parameter");
+    }
+
+    /**
+     * A fixed radius whose float32 sum of squares overflows (2e19² &gt; 3.4e38): the norms are taken in float64, and
+     * the float32 parameter stays on its sphere instead of being zeroed; and a tiny one whose squares would underflow
+     * (with an eps below it, else the floor itself moves the parameter off the sphere, as the formula says).
+     */
+    @ParameterizedTest(name = "radius {0}")
+    @org.junit.jupiter.params.provider.ValueSource(doubles = {2e19, 1e30, 1e-25})
+    void anExtremeRadius_keepsAFloat32ParameterOnItsSphere(double radius) {
+        torch.manual_seed(14);
+        Tensor p = torch.randn(6, 10).requires_grad_(true);
+        Muon muon = Muon.of(List.of(p), BASE.withNsPrecision(NsPrecision.FLOAT32)
+                .withHyperball(new HyperballConfig(radius, Math.min(1e-8, radius * 1e-10))));
+        for (int step = 0; step < 3; step++) {
+            p.mutable_grad().put(torch.randn(6, 10));
+            muon.step();
+            double norm = p.to(ScalarType.Double).norm().item_double();
+            assertEquals(radius, norm, 1e-5 * radius, "step " + step + ": the norm left the sphere");
+        }
+    }
+
+    /**
+     * A zero update where lr·R/eps exceeds float32's range (R = 1e3, eps the smallest normal float32): the step factor
+     * is clamped to the finite range, so 0·factor stays 0 instead of 0·∞ = NaN, and the parameter does not move.
+     */
+    @ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.EnumSource(value = ScalarType.class, names = {"Float", "BFloat16", "Half"})
+    void aZeroUpdate_withAFactorBeyondTheDtype_leavesTheParameter(ScalarType dtype) {
+        torch.manual_seed(15);
+        Tensor p = torch.randn(4, 6).to(dtype).requires_grad_(true);
+        Muon muon = Muon.of(List.of(p), BASE.withNsPrecision(NsPrecision.FLOAT32).withMomentum(0)
+                .withHyperball(new HyperballConfig(1e3, Float.MIN_NORMAL)));
+        Tensor before = p.detach().clone();
+        p.mutable_grad().put(torch.zeros(4, 6).to(dtype));
+        muon.step();
+        assertTrue(torch.isfinite(p.detach()).all().item_bool(), "a zero update made the parameter non-finite");
+        double moved = p.detach().to(ScalarType.Double).sub(before.to(ScalarType.Double)).norm().item_double();
+        assertTrue(moved <= 1e-2 * 1e3, "a zero update moved the parameter by " + moved);
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("refusals")
     void refusal_namesTheRule(String what, Executable call, String message) {

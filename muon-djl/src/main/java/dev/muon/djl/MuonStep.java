@@ -53,7 +53,7 @@ final class MuonStep {
 
     /** Decay and step: {@code o} in the iteration's dtype, the parameter's shape. */
     private interface Applier {
-        void apply(NDArray weight, NDArray o, double lr, double scaledLr);
+        void apply(NDArray weight, NDArray o, double lr, double scaledLr, State state);
     }
 
     /** The config: its hyperparameters change on a checkpoint's load ({@link #hyperparameters}), its recipe never. */
@@ -67,8 +67,17 @@ final class MuonStep {
     private final Map<String, NDArray> loadedBuffers = new HashMap<>();
     private final Map<String, NDArray> loadedSecondMoments = new HashMap<>();
 
-    /** The state of one parameter on one device. */
-    record State(NDArray buffer, NDArray secondMoment) {
+    /** Hyperball's norm dtype per parameter and device, chosen at its first update (muon-core's rule). */
+    private final Map<ParameterKey, DataType> normTypes = new HashMap<>();
+
+    /**
+     * The state of one parameter on one device.
+     *
+     * @param buffer       the momentum buffer
+     * @param secondMoment NorMuon's per-row second moment, or null
+     * @param normType     the dtype of Hyperball's norms, or null without Hyperball
+     */
+    record State(NDArray buffer, NDArray secondMoment, DataType normType) {
     }
 
     /**
@@ -96,14 +105,15 @@ final class MuonStep {
             case NORMUON -> (o, v, matrix) -> normalizeRows(o, v, this.config.norMuon(), matrix);
         };
         this.applier = switch (recipe.applier()) {
-            case DECOUPLED_DECAY -> (weight, o, lr, scaledLr) -> {
+            case DECOUPLED_DECAY -> (weight, o, lr, scaledLr, state) -> {
                 if (this.config.weightDecay() != 0) {
                     weight.muli(1 - lr * this.config.weightDecay());
                 }
                 step(weight, o, scaledLr);
             };
-            case HYPERBALL -> (weight, o, lr, scaledLr) -> hyperball(weight, o, lr, this.config.hyperball());
-            case CAUTIOUS_DECAY -> (weight, o, lr, scaledLr) -> {
+            case HYPERBALL -> (weight, o, lr, scaledLr, state) -> hyperball(weight, o, lr, this.config.hyperball(),
+                    state.normType());
+            case CAUTIOUS_DECAY -> (weight, o, lr, scaledLr, state) -> {
                 if (this.config.weightDecay() != 0) {
                     // The mask from the parameter before the step, as muon-core forms it: O (in its own dtype)
                     // times p.
@@ -145,9 +155,20 @@ final class MuonStep {
             return;
         }
         weights.forEach((name, weight) -> {
-            if (weight.getShape().size() > 0 && scalar(weight.toType(DataType.FLOAT64, false).norm()) == 0) {
-                throw new IllegalArgumentException("hyperball needs every Muon parameter's norm to be > 0 (it is "
-                        + "held on its sphere); parameter '" + name + "' has norm 0");
+            if (weight.getShape().size() == 0) {
+                return;
+            }
+            try (NDScope scope = new NDScope()) {
+                scope.suppressNotUsedWarning();
+                NDArray wide = weight.toType(DataType.FLOAT64, false);
+                double norm = scalar(wide.norm());
+                if (norm == 0) {
+                    throw new IllegalArgumentException("hyperball needs every Muon parameter's norm to be > 0 (it is "
+                            + "held on its sphere); parameter '" + name + "' has norm 0");
+                }
+                hyperball.checkParameter("parameter '" + name + "'", weight.getDataType().toString(),
+                        weight.getDataType() == DataType.FLOAT64, largestFinite(weight.getDataType()), norm,
+                        scalar(wide.abs().max()));
             }
         });
         if (!hyperball.fixedRadius()) {
@@ -157,10 +178,11 @@ final class MuonStep {
             if (weight.getShape().size() > 0) {
                 try (NDScope scope = new NDScope()) {
                     scope.suppressNotUsedWarning();
-                    NDArray norm = normOf(weight);
+                    NDArray norm = normOf(weight, hyperballNormType(weight, hyperball));
                     double before = scalar(norm);
-                    // As muon-core: R/‖p‖ in the norm's dtype, then in the parameter's.
-                    weight.muli(NDArrays.div(hyperball.radius(), norm).toType(weight.getDataType(), false));
+                    // As muon-core: (1/‖p‖)·R in the norm's dtype, clamped to the parameter's range, then in its dtype.
+                    weight.muli(NDArrays.div(1, norm).muli(hyperball.radius())
+                            .minimum(largestFinite(weight.getDataType())).toType(weight.getDataType(), false));
                     LOG.info("Muon: hyperball radius {}: parameter '{}' rescaled from norm {} to {}",
                             hyperball.radius(), name, before, hyperball.radius());
                 }
@@ -175,16 +197,45 @@ final class MuonStep {
      * rounded to the parameter's dtype where it meets the parameter. A float32 or float16 norm is never read as a
      * double: DJL reads a double from a float64 array only.
      */
-    private static void hyperball(NDArray weight, NDArray o, double lr, HyperballConfig h) {
-        NDArray radius = h.fixedRadius() ? null : normOf(weight);
-        // −lr·R / max(‖O‖, eps)
-        NDArray step = NDArrays.div(1, normOf(o).maximum(h.eps()));
-        step = radius == null ? step.muli(-lr * h.radius()) : step.muli(radius).muli(-lr);
-        weight.addi(o.toType(weight.getDataType(), false).mul(step.toType(weight.getDataType(), false)));
+    private static void hyperball(NDArray weight, NDArray o, double lr, HyperballConfig h, DataType normType) {
+        DataType dtype = weight.getDataType();
+        double normLargest = largestFinite(normType);
+        double paramLargest = largestFinite(dtype);
+        NDArray radius = h.fixedRadius() ? null : normOf(weight, normType);
+        // −lr·R / max(‖O‖, eps), each factor clamped to the finite range, as muon-core does.
+        NDArray step = NDArrays.div(1, normOf(o, normType).maximum(h.eps()));
+        step = radius == null ? step.muli(-lr * h.radius()) : step.muli(radius).minimum(normLargest).muli(-lr);
+        step = step.clip(-paramLargest, paramLargest);
+        weight.addi(o.toType(dtype, false).mul(step.toType(dtype, false)));
         // R / max(‖p'‖, eps)
-        NDArray scale = NDArrays.div(1, normOf(weight).maximum(h.eps()));
+        NDArray scale = NDArrays.div(1, normOf(weight, normType).maximum(h.eps()));
         scale = radius == null ? scale.muli(h.radius()) : scale.muli(radius);
-        weight.muli(scale.toType(weight.getDataType(), false));
+        weight.muli(scale.minimum(paramLargest).toType(dtype, false));
+    }
+
+    /**
+     * Hyperball's norm dtype for one parameter: muon-core's rule ({@link HyperballConfig#float64Norms}), from the
+     * parameter's float64 norm before its first update.
+     */
+    private static DataType hyperballNormType(NDArray weight, HyperballConfig h) {
+        if (weight.getDataType() == DataType.FLOAT64) {
+            return DataType.FLOAT64;
+        }
+        try (NDScope scope = new NDScope()) {
+            scope.suppressNotUsedWarning();
+            return h.float64Norms(false, scalar(weight.toType(DataType.FLOAT64, false).norm())) ? DataType.FLOAT64
+                    : DataType.FLOAT32;
+        }
+    }
+
+    /** The largest finite value of a floating-point dtype. */
+    private static double largestFinite(DataType dtype) {
+        return switch (dtype) {
+            case FLOAT64 -> Double.MAX_VALUE;
+            case FLOAT16 -> 65504;
+            case BFLOAT16 -> 0x1.FEp127;
+            default -> Float.MAX_VALUE;
+        };
     }
 
     /** A 0-dim array's value, widened to a double whatever its floating-point dtype. */
@@ -193,9 +244,9 @@ final class MuonStep {
                 : zeroDim.toType(DataType.FLOAT64, false).getDouble();
     }
 
-    /** The Frobenius norm of a whole array, in float32 (float64 for a float64 array). */
-    private static NDArray normOf(NDArray a) {
-        return a.getDataType() == DataType.FLOAT64 ? a.norm() : a.toType(DataType.FLOAT32, false).norm();
+    /** The Frobenius norm of a whole array, in the given dtype. */
+    private static NDArray normOf(NDArray a, DataType normType) {
+        return a.getDataType() == normType ? a.norm() : a.toType(normType, false).norm();
     }
 
     /** {@code p −= scaledLr·O}, with {@code O} in the parameter's dtype. */
@@ -274,7 +325,9 @@ final class MuonStep {
             v = secondMoments.computeIfAbsent(key, k -> owned(loadedOrZeros(loadedSecondMoments.get(
                     k.parameterId()), weight, () -> home.zeros(shape, dtype, weight.getDevice())), home));
         }
-        return new State(buffer, v);
+        DataType normType = config.hyperball() == null ? null
+                : normTypes.computeIfAbsent(key, k -> hyperballNormType(weight, config.hyperball()));
+        return new State(buffer, v, normType);
     }
 
     /** A copy of a checkpoint's array on the weight's device, or new zeros. */
@@ -322,7 +375,7 @@ final class MuonStep {
         NDArray o = kernels.orthogonalize(m, matrix);
         o = normalizer.normalize(o, state.secondMoment(), matrix).reshape(shape);
         double scaledLr = (lr == config.lr() ? config : config.withLr(lr)).scaledLr(matrix.rows(), matrix.cols());
-        applier.apply(weight, o, lr, scaledLr);
+        applier.apply(weight, o, lr, scaledLr, state);
     }
 
     /**

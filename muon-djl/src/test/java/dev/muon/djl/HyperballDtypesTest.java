@@ -135,6 +135,78 @@ class HyperballDtypesTest {
         }
     }
 
+    /** Settings the parameter's dtype cannot hold: refused at build with muon-core's message, nothing changed. */
+    static Stream<Arguments> dtypeRefusals() {
+        return Stream.of(
+                Arguments.of("eps 1e-300, float32", DataType.FLOAT32, new HyperballConfig(0, 1e-300),
+                        "hyperball eps must be a normal float32 number (1.17549435E-38 to 3.4028235E38) where the "
+                                + "norms are float32, as they are for parameter 'hidden' of dtype float32, "
+                                + "got 1.0E-300"),
+                Arguments.of("radius 1e39, float32", DataType.FLOAT32, HyperballConfig.radius(1e39),
+                        "hyperball radius must keep every value of parameter 'hidden' finite in its dtype float32 "
+                                + "(at most 3.4028234663852886E38; rescaled to this radius its largest value would be "),
+                Arguments.of("radius 1e6, float16", DataType.FLOAT16, HyperballConfig.radius(1e6),
+                        "hyperball radius must keep every value of parameter 'hidden' finite in its dtype float16 "
+                                + "(at most 65504.0; rescaled to this radius its largest value would be "));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("dtypeRefusals")
+    void aSettingTheDtypeCannotHold_isRefusedAtBuild_andChangesNothing(String what, DataType dtype,
+                                                                        HyperballConfig hyperball, String message) {
+        try (NDManager scope = manager.newSubManager()) {
+            NDArray weight = scope.create(Float64Update.gaussian(new Random(12), new long[]{4, 6}), new Shape(4, 6))
+                    .toType(dtype, false);
+            double[] before = Measures.values(weight);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Muon.builder()
+                    .optBlock(new ParamBlock().param("hidden", weight)).optConfig(BASE.withHyperball(hyperball))
+                    .build());
+            assertTrue(e.getMessage().startsWith(message), e.getMessage());
+            assertTrue(Arrays.equals(before, Measures.values(weight)), "the refused build changed the parameter");
+        }
+    }
+
+    /** A fixed radius whose float32 sum of squares overflows, or whose squares underflow: norms in float64. */
+    @ParameterizedTest(name = "radius {0}")
+    @org.junit.jupiter.params.provider.ValueSource(doubles = {2e19, 1e30, 1e-25})
+    void anExtremeRadius_keepsAFloat32ParameterOnItsSphere(double radius) {
+        Random random = new Random(14);
+        long[] shape = {6, 10};
+        try (NDManager scope = manager.newSubManager()) {
+            NDArray weight = scope.create(Float64Update.gaussian(random, shape), new Shape(shape))
+                    .toType(DataType.FLOAT32, false);
+            ParamBlock block = new ParamBlock().param("hidden", weight);
+            Muon muon = Muon.builder().optBlock(block).optConfig(BASE.withHyperball(
+                    new HyperballConfig(radius, Math.min(1e-8, radius * 1e-10)))).build();
+            String id = block.getParameters().get(0).getValue().getId();
+            for (int step = 0; step < 3; step++) {
+                muon.update(id, weight, scope.create(Float64Update.gaussian(random, shape), new Shape(shape))
+                        .toType(DataType.FLOAT32, false));
+                double norm = Math.sqrt(Arrays.stream(Measures.values(weight)).map(v -> v * v).sum());
+                assertEquals(radius, norm, 1e-5 * radius, "step " + step + ": the norm left the sphere");
+            }
+        }
+    }
+
+    /** A zero update where lr·R/eps is beyond float32's range: the factor is clamped, the parameter stays finite. */
+    @ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.EnumSource(value = DataType.class, names = {"FLOAT32", "FLOAT16"})
+    void aZeroUpdate_withAFactorBeyondTheDtype_leavesTheParameter(DataType dtype) {
+        long[] shape = {4, 6};
+        try (NDManager scope = manager.newSubManager()) {
+            NDArray weight = scope.create(Float64Update.gaussian(new Random(15), shape), new Shape(shape))
+                    .toType(dtype, false);
+            ParamBlock block = new ParamBlock().param("hidden", weight);
+            Muon muon = Muon.builder().optBlock(block).optConfig(BASE.withMomentum(0)
+                    .withHyperball(new HyperballConfig(1e3, Float.MIN_NORMAL))).build();
+            double[] before = Measures.values(weight);
+            muon.update(block.getParameters().get(0).getValue().getId(), weight, scope.zeros(new Shape(shape), dtype));
+            // Measures.values of a non-finite array fails in relativeError's check.
+            double moved = Measures.relativeError(Measures.values(weight), before);
+            assertTrue(moved <= 1e-2, "a zero update moved the parameter by " + moved);
+        }
+    }
+
     @Test
     void bfloat16Parameters_areRefusedAtBuild_withHyperballAsWithout() {
         // DJL 0.36.0 aborts the JVM when it creates a bfloat16 array, from a buffer or by conversion, so the refusal
