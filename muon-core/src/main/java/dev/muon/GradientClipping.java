@@ -19,7 +19,9 @@ import java.util.List;
  *   coef  = min(maxNorm / (total + 1e-6), 1)       PyTorch's 1e-6
  *   g_p   = coef · g_p                             in place, in each gradient's dtype
  * </pre>
- * and returns {@code total}, the norm before clipping. {@code maxNorm} infinite measures without clipping.
+ * and returns {@code total}, the norm before clipping. {@code maxNorm} infinite only measures: it touches no
+ * gradient, whatever they hold, under every policy (PyTorch's arithmetic would make them all NaN when the total is
+ * not finite).
  *
  * <p><b>Why on the raw gradients.</b> Clipping bounds how far one bad batch can move the weights. Muon's update is
  * the orthogonalized momentum: Newton–Schulz normalizes its input, so the update's size is set by the lr and the
@@ -138,6 +140,10 @@ public final class GradientClipping {
                 }
             }
             double total = totalNorm(grads);
+            if (maxNorm == Double.POSITIVE_INFINITY) {
+                // Only measures, whatever the gradients hold: PyTorch's ∞/∞ would make every gradient NaN.
+                return total;
+            }
             if (!Double.isFinite(total) && policy != NonFinitePolicy.IGNORE) {
                 if (policy == NonFinitePolicy.RAISE) {
                     for (int i = 0; i < grads.size(); i++) {

@@ -200,6 +200,39 @@ class GradientClippingTest {
         assertEquals(24, w.grad().isnan().sum().item_long());
     }
 
+    /**
+     * {@code Double.POSITIVE_INFINITY} only measures, as the docs promise: with a NaN or an infinite entry, under
+     * every policy and for {@link Muon}, it returns the non-finite norm and leaves every gradient bit for bit (PyTorch's
+     * arithmetic would compute {@code ∞/∞ = NaN} and multiply every gradient by it).
+     */
+    static Stream<Arguments> measuringOnly() {
+        return Stream.of(NonFinitePolicy.values()).flatMap(policy -> Stream.of(
+                Arguments.of(policy, Double.NaN), Arguments.of(policy, Double.POSITIVE_INFINITY)));
+    }
+
+    @ParameterizedTest(name = "{0}, an entry {1}")
+    @MethodSource("measuringOnly")
+    void infiniteMaxNorm_onlyMeasures_aNonFiniteGradient(NonFinitePolicy policy, double bad) {
+        Map<String, Tensor> named = model(ScalarType.Float);
+        named.get("fc1.bias").grad().select(0, 2).fill_(new Scalar(bad));
+        MuonAdamW opt = MuonAdamW.builder(named).nonFinitePolicy(policy).build();
+        Map<String, Tensor> grads = grads(named);
+        double total = GradientClipping.clipGradNorm(opt, Double.POSITIVE_INFINITY);
+        assertTrue(!Double.isFinite(total), "the norm " + total);
+        grads.forEach((name, g) -> assertTrue(torch.equal(g.isnan(), named.get(name).grad().isnan())
+                && torch.equal(g.nan_to_num(), named.get(name).grad().nan_to_num()), name + " changed"));
+
+        Tensor w = torch.randn(6, 4).requires_grad_(true);
+        w.mutable_grad().put(torch.randn(6, 4));
+        w.grad().select(0, 0).fill_(new Scalar(bad));
+        Tensor before = w.grad().clone();
+        assertTrue(!Double.isFinite(GradientClipping.clipGradNorm(Muon.of(List.of(w), MuonConfig.defaults()),
+                Double.POSITIVE_INFINITY)));
+        assertEquals(4, w.grad().isnan().sum().item_long() + w.grad().isinf().sum().item_long(),
+                "Muon: only the row the test made non-finite");
+        assertTrue(torch.equal(before.nan_to_num(), w.grad().nan_to_num()), "Muon: a gradient changed");
+    }
+
     static Stream<Arguments> badMaxNorms() {
         return Stream.of(
                 Arguments.of(0.0, "maxNorm must be > 0, got 0.0"),
