@@ -82,6 +82,18 @@ final class FileHome implements StateHome {
          * @throws IOException if it cannot be created
          */
         Channel create(Path file) throws IOException;
+
+        /**
+         * The file store a directory is on: directories of one store share its free space, so the optimizer's
+         * files there must fit in it together.
+         *
+         * @param directory the directory
+         * @return a value equal for directories of the same store ({@link Files#getFileStore} by default)
+         * @throws IOException if it cannot be asked
+         */
+        default Object store(Path directory) throws IOException {
+            return Files.getFileStore(directory);
+        }
     }
 
     /** Positional reads and writes of one file. */
@@ -233,10 +245,97 @@ final class FileHome implements StateHome {
         Runtime.getRuntime().addShutdownHook(cleanup);
     }
 
+    /** One state file an optimizer will write at build: the group it serves, its storage and its full length. */
+    record Planned(int group, StateStorage storage, long bytes) {
+    }
+
+    /**
+     * Checks the directory of a storage: it exists and is a directory.
+     *
+     * @param storage a storage of {@link StateStorage.Place#FILES}
+     * @return the directory, absolute
+     * @throws IllegalArgumentException naming the directory and the rule
+     */
+    static Path directoryOf(StateStorage storage) {
+        Path directory = storage.directory().toAbsolutePath();
+        String setting = storage.setting() + " directory " + directory;
+        if (!Files.exists(directory)) {
+            throw new IllegalArgumentException(setting + " must be an existing directory; it does not exist");
+        }
+        if (!Files.isDirectory(directory)) {
+            throw new IllegalArgumentException(setting + " must be a directory; it is a file");
+        }
+        return directory;
+    }
+
+    /**
+     * The bytes a state file of these buffers takes once every slot has been written: the header and two slots of
+     * every buffer.
+     *
+     * @param kept per parameter, the declared buffers this process keeps, in order
+     * @return bytes
+     */
+    static long bytesNeeded(Map<ParameterState, List<BufferSpec>> kept) {
+        return layOut(kept, new LinkedHashMap<>());
+    }
+
+    /**
+     * Checks, before any of them is created, that every state file an optimizer will write fits: the files on one
+     * file store ({@link Disk#store}) together, whether in one directory or several, against that store's free
+     * space. A file grows to its full length only as its slots are first written, so without this a build with room
+     * for one group's file would fail part-way at a later step with a full disk.
+     *
+     * @param files the files, in group order
+     * @param disk  the file operations
+     * @throws IllegalArgumentException naming the directory, the bytes needed (per file, when a store holds more
+     *                                  than one) and the bytes free
+     */
+    static void requireRoom(List<Planned> files, Disk disk) {
+        Map<Object, List<Planned>> byStore = new LinkedHashMap<>();
+        for (Planned planned : files) {
+            Path directory = directoryOf(planned.storage());
+            Object store;
+            try {
+                store = disk.store(directory);
+            } catch (IOException e) {
+                throw new IllegalArgumentException(planned.storage().setting() + " directory " + directory
+                        + " must report its file store; asking failed (" + e + ")", e);
+            }
+            byStore.computeIfAbsent(store, s -> new ArrayList<>()).add(planned);
+        }
+        for (List<Planned> onStore : byStore.values()) {
+            Planned first = onStore.get(0);
+            Path directory = first.storage().directory().toAbsolutePath();
+            String setting = first.storage().setting() + " directory " + directory;
+            long needed = 0;
+            StringBuilder each = new StringBuilder();
+            for (Planned planned : onStore) {
+                needed = Math.addExact(needed, planned.bytes());
+                each.append(each.length() == 0 ? "" : "; ").append("group ").append(planned.group()).append(": ")
+                        .append(planned.bytes()).append(" bytes in ")
+                        .append(planned.storage().directory().toAbsolutePath());
+            }
+            long free;
+            try {
+                free = disk.usableSpace(directory);
+            } catch (IOException e) {
+                throw new IllegalArgumentException(setting + " must report its free space; asking failed (" + e
+                        + ")", e);
+            }
+            if (free < needed) {
+                String what = onStore.size() == 1 ? needed + " bytes"
+                        : needed + " bytes for " + onStore.size() + " state files on its file store (" + each + ")";
+                throw new IllegalArgumentException(setting + " must have room for two slots of every buffer this "
+                        + "process keeps, " + what + "; it has " + free + " bytes free");
+            }
+        }
+    }
+
     /**
      * Creates this process's state file under the storage's directory for the buffers each parameter keeps, after
-     * checking the directory: it exists, is a directory, has room for two slots of every buffer, and takes a new
-     * file that reads back what was written. A refusal names the directory and the rule and leaves nothing behind.
+     * checking the directory: it exists, is a directory, and takes a new file that reads back what was written. Its
+     * room was checked before, with every other file of the optimizer ({@link #requireRoom}). A refusal names the
+     * directory and the rule and leaves nothing behind.
      *
      * @param storage the group's storage ({@link StateStorage.Place#FILES})
      * @param kept    per parameter, the declared buffers this process keeps, in order
@@ -246,41 +345,11 @@ final class FileHome implements StateHome {
      * @throws IllegalArgumentException naming the directory, if it cannot hold the state
      */
     static FileHome open(StateStorage storage, Map<ParameterState, List<BufferSpec>> kept, int rank, Disk disk) {
-        Path directory = storage.directory().toAbsolutePath();
+        Path directory = directoryOf(storage);
         String setting = storage.setting() + " directory " + directory;
-        if (!Files.exists(directory)) {
-            throw new IllegalArgumentException(setting + " must be an existing directory; it does not exist");
-        }
-        if (!Files.isDirectory(directory)) {
-            throw new IllegalArgumentException(setting + " must be a directory; it is a file");
-        }
         Map<ParameterState, List<Entry>> entries = new LinkedHashMap<>();
-        long offset = ALIGN;
-        int index = 0;
-        for (Map.Entry<ParameterState, List<BufferSpec>> e : kept.entrySet()) {
-            List<Entry> list = new ArrayList<>();
-            for (BufferSpec spec : e.getValue()) {
-                Entry entry = new Entry(index++, e.getKey(), spec);
-                for (int slot = 0; slot < 2; slot++) {
-                    entry.offsets[slot] = offset;
-                    offset = Math.addExact(offset, ALIGN + aligned(entry.bytes));
-                }
-                list.add(entry);
-            }
-            entries.put(e.getKey(), List.copyOf(list));
-        }
-        long needed = offset;
-        long free;
-        try {
-            free = disk.usableSpace(directory);
-        } catch (IOException e) {
-            throw new IllegalArgumentException(setting + " must report its free space; asking failed (" + e + ")",
-                    e);
-        }
-        if (free < needed) {
-            throw new IllegalArgumentException(setting + " must have room for two slots of every buffer this "
-                    + "process keeps, " + needed + " bytes; it has " + free + " bytes free");
-        }
+        layOut(kept, entries);
+        int index = entries.values().stream().mapToInt(List::size).sum();
         UUID run = UUID.randomUUID();
         String name = "muon-state-" + run.toString().replace("-", "") + "-rank" + rank + ".bin";
         Path file = directory.resolve(name);
@@ -306,6 +375,25 @@ final class FileHome implements StateHome {
                     + "writing and reading " + name + " there failed (" + e + ")", e);
         }
         return new FileHome(storage, file, channel, run, disk, entries);
+    }
+
+    /** Lays out the buffers' slots after the header into {@code entries}; returns the file's full length. */
+    private static long layOut(Map<ParameterState, List<BufferSpec>> kept, Map<ParameterState, List<Entry>> entries) {
+        long offset = ALIGN;
+        int index = 0;
+        for (Map.Entry<ParameterState, List<BufferSpec>> e : kept.entrySet()) {
+            List<Entry> list = new ArrayList<>();
+            for (BufferSpec spec : e.getValue()) {
+                Entry entry = new Entry(index++, e.getKey(), spec);
+                for (int slot = 0; slot < 2; slot++) {
+                    entry.offsets[slot] = offset;
+                    offset = Math.addExact(offset, ALIGN + aligned(entry.bytes));
+                }
+                list.add(entry);
+            }
+            entries.put(e.getKey(), List.copyOf(list));
+        }
+        return offset;
     }
 
     /** The state file; for tests. */

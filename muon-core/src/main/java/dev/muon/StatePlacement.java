@@ -11,10 +11,11 @@ import java.util.function.IntPredicate;
 /**
  * Puts each Muon group's state where its {@link StateStorage} says, when the optimizer is built: checks that every
  * parameter of the group can keep its state there (refused naming the setting, the parameter and the rule), opens
- * the homes (a file per process and directory, host buffers per device) for the buffers this process keeps (its own
- * parameters' under a shard plan, every one in a single process), and records each parameter's home ({@link StateHomes}). Every check
- * comes before the first home is opened, and a home that fails to open closes those opened before it: a refused
- * build leaves no file behind.
+ * the homes (a file per process and group, host buffers per device) for the buffers this process keeps (its own
+ * parameters' under a shard plan, every one in a single process), and records each parameter's home
+ * ({@link StateHomes}). Every check comes before the first home is opened, the free space for every file together
+ * ({@link FileHome#requireRoom}), and a home that fails to open closes those opened before it: a refused build leaves
+ * no file behind.
  */
 final class StatePlacement {
     /** The seams of the tests: a CPU standing in for the device of {@link StateStorage.Place#HOST_MEMORY}, a disk. */
@@ -64,6 +65,17 @@ final class StatePlacement {
             }
             plans.add(byDevice);
         }
+        // The free space once, for every file together: the groups' files in one directory (or on one file store)
+        // share its room, and a file reaches its full length only as its slots are first written, steps later.
+        List<FileHome.Planned> files = new ArrayList<>();
+        for (int g = 0; g < groups.size(); g++) {
+            if (storages.get(g).place() == StateStorage.Place.FILES) {
+                for (Map<ParameterState, List<BufferSpec>> kept : plans.get(g).values()) {
+                    files.add(new FileHome.Planned(g, storages.get(g), FileHome.bytesNeeded(kept)));
+                }
+            }
+        }
+        FileHome.requireRoom(files, seams.disk());
         List<StateHome> homes = new ArrayList<>();
         StateHome[] byPosition = new StateHome[position];
         try {

@@ -152,6 +152,83 @@ class StateFilesFaultsTest {
         assertEquals(before, files(), "the refused build left a file");
     }
 
+    /** float32 [64, 80]: a momentum buffer of 20,480 bytes, whose file takes 4096 + 2 × (4096 + 20,480) bytes. */
+    private static final long GROUP_FILE = 4096 + 2 * (4096 + 64 * 80 * 4);
+
+    private static Tensor wide(int seed) {
+        torch.manual_seed(seed);
+        return torch.randn(64, 80);
+    }
+
+    /** Two groups of one [64, 80] parameter each, every group's state in {@code first}, then group 1's in another. */
+    private static Muon twoGroups(Tensor a, Tensor b, Path first, Path second, FileHome.Disk disk) {
+        return Muon.builder().addGroup(List.of(a), MuonConfig.defaults().withLr(0.02))
+                .addGroup(List.of(b), MuonConfig.defaults().withLr(0.01)).stateStorage(StateStorage.files(first))
+                .stateStorage(1, StateStorage.files(second)).stateDisk(disk).build();
+    }
+
+    static Stream<Arguments> twoGroupsOnOneStore() {
+        return Stream.of(
+                Arguments.of("one directory", (Function<Path, Path>) d -> d),
+                Arguments.of("two directories", (Function<Path, Path>) d -> {
+                    try {
+                        return Files.createDirectory(d.resolve("group1"));
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                }));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("twoGroupsOnOneStore")
+    void twoGroupsOnOneFileStore_withRoomForOne_areRefusedAtBuild_namingBoth(
+            String where, Function<Path, Path> secondDirectory) throws IOException {
+        Path second = secondDirectory.apply(dir);
+        List<Path> before = files();
+        Tensor a = wide(1);
+        Tensor b = wide(2);
+        Tensor initialA = a.clone();
+        Tensor initialB = b.clone();
+        // Room for one group's file and a third of another's: each alone fits, the two do not.
+        long free = GROUP_FILE + 16384;
+        assertEquals(69_632, free);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> twoGroups(a, b, dir, second, new FaultyDisk(free, null, false)));
+        String first = dir.toAbsolutePath().toString();
+        assertEquals("stateStorage FILES directory " + first + " must have room for two slots of every buffer this "
+                + "process keeps, " + 2 * GROUP_FILE + " bytes for 2 state files on its file store (group 0: "
+                + GROUP_FILE + " bytes in " + first + "; group 1: " + GROUP_FILE + " bytes in "
+                + second.toAbsolutePath() + "); it has " + free + " bytes free", e.getMessage());
+        assertTrue(a.equal(initialA) && b.equal(initialB), "the refused build changed a parameter");
+        assertEquals(before, files(), "the refused build left a file");
+        if (!second.equals(dir)) {
+            try (Stream<Path> left = Files.list(second)) {
+                assertEquals(List.of(), left.toList(), "the refused build left a file");
+            }
+        }
+    }
+
+    @Test
+    void twoGroupsInOneDirectory_withRoomForBoth_buildAndStep_toTheLengthCheckedAtBuild() throws IOException {
+        Tensor a = wide(1);
+        Tensor b = wide(2);
+        Muon muon = twoGroups(a, b, dir, dir, new FaultyDisk(2 * GROUP_FILE, null, false));
+        for (int step = 1; step <= 2; step++) {
+            for (Tensor p : List.of(a, b)) {
+                torch.manual_seed(70 + step);
+                p.mutable_grad().put(torch.randn(p.shape()));
+            }
+            muon.step();
+        }
+        // Two steps wrote both slots of both buffers: the files are as long as the build counted.
+        assertEquals(2, files().size());
+        for (Path file : files()) {
+            assertEquals(GROUP_FILE, Files.size(file), file.toString());
+        }
+        muon.close();
+        assertEquals(List.of(), files(), "close() left a state file");
+    }
+
     @Test
     void readOnlyDirectory_forReal_isRefusedAtBuild() throws IOException {
         org.junit.jupiter.api.Assumptions.assumeFalse("root".equals(System.getProperty("user.name")),
