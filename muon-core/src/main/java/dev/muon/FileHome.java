@@ -27,6 +27,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.zip.CRC32C;
 
 /**
@@ -216,7 +217,8 @@ final class FileHome implements StateHome {
     /** The tensors of the buffers in flight: this unit's and the next one's. */
     private final WorkingBuffers working = new WorkingBuffers(new org.bytedeco.pytorch.Device(torch.DeviceType.CPU));
     private final ExecutorService io;
-    private final Thread cleanup;
+    /** What removes the file, shared by {@link #close}, the shutdown hook and the optimizer's cleaner. */
+    private final Release release;
     private boolean closed;
 
     private FileHome(StateStorage storage, Path file, Channel channel, UUID run, Disk disk,
@@ -241,8 +243,54 @@ final class FileHome implements StateHome {
         });
         // A process that ends without close() still removes its file; a crash leaves it (docs/api.md says how to
         // clean up).
-        this.cleanup = new Thread(() -> deleteQuietly(file), "muon-state-cleanup");
-        Runtime.getRuntime().addShutdownHook(cleanup);
+        Thread hook = new Thread(() -> deleteQuietly(file), "muon-state-cleanup");
+        Runtime.getRuntime().addShutdownHook(hook);
+        this.release = new Release(file, channel, io, hook);
+    }
+
+    /**
+     * Lets go of a state file: stops its I/O thread, closes it, removes it and its shutdown hook; a second run does
+     * nothing. It holds only what it lets go of, never the home or the optimizer, so that the optimizer's cleaner
+     * ({@link Muon}) can run it once the optimizer is unreachable. It removes only this home's own file, whose name
+     * holds a run identity drawn for it: never another run's.
+     */
+    static final class Release implements Runnable {
+        private final Path file;
+        private final Channel channel;
+        private final ExecutorService io;
+        private final Thread hook;
+        private final AtomicBoolean done = new AtomicBoolean();
+
+        Release(Path file, Channel channel, ExecutorService io, Thread hook) {
+            this.file = file;
+            this.channel = channel;
+            this.io = io;
+            this.hook = hook;
+        }
+
+        @Override
+        public void run() {
+            if (!done.compareAndSet(false, true)) {
+                return;
+            }
+            io.shutdown();
+            closeQuietly(channel);
+            deleteQuietly(file);
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException ignored) {
+                // the JVM is shutting down; the hook deletes nothing that is left
+            }
+        }
+    }
+
+    /**
+     * What removes this home's file, for the optimizer's cleaner: it references neither the home nor the optimizer.
+     *
+     * @return the release, which {@link #close} runs too; it runs once
+     */
+    Runnable release() {
+        return release;
     }
 
     /** One state file an optimizer will write at build: the group it serves, its storage and its full length. */
@@ -666,15 +714,8 @@ final class FileHome implements StateHome {
                 }
             }
         }
-        io.shutdown();
         working.close();
-        closeQuietly(channel);
-        deleteQuietly(file);
-        try {
-            Runtime.getRuntime().removeShutdownHook(cleanup);
-        } catch (IllegalStateException ignored) {
-            // the JVM is shutting down; the hook deletes nothing that is left
-        }
+        release.run();
     }
 
     // ------------------------------------------------------------------ slots

@@ -25,6 +25,8 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 
+import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -108,7 +110,8 @@ import java.util.function.Supplier;
  * {@link Builder#stateStorage(StateStorage)} keeps them in pinned host memory (accelerator parameters) or in files
  * (CPU parameters) between updates: each parameter's buffers are brought in for its update and sent back after it,
  * the next one's on their way meanwhile, and the update is the same computation, bit for bit. {@link #close()} then
- * releases them. See {@link StateStorage} and {@code docs/api.md}.
+ * releases them; the state files of an optimizer dropped without {@code close()} are removed once it is unreachable
+ * and collected. See {@link StateStorage} and {@code docs/api.md}.
  */
 public final class Muon implements TrainingOptimizer, AutoCloseable {
     static {
@@ -190,7 +193,18 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
     private final QkClip qkClip;
     /** Where each parameter keeps its state between updates ({@link StateStorage}). */
     private final StateHomes homes;
+    /** Removes the state files once this optimizer is unreachable, if it was not closed; null without files. */
+    private final Cleaner.Cleanable dropped;
     private boolean closed;
+
+    /** The cleaner of dropped optimizers' state files: one daemon thread, started by the first optimizer with files. */
+    private static final class DroppedFiles {
+        static final Cleaner CLEANER = Cleaner.create(task -> {
+            Thread t = new Thread(task, "muon-state-cleaner");
+            t.setDaemon(true);
+            return t;
+        });
+    }
 
     private Muon(MuonAssembly parts, Sharding sharding, QkClip qkClip, List<StateStorage> storages,
                  StatePlacement.Seams seams) {
@@ -203,6 +217,11 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
         // Before anything that could change a parameter: a refused placement leaves no file behind.
         this.homes = StatePlacement.place(groups, storages, updatedHere, sharding == null ? 0
                 : sharding.group().rank(), seams);
+        // Registered at once, so that an optimizer dropped (or a build that throws from here on) does not leave its
+        // files until the JVM exits. The action holds the files' releases only: a reference to this optimizer would
+        // keep it reachable for good.
+        Runnable release = homes.fileReleases();
+        this.dropped = release == null ? null : DroppedFiles.CLEANER.register(this, release);
         this.transfer = new MuonStateTransfer(groups, states, sharding, homes);
         this.labels = states.stream().map(state -> state.label).toList();
         this.params = states.stream().map(state -> state.param).toList();
@@ -279,6 +298,9 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
             }
             checkStateBeforeStep();
             stepChecked(grads);
+        } finally {
+            // The cleaner must not remove the state files while a step reads them.
+            Reference.reachabilityFence(this);
         }
     }
 
@@ -290,7 +312,11 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
      * @throws dev.muon.state.StateFileException naming the buffer
      */
     void checkStateBeforeStep() {
-        homes.all().forEach(StateHome::checkBeforeStep);
+        try {
+            homes.all().forEach(StateHome::checkBeforeStep);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
     }
 
     /**
@@ -307,7 +333,11 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
         if (peers) {
             sharding.beforeUpdate(states);
         }
-        partial.run(stepCount + 1, () -> updateAll(grads, peers));
+        try {
+            partial.run(stepCount + 1, () -> updateAll(grads, peers));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
     }
 
     /** The part of a step that changes parameters and state, from the first update to the step count. */
@@ -536,7 +566,8 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
      * and device buffers freed. Afterwards every call that uses the state ({@code step}, {@code save},
      * {@code load}, {@code state}, {@code restore}, the PyTorch-state files, {@code momentumBuffer},
      * {@code secondMoment}) throws {@link IllegalStateException}; a second {@code close()} does nothing. The
-     * parameters stay as they are.
+     * parameters stay as they are. An optimizer dropped without {@code close()} has its state files removed once it
+     * is unreachable and collected; after {@code close()}, collection does nothing.
      *
      * @throws IllegalStateException if another thread is inside this optimizer
      */
@@ -548,6 +579,10 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
             }
             closed = true;
             homes.all().forEach(StateHome::close);
+            if (dropped != null) {
+                // Already released by the homes: this only deregisters, so collection does nothing afterwards.
+                dropped.clean();
+            }
             for (ParameterState state : states) {
                 for (BufferSpec spec : state.declared) {
                     Tensor buffer = state.evict(spec);
@@ -574,7 +609,11 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
 
     /** This optimizer's state ({@link MuonStateTransfer#capture}). */
     OptimizerState captureState(StateCapture capture) {
-        return transfer.capture(capture, stepCount, scheduleRecord);
+        try {
+            return transfer.capture(capture, stepCount, scheduleRecord);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
     }
 
     /**
@@ -611,7 +650,11 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
      * @throws java.io.UncheckedIOException if a buffer cannot be stored; nothing changed then
      */
     void stageRestore(OptimizerState checked) {
-        transfer.stage(checked);
+        try {
+            transfer.stage(checked);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
     }
 
     /** Lets go of what {@link #stageRestore} stored. */
@@ -626,7 +669,11 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
      * schedule record is the caller's to restore.
      */
     void applyChecked(OptimizerState checked) {
-        transfer.apply(checked);
+        try {
+            transfer.apply(checked);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
         stepCount = checked.step();
         // A state does not hold the lrs of the last updates.
         updates.forgetAppliedLrs();
@@ -824,7 +871,11 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
     /** A declared buffer of a parameter, wherever it lives ({@link StateHomes#buffer}), or null. */
     private Tensor bufferOf(Tensor param, String key) {
         ParameterState state = stateOf(param);
-        return homes.buffer(states.indexOf(state), state, key);
+        try {
+            return homes.buffer(states.indexOf(state), state, key);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
     }
 
     /** The one lookup of a parameter's state, by its tensor's identity. */

@@ -33,6 +33,16 @@ final class StateHomes {
     }
 
     /**
+     * What removes the state files of these homes ({@link FileHome#release}), or null when none keeps a file: for the
+     * optimizer's cleaner, so it holds the releases only, never a home or the optimizer.
+     */
+    Runnable fileReleases() {
+        List<Runnable> releases = homes.stream().filter(FileHome.class::isInstance)
+                .map(home -> ((FileHome) home).release()).toList();
+        return releases.isEmpty() ? null : () -> releases.forEach(Runnable::run);
+    }
+
+    /**
      * A buffer of the parameter at a position: the live one while it is with the parameter (or resident for its
      * update), else a copy of what its home stores; null when there is none.
      */

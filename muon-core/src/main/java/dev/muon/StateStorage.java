@@ -98,7 +98,8 @@ public record StateStorage(Place place, Path directory, boolean readAhead) {
      * The buffers of CPU parameters in files under {@code directory}, with read-ahead. The directory must exist
      * and be writable, with room for every state file the optimizer will write there (checked at build, together
      * with its other files on the same file store); each process makes one file of its own per group there
-     * ({@code muon-state-<run>-rank<r>.bin}), removes it on {@code close()}, and never reads another's.
+     * ({@code muon-state-<run>-rank<r>.bin}), removes it on {@code close()} (an optimizer dropped without it, once it
+     * is collected), and never reads or removes another's.
      *
      * @param directory an existing, writable directory
      * @return the storage

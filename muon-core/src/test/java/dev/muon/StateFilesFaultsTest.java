@@ -1,6 +1,7 @@
 package dev.muon;
 
 import dev.muon.golden.NativeScopePerTest;
+import dev.muon.schedule.TrainingOptimizer;
 import dev.muon.state.OptimizerState;
 import dev.muon.state.StateFileException;
 import org.bytedeco.pytorch.Tensor;
@@ -11,9 +12,11 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;
@@ -21,6 +24,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.stream.Stream;
 
@@ -33,9 +37,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The faults of {@link StateStorage#files}: a directory that is missing, a file, read-only, full or cannot hold files
  * is refused at build, naming it, with nothing changed and nothing left behind; a state file truncated, altered or
  * of another run is refused naming the buffer; a full disk during a write leaves the previous state readable and a
- * restore goes on from there; {@code close()} removes the file. Faults a root-run test cannot make for real (a
- * read-only or full directory) are injected through the file operations ({@link FileHome.Disk}), as
- * {@code CheckpointFileTest} fills a disk through an injected channel.
+ * restore goes on from there; {@code close()} removes the file, and so does collecting an optimizer dropped without
+ * it, never another's; several groups' files on one file store must fit its free space together, at build. Faults
+ * a root-run test cannot make for real (a read-only or full directory) are injected through the file operations
+ * ({@link FileHome.Disk}), as {@code CheckpointFileTest} fills a disk through an injected channel.
  */
 @ExtendWith(NativeScopePerTest.class)
 class StateFilesFaultsTest {
@@ -480,6 +485,91 @@ class StateFilesFaultsTest {
         IllegalStateException closed = assertThrows(IllegalStateException.class, adamW::step);
         assertEquals("MuonAdamW.step() on a closed MuonAdamW: close() released its state", closed.getMessage());
         assertFalse(Files.exists(dir.resolve("absent")));
+    }
+
+    /** What is left of an optimizer built with its state in files under {@code dir}, stepped once and dropped. */
+    private record Dropped(Path file, WeakReference<Object> optimizer) {
+    }
+
+    /** Builds, steps once and forgets an optimizer: only its state file's path and a weak reference come back. */
+    private Dropped droppedAfterOneStep(String kind) throws IOException {
+        List<Path> before = files();
+        Tensor p = parameter().requires_grad_(true);
+        TrainingOptimizer optimizer = kind.equals("Muon") ? muon(p, StateStorage.files(dir), FileHome.REAL)
+                : MuonAdamW.builder(java.util.Map.of("fc.weight", p)).muonWhen((n, t) -> true)
+                        .outputLayerOnAdamW(false).muonStateStorage(StateStorage.files(dir)).build();
+        gradient(p, 1);
+        optimizer.step();
+        List<Path> made = new java.util.ArrayList<>(files());
+        made.removeAll(before);
+        assertEquals(1, made.size(), "one state file");
+        return new Dropped(made.get(0), new WeakReference<>(optimizer));
+    }
+
+    /** Collects until {@code done} holds, for at most 5 s; whether it came to hold. */
+    private static boolean collectingUntil(BooleanSupplier done) throws InterruptedException {
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (!done.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                return false;
+            }
+            System.gc();
+            Thread.sleep(10);
+        }
+        return true;
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"Muon", "MuonAdamW"})
+    void optimizerDroppedWithoutClose_hasItsStateFileRemoved_onceCollected(String kind) throws Exception {
+        Dropped dropped = droppedAfterOneStep(kind);
+        assertTrue(Files.exists(dropped.file()));
+        assertTrue(collectingUntil(() -> !Files.exists(dropped.file())), "the state file of a dropped " + kind
+                + " was still there 5 s later: " + dropped.file() + " (collected: "
+                + (dropped.optimizer().get() == null) + ")");
+    }
+
+    @Test
+    void droppedOptimizer_isCleaned_whileAnotherInTheSameDirectoryKeepsItsFile() throws Exception {
+        Tensor b = parameter();
+        Muon kept = muon(b, StateStorage.files(dir), FileHome.REAL);
+        gradient(b, 1);
+        kept.step();
+        Dropped dropped = droppedAfterOneStep("Muon");
+        assertTrue(collectingUntil(() -> !Files.exists(dropped.file())), "the dropped optimizer's file stayed");
+        assertEquals(List.of(stateFile(kept)), files(), "the cleaner removed another optimizer's file");
+        gradient(b, 2);
+        kept.step();
+        assertTrue(b.equal(resident(2)), "the optimizer that was kept differs from one never disturbed");
+        kept.close();
+        assertEquals(List.of(), files());
+    }
+
+    @Test
+    void closedThenCollected_doesNothingTwice() throws Exception {
+        Dropped closed = closedAfterOneStep();
+        assertFalse(Files.exists(closed.file()), "close() left the state file");
+        // A file that appears at its name afterwards is not the optimizer's: collection must leave it.
+        Files.writeString(closed.file(), "not the optimizer's");
+        assertTrue(collectingUntil(() -> closed.optimizer().get() == null), "the closed optimizer was not collected");
+        // The cleaner runs after the weak reference is cleared: give it the time it takes a dropped one.
+        for (int i = 0; i < 20; i++) {
+            System.gc();
+            Thread.sleep(10);
+        }
+        assertTrue(Files.exists(closed.file()), "collection of a closed optimizer removed a file again");
+        Files.delete(closed.file());
+    }
+
+    private Dropped closedAfterOneStep() {
+        Tensor p = parameter();
+        Muon muon = muon(p, StateStorage.files(dir), FileHome.REAL);
+        gradient(p, 1);
+        muon.step();
+        Path file = stateFile(muon);
+        muon.close();
+        muon.close();
+        return new Dropped(file, new WeakReference<>(muon));
     }
 
     /** The parameter after {@code steps} steps with its state beside it: the run every fault must come back to. */
