@@ -85,20 +85,22 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
         static void checkPlacement(String name, OptimizerKind optimizer, int group, long[] shape, String tiedTo,
                                    RowSplit rowSplit) {
             if (group < 0) {
-                throw new IllegalArgumentException("group must be >= 0, got " + group + " for '" + name + "'");
+                throw new IllegalArgumentException("group must be >= 0, got " + group + " for '" + Messages.shortened(name)
+                        + "'");
             }
             for (long size : shape) {
                 if (size < 0) {
                     throw new IllegalArgumentException("shape sizes must be >= 0, got " + Arrays.toString(shape)
-                            + " for '" + name + "'");
+                            + " for '" + Messages.shortened(name) + "'");
                 }
             }
             if (rowSplit != null && optimizer != OptimizerKind.MUON) {
-                throw new IllegalArgumentException("rowSplit is for Muon parameters only; '" + name + "' is on "
+                throw new IllegalArgumentException("rowSplit is for Muon parameters only; '" + Messages.shortened(name)
+                        + "' is on "
                         + optimizer);
             }
             if (tiedTo != null && optimizer != OptimizerKind.ADAMW) {
-                throw new IllegalArgumentException("a tied name is listed on ADAMW; '" + name + "' is on "
+                throw new IllegalArgumentException("a tied name is listed on ADAMW; '" + Messages.shortened(name) + "' is on "
                         + optimizer);
             }
         }
@@ -172,24 +174,26 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
         Set<String> names = new HashSet<>();
         for (Parameter p : parameters) {
             if (!names.add(p.name())) {
-                throw new IllegalArgumentException("entries must have distinct names; '" + p.name()
+                throw new IllegalArgumentException("entries must have distinct names; '" + Messages.shortened(p.name())
                         + "' appears twice");
             }
             if (p.optimizer() == OptimizerKind.MUON && p.group() >= muonConfigs.size()) {
-                throw new IllegalArgumentException("'" + p.name() + "' is in Muon group " + p.group()
+                throw new IllegalArgumentException("'" + Messages.shortened(p.name()) + "' is in Muon group " + p.group()
                         + ", but there are " + muonConfigs.size() + " Muon group(s)");
             }
             if (p.optimizer() == OptimizerKind.ADAMW && !p.isTied() && adamWConfig == null) {
-                throw new IllegalArgumentException("'" + p.name() + "' is on AdamW, but adamWConfig is null");
+                throw new IllegalArgumentException("'" + Messages.shortened(p.name())
+                        + "' is on AdamW, but adamWConfig is null");
             }
             if (p.optimizer() == OptimizerKind.ADAMW && p.group() > 1) {
-                throw new IllegalArgumentException("'" + p.name() + "' is in AdamW group " + p.group()
+                throw new IllegalArgumentException("'" + Messages.shortened(p.name()) + "' is in AdamW group " + p.group()
                         + "; AdamW has group 0 (decayed) and 1 (no weight decay)");
             }
         }
         for (Parameter p : parameters) {
             if (p.isTied() && !names.contains(p.tiedTo())) {
-                throw new IllegalArgumentException("'" + p.name() + "' is tied to '" + p.tiedTo()
+                throw new IllegalArgumentException("'" + Messages.shortened(p.name()) + "' is tied to '"
+                        + Messages.shortened(p.tiedTo())
                         + "', which is not an entry");
             }
         }

@@ -1,5 +1,6 @@
 package dev.muon.state;
 
+import dev.muon.internal.Messages;
 import dev.muon.internal.TorchNatives;
 
 import java.util.ArrayList;
@@ -176,7 +177,7 @@ public final class CheckpointFit {
             }
             String key = tensor.substring(0, slash);
             if (!CheckpointBytes.FIXED_KINDS.contains(key) && declared.stream().noneMatch(d -> d.key().equals(key))) {
-                out.add(StateMismatchException.Difference.of(name, null, "buffer '" + key + "'",
+                out.add(StateMismatchException.Difference.of(name, null, "buffer '" + Messages.shortened(key) + "'",
                         "none (its update keeps " + keys(declared) + ")", "present", null));
             }
         }

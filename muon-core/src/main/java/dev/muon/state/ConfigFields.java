@@ -227,7 +227,7 @@ final class ConfigFields {
      * every public method of the type, which loads their signatures' classes, and one of {@code NsPrecision}'s names
      * libtorch's scalar type, absent where muon-djl reads a checkpoint.
      */
-    private static Object enumConstant(Class<?> type, String name) {
+    private static Object enumConstant(Class<?> type, String name, String key) {
         Object[] constants;
         try {
             constants = (Object[]) java.lang.invoke.MethodHandles.publicLookup()
@@ -242,7 +242,9 @@ final class ConfigFields {
                 return c;
             }
         }
-        throw new IllegalArgumentException("No enum constant " + type.getCanonicalName() + "." + name);
+        // The name comes from a file: quoted cut, as every value from a file is (a crafted one may be megabytes).
+        throw new IllegalArgumentException(key + " must be one of " + Arrays.stream(constants)
+                .map(c -> ((Enum<?>) c).name()).collect(Collectors.joining(", ")) + ", got " + describe(name));
     }
 
     /** A field's value from JSON: by its type; a settings record from an object of exactly its fields. */
@@ -258,7 +260,7 @@ final class ConfigFields {
             return bool(v, key);
         }
         if (type.isEnum()) {
-            return enumConstant(type, name(v, key));
+            return enumConstant(type, name(v, key), key);
         }
         if (type == CoefficientSchedule.class) {
             return schedule(v);

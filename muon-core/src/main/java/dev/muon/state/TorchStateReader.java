@@ -293,7 +293,7 @@ final class TorchStateReader {
             Map<String, Object> s = stringDict(e.getValue(), where);
             for (String key : s.keySet()) {
                 if (!Set.of("step", "exp_avg", "exp_avg_sq").contains(key)) {
-                    throw fail(where, "has an unknown key '" + key + "' (expected [exp_avg, exp_avg_sq, "
+                    throw fail(where, "has an unknown key '" + Messages.shortened(key) + "' (expected [exp_avg, exp_avg_sq, "
                             + "step]" + (key.equals("max_exp_avg_sq") ? "; amsgrad is not supported" : "")
                             + ")");
                 }
@@ -333,7 +333,8 @@ final class TorchStateReader {
                                              List<List<Integer>> expectedGroups) {
         for (String key : dict.keySet()) {
             if (!key.equals("state") && !key.equals("param_groups")) {
-                throw fail("'" + part + "'", "has an unknown key '" + key + "' (expected [param_groups, state])");
+                throw fail("'" + part + "'", "has an unknown key '" + Messages.shortened(key)
+                        + "' (expected [param_groups, state])");
             }
         }
         List<Object> raw = list(require(dict, "param_groups", "'" + part + "'"), part + ".param_groups");
@@ -405,7 +406,8 @@ final class TorchStateReader {
         }
         for (String key : group.keySet()) {
             if (!required.contains(key) && !optional.contains(key) && !TorchStateFormat.ANY_GROUP_KEYS.contains(key)) {
-                throw fail(where, "has an unknown key '" + key + "' (expected " + TorchStateFormat.sorted(required) + ")");
+                throw fail(where, "has an unknown key '" + Messages.shortened(key) + "' (expected "
+                        + TorchStateFormat.sorted(required) + ")");
             }
         }
     }

@@ -78,8 +78,8 @@ class ConfigFieldsTest {
         return Stream.of(
                 Arguments.of("nsSteps", "five", "config key 'nsSteps': nsSteps must be a 32-bit integer, got 'five'"),
                 Arguments.of("lr", -1.0, "config key 'lr': lr must be >= 0, got -1.0"),
-                Arguments.of("nsPrecision", "FLOAT8", "config key 'nsPrecision': No enum constant "
-                        + "dev.muon.orthogonalize.NsPrecision.FLOAT8"),
+                Arguments.of("nsPrecision", "FLOAT8", "config key 'nsPrecision': nsPrecision must be one of "
+                        + "FLOAT32, BFLOAT16, FLOAT64, got 'FLOAT8'"),
                 Arguments.of("norMuon", Map.of("beta2", 0.9), "config key 'norMuon': must be null or an object of "
                         + "beta2 and eps"),
                 Arguments.of("nsCoefficients", List.of(), "config key 'nsCoefficients': must be an object of name, "
