@@ -25,8 +25,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A string value from a file is quoted cut to 80 characters in a refusal (docs/checkpoints.md), in both of the
- * formats an optimizer reads: an enum setting of 4 MiB made a message of 4 MiB. The files are good ones,
- * edited.
+ * formats an optimizer reads: an enum setting of 4 MiB made a message of 4 MiB. And a value only a value
+ * constructor checked (a negative {@code adamw_step}) is refused by the reader as a {@link StateFileException}
+ * naming the entry, not as the constructor's {@link IllegalArgumentException}. The files are good ones, edited.
  */
 @ExtendWith(NativeScopePerTest.class)
 class FileValuesInMessagesTest {
@@ -128,6 +129,32 @@ class FileValuesInMessagesTest {
         assertTrue(message.contains(entry), message);
         assertTrue(message.contains(Messages.shortened(HUGE)), message);
         assertTrue(message.endsWith("; nothing was changed"), message);
+    }
+
+    static Stream<Arguments> negativeAdamWSteps() {
+        return Stream.of(Arguments.of(-1L), Arguments.of(-7L), Arguments.of(Long.MIN_VALUE));
+    }
+
+    /** As a negative step is ({@code CheckpointStoredScalarsTest}): the entry, the rule and the value. */
+    @ParameterizedTest(name = "adamw_step {0}")
+    @MethodSource("negativeAdamWSteps")
+    void checkpoint_negativeAdamWStep_isAStateFileException_andChangesNothing(long step) {
+        Path good = dir.resolve("good.ckpt");
+        trained(3).save(good);
+        Path file = CraftedCheckpoints.edited(good, dir.resolve("negative.ckpt"), meta -> { }, doc -> {
+            for (Object p : list(doc.get("parameters"))) {
+                if ("embed.weight".equals(map(p).get("name"))) {
+                    map(p).put("adamw_step", step);
+                }
+            }
+        });
+        MuonAdamW target = trained(2);
+        Map<String, Tensor> before = CheckpointTest.stateOf(target);
+
+        StateFileException e = assertThrows(StateFileException.class, () -> target.load(file));
+        assertEquals("checkpoint " + file + ": __metadata__.state parameter 'embed.weight' adamw_step must be >= 0, "
+                + "got " + step + "; nothing was changed", e.getMessage());
+        assertUnchanged(target, 2, before);
     }
 
     private static MuonAdamW trained(int steps) {

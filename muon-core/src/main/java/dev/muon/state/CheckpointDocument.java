@@ -377,8 +377,13 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
                 throw new FormatException(label, "appears twice");
             }
             if (o.get("adamw_step") != null) {
-                p = new Parameter(name, optimizer, p.group(), shape, text, (String) tied, rowSplit,
-                        integer(o.get("adamw_step"), label + " adamw_step"));
+                long adamWStep = integer(o.get("adamw_step"), label + " adamw_step");
+                // Checked here, where the entry is known: AdamWMoments would refuse it later, as a bad argument.
+                if (adamWStep < 0) {
+                    throw new FormatException("__metadata__.state " + label + " adamw_step", "must be >= 0, got "
+                            + adamWStep);
+                }
+                p = new Parameter(name, optimizer, p.group(), shape, text, (String) tied, rowSplit, adamWStep);
             }
             parameters.add(p);
         }
