@@ -522,7 +522,7 @@ final class FileHome implements StateHome {
     }
 
     @Override
-    public void bringIn(ParameterState state) {
+    public void bringIn(ParameterState state, boolean beforeChanges) {
         requireOpen();
         for (Entry entry : entriesOf(state)) {
             Future<?> pending = entry.pending;
@@ -547,6 +547,10 @@ final class FileHome implements StateHome {
                 await(pending, "reading " + entry.what());
             } catch (RuntimeException | Error e) {
                 give(entry, target);
+                if (beforeChanges && e instanceof SlotMismatch m) {
+                    // The step's first read: nothing changed, and the file put right (or a restore) lets it go on.
+                    throw new StateFileException("Muon state file", file, m.where, m.wrong, null);
+                }
                 throw e;
             }
             state.install(entry.spec, target);
@@ -747,8 +751,24 @@ final class FileHome implements StateHome {
                     + hex((int) sum.getValue()) + " read): it was altered or damaged since";
         }
         if (wrong != null) {
-            throw new IllegalStateException("Muon state file " + file + ": " + where + " " + wrong + "; restore a "
-                    + "saved state (load or restore) to go on");
+            throw new SlotMismatch(file, where, wrong);
+        }
+    }
+
+    /**
+     * A slot read that is not what this run wrote. Met after a step changed parameters, the optimizer is part-way
+     * and only a restore helps; met by the step's first read, {@link #bringIn} makes it a StateFileException.
+     */
+    private static final class SlotMismatch extends IllegalStateException {
+        private static final long serialVersionUID = 1L;
+        final String where;
+        final String wrong;
+
+        SlotMismatch(Path file, String where, String wrong) {
+            super("Muon state file " + file + ": " + where + " " + wrong + "; restore a saved state (load or "
+                    + "restore) to go on");
+            this.where = where;
+            this.wrong = wrong;
         }
     }
 

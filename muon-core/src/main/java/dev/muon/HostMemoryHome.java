@@ -129,7 +129,7 @@ final class HostMemoryHome implements StateHome {
     }
 
     @Override
-    public void bringIn(ParameterState state) {
+    public void bringIn(ParameterState state, boolean beforeChanges) {
         requireOpen();
         InFlight copy = prefetched.remove(state);
         if (copy == null) {

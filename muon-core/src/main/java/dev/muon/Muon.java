@@ -297,7 +297,8 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
                 grads.add(GradientCheck.usable(state.param, "Muon", state.label));
             }
             checkStateBeforeStep();
-            stepChecked(grads);
+            prepareStep(grads);
+            stepPrepared(grads);
         } finally {
             // The cleaner must not remove the state files while a step reads them.
             Reference.reachabilityFence(this);
@@ -320,18 +321,37 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
     }
 
     /**
-     * One step with gradients checked by the caller ({@link GradientCheck}), one per parameter in group order, null
-     * where a parameter has none: {@link MuonAdamW} checks every gradient of both its groups once before anything
-     * changes. Runs inside the caller's guard, scope and no-grad mode.
+     * The part of a step that changes nothing: plans it and brings in the first update's buffers
+     * ({@link PlannedUpdates#prepare}). A refusal here (a state file altered since this run wrote it) leaves the
+     * optimizer as it was and usable: it is not part-way. {@link #stepPrepared} follows at once, with the same
+     * gradients; {@link MuonAdamW} calls both, this one before its own step begins.
+     *
+     * @param grads the gradients checked by the caller ({@link GradientCheck}), one per parameter in group order,
+     *              null where a parameter has none
+     * @throws dev.muon.state.StateFileException naming the buffer
      */
-    void stepChecked(List<Tensor> grads) {
+    void prepareStep(List<Tensor> grads) {
+        updates.prepare(groups, grads, updatedHere, homes);
+    }
+
+    /**
+     * The rest of a step {@link #prepareStep} began, with the same gradients: {@link MuonAdamW} checks every
+     * gradient of both its groups once before anything changes. Runs inside the caller's guard, scope and no-grad
+     * mode.
+     */
+    void stepPrepared(List<Tensor> grads) {
         // A group of one has nothing to average or to send.
         boolean peers = sharding != null && sharding.group().worldSize() > 1;
-        if (peers && sharding.config().averageGradients()) {
-            GradientAveraging.averageGradients(sharding.group(), labels, params);
-        }
-        if (peers) {
-            sharding.beforeUpdate(states);
+        try {
+            if (peers && sharding.config().averageGradients()) {
+                GradientAveraging.averageGradients(sharding.group(), labels, params);
+            }
+            if (peers) {
+                sharding.beforeUpdate(states);
+            }
+        } catch (RuntimeException | Error e) {
+            updates.cancel(homes);
+            throw e;
         }
         try {
             partial.run(stepCount + 1, () -> updateAll(grads, peers));
@@ -342,7 +362,7 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
 
     /** The part of a step that changes parameters and state, from the first update to the step count. */
     private void updateAll(List<Tensor> grads, boolean peers) {
-        batchedLastStep = updates.run(groups, grads, updatedHere, homes);
+        batchedLastStep = updates.run(homes);
         if (peers) {
             sharding.broadcastUpdated(states);
         }

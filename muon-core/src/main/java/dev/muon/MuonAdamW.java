@@ -271,11 +271,13 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
                     : null;
             if (muon != null) {
                 muon.checkStateBeforeStep();
+                // Outside the part that may leave the optimizer part-way: a refusal here changes nothing.
+                muon.prepareStep(grads.muon());
             }
             partial.run(stepCount + 1, () -> {
                 if (muon != null) {
                     // Checked above, once: Muon's own check would read every gradient again.
-                    muon.stepChecked(grads.muon());
+                    muon.stepPrepared(grads.muon());
                 }
                 adamW.step(grads.adamW(), adamWConfig.lr());
                 if (qkClip != null) {

@@ -41,15 +41,19 @@ final class PlannedUpdates {
     }
 
     /**
-     * Updates every parameter of the groups that has a gradient and that this process updates.
+     * Plans a step: its units, every parameter of the groups that has a gradient and that this process updates,
+     * and brings in the first unit's buffers. Changes nothing: if a buffer cannot be brought in (a state file
+     * altered since), nothing is left resident and the optimizer is as it was, so the caller runs this before the
+     * part of the step that may leave it part-way. {@link #run} follows.
      *
      * @param grads       the checked gradients, one per parameter in the optimizer's order, null where none
      * @param updatedHere whether this process updates the parameter at a position (distributed: owns it)
      * @param homes       where each parameter keeps its state between updates
-     * @return how many parameters were orthogonalized in same-shape batches
+     * @throws dev.muon.state.StateFileException naming the buffer, if the first unit's stored state is not what
+     *                                           this run wrote
      */
-    int run(List<MuonGroup> groups, List<Tensor> grads, IntPredicate updatedHere, StateHomes homes) {
-        units.clear();
+    void prepare(List<MuonGroup> groups, List<Tensor> grads, IntPredicate updatedHere, StateHomes homes) {
+        releaseUnits();
         int i = 0;
         for (MuonGroup group : groups) {
             UpdateSlots.Step step = new UpdateSlots.Step(group.config());
@@ -65,13 +69,33 @@ final class PlannedUpdates {
                 }
             }
         }
+        if (!units.isEmpty()) {
+            try {
+                bringIn(units.get(0), homes, true);
+            } catch (RuntimeException | Error e) {
+                abandon(units.get(0), homes);
+                releaseUnits();
+                throw e;
+            }
+        }
+    }
+
+    /**
+     * Updates the units {@link #prepare} planned, whose first has its buffers resident.
+     *
+     * @param homes where each parameter keeps its state between updates
+     * @return how many parameters were orthogonalized in same-shape batches
+     */
+    int run(StateHomes homes) {
         int batched = 0;
         try {
             for (int u = 0; u < units.size(); u++) {
                 Unit unit = units.get(u);
                 Unit next = u + 1 < units.size() ? units.get(u + 1) : null;
                 try {
-                    bringIn(unit, homes);
+                    if (u > 0) {
+                        bringIn(unit, homes, false);
+                    }
                     prefetch(next, homes);
                     batched += unit.batch == null ? update(unit.index, unit.grad, unit.step)
                             : updateBatch(unit.batch, unit.count, unit.step);
@@ -84,14 +108,26 @@ final class PlannedUpdates {
             }
             return batched;
         } finally {
-            // No handle on a gradient outlives the step.
-            for (Unit unit : units) {
-                if (unit.batch != null) {
-                    unit.batch.release(unit.count);
-                }
-            }
-            units.clear();
+            releaseUnits();
         }
+    }
+
+    /** Lets go of what {@link #prepare} planned and brought in, for a step that ends before {@link #run}. */
+    void cancel(StateHomes homes) {
+        if (!units.isEmpty()) {
+            abandon(units.get(0), homes);
+        }
+        releaseUnits();
+    }
+
+    /** Lets go of the step's units: no handle on a gradient outlives the step. */
+    private void releaseUnits() {
+        for (Unit unit : units) {
+            if (unit.batch != null) {
+                unit.batch.release(unit.count);
+            }
+        }
+        units.clear();
     }
 
     /**
@@ -127,11 +163,11 @@ final class PlannedUpdates {
         return unit.batch == null ? 1 : unit.count;
     }
 
-    private void bringIn(Unit unit, StateHomes homes) {
+    private void bringIn(Unit unit, StateHomes homes, boolean beforeChanges) {
         for (int k = 0; k < members(unit); k++) {
             StateHome home = homes.of(member(unit, k));
             if (home != null) {
-                home.bringIn(states.get(member(unit, k)));
+                home.bringIn(states.get(member(unit, k)), beforeChanges);
             }
         }
     }

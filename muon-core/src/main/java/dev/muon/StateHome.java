@@ -35,10 +35,13 @@ interface StateHome {
      * started. A buffer not stored yet stays absent, and the update creates it (zeros) as it would with the
      * parameter.
      *
-     * @param state the parameter
+     * @param state         the parameter
+     * @param beforeChanges whether the step has changed nothing yet (this is its first unit): what was read not
+     *                      being what this run stored is then a {@link dev.muon.state.StateFileException}, which
+     *                      says that nothing was changed
      * @throws IllegalStateException naming the buffer, if what was read is not what this run stored
      */
-    void bringIn(ParameterState state);
+    void bringIn(ParameterState state, boolean beforeChanges);
 
     /**
      * After a parameter's update: its resident buffers are stored, and leave the parameter.

@@ -335,13 +335,142 @@ class StateFilesFaultsTest {
         IllegalStateException e = assertThrows(IllegalStateException.class, muon::step);
         assertTrue(e.getMessage().startsWith("Muon state file " + file + ": the momentum buffer of parameter 0 of "
                 + "group 0 (slot 1) does not match the checksum this run wrote (CRC-32C 0x"), e.getMessage());
-        assertTrue(e.getMessage().endsWith("read): it was altered or damaged since; restore a saved state (load or "
-                + "restore) to go on"), e.getMessage());
+        assertTrue(e.getMessage().endsWith("read): it was altered or damaged since; nothing was changed"),
+                e.getMessage());
         // The buffer is read before its parameter's update: with one parameter, nothing changed.
         assertTrue(p.equal(before), "the refused step changed the parameter");
         muon.restore(saved);
         muon.step();
         assertTrue(p.equal(resident(3)), "after the restore the run differs from one without a fault");
+        muon.close();
+    }
+
+    // ------------------------------------------------------------------ during a step's reads
+
+    /** Two [8, 8] parameters updated one after the other (no same-shape batch), their buffers in a state file. */
+    private static Muon twoParameters(Tensor a, Tensor b, StateStorage storage, boolean readAhead) {
+        StateStorage placed = storage.place() == StateStorage.Place.FILES
+                ? storage.withReadAhead(readAhead) : storage;
+        return Muon.builder().addGroup(List.of(a, b), MuonConfig.defaults().withLr(0.02).withBatchSameShape(false))
+                .stateStorage(placed).build();
+    }
+
+    private static Tensor[] twoParameters() {
+        Tensor a = parameter();
+        torch.manual_seed(6);
+        return new Tensor[]{a, torch.randn(SHAPE)};
+    }
+
+    private static void gradients(Tensor[] ps, int step) {
+        gradient(ps[0], step);
+        torch.manual_seed(80 + step);
+        ps[1].mutable_grad().put(torch.randn(SHAPE));
+    }
+
+    /** Flips one bit of entry {@code entry}'s data in {@code slot}; returns the byte as it was. */
+    private static byte flip(Path file, int entry, int slot) throws IOException {
+        // Each entry of this layout takes two slots of 4096 + 4096 bytes.
+        long at = dataOf(slot) + entry * (4L * FileHome.ALIGN) + 17;
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            ByteBuffer one = ByteBuffer.allocate(1);
+            channel.read(one, at);
+            byte was = one.get(0);
+            one.put(0, (byte) (was ^ 0x10)).rewind();
+            channel.write(one, at);
+            return was;
+        }
+    }
+
+    private static void put(Path file, int entry, int slot, byte value) throws IOException {
+        long at = dataOf(slot) + entry * (4L * FileHome.ALIGN) + 17;
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.WRITE)) {
+            channel.write(ByteBuffer.wrap(new byte[]{value}), at);
+        }
+    }
+
+    static Stream<Arguments> readAhead() {
+        return Stream.of(Arguments.of(true), Arguments.of(false));
+    }
+
+    /**
+     * The first buffer a step reads, altered: the step is refused before any parameter or buffer changed, says so,
+     * and leaves the optimizer usable: with the file's bytes put back, the run goes on as one never damaged.
+     */
+    @ParameterizedTest(name = "readAhead {0}")
+    @MethodSource("readAhead")
+    void alteredFirstBuffer_isRefusedChangingNothing_andTheRepairedFileGoesOn(boolean readAhead)
+            throws IOException {
+        Tensor[] ps = twoParameters();
+        Muon muon = twoParameters(ps[0], ps[1], StateStorage.files(dir), readAhead);
+        for (int step = 1; step <= 2; step++) {
+            gradients(ps, step);
+            muon.step();
+        }
+        Tensor a = ps[0].clone();
+        Tensor b = ps[1].clone();
+        Tensor momentumA = muon.momentumBuffer(ps[0]).orElseThrow().clone();
+        Tensor momentumB = muon.momentumBuffer(ps[1]).orElseThrow().clone();
+        Path file = stateFile(muon);
+        byte was = flip(file, 0, 1);
+        gradients(ps, 3);
+
+        StateFileException e = assertThrows(StateFileException.class, muon::step);
+        assertTrue(e.getMessage().startsWith("Muon state file " + file + ": the momentum buffer of parameter 0 of "
+                + "group 0 (slot 1) does not match the checksum this run wrote (CRC-32C 0x"), e.getMessage());
+        assertTrue(e.getMessage().endsWith("read): it was altered or damaged since; nothing was changed"),
+                e.getMessage());
+        assertTrue(ps[0].equal(a) && ps[1].equal(b), "the refused step changed a parameter");
+        assertTrue(muon.momentumBuffer(ps[1]).orElseThrow().equal(momentumB), "the refused step changed a buffer");
+        assertEquals(2, muon.stepCount());
+
+        put(file, 0, 1, was);
+        assertTrue(muon.momentumBuffer(ps[0]).orElseThrow().equal(momentumA), "the repaired buffer differs");
+        muon.step();
+        assertEquals(3, muon.stepCount());
+        Tensor[] unharmed = twoParameters();
+        Muon resident = twoParameters(unharmed[0], unharmed[1], StateStorage.withParameter(), readAhead);
+        for (int step = 1; step <= 3; step++) {
+            gradients(unharmed, step);
+            resident.step();
+        }
+        assertTrue(ps[0].equal(unharmed[0]) && ps[1].equal(unharmed[1]),
+                "after the repair the run differs from one without a fault");
+        assertTrue(muon.momentumBuffer(ps[0]).orElseThrow().equal(resident.momentumBuffer(unharmed[0]).orElseThrow())
+                && muon.momentumBuffer(ps[1]).orElseThrow().equal(resident.momentumBuffer(unharmed[1])
+                .orElseThrow()), "after the repair the momentum differs from one without a fault");
+        muon.close();
+    }
+
+    /**
+     * A buffer altered that the step reads after its first update changed a parameter: the step is part-way, and
+     * the optimizer refuses to build on it until a restore, as before.
+     */
+    @ParameterizedTest(name = "readAhead {0}")
+    @MethodSource("readAhead")
+    void alteredBufferReadAfterAnUpdate_leavesTheStepPartWay(boolean readAhead) throws IOException {
+        Tensor[] ps = twoParameters();
+        Muon muon = twoParameters(ps[0], ps[1], StateStorage.files(dir), readAhead);
+        for (int step = 1; step <= 2; step++) {
+            gradients(ps, step);
+            muon.step();
+        }
+        OptimizerState saved = muon.state();
+        Tensor a = ps[0].clone();
+        Path file = stateFile(muon);
+        flip(file, 1, 1);
+        gradients(ps, 3);
+
+        IllegalStateException e = assertThrows(IllegalStateException.class, muon::step);
+        assertFalse(e instanceof StateFileException, e.getMessage());
+        assertTrue(e.getMessage().startsWith("Muon state file " + file + ": the momentum buffer of parameter 1 of "
+                + "group 0 (slot 1) does not match the checksum this run wrote (CRC-32C 0x"), e.getMessage());
+        assertTrue(e.getMessage().endsWith("read): it was altered or damaged since; restore a saved state (load or "
+                + "restore) to go on"), e.getMessage());
+        assertFalse(ps[0].equal(a), "the first parameter's update ran before the altered buffer was read");
+        IllegalStateException refused = assertThrows(IllegalStateException.class, muon::step);
+        assertTrue(refused.getMessage().startsWith("Muon.step() refused: step 3 failed after it had begun changing "
+                + "parameters"), refused.getMessage());
+        muon.restore(saved);
         muon.close();
     }
 
