@@ -3,6 +3,7 @@ package dev.muon.golden;
 import dev.muon.HyperballConfig;
 import dev.muon.MomentumPrecision;
 import dev.muon.MuonConfig;
+import dev.muon.Orthogonalization;
 import dev.muon.orthogonalize.Coefficients;
 
 import java.util.Random;
@@ -119,7 +120,7 @@ public final class Float64Update {
         for (int i = 0; i < rows; i++) {
             System.arraycopy(u, (base + i) * n, ub[i], 0, n);
         }
-        double[][] o = newtonSchulz(ub, c);
+        double[][] o = c.orthogonalization() == Orthogonalization.EXACT_SVD ? polarFactor(ub) : newtonSchulz(ub, c);
         double lr;
         if (c.norMuon() != null) {
             double frobenius = 0;
@@ -196,6 +197,43 @@ public final class Float64Update {
             out[e] = random.nextGaussian();
         }
         return out;
+    }
+
+    /**
+     * The polar factor {@code U Vᵀ} of a full-rank matrix, the exact answer of {@code EXACT_SVD}: the classical cubic
+     * iteration {@code X ← 1.5·X − 0.5·X Xᵀ X} from {@code X / ‖X‖_F}, whose singular values all converge to 1
+     * (quadratically once near it), run until it stops moving. Independent of any SVD code.
+     */
+    public static double[][] polarFactor(double[][] u) {
+        boolean tall = u.length > u[0].length;
+        double[][] x = tall ? transpose(u) : copy(u);
+        double norm = 0;
+        for (double[] row : x) {
+            for (double value : row) {
+                norm += value * value;
+            }
+        }
+        norm = Math.sqrt(norm);
+        for (double[] row : x) {
+            for (int j = 0; j < row.length; j++) {
+                row[j] /= norm;
+            }
+        }
+        for (int s = 0; s < 200; s++) {
+            double[][] xxx = multiply(multiply(x, transpose(x)), x);
+            double change = 0;
+            for (int i = 0; i < x.length; i++) {
+                for (int j = 0; j < x[0].length; j++) {
+                    double next = 1.5 * x[i][j] - 0.5 * xxx[i][j];
+                    change = Math.max(change, Math.abs(next - x[i][j]));
+                    x[i][j] = next;
+                }
+            }
+            if (change < 1e-16) {
+                break;
+            }
+        }
+        return tall ? transpose(x) : x;
     }
 
     /** PyTorch's {@code _zeropower_via_newtonschulz} in float64: transpose tall, normalize, iterate. */

@@ -203,7 +203,9 @@ final class MuonStep {
         double paramLargest = largestFinite(dtype);
         NDArray radius = h.fixedRadius() ? null : normOf(weight, normType);
         // −lr·R / max(‖O‖, eps), each factor clamped to the finite range, as muon-core does.
-        NDArray step = NDArrays.div(1, normOf(o, normType).maximum(h.eps()));
+        // ‖O‖ of a float64 O (a float64 iteration on a narrower parameter) in float64, then narrowed, as muon-core.
+        NDArray oNorm = o.getDataType() == DataType.FLOAT64 ? o.norm().toType(normType, false) : normOf(o, normType);
+        NDArray step = NDArrays.div(1, oNorm.maximum(h.eps()));
         step = radius == null ? step.muli(-lr * h.radius()) : step.muli(radius).minimum(normLargest).muli(-lr);
         step = step.clip(-paramLargest, paramLargest);
         weight.addi(o.toType(dtype, false).mul(step.toType(dtype, false)));
