@@ -8,6 +8,7 @@ import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -32,6 +33,13 @@ final class TorchSave {
     /** The version record of the archive; PyTorch 1.13 reads versions 1 to 10. */
     private static final String FILE_FORMAT_VERSION = "3\n";
     private static final String ROOT = "archive/";
+    /**
+     * Every entry's last-modified time, so that one state gives the same bytes whenever it is written (the JDK
+     * would stamp the clock, in 2-second steps). PyTorch's own writer stamps a fixed 0 (1980-00-00 00:00), a date
+     * the JDK cannot write; this is the reproducible-builds constant Gradle uses, a DOS date-time of local fields
+     * (no time zone enters) written without an extended-timestamp field. Readers take any time.
+     */
+    static final LocalDateTime ENTRY_TIME = LocalDateTime.of(1980, 2, 1, 0, 0);
 
     private final ByteArrayOutputStream pickle = new ByteArrayOutputStream();
     private final List<Tensor> tensors = new ArrayList<>();
@@ -79,6 +87,7 @@ final class TorchSave {
         entry.setSize(size);
         entry.setCompressedSize(size);
         entry.setCrc(crc.getValue());
+        entry.setTimeLocal(ENTRY_TIME);
         zip.putNextEntry(entry);
         byte[] buffer = new byte[1 << 20];
         for (ByteBuffer chunk : chunks) {
