@@ -495,9 +495,11 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
 
     /**
      * {@link #restore(OptimizerState)}, saying what to do with parameters whose place changed since the state was
-     * taken (a parameter in another group, one that appeared): {@link AssignmentChanges#START_FRESH} restores every
-     * parameter whose entry is unchanged bit for bit, gives a parameter of another place the state's value and no
-     * momentum, keeps a new one as it is, and names each in one INFO line of this class's logger.
+     * taken (a parameter added at the end of a group): {@link AssignmentChanges#START_FRESH} restores every
+     * parameter whose entry is unchanged bit for bit, keeps a new one as it is with no momentum, and names each in
+     * one INFO line of this class's logger. A parameter moved to another group is refused under both options,
+     * naming the groups whose sizes changed: this optimizer's parameters are known by their place only
+     * ({@code "parameter i of group g"}), so the state cannot say which one moved.
      *
      * @param state   the state
      * @param changes what to do with parameters whose place changed

@@ -256,6 +256,54 @@ class ReassignedRestoreTest {
         assertEquals(1, second.stepCount());
     }
 
+    /**
+     * A parameter moved to another group of a {@code Muon}: its parameters are known by place only, so the state
+     * cannot say which one moved; the restore is refused under both {@link AssignmentChanges}, naming both groups
+     * and the way on, never advising {@code START_FRESH}, and nothing changes.
+     */
+    @Test
+    void muon_parameterMovedToAnotherGroup_isRefused_evenWithStartFresh_andChangesNothing() {
+        torch.manual_seed(4);
+        Tensor a = torch.randn(6, 4);
+        Tensor b = torch.randn(4, 6);
+        Tensor c = torch.randn(5, 5);
+        Muon first = Muon.builder().addGroup(List.of(a, b), MuonConfig.defaults().withLr(0.02))
+                .addGroup(List.of(c), MuonConfig.defaults().withLr(0.01)).build();
+        for (Tensor p : List.of(a, b, c)) {
+            p.mutable_grad().put(torch.randn(p.shape()));
+        }
+        first.step();
+        var state = first.state();
+        Path file = dir.resolve("muon.ckpt");
+        first.save(file);
+
+        // b moves from group 0 to group 1 (to take group 1's lr).
+        List<Tensor> resumed = List.of(torch.randn(6, 4), torch.randn(4, 6), torch.randn(5, 5));
+        List<Tensor> before = resumed.stream().map(Tensor::clone).toList();
+        Muon second = Muon.builder().addGroup(List.of(resumed.get(0)), MuonConfig.defaults().withLr(0.03))
+                .addGroup(List.of(resumed.get(1), resumed.get(2)), MuonConfig.defaults().withLr(0.005)).build();
+        String expected = "muon group 0 parameters: this optimizer 1, the state 2; muon group 1 parameters: this "
+                + "optimizer 2, the state 1 (parameters moved between the groups of this Muon; its parameters are "
+                + "known by their place only ('parameter i of group g'), so the state cannot say which one moved, "
+                + "and AssignmentChanges.START_FRESH cannot restore it either: build the Muon with the groups as "
+                + "saved (group 0: 2 parameters, group 1: 1 parameter) to load this state, or leave the state "
+                + "unloaded to start every parameter afresh); nothing was changed";
+        List<org.junit.jupiter.api.function.Executable> attempts = List.of(() -> second.restore(state),
+                () -> second.restore(state, AssignmentChanges.START_FRESH), () -> second.load(file),
+                () -> second.load(file, AssignmentChanges.START_FRESH));
+        for (org.junit.jupiter.api.function.Executable attempt : attempts) {
+            StateMismatchException e = assertThrows(StateMismatchException.class, attempt);
+            assertTrue(e.getMessage().endsWith("(2 differences): " + expected), e.getMessage());
+            for (int i = 0; i < resumed.size(); i++) {
+                assertTrue(resumed.get(i).equal(before.get(i)), "parameter " + i + " changed in a refused restore");
+                assertTrue(second.momentumBuffer(resumed.get(i)).isEmpty(), "parameter " + i + " has a momentum");
+            }
+            assertEquals(0, second.stepCount());
+            assertEquals(0.03, second.lr(0));
+            assertEquals(0.005, second.lr(1));
+        }
+    }
+
     private static void assertSameTensors(Map<String, Tensor> before, Map<String, Tensor> after, String what) {
         assertEquals(before.keySet(), after.keySet(), what);
         before.forEach((name, t) -> assertTrue(t.equal(after.get(name)), name + " changed in " + what));

@@ -4,8 +4,8 @@ import dev.muon.internal.TorchNatives;
 
 /**
  * What a restore ({@code load}, {@code restore}) does with the parameters whose place in the optimizer changed
- * since the state was saved: a parameter moved between Muon and AdamW (or to another group, or got another row
- * split), a parameter that appeared, or a tied weight that was split (or tied). The default, {@link #REFUSE},
+ * since the state was saved: a parameter moved between Muon and AdamW (or to the other AdamW group, or got another
+ * row split), a parameter that appeared, or a tied weight that was split (or tied). The default, {@link #REFUSE},
  * refuses the state and lists every difference; {@link #START_FRESH} restores the rest and starts those parameters'
  * optimizer state afresh. See {@code docs/checkpoints.md}, "When the assignment changed".
  */
@@ -25,7 +25,8 @@ public enum AssignmentChanges {
      * fresh too; the saved state of a name now tied to another is dropped. Each is named in one INFO line of the
      * optimizer's logger. Still refused, listing every difference: a parameter of the state the optimizer does not
      * have, another shape or dtype, another number of Muon groups or build settings, an AdamW part on one side
-     * only.
+     * only, and a parameter moved to another group of a {@code Muon}, whose parameters are known by their place
+     * only (the state cannot say which one moved).
      */
     START_FRESH;
 

@@ -61,6 +61,10 @@ public record FittedState(OptimizerState state, List<String> fresh) {
     public static FittedState of(OptimizerState optimizer, OptimizerState candidate, AssignmentChanges changes,
                                  String source, UnaryOperator<StateMismatchException.Difference> hints) {
         Objects.requireNonNull(changes, "changes must not be null");
+        List<StateMismatchException.Difference> regrouped = regrouped(optimizer, candidate);
+        if (!regrouped.isEmpty()) {
+            throw new StateMismatchException(source, regrouped);
+        }
         if (changes == AssignmentChanges.START_FRESH && sameParts(optimizer, candidate)) {
             FittedState fitted = startFresh(optimizer, candidate, source, hints);
             StateFit.require(optimizer, fitted.state(), source, hints);
@@ -79,6 +83,72 @@ public record FittedState(OptimizerState state, List<String> fresh) {
                     + "the rest and start those parameters afresh (docs/checkpoints.md)" : null);
         }
         return new FittedState(candidate, List.of());
+    }
+
+    /**
+     * The groups of a {@code Muon} whose sizes changed while the number of parameters did not: a parameter moved
+     * between groups. A {@code Muon}'s parameters are known by their place only ({@code "parameter i of group g"}),
+     * so the state cannot say which parameter moved, and matching the rest by place would give one parameter
+     * another's momentum: such a state is refused under every {@link AssignmentChanges}, naming the groups.
+     * Empty when either side has named parameters (a {@code MuonAdamW}'s) or the sizes agree.
+     */
+    private static List<StateMismatchException.Difference> regrouped(OptimizerState optimizer,
+                                                                      OptimizerState candidate) {
+        int groups = optimizer.muonConfigs().size();
+        if (candidate.muonConfigs().size() != groups || optimizer.specs().size() != candidate.specs().size()
+                || !placeNamed(optimizer) || !placeNamed(candidate)) {
+            return List.of();
+        }
+        int[] mine = groupSizes(optimizer, groups);
+        int[] theirs = groupSizes(candidate, groups);
+        if (Arrays.equals(mine, theirs)) {
+            return List.of();
+        }
+        List<StateMismatchException.Difference> found = new ArrayList<>();
+        for (int g = 0; g < groups; g++) {
+            if (mine[g] != theirs[g]) {
+                found.add(new StateMismatchException.Difference("muon group " + g, "parameters",
+                        String.valueOf(mine[g]), String.valueOf(theirs[g]), null));
+            }
+        }
+        int last = found.size() - 1;
+        found.set(last, found.get(last).withHint("parameters moved between the groups of this Muon; its "
+                + "parameters are known by their place only ('parameter i of group g'), so the state cannot say "
+                + "which one moved, and AssignmentChanges.START_FRESH cannot restore it either: build the Muon with "
+                + "the groups as saved (" + sizes(theirs) + ") to load this state, or leave the state unloaded "
+                + "to start every parameter afresh"));
+        return found;
+    }
+
+    /** Whether every entry is a Muon entry named by its place, as an unnamed {@code Muon} names them. */
+    private static boolean placeNamed(OptimizerState state) {
+        if (state.adamWConfig() != null) {
+            return false;
+        }
+        int[] next = new int[state.muonConfigs().size()];
+        for (ParameterSpec spec : state.specs()) {
+            int g = spec.group();
+            if (spec.optimizer() != OptimizerKind.MUON || g < 0 || g >= next.length
+                    || !spec.name().equals("parameter " + next[g]++ + " of group " + g)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static int[] groupSizes(OptimizerState state, int groups) {
+        int[] sizes = new int[groups];
+        state.specs().forEach(spec -> sizes[spec.group()]++);
+        return sizes;
+    }
+
+    /** {@code group 0: 2 parameters, group 1: 1 parameter}. */
+    private static String sizes(int[] sizes) {
+        List<String> out = new ArrayList<>();
+        for (int g = 0; g < sizes.length; g++) {
+            out.add("group " + g + ": " + sizes[g] + (sizes[g] == 1 ? " parameter" : " parameters"));
+        }
+        return Messages.shortened(String.join(", ", out));
     }
 
     /**
