@@ -108,8 +108,6 @@ final class DjlCheckpoint {
      * @param document its document ({@link #document})
      * @param named    every named parameter
      * @param held     each parameter's state by name
-     * @throws IllegalArgumentException if a parameter's state does not fit the format (a NorMuon second moment of a
-     *                                  conv filter flattened from other than 4 dims), naming it; nothing is written
      * @throws java.io.UncheckedIOException if the file cannot be written; it is then unchanged
      */
     static void write(Path path, CheckpointDocument document, List<Named> named, Map<String, Held> held) {
@@ -124,13 +122,6 @@ final class DjlCheckpoint {
                 continue;
             }
             for (Map.Entry<String, NDArray> b : h.buffers().entrySet()) {
-                if (b.getKey().equals(UpdateRecipe.SECOND_MOMENT.key()) && n.entry().convFilter()
-                        && n.entry().shape().length != 4) {
-                    throw new IllegalArgumentException("parameter '" + n.name() + "' is a conv filter of shape "
-                            + java.util.Arrays.toString(n.entry().shape()) + " flattened for Muon, whose NorMuon "
-                            + "second moment (one entry per filter) the checkpoint format cannot describe: it reads a "
-                            + "3-D parameter as a stack; save without NorMuon, or send the filter to AdamW");
-                }
                 tensors.put(b.getKey() + "/" + n.name(), raw(b.getValue()));
             }
             if (h.expAvg() != null) {

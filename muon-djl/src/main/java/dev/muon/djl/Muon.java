@@ -160,7 +160,11 @@ public final class Muon extends BoundOptimizer {
             weights.put(e.name(), arrayOf.apply(e));
         }
         weights.forEach(step.kernels()::requireServes);
-        step.prepare(weights);
+        Map<String, AssignmentRule.Matrix> byName = new HashMap<>();
+        for (String name : weights.keySet()) {
+            byName.put(name, out.get(model.byName(name).id()));
+        }
+        step.prepare(weights, byName);
         matrices = out;
         names = List.copyOf(weights.keySet());
         Map<String, NsKernels.Kernel> kernels = new LinkedHashMap<>();

@@ -146,14 +146,16 @@ public final class MuonAdamW extends BoundOptimizer {
                 (kind, id) -> learningRate(kind, id, 1));
         table.requireMuon(allowEmptyMuon);
         Map<String, NDArray> weights = new LinkedHashMap<>();
+        Map<String, AssignmentRule.Matrix> matrices = new java.util.HashMap<>();
         Set<String> ids = new java.util.HashSet<>();
         for (ModelParameters.Entry e : model.entries()) {
             if (table.optimizerOf(e.id()) == OptimizerKind.MUON && ids.add(e.id())) {
                 weights.put(e.name(), arrayOf.apply(e));
+                matrices.put(e.name(), table.matrixOf(e.id()));
             }
         }
         weights.forEach(muon.kernels()::requireServes);
-        muon.prepare(weights);
+        muon.prepare(weights, matrices);
         Map<String, NsKernels.Kernel> kernels = new LinkedHashMap<>();
         for (AssignmentTable.Row row : table.rows()) {
             ModelParameters.Entry e = model.byName(row.name());

@@ -11,9 +11,11 @@ import dev.muon.HyperballConfig;
 import dev.muon.MuonConfig;
 import dev.muon.NorMuonConfig;
 import dev.muon.UpdateRecipe;
+import dev.muon.state.BufferSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
@@ -61,6 +63,8 @@ final class MuonStep {
     private final Normalizer normalizer;
     private final Applier applier;
     private final NsKernels kernels;
+    /** The elements of the update, fixed at build (a load changes hyperparameters only). */
+    private final UpdateRecipe recipe;
     private final Map<ParameterKey, NDArray> buffers = new HashMap<>();
     private final Map<ParameterKey, NDArray> secondMoments = new HashMap<>();
     /** A checkpoint's state by parameter id, which each device's copy starts from. */
@@ -88,7 +92,7 @@ final class MuonStep {
      */
     MuonStep(MuonConfig config) {
         this.config = config;
-        UpdateRecipe recipe = UpdateRecipe.of(config);
+        this.recipe = UpdateRecipe.of(config);
         switch (recipe.momentum()) {
             case EMA -> { }
             case EMA_BFLOAT16_STORED -> throw UpdateRecipe.refused(recipe.momentum(), BINDING, "DJL's bfloat16 "
@@ -146,10 +150,12 @@ final class MuonStep {
      * check or a change of the parameters before training (Hyperball's: a norm &gt; 0, a fixed radius) does it here,
      * every check before any change.
      *
-     * @param weights the Muon parameters by name
+     * @param weights  the Muon parameters by name
+     * @param matrices their matrix views by name
      * @throws IllegalArgumentException naming a parameter the recipe refuses; nothing changed then
      */
-    void prepare(Map<String, NDArray> weights) {
+    void prepare(Map<String, NDArray> weights, Map<String, AssignmentRule.Matrix> matrices) {
+        weights.forEach((name, weight) -> requireDescribed(name, weight.getShape().getShape(), matrices.get(name)));
         HyperballConfig hyperball = config.hyperball();
         if (hyperball == null) {
             return;
@@ -188,6 +194,37 @@ final class MuonStep {
                 }
             }
         });
+    }
+
+    /**
+     * Refuses, when the optimizer is built, a parameter one of whose declared buffers checkpoints could not describe:
+     * a file reads each buffer's shape from its parameter's ({@link BufferSpec.Shape#of}), and a conv filter flattened
+     * from other than 4 dims (DJL's 1-D or 3-D convolutions) keeps one NorMuon entry per filter where the file would
+     * read a stack's rows. Decided here, not when the run first saves.
+     */
+    private void requireDescribed(String name, long[] shape, AssignmentRule.Matrix matrix) {
+        for (UpdateRecipe.Element element : recipe.elements()) {
+            for (BufferSpec spec : element.buffers()) {
+                long[] held = heldShape(spec, shape, matrix);
+                long[] described = spec.shape().of(shape);
+                if (!Arrays.equals(held, described)) {
+                    throw new IllegalArgumentException("parameter '" + name + "' of shape " + Arrays.toString(shape)
+                            + ", taken by Muon as a " + matrix.rows() + " x " + matrix.cols() + " matrix, would keep "
+                            + "its " + spec.label() + " of shape " + Arrays.toString(held) + ", which checkpoints "
+                            + "cannot describe (they read a parameter of " + shape.length + " dims as one of shape "
+                            + Arrays.toString(described) + "); send the parameter to AdamW, or change "
+                            + element.setting());
+                }
+            }
+        }
+    }
+
+    /** The shape a declared buffer has for a parameter of this shape and matrix view. */
+    static long[] heldShape(BufferSpec spec, long[] shape, AssignmentRule.Matrix matrix) {
+        return switch (spec.shape()) {
+            case PARAMETER -> shape.clone();
+            case ROWS -> matrix.batch() == 0 ? new long[]{matrix.rows()} : new long[]{matrix.batch(), matrix.rows()};
+        };
     }
 
     /**
@@ -322,7 +359,7 @@ final class MuonStep {
                 weight, () -> weight.zerosLike()), home));
         NDArray v = null;
         if (config.norMuon() != null) {
-            Shape shape = matrix.batch() == 0 ? new Shape(matrix.rows()) : new Shape(matrix.batch(), matrix.rows());
+            Shape shape = new Shape(heldShape(UpdateRecipe.SECOND_MOMENT, weight.getShape().getShape(), matrix));
             DataType dtype = weight.getDataType() == DataType.FLOAT64 ? DataType.FLOAT64 : DataType.FLOAT32;
             v = secondMoments.computeIfAbsent(key, k -> owned(loadedOrZeros(loadedSecondMoments.get(
                     k.parameterId()), weight, () -> home.zeros(shape, dtype, weight.getDevice())), home));

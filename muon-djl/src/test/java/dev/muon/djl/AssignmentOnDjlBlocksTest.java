@@ -14,6 +14,7 @@ import ai.djl.nn.convolutional.Conv2d;
 import ai.djl.nn.core.Linear;
 import ai.djl.nn.norm.BatchNorm;
 import dev.muon.MuonConfig;
+import dev.muon.NorMuonConfig;
 import dev.muon.OptimizerKind;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -130,6 +131,37 @@ class AssignmentOnDjlBlocksTest {
                 + "a 3-D conv filter to [6, 12], use MuonConfig.withConvWeights(ConvWeights.FLATTEN) (sent to Muon "
                 + "by the default rule as a hidden matrix; optForceAdamW(\"01Conv1d_weight\") keeps it on AdamW)",
                 e.getMessage());
+    }
+
+    /**
+     * A Conv1d filter flattened for Muon keeps one NorMuon entry per filter, which checkpoints (reading a 3-D parameter
+     * as a stack) cannot describe: refused when the optimizer is built, in both optimizers, not when the run first
+     * saves; a Conv2d filter's, which they describe, builds.
+     */
+    @Test
+    void conv1dFilter_withNorMuon_isRefusedAtBuild_namingIt() {
+        SequentialBlock block = new SequentialBlock()
+                .add(Conv1d.builder().setKernelShape(new Shape(3)).setFilters(6).build())
+                .add(Blocks.batchFlattenBlock()).add(Linear.builder().setUnits(2).build());
+        block.initialize(manager, DataType.FLOAT32, new Shape(1, 4, 10));
+        MuonConfig norMuon = MuonConfig.dropIn(1e-2, 0.01).withNorMuon(NorMuonConfig.defaults());
+        String message = "parameter '01Conv1d_weight' of shape [6, 4, 3], taken by Muon as a 6 x 12 matrix, would "
+                + "keep its NorMuon second moment of shape [6], which checkpoints cannot describe (they read a "
+                + "parameter of 3 dims as one of shape [6, 4]); send the parameter to AdamW, or change norMuon = on";
+        assertEquals(message, assertThrows(IllegalArgumentException.class,
+                () -> MuonAdamW.builder().optBlock(block).optMuon(norMuon).build()).getMessage());
+        SequentialBlock convOnly = new SequentialBlock()
+                .add(Conv1d.builder().setKernelShape(new Shape(3)).setFilters(6).optBias(false).build());
+        convOnly.initialize(manager, DataType.FLOAT32, new Shape(1, 4, 10));
+        assertEquals(message, assertThrows(IllegalArgumentException.class,
+                () -> Muon.builder().optBlock(convOnly).optConfig(norMuon).build()).getMessage());
+
+        SequentialBlock conv2d = new SequentialBlock()
+                .add(ai.djl.nn.convolutional.Conv2d.builder().setKernelShape(new Shape(3, 3)).setFilters(6).build())
+                .add(Blocks.batchFlattenBlock()).add(Linear.builder().setUnits(2).build());
+        conv2d.initialize(manager, DataType.FLOAT32, new Shape(1, 4, 8, 8));
+        assertEquals("01Conv2d_weight MUON hidden matrix",
+                rows(MuonAdamW.builder().optBlock(conv2d).optMuon(norMuon).build().assignment()).get(0));
     }
 
     /** A model with many frozen statistics lists them wrapped, no line longer than the table's width. */
