@@ -52,7 +52,7 @@ public final class CheckpointBytes {
     public static final String FORMAT_VERSION = "3";
     static final String WHAT = "checkpoint";
     /** The kinds of tensor every file may hold; a parameter's Muon state buffers add their declared keys. */
-    static final Set<String> FIXED_KINDS = Set.of("value", "exp_avg", "exp_avg_sq");
+    static final Set<String> FIXED_KINDS = TensorNames.FIXED_KINDS;
 
     private CheckpointBytes() {
     }
@@ -87,7 +87,7 @@ public final class CheckpointBytes {
          * @return the tensor, or null when the file holds none
          */
         public RawTensor tensor(String kind, String parameter) {
-            return tensors.get(kind + "/" + parameter);
+            return tensors.get(TensorNames.of(kind, parameter));
         }
     }
 
@@ -124,10 +124,10 @@ public final class CheckpointBytes {
             }
         }
         for (CheckpointDocument.Parameter p : document.parameters()) {
-            boolean moments = tensors.containsKey("exp_avg/" + p.name()) && tensors.containsKey("exp_avg_sq/"
-                    + p.name());
-            boolean either = tensors.containsKey("exp_avg/" + p.name()) || tensors.containsKey("exp_avg_sq/"
-                    + p.name());
+            boolean moments = tensors.containsKey(TensorNames.expAvg(p.name()))
+                    && tensors.containsKey(TensorNames.expAvgSq(p.name()));
+            boolean either = tensors.containsKey(TensorNames.expAvg(p.name()))
+                    || tensors.containsKey(TensorNames.expAvgSq(p.name()));
             if ((p.adamWStep() != null) != moments || either != moments) {
                 throw new IllegalArgumentException("parameter '" + p.name() + "' must have exp_avg, exp_avg_sq and "
                         + "an AdamW step together, or none of them");
@@ -236,10 +236,10 @@ public final class CheckpointBytes {
             }
             for (CheckpointDocument.Parameter p : document.parameters()) {
                 boolean hasStep = p.adamWStep() != null;
-                boolean hasMoments = present.contains("exp_avg/" + p.name())
-                        && present.contains("exp_avg_sq/" + p.name());
-                boolean hasEither = present.contains("exp_avg/" + p.name())
-                        || present.contains("exp_avg_sq/" + p.name());
+                boolean hasMoments = present.contains(TensorNames.expAvg(p.name()))
+                        && present.contains(TensorNames.expAvgSq(p.name()));
+                boolean hasEither = present.contains(TensorNames.expAvg(p.name()))
+                        || present.contains(TensorNames.expAvgSq(p.name()));
                 if (hasStep != hasMoments || hasEither != hasMoments) {
                     throw new FormatException("parameter '" + Messages.shortened(p.name()) + "'", "must have "
                             + "exp_avg, exp_avg_sq and adamw_step together, or none of them");

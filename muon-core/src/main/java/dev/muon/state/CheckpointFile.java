@@ -109,12 +109,12 @@ public final class CheckpointFile {
             String n = p.name();
             ScalarType dtype = TensorBytes.scalarType(TensorKind.ofDocumentName(p.dtype()));
             ParameterEntry e = ParameterEntry.of(new ParameterSpec(n, p.optimizer(), p.group(), p.shape(), dtype,
-                    p.tiedTo(), p.rowSplit())).withValue(tensors.get("value/" + n));
+                    p.tiedTo(), p.rowSplit())).withValue(tensors.get(TensorNames.value(n)));
             for (BufferSpec d : document.declaredBuffers(p)) {
-                e = e.withBuffer(d.key(), tensors.get(d.key() + "/" + n));
+                e = e.withBuffer(d.key(), tensors.get(TensorNames.buffer(d, n)));
             }
-            if (p.adamWStep() != null && tensors.containsKey("exp_avg/" + n)) {
-                e = e.withAdamW(new AdamWMoments(tensors.get("exp_avg/" + n), tensors.get("exp_avg_sq/" + n),
+            if (p.adamWStep() != null && tensors.containsKey(TensorNames.expAvg(n))) {
+                e = e.withAdamW(new AdamWMoments(tensors.get(TensorNames.expAvg(n)), tensors.get(TensorNames.expAvgSq(n)),
                         p.adamWStep()));
             }
             entries.add(e);

@@ -164,12 +164,11 @@ public final class CheckpointFit {
                                          Map<String, T> tensors, TensorIo<T> io,
                                          List<StateMismatchException.Difference> out) {
         String name = spec.name();
-        T value = tensors.get("value/" + name);
-        if (like(out, name, "value", value, spec.shape(), spec.dtype(), io)) {
-            finite(out, name, "value", value, io);
+        T value = tensors.get(TensorNames.value(name));
+        if (like(out, name, TensorNames.VALUE, value, spec.shape(), spec.dtype(), io)) {
+            finite(out, name, TensorNames.VALUE, value, io);
         }
         List<BufferSpec> declared = state.declaredBuffers(spec);
-        String suffix = "/" + name;
         for (String tensor : tensors.keySet()) {
             int slash = tensor.indexOf('/');
             if (slash < 0 || !tensor.substring(slash + 1).equals(name)) {
@@ -184,7 +183,7 @@ public final class CheckpointFit {
         int held = 0;
         String dtypeName = spec.dtypeName();
         for (BufferSpec d : declared) {
-            T t = tensors.get(d.key() + suffix);
+            T t = tensors.get(TensorNames.buffer(d, name));
             if (t == null) {
                 continue;
             }
@@ -207,18 +206,18 @@ public final class CheckpointFit {
         // A parameter's update starts every buffer it declares at its first step: a state holds all or none.
         if (held != 0 && held != declared.size()) {
             out.add(StateMismatchException.Difference.of(name, null, "Muon state", "every buffer its update keeps ("
-                    + keys(declared) + ") or none", keys(declared.stream().filter(d -> tensors.get(d.key() + suffix)
-                    != null).toList()) + " only", null));
+                    + keys(declared) + ") or none", keys(declared.stream()
+                    .filter(d -> tensors.get(TensorNames.buffer(d, name)) != null).toList()) + " only", null));
         }
-        T expAvg = tensors.get("exp_avg" + suffix);
-        T expAvgSq = tensors.get("exp_avg_sq" + suffix);
+        T expAvg = tensors.get(TensorNames.expAvg(name));
+        T expAvgSq = tensors.get(TensorNames.expAvgSq(name));
         if (spec.adamWStep() != null && expAvg != null && expAvgSq != null) {
-            if (like(out, name, "exp_avg", expAvg, spec.shape(), spec.dtype(), io)) {
-                finite(out, name, "exp_avg", expAvg, io);
+            if (like(out, name, TensorNames.EXP_AVG, expAvg, spec.shape(), spec.dtype(), io)) {
+                finite(out, name, TensorNames.EXP_AVG, expAvg, io);
             }
-            if (like(out, name, "exp_avg_sq", expAvgSq, spec.shape(), spec.dtype(), io)) {
-                finite(out, name, "exp_avg_sq", expAvgSq, io);
-                nonNegative(out, name, "exp_avg_sq", expAvgSq, io);
+            if (like(out, name, TensorNames.EXP_AVG_SQ, expAvgSq, spec.shape(), spec.dtype(), io)) {
+                finite(out, name, TensorNames.EXP_AVG_SQ, expAvgSq, io);
+                nonNegative(out, name, TensorNames.EXP_AVG_SQ, expAvgSq, io);
             }
             if (spec.adamWStep() > state.step()) {
                 out.add(StateMismatchException.Difference.of(name, null, "AdamW step", "in [0, " + state.step()

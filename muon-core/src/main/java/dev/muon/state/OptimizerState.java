@@ -144,12 +144,12 @@ public record OptimizerState(long step, List<MuonConfig> muonConfigs, AdamWConfi
         java.util.Map<String, org.bytedeco.pytorch.Tensor> out = new java.util.LinkedHashMap<>();
         for (ParameterEntry e : entries) {
             if (e.value() != null) {
-                out.put("value/" + e.name(), e.value());
+                out.put(TensorNames.value(e.name()), e.value());
             }
-            e.buffers().forEach((key, buffer) -> out.put(key + "/" + e.name(), buffer));
+            e.buffers().forEach((key, buffer) -> out.put(TensorNames.of(key, e.name()), buffer));
             if (e.adamW() != null) {
-                out.put("exp_avg/" + e.name(), e.adamW().expAvg());
-                out.put("exp_avg_sq/" + e.name(), e.adamW().expAvgSq());
+                out.put(TensorNames.expAvg(e.name()), e.adamW().expAvg());
+                out.put(TensorNames.expAvgSq(e.name()), e.adamW().expAvgSq());
             }
         }
         return out;

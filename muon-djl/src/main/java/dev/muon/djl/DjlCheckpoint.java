@@ -10,6 +10,7 @@ import dev.muon.AdamWConfig;
 import dev.muon.MuonConfig;
 import dev.muon.OptimizerKind;
 import dev.muon.UpdateRecipe;
+import dev.muon.state.TensorNames;
 import dev.muon.state.BufferSpec;
 import dev.muon.state.CheckpointBytes;
 import dev.muon.state.CheckpointDocument;
@@ -116,17 +117,17 @@ final class DjlCheckpoint {
             if (n.aliasOf() != null) {
                 continue;
             }
-            tensors.put("value/" + n.name(), raw(n.entry().parameter().getArray()));
+            tensors.put(TensorNames.value(n.name()), raw(n.entry().parameter().getArray()));
             Held h = held.get(n.name());
             if (h == null) {
                 continue;
             }
             for (Map.Entry<String, NDArray> b : h.buffers().entrySet()) {
-                tensors.put(b.getKey() + "/" + n.name(), raw(b.getValue()));
+                tensors.put(TensorNames.of(b.getKey(), n.name()), raw(b.getValue()));
             }
             if (h.expAvg() != null) {
-                tensors.put("exp_avg/" + n.name(), raw(h.expAvg()));
-                tensors.put("exp_avg_sq/" + n.name(), raw(h.expAvgSq()));
+                tensors.put(TensorNames.expAvg(n.name()), raw(h.expAvg()));
+                tensors.put(TensorNames.expAvgSq(n.name()), raw(h.expAvgSq()));
             }
         }
         CheckpointBytes.write(path, document, tensors);
@@ -184,7 +185,7 @@ final class DjlCheckpoint {
                 }
                 NDArray weight = n.entry().parameter().getArray();
                 NDManager manager = weight.getManager();
-                RawTensor value = read.tensor("value", n.name());
+                RawTensor value = read.tensor(TensorNames.VALUE, n.name());
                 if (value != null) {
                     out.values.put(n, out.keep(array(value, manager, weight.getDevice())));
                 }
@@ -198,11 +199,12 @@ final class DjlCheckpoint {
                 if (!held.isEmpty()) {
                     out.buffers.put(n.entry().id(), held);
                 }
-                RawTensor m = read.tensor("exp_avg", n.name());
+                RawTensor m = read.tensor(TensorNames.EXP_AVG, n.name());
                 if (m != null) {
+                    RawTensor v = read.tensor(TensorNames.EXP_AVG_SQ, n.name());
                     out.moments.put(n.entry().id(), new NDArray[] {
                             out.keep(array(m, manager, weight.getDevice())),
-                            out.keep(array(read.tensor("exp_avg_sq", n.name()), manager, weight.getDevice()))});
+                            out.keep(array(v, manager, weight.getDevice()))});
                     long step = read.document().parameter(n.name()).map(CheckpointDocument.Parameter::adamWStep)
                             .orElseThrow();
                     out.adamWSteps.put(n.entry().id(), step);

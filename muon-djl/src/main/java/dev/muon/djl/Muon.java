@@ -191,9 +191,7 @@ public final class Muon extends BoundOptimizer {
         Map<String, DjlCheckpoint.Held> held = new LinkedHashMap<>();
         for (DjlCheckpoint.Named n : named) {
             ParameterKey key = stateKey(n.entry());
-            Map<String, NDArray> buffers = new LinkedHashMap<>();
-            step.buffer(key).ifPresent(b -> buffers.put(UpdateRecipe.MOMENTUM.key(), b));
-            step.secondMoment(key).ifPresent(v -> buffers.put(UpdateRecipe.SECOND_MOMENT.key(), v));
+            Map<String, NDArray> buffers = step.buffers(key);
             if (!buffers.isEmpty()) {
                 held.put(n.name(), new DjlCheckpoint.Held(buffers, null, null, 0));
             }
@@ -220,15 +218,7 @@ public final class Muon extends BoundOptimizer {
         CheckpointBytes.Contents read = DjlCheckpoint.read(path, mine, beginNumUpdate);
         DjlCheckpoint.Loaded loaded = DjlCheckpoint.arrays(read, named, UpdateRecipe.of(config).buffers());
         loaded.putValues(driver.copies());
-        Map<String, NDArray> buffers = new HashMap<>();
-        Map<String, NDArray> secondMoments = new HashMap<>();
-        loaded.buffers.forEach((id, byKey) -> {
-            buffers.put(id, byKey.get(UpdateRecipe.MOMENTUM.key()));
-            if (byKey.containsKey(UpdateRecipe.SECOND_MOMENT.key())) {
-                secondMoments.put(id, byKey.get(UpdateRecipe.SECOND_MOMENT.key()));
-            }
-        });
-        step.restore(buffers, secondMoments);
+        step.restore(loaded.buffers);
         driver.restore(read.document().step(), Map.of());
         config = config.withHyperparameters(read.document().muonConfigs().get(0).hyperparameters());
         step.hyperparameters(config.hyperparameters());
@@ -289,7 +279,7 @@ public final class Muon extends BoundOptimizer {
      */
     public Optional<NDArray> momentumBuffer(String name, Device device) {
         ModelParameters.Entry e = binding.model() == null ? null : binding.model().byName(name);
-        return e == null ? Optional.empty() : step.buffer(new ParameterKey(e.id(), device));
+        return e == null ? Optional.empty() : step.momentum(new ParameterKey(e.id(), device));
     }
 
     /** Collects the settings; {@link #build()} validates them all at once. */

@@ -281,15 +281,7 @@ public final class MuonAdamW extends BoundOptimizer {
         DjlCheckpoint.Loaded loaded = DjlCheckpoint.arrays(read, named, UpdateRecipe.of(muonConfig).buffers());
         // Nothing has changed so far; from here on nothing can fail.
         loaded.putValues(driver.copies());
-        Map<String, NDArray> buffers = new java.util.HashMap<>();
-        Map<String, NDArray> secondMoments = new java.util.HashMap<>();
-        loaded.buffers.forEach((id, byKey) -> {
-            buffers.put(id, byKey.get(UpdateRecipe.MOMENTUM.key()));
-            if (byKey.containsKey(UpdateRecipe.SECOND_MOMENT.key())) {
-                secondMoments.put(id, byKey.get(UpdateRecipe.SECOND_MOMENT.key()));
-            }
-        });
-        muon.restore(buffers, secondMoments);
+        muon.restore(loaded.buffers);
         Map<String, NDList> moments = new java.util.HashMap<>();
         loaded.moments.forEach((id, m) -> moments.put(id, new NDList(m[0], m[1])));
         adamW.restore(moments);
@@ -319,9 +311,7 @@ public final class MuonAdamW extends BoundOptimizer {
             }
             ParameterKey key = stateKey(n.entry());
             if (n.kind() == OptimizerKind.MUON) {
-                Map<String, NDArray> buffers = new LinkedHashMap<>();
-                muon.buffer(key).ifPresent(b -> buffers.put(UpdateRecipe.MOMENTUM.key(), b));
-                muon.secondMoment(key).ifPresent(v -> buffers.put(UpdateRecipe.SECOND_MOMENT.key(), v));
+                Map<String, NDArray> buffers = muon.buffers(key);
                 if (!buffers.isEmpty()) {
                     out.put(n.name(), new DjlCheckpoint.Held(buffers, null, null, 0));
                 }
@@ -388,7 +378,7 @@ public final class MuonAdamW extends BoundOptimizer {
      */
     public Optional<NDArray> momentumBuffer(String name, Device device) {
         ModelParameters.Entry e = binding.model() == null ? null : binding.model().byName(name);
-        return e == null ? Optional.empty() : muon.buffer(new ParameterKey(e.id(), device));
+        return e == null ? Optional.empty() : muon.momentum(new ParameterKey(e.id(), device));
     }
 
     /**

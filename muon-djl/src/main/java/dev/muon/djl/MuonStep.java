@@ -50,7 +50,7 @@ final class MuonStep {
 
     /** {@code O} before it is applied: as it is, or normalized with the parameter's second moment. */
     private interface Normalizer {
-        NDArray normalize(NDArray o, NDArray secondMoment, AssignmentRule.Matrix matrix);
+        NDArray normalize(NDArray o, State state, AssignmentRule.Matrix matrix);
     }
 
     /** Decay and step: {@code o} in the iteration's dtype, the parameter's shape. */
@@ -65,11 +65,10 @@ final class MuonStep {
     private final NsKernels kernels;
     /** The elements of the update, fixed at build (a load changes hyperparameters only). */
     private final UpdateRecipe recipe;
-    private final Map<ParameterKey, NDArray> buffers = new HashMap<>();
-    private final Map<ParameterKey, NDArray> secondMoments = new HashMap<>();
-    /** A checkpoint's state by parameter id, which each device's copy starts from. */
-    private final Map<String, NDArray> loadedBuffers = new HashMap<>();
-    private final Map<String, NDArray> loadedSecondMoments = new HashMap<>();
+    /** Each parameter's declared buffers on each device, by {@link BufferSpec#key()} in the recipe's order. */
+    private final Map<ParameterKey, Map<String, NDArray>> held = new HashMap<>();
+    /** A checkpoint's buffers by parameter id and key, which each device's copy starts from. */
+    private final Map<String, Map<String, NDArray>> loaded = new HashMap<>();
 
     /** Hyperball's norm dtype per parameter and device, chosen at its first update (muon-core's rule). */
     private final Map<ParameterKey, DataType> normTypes = new HashMap<>();
@@ -77,11 +76,14 @@ final class MuonStep {
     /**
      * The state of one parameter on one device.
      *
-     * @param buffer       the momentum buffer
-     * @param secondMoment NorMuon's per-row second moment, or null
-     * @param normType     the dtype of Hyperball's norms, or null without Hyperball
+     * @param buffers  its declared buffers by key
+     * @param normType the dtype of Hyperball's norms, or null without Hyperball
      */
-    record State(NDArray buffer, NDArray secondMoment, DataType normType) {
+    record State(Map<String, NDArray> buffers, DataType normType) {
+        /** The buffer a recipe element declared. */
+        NDArray buffer(BufferSpec spec) {
+            return buffers.get(spec.key());
+        }
     }
 
     /**
@@ -105,8 +107,10 @@ final class MuonStep {
         }
         this.kernels = new NsKernels(config.newtonSchulz());
         this.normalizer = switch (recipe.normalizer()) {
-            case NONE -> (o, v, matrix) -> o;
-            case NORMUON -> (o, v, matrix) -> normalizeRows(o, v, this.config.norMuon(), matrix);
+            case NONE -> (o, state, matrix) -> o;
+            // The second moment is the buffer the element declares.
+            case NORMUON -> (o, state, matrix) -> normalizeRows(o, state.buffer(recipe.normalizer().buffers().get(0)),
+                    this.config.norMuon(), matrix);
         };
         this.applier = switch (recipe.applier()) {
             case DECOUPLED_DECAY -> (weight, o, lr, scaledLr, state) -> {
@@ -317,32 +321,27 @@ final class MuonStep {
     }
 
     /**
-     * The second moment of a parameter on a device (NorMuon).
+     * A parameter's declared buffers on a device, by key: what a checkpoint saves.
      *
      * @param key the parameter and device
-     * @return the second moment, once the parameter has been updated
+     * @return the buffers, empty until the parameter has been updated
      */
-    Optional<NDArray> secondMoment(ParameterKey key) {
-        return Optional.ofNullable(secondMoments.get(key));
+    Map<String, NDArray> buffers(ParameterKey key) {
+        return java.util.Collections.unmodifiableMap(held.getOrDefault(key, Map.of()));
     }
 
     /**
-     * Replaces the state with a checkpoint's, by parameter id: each device's copy of a parameter starts from it at
-     * its next update (copied to that device); a parameter the checkpoint holds no state for starts afresh. The
-     * previous state is freed.
+     * Replaces the state with a checkpoint's, by parameter id and buffer key: each device's copy of a parameter
+     * starts from it at its next update (copied to that device); a parameter the checkpoint holds no state for
+     * starts afresh. The previous state is freed.
      *
-     * @param buffers       momentum buffers by id
-     * @param secondMoments NorMuon's second moments by id
+     * @param buffers each parameter's buffers by id, then by key
      */
-    void restore(Map<String, NDArray> buffers, Map<String, NDArray> secondMoments) {
-        this.buffers.values().forEach(NDArray::close);
-        this.secondMoments.values().forEach(NDArray::close);
-        this.buffers.clear();
-        this.secondMoments.clear();
-        loadedBuffers.clear();
-        loadedBuffers.putAll(buffers);
-        loadedSecondMoments.clear();
-        loadedSecondMoments.putAll(secondMoments);
+    void restore(Map<String, Map<String, NDArray>> buffers) {
+        held.values().forEach(b -> b.values().forEach(NDArray::close));
+        held.clear();
+        loaded.clear();
+        loaded.putAll(buffers);
     }
 
     /**
@@ -355,18 +354,23 @@ final class MuonStep {
      * @return the state
      */
     State state(ParameterKey key, NDArray weight, AssignmentRule.Matrix matrix, NDManager home) {
-        NDArray buffer = buffers.computeIfAbsent(key, k -> owned(loadedOrZeros(loadedBuffers.get(k.parameterId()),
-                weight, () -> weight.zerosLike()), home));
-        NDArray v = null;
-        if (config.norMuon() != null) {
-            Shape shape = new Shape(heldShape(UpdateRecipe.SECOND_MOMENT, weight.getShape().getShape(), matrix));
-            DataType dtype = weight.getDataType() == DataType.FLOAT64 ? DataType.FLOAT64 : DataType.FLOAT32;
-            v = secondMoments.computeIfAbsent(key, k -> owned(loadedOrZeros(loadedSecondMoments.get(
-                    k.parameterId()), weight, () -> home.zeros(shape, dtype, weight.getDevice())), home));
-        }
+        Map<String, NDArray> buffers = held.computeIfAbsent(key, k -> {
+            Map<String, NDArray> fromFile = loaded.getOrDefault(k.parameterId(), Map.of());
+            Map<String, NDArray> made = new java.util.LinkedHashMap<>();
+            for (BufferSpec spec : recipe.buffers()) {
+                Shape shape = new Shape(heldShape(spec, weight.getShape().getShape(), matrix));
+                DataType dtype = DataType.valueOf(spec.dtype().of(weight.getDataType().toString())
+                        .toUpperCase(java.util.Locale.ROOT));
+                // A buffer of the parameter's shape and dtype is made like it, on the array's own device.
+                boolean likeWeight = shape.equals(weight.getShape()) && dtype == weight.getDataType();
+                made.put(spec.key(), owned(loadedOrZeros(fromFile.get(spec.key()), weight,
+                        () -> likeWeight ? weight.zerosLike() : home.zeros(shape, dtype, weight.getDevice())), home));
+            }
+            return made;
+        });
         DataType normType = config.hyperball() == null ? null
                 : normTypes.computeIfAbsent(key, k -> hyperballNormType(weight, config.hyperball()));
-        return new State(buffer, v, normType);
+        return new State(buffers, normType);
     }
 
     /** A copy of a checkpoint's array on the weight's device, or new zeros. */
@@ -390,8 +394,8 @@ final class MuonStep {
      * @param key the parameter and device
      * @return the buffer, once the parameter has been updated
      */
-    Optional<NDArray> buffer(ParameterKey key) {
-        return Optional.ofNullable(buffers.get(key));
+    Optional<NDArray> momentum(ParameterKey key) {
+        return Optional.ofNullable(buffers(key).get(recipe.momentum().buffer().key()));
     }
 
     /**
@@ -405,14 +409,14 @@ final class MuonStep {
      */
     void apply(NDArray weight, NDArray grad, State state, AssignmentRule.Matrix matrix, double lr) {
         double mu = config.momentum();
-        NDArray buffer = state.buffer();
+        NDArray buffer = state.buffer(recipe.momentum().buffer());
         lerpInPlace(buffer, grad, 1 - mu);
         NDArray u = config.nesterov() ? lerp(grad, buffer, mu) : buffer;
         Shape shape = weight.getShape();
         // A conv filter of any dims is flattened; a stack is a batch as it is.
         NDArray m = matrix.batch() == 0 && shape.dimension() != 2 ? u.reshape(matrix.rows(), matrix.cols()) : u;
         NDArray o = kernels.orthogonalize(m, matrix);
-        o = normalizer.normalize(o, state.secondMoment(), matrix).reshape(shape);
+        o = normalizer.normalize(o, state, matrix).reshape(shape);
         double scaledLr = (lr == config.lr() ? config : config.withLr(lr)).scaledLr(matrix.rows(), matrix.cols());
         applier.apply(weight, o, lr, scaledLr, state);
     }
