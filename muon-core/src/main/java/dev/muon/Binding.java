@@ -3,77 +3,62 @@ package dev.muon;
 import dev.muon.internal.TorchNatives;
 
 import java.util.Locale;
+import java.util.Objects;
 
 /**
  * A module that maps muon-core's bindings-free rules to its own tensors, with the words its users write: the names
  * of its settings and of what holds the parameters. The shared classification ({@link Classification}) and the
  * assignment table ({@link AssignmentTable}) speak through it, so that one message reads
  * {@code forceMuon names 'fc9.weight', ...} to a bytedeco user and {@code optForceMuon names 'fc9_weight', ...} to a
- * DJL user, from one text.
+ * DJL user, from one text. It is open: a binding defines its own value, as muon-djl does, and muon-core needs no
+ * edit for it (docs/architecture.md, "Adding a binding").
  *
  * <pre>{@code
- * Binding.MUON_DJL.setting("forceMuon");   // "optForceMuon"
+ * Binding djl = new Binding("muon-djl", "the block", "requires grad false", "opt");
+ * djl.setting("forceMuon");   // "optForceMuon"
  * }</pre>
+ *
+ * @param module        the module's name, as messages name it ({@code muon-djl})
+ * @param source        what holds the parameters, as the table's heading names it ({@code the block})
+ * @param frozenWhy     how a frozen parameter is described ({@code requires grad false})
+ * @param settingPrefix the prefix of the binding's builder methods before the capitalized core name ({@code opt}),
+ *                      or empty where they are the core names
  */
-public enum Binding {
-    /** muon-core, on libtorch tensors through the bytedeco bindings: settings as its builders name them. */
-    MUON_CORE("muon-core", "namedParameters", "requires_grad == false"),
-    /** muon-djl, on DJL's arrays: settings as DJL's builders spell them ({@code opt} + the name). */
-    MUON_DJL("muon-djl", "the block", "requires grad false");
-
+public record Binding(String module, String source, String frozenWhy, String settingPrefix) {
     static {
         // First, in case this is the first type of ours a program touches: see TorchNatives.
         TorchNatives.extract();
     }
 
-    private final String module;
-    private final String source;
-    private final String frozen;
-
-    Binding(String module, String source, String frozen) {
-        this.module = module;
-        this.source = source;
-        this.frozen = frozen;
-    }
+    /** muon-core, on libtorch tensors through the bytedeco bindings: settings as its builders name them. */
+    public static final Binding MUON_CORE = new Binding("muon-core", "namedParameters", "requires_grad == false", "");
 
     /**
-     * The module's name in messages, e.g. {@code muon-djl}.
+     * Checks every field.
      *
-     * @return the name
+     * @throws NullPointerException     if a field is null
+     * @throws IllegalArgumentException if the module's name is blank
      */
-    public String module() {
-        return module;
+    public Binding {
+        Objects.requireNonNull(module, "module must not be null");
+        Objects.requireNonNull(source, "source must not be null");
+        Objects.requireNonNull(frozenWhy, "frozenWhy must not be null");
+        Objects.requireNonNull(settingPrefix, "settingPrefix must not be null");
+        if (module.isBlank()) {
+            throw new IllegalArgumentException("module must not be blank, got '" + module + "'");
+        }
     }
 
     /**
-     * What holds the parameters a classification is given, as the module's users know it.
+     * A muon-core setting's name as this binding's users write it.
      *
-     * @return e.g. {@code namedParameters} or {@code the block}
-     */
-    public String source() {
-        return source;
-    }
-
-    /**
-     * Why a left-out parameter is left out, in the module's words.
-     *
-     * @return e.g. {@code requires_grad == false}
-     */
-    public String frozenWhy() {
-        return frozen;
-    }
-
-    /**
-     * A setting's name as this module's builders spell it: muon-core's name ({@code forceMuon},
-     * {@code allowEmptyMuon(true)}) for muon-core, {@code opt} and the name capitalized for muon-djl.
-     *
-     * @param coreName the setting as muon-core's builders name it
-     * @return the module's name for it
+     * @param coreName the name in muon-core ({@code forceMuon}), or empty
+     * @return the binding's name ({@code optForceMuon} with the prefix {@code opt})
      */
     public String setting(String coreName) {
-        if (this == MUON_CORE || coreName.isEmpty()) {
+        if (settingPrefix.isEmpty() || coreName.isEmpty()) {
             return coreName;
         }
-        return "opt" + coreName.substring(0, 1).toUpperCase(Locale.ROOT) + coreName.substring(1);
+        return settingPrefix + coreName.substring(0, 1).toUpperCase(Locale.ROOT) + coreName.substring(1);
     }
 }

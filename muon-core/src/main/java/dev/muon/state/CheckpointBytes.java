@@ -89,6 +89,135 @@ public final class CheckpointBytes {
         public RawTensor tensor(String kind, String parameter) {
             return tensors.get(TensorNames.of(kind, parameter));
         }
+
+        /**
+         * A parameter's value.
+         *
+         * @param parameter the parameter's name
+         * @return the tensor, or null when the file holds none
+         */
+        public RawTensor value(String parameter) {
+            return tensors.get(TensorNames.value(parameter));
+        }
+
+        /**
+         * One of a parameter's declared Muon buffers.
+         *
+         * @param buffer    the declaration
+         * @param parameter the parameter's name
+         * @return the tensor, or null when the file holds none
+         */
+        public RawTensor buffer(BufferSpec buffer, String parameter) {
+            return tensors.get(TensorNames.buffer(buffer, parameter));
+        }
+
+        /**
+         * A parameter's AdamW moments.
+         *
+         * @param parameter the parameter's name
+         * @return {@code exp_avg} and {@code exp_avg_sq}, or null when the file holds none
+         */
+        public RawTensor[] moments(String parameter) {
+            RawTensor m = tensors.get(TensorNames.expAvg(parameter));
+            return m == null ? null : new RawTensor[] {m, tensors.get(TensorNames.expAvgSq(parameter))};
+        }
+    }
+
+    /**
+     * The tensors of a checkpoint being written, named by the layout ({@code <kind>/<parameter>}) so that a binding
+     * spells no tensor name.
+     *
+     * <pre>{@code
+     * CheckpointBytes.write(file, document, new CheckpointBytes.Tensors().value("fc.weight", value));
+     * }</pre>
+     */
+    public static final class Tensors {
+        static {
+            TorchNatives.extract();
+        }
+
+        private final Map<String, RawTensor> byName = new LinkedHashMap<>();
+
+        /**
+         * Adds a parameter's value.
+         *
+         * @param parameter the parameter's name
+         * @param value     its value
+         * @return this
+         */
+        public Tensors value(String parameter, RawTensor value) {
+            byName.put(TensorNames.value(parameter), value);
+            return this;
+        }
+
+        /**
+         * Adds one of a parameter's declared Muon buffers.
+         *
+         * @param key       the declaration's key ({@link BufferSpec#key()})
+         * @param parameter the parameter's name
+         * @param buffer    its values
+         * @return this
+         */
+        public Tensors buffer(String key, String parameter, RawTensor buffer) {
+            byName.put(TensorNames.of(key, parameter), buffer);
+            return this;
+        }
+
+        /**
+         * Adds a parameter's AdamW moments.
+         *
+         * @param parameter the parameter's name
+         * @param expAvg    {@code exp_avg}
+         * @param expAvgSq  {@code exp_avg_sq}
+         * @return this
+         */
+        public Tensors moments(String parameter, RawTensor expAvg, RawTensor expAvgSq) {
+            byName.put(TensorNames.expAvg(parameter), expAvg);
+            byName.put(TensorNames.expAvgSq(parameter), expAvgSq);
+            return this;
+        }
+
+        /**
+         * The tensors by name, in the order added.
+         *
+         * @return an unmodifiable view
+         */
+        public Map<String, RawTensor> byName() {
+            return java.util.Collections.unmodifiableMap(byName);
+        }
+    }
+
+    /**
+     * Reads a checkpoint for an optimizer, as muon-core's load reads one: the document is fitted to the optimizer's
+     * own ({@link CheckpointFit}) after the header is checked and before any tensor is read, then with its tensors;
+     * a binding adds its own differences (a builder setting the file contradicts).
+     *
+     * @param file the file
+     * @param mine the optimizer's own document
+     * @param more the binding's differences of a candidate document, empty when none
+     * @return what the file holds, fitted
+     * @throws StateFileException     if the file is missing, not a checkpoint, truncated, corrupt or malformed
+     * @throws StateMismatchException listing every difference
+     */
+    public static Contents readFor(Path file, CheckpointDocument mine,
+                                   java.util.function.Function<CheckpointDocument,
+                                           List<StateMismatchException.Difference>> more) {
+        String source = "checkpoint " + file;
+        Contents read = read(file, described -> requireFit(mine, described, Map.of(), more, source));
+        requireFit(mine, read.document(), read.tensors(), more, source);
+        return read;
+    }
+
+    private static void requireFit(CheckpointDocument mine, CheckpointDocument candidate,
+                                   Map<String, RawTensor> tensors,
+                                   java.util.function.Function<CheckpointDocument,
+                                           List<StateMismatchException.Difference>> more, String source) {
+        List<StateMismatchException.Difference> found = new java.util.ArrayList<>(
+                CheckpointFit.differences(mine, candidate, tensors));
+        found.addAll(more.apply(candidate));
+        if (!found.isEmpty()) {
+            throw new StateMismatchException(source, found);
+        }
     }
 
     /**

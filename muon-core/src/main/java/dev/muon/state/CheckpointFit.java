@@ -30,7 +30,7 @@ import java.util.function.UnaryOperator;
  * ({@link TensorIo}), so that it loads no libtorch class: {@link StateFit} runs it on libtorch's states, muon-djl on
  * its own optimizers' documents and {@link RawTensor}s, with the same differences and messages.
  */
-public final class CheckpointFit {
+final class CheckpointFit {
     static {
         // First, in case this is the first type of ours a program touches: see TorchNatives.
         TorchNatives.extract();
@@ -175,7 +175,7 @@ public final class CheckpointFit {
                 continue;
             }
             String key = tensor.substring(0, slash);
-            if (!CheckpointBytes.FIXED_KINDS.contains(key) && declared.stream().noneMatch(d -> d.key().equals(key))) {
+            if (!TensorNames.FIXED_KINDS.contains(key) && declared.stream().noneMatch(d -> d.key().equals(key))) {
                 out.add(StateMismatchException.Difference.of(name, null, "buffer '" + Messages.shortened(key) + "'",
                         "none (its update keeps " + keys(declared) + ")", "present", null));
             }

@@ -14,7 +14,7 @@ import java.util.Set;
  * TensorNames.buffer(UpdateRecipe.MOMENTUM, "fc.weight");           // "momentum/fc.weight"
  * }</pre>
  */
-public final class TensorNames {
+final class TensorNames {
     static {
         // First, in case this is the first type of ours a program touches: see TorchNatives.
         TorchNatives.extract();

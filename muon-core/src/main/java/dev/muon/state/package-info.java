@@ -11,7 +11,8 @@
  *
  * <p>The checkpoint codec holds no libtorch type: {@link dev.muon.state.CheckpointBytes} writes and reads the file as
  * a {@link dev.muon.state.CheckpointDocument} and {@link dev.muon.state.RawTensor}s (dtype, shape, little-endian
- * bytes), with every check, and {@link dev.muon.state.CheckpointFit} is the fit check over documents; the byte layer
+ * bytes), with every check; {@code CheckpointBytes.readFor} fits a file to an optimizer's document (the
+ * package-private {@code CheckpointFit}), and {@code TensorNames} alone spells a tensor's name; the byte layer
  * serves any module's tensors through one package-private interface. {@code CheckpointFile} and {@code StateFit} are
  * their libtorch side; muon-djl, which cannot load libtorch's bindings, uses them directly, so both modules write one
  * format and refuse a file with the same messages.

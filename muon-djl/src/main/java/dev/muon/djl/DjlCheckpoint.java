@@ -10,11 +10,9 @@ import dev.muon.AdamWConfig;
 import dev.muon.MuonConfig;
 import dev.muon.OptimizerKind;
 import dev.muon.UpdateRecipe;
-import dev.muon.state.TensorNames;
 import dev.muon.state.BufferSpec;
 import dev.muon.state.CheckpointBytes;
 import dev.muon.state.CheckpointDocument;
-import dev.muon.state.CheckpointFit;
 import dev.muon.state.RawTensor;
 import dev.muon.state.StateMismatchException;
 
@@ -30,7 +28,7 @@ import java.util.Objects;
 
 /**
  * The optimizers' state in muon-core's checkpoint format, through its bindings-free side ({@link CheckpointBytes},
- * {@link CheckpointDocument}, {@link RawTensor}, {@link CheckpointFit}): the same file, the same weights-only reading
+ * {@link CheckpointDocument}, {@link RawTensor}, the fit in {@link CheckpointBytes#readFor}): the same file, the same weights-only reading
  * and checksum, the same fit check listing every difference. Both optimizers of this package save and load through
  * it; what each holds comes in as {@link Named} parameters and their state.
  *
@@ -112,25 +110,22 @@ final class DjlCheckpoint {
      * @throws java.io.UncheckedIOException if the file cannot be written; it is then unchanged
      */
     static void write(Path path, CheckpointDocument document, List<Named> named, Map<String, Held> held) {
-        Map<String, RawTensor> tensors = new LinkedHashMap<>();
+        CheckpointBytes.Tensors tensors = new CheckpointBytes.Tensors();
         for (Named n : named) {
             if (n.aliasOf() != null) {
                 continue;
             }
-            tensors.put(TensorNames.value(n.name()), raw(n.entry().parameter().getArray()));
+            tensors.value(n.name(), raw(n.entry().parameter().getArray()));
             Held h = held.get(n.name());
             if (h == null) {
                 continue;
             }
-            for (Map.Entry<String, NDArray> b : h.buffers().entrySet()) {
-                tensors.put(TensorNames.of(b.getKey(), n.name()), raw(b.getValue()));
-            }
+            h.buffers().forEach((key, buffer) -> tensors.buffer(key, n.name(), raw(buffer)));
             if (h.expAvg() != null) {
-                tensors.put(TensorNames.expAvg(n.name()), raw(h.expAvg()));
-                tensors.put(TensorNames.expAvgSq(n.name()), raw(h.expAvgSq()));
+                tensors.moments(n.name(), raw(h.expAvg()), raw(h.expAvgSq()));
             }
         }
-        CheckpointBytes.write(path, document, tensors);
+        CheckpointBytes.write(path, document, tensors.byName());
     }
 
     /**
@@ -146,25 +141,11 @@ final class DjlCheckpoint {
      * @throws StateMismatchException            listing every difference
      */
     static CheckpointBytes.Contents read(Path path, CheckpointDocument mine, long begin) {
-        String source = "checkpoint " + path;
-        CheckpointBytes.Contents read = CheckpointBytes.read(path, described -> require(mine, described, Map.of(),
-                source, begin));
-        require(mine, read.document(), read.tensors(), source, begin);
-        return read;
-    }
-
-    private static void require(CheckpointDocument mine, CheckpointDocument candidate,
-                                Map<String, RawTensor> tensors, String source, long begin) {
-        List<StateMismatchException.Difference> found = new ArrayList<>(
-                CheckpointFit.differences(mine, candidate, tensors));
-        if (begin != 0 && begin != candidate.step()) {
-            found.add(new StateMismatchException.Difference("step", "count", begin + " (optBeginNumUpdate)",
-                    String.valueOf(candidate.step()), "a checkpoint carries its step: build without "
-                    + "optBeginNumUpdate, or with the checkpoint's"));
-        }
-        if (!found.isEmpty()) {
-            throw new StateMismatchException(source, found);
-        }
+        return CheckpointBytes.readFor(path, mine, candidate -> begin != 0 && begin != candidate.step()
+                ? List.of(new StateMismatchException.Difference("step", "count", begin + " (optBeginNumUpdate)",
+                        String.valueOf(candidate.step()), "a checkpoint carries its step: build without "
+                        + "optBeginNumUpdate, or with the checkpoint's"))
+                : List.of());
     }
 
     /**
@@ -185,13 +166,13 @@ final class DjlCheckpoint {
                 }
                 NDArray weight = n.entry().parameter().getArray();
                 NDManager manager = weight.getManager();
-                RawTensor value = read.tensor(TensorNames.VALUE, n.name());
+                RawTensor value = read.value(n.name());
                 if (value != null) {
                     out.values.put(n, out.keep(array(value, manager, weight.getDevice())));
                 }
                 Map<String, NDArray> held = new LinkedHashMap<>();
                 for (BufferSpec b : buffers) {
-                    RawTensor t = read.tensor(b.key(), n.name());
+                    RawTensor t = read.buffer(b, n.name());
                     if (t != null) {
                         held.put(b.key(), out.keep(array(t, manager, weight.getDevice())));
                     }
@@ -199,12 +180,11 @@ final class DjlCheckpoint {
                 if (!held.isEmpty()) {
                     out.buffers.put(n.entry().id(), held);
                 }
-                RawTensor m = read.tensor(TensorNames.EXP_AVG, n.name());
-                if (m != null) {
-                    RawTensor v = read.tensor(TensorNames.EXP_AVG_SQ, n.name());
+                RawTensor[] moments = read.moments(n.name());
+                if (moments != null) {
                     out.moments.put(n.entry().id(), new NDArray[] {
-                            out.keep(array(m, manager, weight.getDevice())),
-                            out.keep(array(v, manager, weight.getDevice()))});
+                            out.keep(array(moments[0], manager, weight.getDevice())),
+                            out.keep(array(moments[1], manager, weight.getDevice()))});
                     long step = read.document().parameter(n.name()).map(CheckpointDocument.Parameter::adamWStep)
                             .orElseThrow();
                     out.adamWSteps.put(n.entry().id(), step);

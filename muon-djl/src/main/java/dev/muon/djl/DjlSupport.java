@@ -1,5 +1,6 @@
 package dev.muon.djl;
 
+import dev.muon.Binding;
 import dev.muon.StateStorage;
 import dev.muon.UpdateRecipe;
 import ai.djl.ndarray.types.DataType;
@@ -16,6 +17,9 @@ import ai.djl.ndarray.types.DataType;
  * is about 5e-2 closer to the exact iteration (docs/djl.md).
  */
 final class DjlSupport {
+    /** muon-djl as muon-core's shared rules and tables speak of it: DJL's builders spell a setting opt + its name. */
+    static final Binding BINDING = new Binding("muon-djl", "the block", "requires grad false", "opt");
+
     private DjlSupport() {
     }
 
@@ -61,7 +65,7 @@ final class DjlSupport {
     static void requireDjlDefaults(float weightDecays, int beginNumUpdate, String configMethod,
                                    StateStorage stateStorage) {
         if (stateStorage.place() != StateStorage.Place.WITH_PARAMETER) {
-            throw UpdateRecipe.refused("stateStorage = " + stateStorage.place(), MuonStep.BINDING, "its buffers are "
+            throw UpdateRecipe.refused("stateStorage = " + stateStorage.place(), BINDING.module(), "its buffers are "
                     + "NDArrays of DJL's engine, kept beside their parameters, and it has no path that moves them to "
                     + "host memory or files (muon-core's Muon and MuonAdamW have)");
         }

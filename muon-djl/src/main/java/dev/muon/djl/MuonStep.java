@@ -46,7 +46,7 @@ import java.util.Optional;
 final class MuonStep {
     private static final Logger LOG = LoggerFactory.getLogger(MuonStep.class);
     /** This binding's name in refusals. */
-    static final String BINDING = "muon-djl";
+    static final String BINDING = DjlSupport.BINDING.module();
 
     /** {@code O} before it is applied: as it is, or normalized with the parameter's second moment. */
     private interface Normalizer {

@@ -4,7 +4,6 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import dev.muon.AssignmentRule;
 import dev.muon.AssignmentTable;
-import dev.muon.Binding;
 import dev.muon.Classification;
 import dev.muon.MuonConfig;
 import dev.muon.OptimizerKind;
@@ -27,7 +26,7 @@ import java.util.function.ToDoubleBiFunction;
  * <p>The classification is muon-core's own ({@link Classification}: the driver, the rules of
  * {@link AssignmentRule}, the output-layer rule, the messages), which muon-core's {@code Assignment} runs on libtorch
  * tensors; this class describes DJL's parameters to it and prints the table muon-core prints
- * ({@link AssignmentTable}), in DJL's words ({@link Binding#MUON_DJL}: {@code optForceMuon}, ...). DJL's names are read
+ * ({@link AssignmentTable}), in DJL's words ({@code DjlSupport.BINDING}: {@code optForceMuon}, ...). DJL's names are read
  * as dotted names ({@code 01SequentialBlock_03Linear_weight} is {@code SequentialBlock.Linear.weight}): hidden
  * matrices (2-D, 4-D conv filters, and the filters of DJL's {@code Conv1d} and {@code Conv3d}, flattened) go to Muon;
  * biases, norm gains, embeddings (any block whose name contains {@code embed}, such as DJL's
@@ -91,7 +90,7 @@ public final class ParameterAssignment {
     static void checkNames(ModelParameters model, Rules rules) {
         Map<String, Boolean> names = new LinkedHashMap<>();
         model.entries().forEach(e -> names.putIfAbsent(e.name(), e.parameter().requiresGradient()));
-        Classification.checkNames(names, rules.shared(), Binding.MUON_DJL);
+        Classification.checkNames(names, rules.shared(), DjlSupport.BINDING);
     }
 
     /**
@@ -117,7 +116,7 @@ public final class ParameterAssignment {
                     dtypeOf.apply(e).toString(), e.parameter().requiresGradient(), e.id(), e.convFilter()));
             byName.put(e.name(), e);
         }
-        Classification classification = Classification.of(parameters, rules.shared(), muon, Binding.MUON_DJL,
+        Classification classification = Classification.of(parameters, rules.shared(), muon, DjlSupport.BINDING,
                 (p, label) -> DjlSupport.requireSupported(dtypeOf.apply(byName.get(p.name())), label));
         List<AssignmentTable.Row> rows = new ArrayList<>();
         Map<String, String> aliases = new LinkedHashMap<>();
@@ -150,7 +149,7 @@ public final class ParameterAssignment {
             }
             byId.putIfAbsent(e.id(), d.optimizer());
             rows.add(new AssignmentTable.Row(d.name(), shape, dtype.toString(), d.optimizer(),
-                    d.verdict().text(Binding.MUON_DJL), lr, state));
+                    d.verdict().text(DjlSupport.BINDING), lr, state));
         }
         return new ParameterAssignment(rows, classification.frozen(), aliases, byId, matrices, adamWOnly, List.of());
     }
@@ -172,7 +171,7 @@ public final class ParameterAssignment {
      * @throws IllegalArgumentException if nothing is on Muon and that was not asked for
      */
     void requireMuon(boolean allowEmptyMuon) {
-        Classification.requireMuon(names(OptimizerKind.MUON), allowEmptyMuon, Binding.MUON_DJL, toString());
+        Classification.requireMuon(names(OptimizerKind.MUON), allowEmptyMuon, DjlSupport.BINDING, toString());
     }
 
     /**
@@ -256,6 +255,6 @@ public final class ParameterAssignment {
      */
     @Override
     public String toString() {
-        return AssignmentTable.render(rows, frozen, Binding.MUON_DJL, adamWOnlyBytes, notes);
+        return AssignmentTable.render(rows, frozen, DjlSupport.BINDING, adamWOnlyBytes, notes);
     }
 }

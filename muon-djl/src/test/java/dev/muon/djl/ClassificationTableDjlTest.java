@@ -3,7 +3,6 @@ package dev.muon.djl;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
-import dev.muon.Binding;
 import dev.muon.ClassificationCases;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -89,7 +88,7 @@ class ClassificationTableDjlTest {
                 ModelParameters.of(block).entries().stream().map(ModelParameters.Entry::ruleName).toList(),
                 "the block registers the case's parameters in the case's order");
         Function<String, String> name = n -> djlName.getOrDefault(n, n);
-        Function<String, String> text = t -> ClassificationCases.resolve(t, name, Binding.MUON_DJL);
+        Function<String, String> text = t -> ClassificationCases.resolve(t, name, DjlSupport.BINDING);
         MuonAdamW.Builder builder = MuonAdamW.builder().optBlock(block)
                 .optForceMuon(c.forceMuon().stream().map(name).toArray(String[]::new))
                 .optForceAdamW(c.forceAdamW().stream().map(name).toArray(String[]::new))
