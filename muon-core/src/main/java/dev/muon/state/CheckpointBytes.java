@@ -188,9 +188,9 @@ public final class CheckpointBytes {
     }
 
     /**
-     * Reads a checkpoint for an optimizer, as muon-core's load reads one: the document is fitted to the optimizer's
-     * own ({@link CheckpointFit}) after the header is checked and before any tensor is read, then with its tensors;
-     * a binding adds its own differences (a builder setting the file contradicts).
+     * Reads a checkpoint for an optimizer, fitting it once: the document to the optimizer's own after the header is
+     * checked and before any tensor is read (a binding adds its own differences: a builder setting the file
+     * contradicts), then each tensor's shape, dtype and values.
      *
      * @param file the file
      * @param mine the optimizer's own document
@@ -203,18 +203,18 @@ public final class CheckpointBytes {
                                    java.util.function.Function<CheckpointDocument,
                                            List<StateMismatchException.Difference>> more) {
         String source = "checkpoint " + file;
-        Contents read = read(file, described -> requireFit(mine, described, Map.of(), more, source));
-        requireFit(mine, read.document(), read.tensors(), more, source);
+        // The document is fitted once, before any tensor is read; the tensors once, after.
+        Contents read = read(file, described -> {
+            List<StateMismatchException.Difference> found = new java.util.ArrayList<>(
+                    CheckpointFit.documentDifferences(mine, described));
+            found.addAll(more.apply(described));
+            requireNone(found, source);
+        });
+        requireNone(CheckpointFit.tensorDifferences(read.document(), read.tensors(), RawTensor.IO), source);
         return read;
     }
 
-    private static void requireFit(CheckpointDocument mine, CheckpointDocument candidate,
-                                   Map<String, RawTensor> tensors,
-                                   java.util.function.Function<CheckpointDocument,
-                                           List<StateMismatchException.Difference>> more, String source) {
-        List<StateMismatchException.Difference> found = new java.util.ArrayList<>(
-                CheckpointFit.differences(mine, candidate, tensors));
-        found.addAll(more.apply(candidate));
+    private static void requireNone(List<StateMismatchException.Difference> found, String source) {
         if (!found.isEmpty()) {
             throw new StateMismatchException(source, found);
         }

@@ -76,6 +76,16 @@ final class CheckpointFit {
     static <T> List<StateMismatchException.Difference> differences(CheckpointDocument optimizer,
                                                                    CheckpointDocument candidate,
                                                                    Map<String, T> tensors, TensorIo<T> io) {
+        List<StateMismatchException.Difference> out = documentDifferences(optimizer, candidate);
+        if (out.isEmpty()) {
+            out.addAll(tensorDifferences(candidate, tensors, io));
+        }
+        return out;
+    }
+
+    /** The document's differences alone: groups, configs, parameters and the schedule's record. */
+    static List<StateMismatchException.Difference> documentDifferences(CheckpointDocument optimizer,
+                                                                       CheckpointDocument candidate) {
         List<StateMismatchException.Difference> out = new ArrayList<>();
         compareGroups(optimizer, candidate, out);
         compareEntries(optimizer.parameters(), candidate.parameters(), out);
@@ -83,10 +93,15 @@ final class CheckpointFit {
             out.add(new StateMismatchException.Difference("schedule", "base lrs", candidate.groupCount()
                     + " (one per group)", String.valueOf(candidate.schedule().initialLrs().length), null));
         }
-        if (out.isEmpty()) {
-            for (CheckpointDocument.Parameter p : candidate.parameters()) {
-                checkTensors(p, candidate, tensors, io, out);
-            }
+        return out;
+    }
+
+    /** The tensors' differences from a document that fits: each tensor's shape, dtype and values. */
+    static <T> List<StateMismatchException.Difference> tensorDifferences(CheckpointDocument candidate,
+                                                                         Map<String, T> tensors, TensorIo<T> io) {
+        List<StateMismatchException.Difference> out = new ArrayList<>();
+        for (CheckpointDocument.Parameter p : candidate.parameters()) {
+            checkTensors(p, candidate, tensors, io, out);
         }
         return out;
     }
