@@ -24,19 +24,31 @@ final class DjlSupport {
     }
 
     /**
-     * Checks that muon-djl can update a parameter of this dtype.
+     * Checks that muon-djl's Muon can update a parameter of this dtype.
      *
      * @param dtype the parameter's dtype
      * @param label how to name the parameter, e.g. {@code parameter '01Linear_weight'}
      * @throws IllegalArgumentException naming the parameter and its dtype
      */
     static void requireSupported(DataType dtype, String label) {
+        requireSupported(dtype, "Muon", label);
+    }
+
+    /**
+     * Checks that muon-djl can update a parameter of this dtype with the given optimizer.
+     *
+     * @param dtype     the parameter's dtype
+     * @param optimizer the optimizer that would update it ({@code Muon} or {@code AdamW}), for the message
+     * @param label     how to name the parameter, e.g. {@code parameter '01Linear_bias'}
+     * @throws IllegalArgumentException naming the parameter and its dtype
+     */
+    static void requireSupported(DataType dtype, String optimizer, String label) {
         if (dtype == DataType.BFLOAT16) {
             throw new IllegalArgumentException("muon-djl does not update bfloat16 parameters (DJL's bfloat16 "
                     + "conversions abort the JVM); " + label + " has dtype bfloat16");
         }
         if (!dtype.isFloating()) {
-            throw new IllegalArgumentException("Muon only supports floating-point parameters; " + label
+            throw new IllegalArgumentException(optimizer + " only supports floating-point parameters; " + label
                     + " has dtype " + dtype);
         }
     }

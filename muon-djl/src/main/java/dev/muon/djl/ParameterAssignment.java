@@ -141,7 +141,7 @@ public final class ParameterAssignment {
                 long[] rowShape = m.batch() == 0 ? new long[] {m.rows()} : new long[] {m.batch(), m.rows()};
                 state = AssignmentTable.muonStateBytes(buffers, shape, rowShape, dtype.toString());
             } else {
-                DjlSupport.requireSupported(dtype, "parameter '" + d.name() + "'");
+                DjlSupport.requireSupported(dtype, "AdamW", "parameter '" + d.name() + "'");
                 state = 2 * bytes;
             }
             if (!d.isAlias()) {
