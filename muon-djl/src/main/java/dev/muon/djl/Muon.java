@@ -115,8 +115,9 @@ public final class Muon extends BoundOptimizer {
      * @throws IllegalArgumentException if the block holds a parameter Muon cannot take (checked for all of them
      *                                  when the trainer is initialized, or at the first call, before anything
      *                                  changes) or no trainable parameter of this id
-     * @throws IllegalStateException    if the optimizer is bound to no block, or under
-     *                                  {@link NonFinitePolicy#RAISE}, naming the parameter
+     * @throws IllegalStateException    if the optimizer is bound to no block, under
+     *                                  {@link NonFinitePolicy#RAISE}, or if the gradient's shape or dtype differs from
+     *                                  the parameter's, naming the parameter; a refused call changes nothing
      */
     @Override
     public void update(String parameterId, NDArray weight, NDArray grad) {

@@ -174,8 +174,9 @@ public final class MuonAdamW extends BoundOptimizer {
      * @param parameterId the parameter's id
      * @param weight      the parameter copy, updated in place
      * @param grad        its gradient; the parameter's own gradient is zeroed afterwards
-     * @throws IllegalStateException    if the optimizer is bound to no block (see {@link #trainingConfig}), or under
-     *                                  {@link NonFinitePolicy#RAISE}, naming the parameter
+     * @throws IllegalStateException    if the optimizer is bound to no block (see {@link #trainingConfig}), under
+     *                                  {@link NonFinitePolicy#RAISE}, or if the gradient's shape or dtype differs from
+     *                                  the parameter's, naming the parameter; a refused call changes nothing
      * @throws IllegalArgumentException if the classification fails (see {@link #assignment()}) or the block has
      *                                  no trainable parameter of this id
      */

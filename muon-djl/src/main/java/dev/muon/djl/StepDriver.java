@@ -10,6 +10,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
@@ -110,9 +111,11 @@ final class StepDriver {
      * @param weight the parameter copy
      * @param grad   its gradient (on multiple devices, the sum over devices)
      * @param update the update
-     * @throws IllegalStateException under {@link NonFinitePolicy#RAISE}, naming the parameter
+     * @throws IllegalStateException under {@link NonFinitePolicy#RAISE}, naming the parameter; if the gradient's
+     *                               shape or dtype differs from the parameter's, naming it, before anything changes
      */
     void call(String id, NDArray weight, NDArray grad, Update update) {
+        requireMatches(id, weight, grad);
         ParameterKey key = new ParameterKey(id, weight.getDevice());
         boolean skipThis = false;
         if (clock.opensStep(key)) {
@@ -145,6 +148,25 @@ final class StepDriver {
             update.apply(key, home(weight), clock.countUpdate(key), clock.applied());
         }
         zeroGradient(weight);
+    }
+
+    /**
+     * Refuses a gradient of another shape or dtype than its parameter before the call changes anything (no step
+     * opened, no state created, no gradient zeroed), as muon-core's {@code GradientCheck} does: DJL's engine would
+     * broadcast or promote it into the update, or fail midway with a message that names no parameter.
+     */
+    private void requireMatches(String id, NDArray weight, NDArray grad) {
+        long[] gradShape = grad.getShape().getShape();
+        long[] shape = weight.getShape().getShape();
+        if (!Arrays.equals(gradShape, shape)) {
+            throw new IllegalStateException("the gradient of parameter '" + model.get().nameOf(id) + "' has shape "
+                    + Arrays.toString(gradShape) + " but the parameter has shape " + Arrays.toString(shape));
+        }
+        if (grad.getDataType() != weight.getDataType()) {
+            throw new IllegalStateException("the gradient of parameter '" + model.get().nameOf(id) + "' has dtype "
+                    + grad.getDataType() + " but the parameter has dtype " + weight.getDataType()
+                    + "; a gradient must have its parameter's dtype");
+        }
     }
 
     /**
