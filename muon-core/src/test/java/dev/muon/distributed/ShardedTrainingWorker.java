@@ -57,6 +57,7 @@ public final class ShardedTrainingWorker {
                 case "invariance" -> ShardingInvarianceWorker.run(group, dir, false);
                 case "invariance-local" -> ShardingInvarianceWorker.run(group, dir, true);
                 case "storage" -> dev.muon.StateStorageEqualityWorker.run(group, dir);
+                case "conformance" -> dev.muon.ConformanceMatrixWorker.run(group, dir);
                 default -> throw new IllegalArgumentException("unknown scenario " + scenario);
             }
         }
