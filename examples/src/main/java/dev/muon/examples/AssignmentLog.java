@@ -10,7 +10,7 @@ import java.util.logging.Logger;
  * Keeps {@code MuonAdamW}'s assignment table (an INFO record, logged at every build) to one per model in the
  * examples' output: the later runs of the same model, other seeds and learning rates, build theirs quietly.
  */
-final class AssignmentLog {
+public final class AssignmentLog {
     /** Held here: {@code java.util.logging} keeps loggers weakly, and a collected one forgets its level. */
     private static final Logger LOG = Logger.getLogger(MuonAdamW.class.getName());
 
@@ -24,7 +24,7 @@ final class AssignmentLog {
      * @param <T>    what it returns
      * @return what {@code action} returns
      */
-    static <T> T quietly(Supplier<T> action) {
+    public static <T> T quietly(Supplier<T> action) {
         Level level = LOG.getLevel();
         LOG.setLevel(Level.WARNING);
         try {

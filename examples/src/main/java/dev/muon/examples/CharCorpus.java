@@ -21,7 +21,7 @@ import java.util.stream.Stream;
  * line, or, when neither exists, from a short text embedded here, which is too small to say anything about
  * optimizers and is only there so that the example and its test run anywhere.
  */
-final class CharCorpus {
+public final class CharCorpus {
     /** Where {@code dpkg -L fortunes} puts the data files. */
     static final String FORTUNES_DIR = "/usr/share/games/fortunes";
 
@@ -67,14 +67,14 @@ final class CharCorpus {
 
     /**
      * A corpus whose training and validation texts were split beforehand (by document, as
-     * {@link GcideCorpus} splits its entries); the vocabulary is every character of both.
+     * {@code study.GcideCorpus} splits its entries); the vocabulary is every character of both.
      *
      * @param source     where the text came from, in words
      * @param training   the training text
      * @param validation the validation text
      * @return the corpus
      */
-    static CharCorpus split(String source, String training, String validation) {
+    public static CharCorpus split(String source, String training, String validation) {
         return new CharCorpus(source, training + validation, training.length());
     }
 
@@ -143,7 +143,7 @@ final class CharCorpus {
     }
 
     /** Where the text came from, in words. */
-    String source() {
+    public String source() {
         return source;
     }
 
@@ -152,19 +152,23 @@ final class CharCorpus {
         return source.startsWith("EMBEDDED");
     }
 
-    int length() {
+    /** The length of the text, in characters, training and validation together. */
+    public int length() {
         return text.length();
     }
 
-    int vocabularySize() {
+    /** The number of distinct characters: the model's vocabulary. */
+    public int vocabularySize() {
         return vocabulary.length;
     }
 
-    int trainLength() {
+    /** The length of the training part, in characters. */
+    public int trainLength() {
         return trainEnd;
     }
 
-    int validationLength() {
+    /** The length of the validation part, in characters. */
+    public int validationLength() {
         return text.length() - trainEnd;
     }
 
@@ -177,7 +181,7 @@ final class CharCorpus {
      * @return token ids of shape [count, context + 1] (int64)
      * @throws IllegalArgumentException if the validation part is shorter than one window
      */
-    Tensor evenValidationWindows(int count, int context) {
+    public Tensor evenValidationWindows(int count, int context) {
         int last = text.length() - context - 1;
         if (last < trainEnd) {
             throw new IllegalArgumentException("context " + context + " is longer than the validation text");
@@ -202,7 +206,7 @@ final class CharCorpus {
      * @return token ids of shape [batch, context + 1] (int64): inputs are the first {@code context}, targets the
      *         last {@code context}
      */
-    Tensor batch(Random random, boolean validation, int batch, int context) {
+    public Tensor batch(Random random, boolean validation, int batch, int context) {
         int start = validation ? trainEnd : 0;
         int span = (validation ? text.length() : trainEnd) - start - context - 1;
         if (span <= 0) {

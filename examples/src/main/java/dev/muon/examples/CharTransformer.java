@@ -21,7 +21,7 @@ import java.util.List;
  * hidden matrices), the attention and MLP matrices of every block go to Muon, and biases and LayerNorm gains go to
  * AdamW because they have fewer than two dimensions.
  */
-final class CharTransformer extends Module {
+public final class CharTransformer extends Module {
     private final int context;
     private final EmbeddingImpl tokEmb;
     private final EmbeddingImpl posEmb;
@@ -39,7 +39,7 @@ final class CharTransformer extends Module {
      * @param layers     transformer blocks
      * @param heads      attention heads; must divide {@code width}
      */
-    CharTransformer(int vocabulary, int context, int width, int layers, int heads) {
+    public CharTransformer(int vocabulary, int context, int width, int layers, int heads) {
         if (width % heads != 0) {
             throw new IllegalArgumentException("heads must divide width, got width " + width + ", heads " + heads);
         }

@@ -5,7 +5,7 @@ package dev.muon.examples;
  * prints its message as one line and exits with status 1. The message names the file or option and what is wrong
  * with it.
  */
-final class DataError extends RuntimeException {
+public final class DataError extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
     /**
@@ -13,7 +13,7 @@ final class DataError extends RuntimeException {
      *
      * @param message the file or option and the rule it breaks, one line
      */
-    DataError(String message) {
+    public DataError(String message) {
         super(message);
     }
 
@@ -23,7 +23,7 @@ final class DataError extends RuntimeException {
      * @param message the file or option and the rule it breaks, one line
      * @param cause   the underlying exception
      */
-    DataError(String message, Throwable cause) {
+    public DataError(String message, Throwable cause) {
         super(message, cause);
     }
 
@@ -33,7 +33,7 @@ final class DataError extends RuntimeException {
      * @param e the exception
      * @return the reason, such as {@code no such file or folder}
      */
-    static String reason(java.io.IOException e) {
+    public static String reason(java.io.IOException e) {
         if (e instanceof java.nio.file.NoSuchFileException) {
             return "no such file or folder";
         }

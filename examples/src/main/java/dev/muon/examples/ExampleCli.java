@@ -17,11 +17,11 @@ import java.util.Properties;
  * the stack trace. {@code --version} prints the examples' version, {@code --help} the options. Anything else that
  * fails is a bug, reported with its stack trace, status 1.
  */
-final class ExampleCli {
+public final class ExampleCli {
     /** Exit status of a usage error, as picocli and most Unix tools use it. */
-    static final int USAGE = 2;
+    public static final int USAGE = 2;
     /** Exit status of a {@link DataError}. */
-    static final int DATA = 1;
+    public static final int DATA = 1;
     private static final String DEBUG = "--debug";
 
     private ExampleCli() {
@@ -33,7 +33,7 @@ final class ExampleCli {
      * @param command the picocli command object
      * @return its command line
      */
-    static CommandLine commandLine(Object command) {
+    public static CommandLine commandLine(Object command) {
         CommandLine cli = new CommandLine(command).setCaseInsensitiveEnumValuesAllowed(true);
         cli.getCommandSpec().addOption(OptionSpec.builder(DEBUG)
                 .description("print the stack trace of an error, not only its one line").build());
@@ -70,7 +70,7 @@ final class ExampleCli {
      * @param command the picocli command object
      * @param args    the command line
      */
-    static void main(Object command, String[] args) {
+    public static void main(Object command, String[] args) {
         readyLibtorchNatives();
         System.exit(commandLine(command).execute(args));
     }

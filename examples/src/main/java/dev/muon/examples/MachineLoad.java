@@ -11,7 +11,7 @@ import java.util.OptionalDouble;
  * The machine's load while an example measured its seconds, for the figures: a seconds panel drawn on a busy
  * machine says so ({@code docs/examples.md} states the load of each published one).
  */
-final class MachineLoad {
+public final class MachineLoad {
     private static final Path LOADAVG = Path.of("/proc/loadavg");
 
     private MachineLoad() {
@@ -22,7 +22,7 @@ final class MachineLoad {
      *
      * @return the load average, or empty
      */
-    static OptionalDouble now() {
+    public static OptionalDouble now() {
         try {
             String first = Files.readString(LOADAVG, StandardCharsets.US_ASCII).trim().split("\\s+")[0];
             return OptionalDouble.of(Double.parseDouble(first));

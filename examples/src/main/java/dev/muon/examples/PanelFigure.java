@@ -27,7 +27,7 @@ import java.util.List;
  * below the panels (so that no legend covers a curve), and a label at the right end of each curve with its final
  * value, pushed apart where two ends meet. {@link ComparisonPlot} and {@link CurvesFigure} draw with it.
  */
-final class PanelFigure {
+public final class PanelFigure {
     static final int PANEL_WIDTH = 620;
     static final int PANEL_HEIGHT = 440;
     private static final int HEADER = 58;
@@ -61,7 +61,7 @@ final class PanelFigure {
      * @param title the title
      * @param note  the note, or empty
      */
-    PanelFigure(String title, String note) {
+    public PanelFigure(String title, String note) {
         this.title = title;
         this.note = note;
     }
@@ -75,7 +75,7 @@ final class PanelFigure {
      * @param xPattern   the {@link java.text.DecimalFormat} pattern of the x ticks ({@code "0.#"} for epochs)
      * @return the panel, to add series to
      */
-    XYChart panel(String panelTitle, String xTitle, String yTitle, String xPattern) {
+    public XYChart panel(String panelTitle, String xTitle, String yTitle, String xPattern) {
         XYChart chart = new XYChartBuilder().width(PANEL_WIDTH).height(PANEL_HEIGHT).title(panelTitle)
                 .xAxisTitle(xTitle).yAxisTitle(yTitle).build();
         chart.getStyler().setLegendVisible(false);
@@ -104,7 +104,7 @@ final class PanelFigure {
      * @param dashed dashed instead of solid
      * @return the series
      */
-    XYSeries line(XYChart panel, String label, double[] x, double[] y, Color color, boolean dashed) {
+    public XYSeries line(XYChart panel, String label, double[] x, double[] y, Color color, boolean dashed) {
         XYSeries series = panel.addSeries(label + " #" + panel.getSeriesMap().size(), x, y);
         series.setXYSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Line);
         series.setLineColor(color);
@@ -128,7 +128,7 @@ final class PanelFigure {
      * @param high  its upper edge
      * @param color the colour of the curve it belongs to
      */
-    void band(XYChart panel, String label, double[] x, double[] low, double[] high, Color color) {
+    public void band(XYChart panel, String label, double[] x, double[] low, double[] high, Color color) {
         // One closed polygon: along the highs, back along the lows.
         int n = x.length;
         double[] px = new double[2 * n];
@@ -154,7 +154,7 @@ final class PanelFigure {
      * @param y     the curve's last y
      * @param text  what to write: its final value, and the difference to its baseline
      */
-    void endLabel(XYChart panel, double x, double y, String text) {
+    public void endLabel(XYChart panel, double x, double y, String text) {
         labels.get(panels.indexOf(panel)).add(new EndLabel(x, y, text));
     }
 
@@ -164,7 +164,7 @@ final class PanelFigure {
      * @param png the file
      * @throws IOException if it cannot be written
      */
-    void write(Path png) throws IOException {
+    public void write(Path png) throws IOException {
         for (int i = 0; i < panels.size(); i++) {
             placeLabels(panels.get(i), labels.get(i));
         }

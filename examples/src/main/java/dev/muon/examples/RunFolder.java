@@ -14,7 +14,7 @@ import java.util.stream.Stream;
  * files beside another's: by default a new {@code target/runs/<example>-<date>-<time>}, or the {@code --out} folder,
  * which must be new or empty. Made before any training, so that a bad path costs no time.
  */
-final class RunFolder {
+public final class RunFolder {
     private static final DateTimeFormatter STAMP = DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss");
 
     private RunFolder() {
@@ -31,7 +31,7 @@ final class RunFolder {
      * @throws CommandLine.ParameterException if {@code out} holds files already
      * @throws DataError                       if the folder cannot be made
      */
-    static Path create(CommandLine cli, Path out, String example, LocalDateTime now) {
+    public static Path create(CommandLine cli, Path out, String example, LocalDateTime now) {
         Path dir;
         if (out == null) {
             Path base = Path.of("target", "runs", example + "-" + STAMP.format(now));

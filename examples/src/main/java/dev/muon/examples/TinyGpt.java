@@ -322,7 +322,7 @@ public final class TinyGpt {
     }
 
     /** How a run clears gradients and steps, whichever optimizer it holds. */
-    record Stepper(Runnable zeroGrad, Runnable step) {
+    public record Stepper(Runnable zeroGrad, Runnable step) {
     }
 
     private static void warmUp(CharCorpus corpus, Settings s, Function<CharTransformer, Stepper> optimizerFor) {
@@ -339,7 +339,7 @@ public final class TinyGpt {
     }
 
     /** One training step in its own scope; returns the loss. */
-    static double step(CharTransformer model, Stepper optimizer, Tensor batch, int context) {
+    public static double step(CharTransformer model, Stepper optimizer, Tensor batch, int context) {
         try (PointerScope stepScope = new PointerScope()) {
             optimizer.zeroGrad().run();
             Tensor loss = loss(model, batch, context);
@@ -427,7 +427,7 @@ public final class TinyGpt {
     }
 
     /** Mean next-character cross-entropy over a [batch, context + 1] window of ids. */
-    static Tensor loss(CharTransformer model, Tensor batch, int context) {
+    public static Tensor loss(CharTransformer model, Tensor batch, int context) {
         Tensor inputs = batch.narrow(1, 0, context);
         Tensor targets = batch.narrow(1, 1, context).reshape(-1);
         Tensor logits = model.forward(inputs);

@@ -1,5 +1,7 @@
 package dev.muon.examples;
 
+import dev.muon.examples.study.MuonStudy;
+import dev.muon.examples.study.StudyArguments;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
@@ -143,19 +145,7 @@ class DocCommandsTest {
             cli.parseArgs(argv);
             ((JmhQuickstart) cli.getCommand()).shapeTexts.forEach(JmhQuickstart::parseShape);
         } else if (example == MuonStudy.class) {
-            CommandLine cli = ExampleCli.commandLine(new MuonStudy());
-            CommandLine.ParseResult parsed = cli.parseArgs(argv);
-            CommandLine sub = parsed.subcommand().commandSpec().commandLine();
-            Object command = sub.getCommand();
-            if (command instanceof MuonStudy.Cell c) {
-                c.cell();
-            } else if (command instanceof MuonStudy.Sweep s) {
-                s.model.validate(sub);
-                s.planOptions.plan(sub, s.model);
-            } else if (command instanceof MuonStudy.Timing t) {
-                t.model.validate(sub);
-                t.planOptions.plan(sub, t.model);
-            }
+            StudyArguments.accept(argv);
         } else if (example == Replot.class) {
             CommandLine cli = ExampleCli.commandLine(new Replot());
             CommandLine.ParseResult parsed = cli.parseArgs(argv);

@@ -1,5 +1,6 @@
 package dev.muon.examples;
 
+import dev.muon.examples.study.MuonStudy;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -27,19 +28,26 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * that names the file or option and the rule, exit status 2 for usage and 1 for data or output, no stack trace
  * unless {@code --debug}; an explicit {@code --data} is never replaced by another copy.
  */
-class ExampleErrorsTest {
+public class ExampleErrorsTest {
     @TempDir
     Path dir;
 
     /** What a run printed and returned. */
-    record Outcome(int exitCode, String out, String err) {
+    public record Outcome(int exitCode, String out, String err) {
         /** The lines of stderr. */
-        List<String> errLines() {
+        public List<String> errLines() {
             return err.lines().filter(l -> !l.isBlank()).toList();
         }
     }
 
-    static Outcome run(CommandLine cli, String... args) {
+    /**
+     * Runs the command line as {@code main} would, capturing what it prints.
+     *
+     * @param cli  the example's command line
+     * @param args its arguments
+     * @return the exit status and what went to stdout and stderr
+     */
+    public static Outcome run(CommandLine cli, String... args) {
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
         cli.setOut(new PrintWriter(out, true));

@@ -1,5 +1,9 @@
-package dev.muon.examples;
+package dev.muon.examples.study;
 
+import dev.muon.examples.CharCorpus;
+import dev.muon.examples.CharTransformer;
+import dev.muon.examples.MachineLoad;
+import dev.muon.examples.TinyGpt;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Tensor;

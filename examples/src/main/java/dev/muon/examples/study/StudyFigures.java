@@ -1,5 +1,7 @@
-package dev.muon.examples;
+package dev.muon.examples.study;
 
+import dev.muon.examples.DataError;
+import dev.muon.examples.PanelFigure;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYSeries;
 import org.knowm.xchart.style.markers.SeriesMarkers;

@@ -1,4 +1,4 @@
-package dev.muon.examples;
+package dev.muon.examples.study;
 
 import java.util.ArrayList;
 import java.util.Comparator;

@@ -1,4 +1,4 @@
-package dev.muon.examples;
+package dev.muon.examples.study;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

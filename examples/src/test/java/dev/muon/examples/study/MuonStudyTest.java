@@ -1,5 +1,7 @@
-package dev.muon.examples;
+package dev.muon.examples.study;
 
+import dev.muon.examples.ExampleCli;
+import dev.muon.examples.ExampleErrorsTest;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

@@ -1,4 +1,4 @@
-package dev.muon.examples;
+package dev.muon.examples.study;
 
 /**
  * The statistics of {@link MuonStudy}'s protocol: means, sample standard deviations, Student's t distribution

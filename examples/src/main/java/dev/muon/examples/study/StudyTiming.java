@@ -1,5 +1,7 @@
-package dev.muon.examples;
+package dev.muon.examples.study;
 
+import dev.muon.examples.DataError;
+import dev.muon.examples.MachineLoad;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.global.torch;
 

@@ -1,4 +1,4 @@
-package dev.muon.examples;
+package dev.muon.examples.study;
 
 import dev.muon.AdamWConfig;
 import dev.muon.AdjustLr;
@@ -7,6 +7,8 @@ import dev.muon.MomentumPrecision;
 import dev.muon.MuonAdamW;
 import dev.muon.MuonConfig;
 import dev.muon.NorMuonConfig;
+import dev.muon.examples.CharTransformer;
+import dev.muon.examples.TinyGpt;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
 

@@ -1,5 +1,11 @@
-package dev.muon.examples;
+package dev.muon.examples.study;
 
+import dev.muon.examples.AssignmentLog;
+import dev.muon.examples.CharCorpus;
+import dev.muon.examples.CharTransformer;
+import dev.muon.examples.DataError;
+import dev.muon.examples.ExampleCli;
+import dev.muon.examples.RunFolder;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.openblas.global.openblas_nolapack;
 import org.bytedeco.pytorch.Tensor;
@@ -36,7 +42,7 @@ import java.util.concurrent.Future;
  * seconds they need to reach AdamW's best validation loss.
  *
  * <p>Sub-commands, each run from the repository root as
- * {@code mvn -B -q -Ptrain -DskipTests package -Dexample.main=dev.muon.examples.MuonStudy -Dexample.args="..."}:
+ * {@code mvn -B -q -Ptrain -DskipTests package -Dexample.main=dev.muon.examples.study.MuonStudy -Dexample.args="..."}:
  * <ul>
  *   <li>{@code cell}: one run (optimizer, lrs, seed, width, batch), its curve printed and its row written;</li>
  *   <li>{@code sweep}: the protocol's runs, appended to {@code RESULTS/runs.csv} as each ends, skipping the cells

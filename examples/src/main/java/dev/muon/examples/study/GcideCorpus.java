@@ -1,5 +1,7 @@
-package dev.muon.examples;
+package dev.muon.examples.study;
 
+import dev.muon.examples.CharCorpus;
+import dev.muon.examples.DataError;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;

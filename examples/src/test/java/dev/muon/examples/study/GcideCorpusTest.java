@@ -1,5 +1,7 @@
-package dev.muon.examples;
+package dev.muon.examples.study;
 
+import dev.muon.examples.CharCorpus;
+import dev.muon.examples.DataError;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
 import org.junit.jupiter.api.Test;

@@ -1,4 +1,4 @@
-package dev.muon.examples;
+package dev.muon.examples.study;
 
 /**
  * One finished run of {@link MuonStudy}: its cell, the validation loss at each evaluation, the training seconds

@@ -1,5 +1,6 @@
-package dev.muon.examples;
+package dev.muon.examples.study;
 
+import dev.muon.examples.DataError;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;

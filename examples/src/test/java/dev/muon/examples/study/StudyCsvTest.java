@@ -1,5 +1,6 @@
-package dev.muon.examples;
+package dev.muon.examples.study;
 
+import dev.muon.examples.DataError;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
