@@ -1,7 +1,6 @@
 package dev.muon;
 
 import dev.muon.internal.TorchNatives;
-import dev.muon.state.BufferSpec;
 
 import java.util.ArrayList;
 import java.util.Arrays;

@@ -1,7 +1,6 @@
 package dev.muon;
 
 import dev.muon.internal.NativeLifetime;
-import dev.muon.state.BufferSpec;
 import dev.muon.state.StateFileException;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;

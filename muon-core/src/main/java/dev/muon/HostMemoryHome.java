@@ -1,7 +1,6 @@
 package dev.muon;
 
 import dev.muon.internal.NativeLifetime;
-import dev.muon.state.BufferSpec;
 import org.bytedeco.pytorch.BoolOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;

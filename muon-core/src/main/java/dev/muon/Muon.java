@@ -13,7 +13,6 @@ import dev.muon.orthogonalize.Orthogonalizer;
 import dev.muon.schedule.ScheduleRecord;
 import dev.muon.schedule.TrainingOptimizer;
 import dev.muon.state.AssignmentChanges;
-import dev.muon.state.BufferSpec;
 import dev.muon.state.CheckpointFile;
 import dev.muon.state.FittedState;
 import dev.muon.state.OptimizerState;

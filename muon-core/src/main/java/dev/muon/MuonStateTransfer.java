@@ -2,7 +2,6 @@ package dev.muon;
 
 import dev.muon.internal.NativeLifetime;
 import dev.muon.schedule.ScheduleRecord;
-import dev.muon.state.BufferSpec;
 import dev.muon.state.OptimizerState;
 import dev.muon.state.ParameterEntry;
 import dev.muon.state.ParameterSpec;

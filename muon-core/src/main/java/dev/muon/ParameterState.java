@@ -3,7 +3,6 @@ package dev.muon;
 import dev.muon.internal.NativeLifetime;
 import dev.muon.internal.FusedUpdateKernels;
 import dev.muon.orthogonalize.Orthogonalizer;
-import dev.muon.state.BufferSpec;
 import dev.muon.state.ParameterSpec;
 import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.Tensor;

@@ -1,6 +1,5 @@
 package dev.muon;
 
-import dev.muon.state.BufferSpec;
 import org.bytedeco.pytorch.Tensor;
 
 /**

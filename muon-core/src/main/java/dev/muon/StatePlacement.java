@@ -1,6 +1,5 @@
 package dev.muon;
 
-import dev.muon.state.BufferSpec;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

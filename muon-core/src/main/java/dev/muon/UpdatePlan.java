@@ -6,7 +6,6 @@ import dev.muon.UpdateSlots.Momentum;
 import dev.muon.UpdateSlots.Normalizer;
 import dev.muon.UpdateSlots.Step;
 import dev.muon.internal.FusedUpdateKernels;
-import dev.muon.state.BufferSpec;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;

@@ -3,7 +3,6 @@ package dev.muon;
 import dev.muon.internal.TorchNatives;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
-import dev.muon.state.BufferSpec;
 
 import java.util.ArrayList;
 import java.util.List;

@@ -1,6 +1,7 @@
 package dev.muon.state;
 
 import dev.muon.AdamWConfig;
+import dev.muon.BufferSpec;
 import dev.muon.MuonConfig;
 import dev.muon.OptimizerKind;
 import dev.muon.UpdateRecipe;

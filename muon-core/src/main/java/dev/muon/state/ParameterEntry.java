@@ -12,14 +12,14 @@ import java.util.Objects;
 /**
  * One named parameter of an {@link OptimizerState}: its {@link ParameterSpec} and the tensors kept for it, each
  * absent where there is none: the parameter's value (checkpoints hold it, PyTorch's optimizer state does not), the
- * Muon state buffers its update declares ({@link BufferSpec}, by key: the momentum buffer, NorMuon's second moment;
+ * Muon state buffers its update declares ({@link dev.muon.BufferSpec}, by key: the momentum buffer, NorMuon's second moment;
  * none before its first update), and AdamW's moments.
  *
  * <p>Build one with {@link #of(ParameterSpec)} and the {@code with...} copies.
  *
  * @param spec    what the parameter is
  * @param value   its value, or null
- * @param buffers its Muon state buffers by {@link BufferSpec#key()}, in declaration order; empty for none
+ * @param buffers its Muon state buffers by {@link dev.muon.BufferSpec#key()}, in declaration order; empty for none
  * @param adamW   AdamW's moments, or null
  */
 public record ParameterEntry(ParameterSpec spec, Tensor value, Map<String, Tensor> buffers, AdamWMoments adamW) {
@@ -79,7 +79,7 @@ public record ParameterEntry(ParameterSpec spec, Tensor value, Map<String, Tenso
     /**
      * This entry with a Muon state buffer set, or removed.
      *
-     * @param key    the buffer's {@link BufferSpec#key()}
+     * @param key    the buffer's {@link dev.muon.BufferSpec#key()}
      * @param tensor the buffer, or null for none
      * @return a copy
      */
@@ -96,7 +96,7 @@ public record ParameterEntry(ParameterSpec spec, Tensor value, Map<String, Tenso
     /**
      * A Muon state buffer.
      *
-     * @param key the buffer's {@link BufferSpec#key()}
+     * @param key the buffer's {@link dev.muon.BufferSpec#key()}
      * @return the buffer, or null when the entry holds none
      */
     public Tensor buffer(String key) {

@@ -1,5 +1,6 @@
 package dev.muon.state;
 
+import dev.muon.BufferSpec;
 import dev.muon.OptimizerKind;
 import dev.muon.RowSplit;
 import dev.muon.internal.TorchNatives;

@@ -16,7 +16,7 @@ import java.util.function.UnaryOperator;
  * same Muon build settings (every {@link MuonConfig} field except the hyperparameters a restore takes: {@code lr},
  * {@code weightDecay}, {@code momentum}, {@code nesterov}, {@code adjustLr}, {@code extraScale}), a schedule
  * record with one base lr per group, and tensors that belong where they are: a parameter's value and AdamW's
- * moments of its shape and dtype, each Muon state buffer one its update declares ({@link BufferSpec}: the momentum,
+ * moments of its shape and dtype, each Muon state buffer one its update declares ({@link dev.muon.BufferSpec}: the momentum,
  * NorMuon's second moment) with the declared shape and dtype, every declared buffer or none, all finite (the
  * parameter values too: a NaN weight trains NaN from the first step), AdamW's {@code exp_avg_sq} and a buffer
  * declared non-negative {@code >= 0}, and AdamW's step count in {@code [0, step]}.

@@ -52,7 +52,7 @@ enum TensorKind {
         return documentName;
     }
 
-    /** The dtype name of {@link BufferSpec.Dtype} and of muon-djl, e.g. {@code float32}. */
+    /** The dtype name of {@link dev.muon.BufferSpec.Dtype} and of muon-djl, e.g. {@code float32}. */
     String dtypeName() {
         return dtypeName;
     }

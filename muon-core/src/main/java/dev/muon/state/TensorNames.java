@@ -1,5 +1,6 @@
 package dev.muon.state;
 
+import dev.muon.BufferSpec;
 import dev.muon.internal.TorchNatives;
 
 import java.util.Set;

@@ -42,7 +42,7 @@ final class TorchStateFormat {
     static final Set<String> TOP_KEYS = Set.of("format", "param_names", "step", "muon", "adamw");
     /**
      * muon-core's keys beside torch.optim.Muon's: a group's NorMuon settings and row splits (a parameter's other
-     * state buffers are under their declarations' {@link BufferSpec#torchKey()}, NorMuon's second moment under
+     * state buffers are under their declarations' {@link dev.muon.BufferSpec#torchKey()}, NorMuon's second moment under
      * {@code normuon_second_moment}). {@code torch.optim.Muon.load_state_dict} keeps them and its step ignores them.
      */
     static final String NORMUON_GROUP_KEY = "normuon";

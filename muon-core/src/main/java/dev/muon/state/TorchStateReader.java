@@ -2,6 +2,7 @@ package dev.muon.state;
 
 import dev.muon.AdamWConfig;
 import dev.muon.AdjustLr;
+import dev.muon.BufferSpec;
 import dev.muon.MuonConfig;
 import dev.muon.NorMuonConfig;
 import dev.muon.RowSplit;

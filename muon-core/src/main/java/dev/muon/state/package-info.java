@@ -1,7 +1,7 @@
 /**
  * An optimizer's state as one immutable value and its two files. {@link dev.muon.state.OptimizerState} holds the
  * step count, the groups' configs, the schedule record and one {@link dev.muon.state.ParameterEntry} per named
- * parameter (its value, the Muon state buffers its update declares as {@link dev.muon.state.BufferSpec}s, AdamW's
+ * parameter (its value, the Muon state buffers its update declares as {@link dev.muon.BufferSpec}s, AdamW's
  * moments); {@link dev.muon.state.StateFit} lists every difference between a state and an optimizer. The codecs,
  * {@link dev.muon.state.CheckpointFile} (muon-core's safetensors file with a SHA-256) and
  * {@link dev.muon.state.TorchStateFile} (PyTorch's {@code optimizer.state_dict()} as {@code torch.save} writes it),

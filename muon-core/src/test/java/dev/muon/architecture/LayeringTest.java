@@ -34,7 +34,7 @@ class LayeringTest {
     /** The bindings-free values: what muon-djl, which never loads libtorch's bindings, runs of muon-core. */
     private static final List<String> VALUES = List.of("dev.muon.MuonConfig", "dev.muon.NorMuonConfig",
             "dev.muon.HyperballConfig", "dev.muon.AdamWConfig", "dev.muon.MuonHyperparameters",
-            "dev.muon.UpdateRecipe", "dev.muon.AssignmentRule", "dev.muon.state.BufferSpec",
+            "dev.muon.UpdateRecipe", "dev.muon.AssignmentRule", "dev.muon.BufferSpec",
             "dev.muon.StateStorage",
             "dev.muon.orthogonalize.CoefficientSchedule", "dev.muon.orthogonalize.NewtonSchulzConfig");
 

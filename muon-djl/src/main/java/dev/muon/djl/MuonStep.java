@@ -7,11 +7,11 @@ import ai.djl.ndarray.NDScope;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import dev.muon.AssignmentRule;
+import dev.muon.BufferSpec;
 import dev.muon.HyperballConfig;
 import dev.muon.MuonConfig;
 import dev.muon.NorMuonConfig;
 import dev.muon.UpdateRecipe;
-import dev.muon.state.BufferSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

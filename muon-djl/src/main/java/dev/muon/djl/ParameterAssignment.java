@@ -122,7 +122,7 @@ public final class ParameterAssignment {
         Map<String, String> aliases = new LinkedHashMap<>();
         Map<String, OptimizerKind> byId = new HashMap<>();
         Map<String, AssignmentRule.Matrix> matrices = new HashMap<>();
-        List<dev.muon.state.BufferSpec> buffers = UpdateRecipe.of(muon).buffers();
+        List<dev.muon.BufferSpec> buffers = UpdateRecipe.of(muon).buffers();
         long adamWOnly = 0;
         for (Classification.Decision d : classification.decisions()) {
             ModelParameters.Entry e = byName.get(d.name());

@@ -1,4 +1,4 @@
-package dev.muon.state;
+package dev.muon;
 
 import dev.muon.internal.TorchNatives;
 
@@ -9,9 +9,10 @@ import java.util.Objects;
  * The declaration of one per-parameter state buffer of a Muon update (the momentum, NorMuon's second moment, a
  * future variant's): its names in both files, its shape and dtype as rules on the parameter's, the values it may
  * hold, and whether it lives with its parameter's owner in a distributed optimizer. The element of the update that
- * owns a buffer declares it once ({@code dev.muon.UpdateRecipe}); the parameter state, the state value, capture
- * and restore, the gather of a distributed checkpoint, the fit check ({@link StateFit}) and both files
- * ({@link CheckpointFile}, {@link TorchStateFile}) iterate over the declarations and name no buffer themselves.
+ * owns a buffer declares it once ({@link UpdateRecipe}); the parameter state, the state value, capture and
+ * restore, the gather of a distributed checkpoint, the fit check ({@link dev.muon.state.StateFit}) and both files
+ * ({@link dev.muon.state.CheckpointFile}, {@link dev.muon.state.TorchStateFile}) iterate over the declarations and
+ * name no buffer themselves.
  * Loads no libtorch class, so a module without libtorch reads it too.
  *
  * @param key        its name in checkpoints ({@code <key>/<parameter>}) and in a state's entry
