@@ -20,7 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Two rules of the layering ({@code shared/ARCHITECTURE.md}) that the cycle check alone cannot see. The values every
+ * Rules of the layering ({@code shared/ARCHITECTURE.md}) that the cycle check alone cannot see. The values every
  * binding shares (the configs, the update recipe, the assignment rules, the buffer declarations, where state lives)
  * stand below the working parts: none reaches a file that works on libtorch tensors, so muon-djl can use them, and a value cannot
  * read a stage's constant (as {@code MuonConfig} once read NorMuon's 0.2 from the normalization stage). And
@@ -58,6 +58,58 @@ class LayeringTest {
             reached.removeAll(HARMLESS);
             assertEquals(Set.of(), reached, value + " reaches files that work on libtorch");
         }
+    }
+
+    /**
+     * No package imports a package that imports it, directly or through others: the packages stand on floors. One
+     * package stands on two: {@code dev.muon} holds the values the state codecs read (the configs, the update recipe,
+     * the buffer declarations) below {@code dev.muon.state}, and the optimizers and their working parts, which
+     * use the state, above it. Its values' floor is what the other packages reach of it, so a value that reads a
+     * codec (as {@code UpdateRecipe} read {@code state.BufferSpec}) closes a cycle, and so does a codec that reads
+     * an optimizer.
+     */
+    @Test
+    void noPackageImportsAPackageThatImportsIt() {
+        Map<String, Set<String>> graph = ImportCycleTest.dependencies(CORE);
+        Set<String> values = new TreeSet<>();
+        for (Map.Entry<String, Set<String>> e : graph.entrySet()) {
+            if (!packageOfFile(e.getKey()).equals("dev.muon")) {
+                e.getValue().stream().filter(f -> packageOfFile(f).equals("dev.muon")).forEach(values::add);
+            }
+        }
+        for (String value : List.copyOf(values)) {
+            ImportCycleTest.reachable(graph, value).stream().filter(f -> packageOfFile(f).equals("dev.muon"))
+                    .forEach(values::add);
+        }
+        assertTrue(values.contains("dev.muon.MuonConfig") && !values.contains("dev.muon.Muon"),
+                "the scan found dev.muon's values: " + values);
+        Map<String, Set<String>> floors = new TreeMap<>();
+        Map<String, Set<String>> arrows = new TreeMap<>();
+        for (Map.Entry<String, Set<String>> e : graph.entrySet()) {
+            String from = floorOf(e.getKey(), values);
+            floors.computeIfAbsent(from, k -> new TreeSet<>());
+            for (String target : e.getValue()) {
+                String to = floorOf(target, values);
+                if (!to.equals(from)) {
+                    floors.get(from).add(to);
+                    arrows.computeIfAbsent(from + " -> " + to, k -> new TreeSet<>())
+                            .add(simpleName(e.getKey()) + " -> " + simpleName(target));
+                }
+            }
+        }
+        assertTrue(floors.size() >= 7, "the scan found muon-core's packages: " + floors.keySet());
+        List<Set<String>> cycles = ImportCycleTest.cycles(floors);
+        Map<String, Set<String>> back = new TreeMap<>();
+        for (Set<String> cycle : cycles) {
+            for (String from : cycle) {
+                for (String to : floors.get(from)) {
+                    if (cycle.contains(to)) {
+                        back.put(from + " -> " + to, arrows.get(from + " -> " + to));
+                    }
+                }
+            }
+        }
+        assertEquals(Map.of(), back, "packages that import each other, directly or through others");
     }
 
     @Test
@@ -107,6 +159,19 @@ class LayeringTest {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    private static String packageOfFile(String file) {
+        return file.substring(0, file.lastIndexOf('.'));
+    }
+
+    private static String simpleName(String file) {
+        return file.substring(file.lastIndexOf('.') + 1);
+    }
+
+    /** A file's floor: its package, or dev.muon's values' own floor below the state codecs. */
+    private static String floorOf(String file, Set<String> values) {
+        return values.contains(file) ? "dev.muon (values)" : packageOfFile(file);
     }
 
     private static String packageOf(String text) {
