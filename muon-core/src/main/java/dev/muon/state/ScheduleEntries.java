@@ -31,30 +31,50 @@ final class ScheduleEntries {
     private ScheduleEntries() {
     }
 
-    /** The object of a record's schedule. */
+    /**
+     * The object of a record's schedule.
+     *
+     * @throws IllegalStateException if the record's schedule is of a built-in kind this codec does not write
+     */
     static Map<String, Object> toJson(ScheduleRecord record) {
-        Map<String, Object> out = new LinkedHashMap<>();
-        switch (record.source()) {
-            case CUSTOM -> out.put("kind", "custom");
-            case UNKNOWN -> out.put("kind", "unknown");
-            case BUILT_IN -> {
-                LrSchedule s = record.schedule();
-                if (s instanceof LrSchedule.WarmupCosine w) {
-                    out.put("kind", "warmupCosine");
-                    out.put("warmupSteps", w.warmupSteps());
-                    out.put("totalSteps", w.totalSteps());
-                    out.put("minFactor", w.minFactor());
-                } else if (s instanceof LrSchedule.WarmupStableDecay w) {
-                    out.put("kind", "warmupStableDecay");
-                    out.put("warmupSteps", w.warmupSteps());
-                    out.put("stableSteps", w.stableSteps());
-                    out.put("decaySteps", w.decaySteps());
-                    out.put("minFactor", w.minFactor());
-                } else {
-                    out.put("kind", "constant");
-                }
-            }
+        return switch (record.source()) {
+            case CUSTOM -> kind("custom");
+            case UNKNOWN -> kind("unknown");
+            case BUILT_IN -> builtIn(record.schedule());
+        };
+    }
+
+    /**
+     * The object of a built-in schedule: its kind and its fields. A kind {@link LrSchedule#isBuiltIn} accepts and
+     * this does not spell is refused, never written as another kind.
+     *
+     * @throws IllegalStateException naming the schedule's class, if it is of no kind written here
+     */
+    static Map<String, Object> builtIn(LrSchedule s) {
+        Map<String, Object> out;
+        if (s instanceof LrSchedule.Constant) {
+            out = kind("constant");
+        } else if (s instanceof LrSchedule.WarmupCosine w) {
+            out = kind("warmupCosine");
+            out.put("warmupSteps", w.warmupSteps());
+            out.put("totalSteps", w.totalSteps());
+            out.put("minFactor", w.minFactor());
+        } else if (s instanceof LrSchedule.WarmupStableDecay w) {
+            out = kind("warmupStableDecay");
+            out.put("warmupSteps", w.warmupSteps());
+            out.put("stableSteps", w.stableSteps());
+            out.put("decaySteps", w.decaySteps());
+            out.put("minFactor", w.minFactor());
+        } else {
+            throw new IllegalStateException("cannot save a schedule of kind " + s.getClass().getName()
+                    + ": a checkpoint holds constant, warmupCosine, warmupStableDecay, custom or unknown");
         }
+        return out;
+    }
+
+    private static Map<String, Object> kind(String kind) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("kind", kind);
         return out;
     }
 

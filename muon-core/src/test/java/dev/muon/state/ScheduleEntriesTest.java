@@ -50,6 +50,22 @@ class ScheduleEntriesTest {
         assertEquals(record, ScheduleEntries.fromJson(LRS, text, "schedule"));
     }
 
+    /** A schedule of a kind the codec does not spell, as a new built-in one would be until it is added there. */
+    private record Linear(long steps) implements LrSchedule {
+        @Override
+        public double factor(long step) {
+            return 1.0;
+        }
+    }
+
+    @Test
+    void builtInSchedule_ofAKindNotWrittenHere_isRefused_namingIt() {
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> ScheduleEntries.builtIn(new Linear(10)));
+        assertEquals("cannot save a schedule of kind dev.muon.state.ScheduleEntriesTest$Linear: a checkpoint holds "
+                + "constant, warmupCosine, warmupStableDecay, custom or unknown", e.getMessage());
+    }
+
     static Stream<Arguments> firstFormatTexts() {
         return Stream.of(
                 Arguments.of("WarmupCosine[warmupSteps=5, totalSteps=20, minFactor=0.1]",
