@@ -23,13 +23,19 @@ import java.util.TreeMap;
  * as the run's length, a lower bound of its true steps, so a censored optimizer is credited with fewer steps than it
  * needs: a verdict against it stands, and the table says how many runs were censored. Seconds to the target: each
  * run's steps times its configuration's mean time per step from the timing pass ({@link StudyTiming}); without a
- * timing pass, no seconds are given.
+ * timing pass, no seconds are given; with one, the seconds get Welch's test as the steps do, and the report adds the
+ * time per step's 95 % interval over the pass's rounds and the pass's load average and thread CPU time.
+ *
+ * <p>Beyond the protocol, each variant is compared with {@code MuonAdamW} paired by seed (the seeds share initial
+ * weights and batches), steps to the target and final loss, by the paired t-test: reported, not a verdict.
  */
 final class StudyAnalysis {
     /** The summary table's file name. */
     static final String SUMMARY = "steps-to-target.csv";
     /** The report's file name. */
     static final String REPORT = "analysis.md";
+    /** The thread CPU time's distance from the wall time that the report counts the timed rounds within: 0.1 %. */
+    static final double CPU_GAP = 0.001;
 
     private StudyAnalysis() {
     }
@@ -57,13 +63,41 @@ final class StudyAnalysis {
     /** One compared configuration's numbers. */
     record Row(Config config, double[] steps, int censored, StudyStats.Interval stepsInterval,
                StudyStats.Welch stepsTest, StudyStats.Verdict stepsVerdict, StudyTiming.StepTime time,
-               double[] seconds, StudyStats.Interval secondsInterval, StudyStats.Verdict secondsVerdict,
-               StudyStats.Interval finalInterval, StudyStats.Welch finalTest, StudyStats.Verdict finalVerdict) {
+               double[] seconds, StudyStats.Interval secondsInterval, StudyStats.Welch secondsTest,
+               StudyStats.Verdict secondsVerdict, StudyStats.Interval finalInterval, StudyStats.Welch finalTest,
+               StudyStats.Verdict finalVerdict) {
+        /** Whether no run reached the target: its steps are all the run length, and a test of them says nothing. */
+        boolean neverReached() {
+            return censored == steps.length;
+        }
+
+        /** The steps verdict as the report writes it: not reached when every run is censored. */
+        String stepsVerdictText() {
+            if (stepsVerdict == null) {
+                return "baseline";
+            }
+            return neverReached() ? "not reached, " + censored + " of " + steps.length + " censored"
+                    : stepsVerdict.toString();
+        }
+    }
+
+    /**
+     * A variant against {@code MuonAdamW} paired by seed, on the seeds both ran: the steps to the target and the
+     * final validation loss, each variant less {@code MuonAdamW}.
+     *
+     * @param config   the variant
+     * @param seeds    the seeds both ran
+     * @param censored the pairs in which either run is censored
+     * @param steps    the paired test of the steps, null with fewer than two pairs
+     * @param finals   the paired test of the final losses, null with fewer than two pairs or a diverged run
+     */
+    record PairedRow(Config config, int seeds, int censored, StudyStats.Paired steps, StudyStats.Paired finals) {
     }
 
     /** A setting's analysis. */
     record SettingAnalysis(StudySetting setting, Map<Double, Config> adamwSweep, double bestAdamwLr,
-                           Map<Double, Config> muonSweep, double bestMuonLr, double target, List<Row> rows) {
+                           Map<Double, Config> muonSweep, double bestMuonLr, double target, List<Row> rows,
+                           List<PairedRow> paired) {
     }
 
     /**
@@ -74,9 +108,11 @@ final class StudyAnalysis {
      */
     static void run(Path results, Path out) {
         StudyCsv.Contents contents = StudyCsv.read(results.resolve(StudyCsv.FILE));
-        Map<String, Map<StudyArm, StudyTiming.StepTime>> times = StudyTiming.read(results.resolve(StudyTiming.FILE));
+        List<StudyTiming.Round> rounds = StudyTiming.rounds(results.resolve(StudyTiming.FILE));
+        Map<String, Map<StudyArm, StudyTiming.StepTime>> times = StudyTiming.times(rounds);
         List<SettingAnalysis> analyses = analyze(new ArrayList<>(contents.byKey().values()), times);
-        String report = markdown(analyses, !times.isEmpty());
+        String report = markdown(analyses, !times.isEmpty(),
+                rounds.isEmpty() ? null : StudyTiming.quietness(rounds, CPU_GAP));
         List<Path> written = new ArrayList<>();
         try {
             Files.writeString(out.resolve(REPORT), report, StandardCharsets.UTF_8);
@@ -144,7 +180,46 @@ final class StudyAnalysis {
             base = base == null ? row : base;
             rows.add(row);
         }
-        return new SettingAnalysis(s, adamw, a, muon, m, target, rows);
+        List<PairedRow> paired = new ArrayList<>();
+        for (Row r : rows.subList(Math.min(2, rows.size()), rows.size())) {
+            paired.add(paired(r, rows.get(1), target));
+        }
+        return new SettingAnalysis(s, adamw, a, muon, m, target, rows, paired);
+    }
+
+    /**
+     * A variant's row against {@code MuonAdamW}'s, paired by seed.
+     *
+     * @param variant the variant's row
+     * @param muon    {@code MuonAdamW}'s row
+     * @param target  the target loss, to tell the censored runs
+     * @return the comparison on the seeds both ran
+     */
+    static PairedRow paired(Row variant, Row muon, double target) {
+        Map<Long, Integer> muonIndex = new TreeMap<>();
+        for (int i = 0; i < muon.config().runs().size(); i++) {
+            muonIndex.put(muon.config().runs().get(i).cell().seed(), i);
+        }
+        List<double[]> steps = new ArrayList<>();
+        List<double[]> finals = new ArrayList<>();
+        int censored = 0;
+        for (int i = 0; i < variant.config().runs().size(); i++) {
+            StudyResult v = variant.config().runs().get(i);
+            Integer j = muonIndex.get(v.cell().seed());
+            if (j == null) {
+                continue;
+            }
+            steps.add(new double[] {variant.steps()[i], muon.steps()[j]});
+            finals.add(new double[] {v.finalValLoss(), muon.config().runs().get(j).finalValLoss()});
+            censored += Double.isNaN(v.stepsTo(target)) || Double.isNaN(
+                    muon.config().runs().get(j).stepsTo(target)) ? 1 : 0;
+        }
+        StudyStats.Paired stepsTest = steps.size() < 2 ? null : StudyStats.paired(
+                steps.stream().mapToDouble(x -> x[0]).toArray(), steps.stream().mapToDouble(x -> x[1]).toArray());
+        boolean finite = finals.stream().allMatch(x -> Double.isFinite(x[0]) && Double.isFinite(x[1]));
+        StudyStats.Paired finalsTest = finals.size() < 2 || !finite ? null : StudyStats.paired(
+                finals.stream().mapToDouble(x -> x[0]).toArray(), finals.stream().mapToDouble(x -> x[1]).toArray());
+        return new PairedRow(variant.config(), steps.size(), censored, stepsTest, finalsTest);
     }
 
     /** Whether a run is of a configuration (any seed). */
@@ -205,6 +280,7 @@ final class StudyAnalysis {
         StudyStats.Welch stepsTest = null;
         StudyStats.Welch finalTest = null;
         StudyStats.Verdict stepsVerdict = null;
+        StudyStats.Welch secondsTest = null;
         StudyStats.Verdict secondsVerdict = null;
         StudyStats.Verdict finalVerdict = null;
         if (baseline != null) {
@@ -217,11 +293,15 @@ final class StudyAnalysis {
             stepsVerdict = StudyStats.verdict(steps, baseline.steps());
             secondsVerdict = seconds != null && baseline.seconds() != null
                     ? StudyStats.verdict(seconds, baseline.seconds()) : null;
+            if (seconds != null && baseline.seconds() != null && seconds.length >= 2
+                    && baseline.seconds().length >= 2) {
+                secondsTest = StudyStats.welch(seconds, baseline.seconds());
+            }
             finalVerdict = allFinite(finals) && allFinite(baseline.config().finals())
                     ? StudyStats.verdict(finals, baseline.config().finals()) : StudyStats.Verdict.NO_DIFFERENCE;
         }
         return new Row(c, steps, censored, StudyStats.interval(steps), stepsTest, stepsVerdict, time, seconds,
-                secondsInterval, secondsVerdict, StudyStats.interval(finals), finalTest, finalVerdict);
+                secondsInterval, secondsTest, secondsVerdict, StudyStats.interval(finals), finalTest, finalVerdict);
     }
 
     private static boolean allFinite(double[] values) {
@@ -233,6 +313,18 @@ final class StudyAnalysis {
      * rule 10's batch-size reading ({@link StudyBatchSize}) where a model ran at two batch sizes.
      */
     static String markdown(List<SettingAnalysis> analyses, boolean timed) {
+        return markdown(analyses, timed, null);
+    }
+
+    /**
+     * The report, with the timing pass's quietness at the end.
+     *
+     * @param analyses the settings' analyses
+     * @param timed    whether there was a timing pass
+     * @param quiet    the timing pass's load and CPU time, or null
+     * @return the markdown
+     */
+    static String markdown(List<SettingAnalysis> analyses, boolean timed, StudyTiming.Quietness quiet) {
         StringBuilder md = new StringBuilder("# MuonStudy: results\n\n");
         md.append("Means over seeds with their 95 % t-intervals; the verdicts are the protocol's rule (Welch's t, "
                 + "two-sided, p < 0.05) against AdamW at its best lr. A run that never reaches the target is "
@@ -261,14 +353,15 @@ final class StudyAnalysis {
                 md.append(String.format(Locale.ROOT, "| %s | %s | %s | %d | %.0f | %s | %d | %s | %s | %s | %s | %s "
                                 + "| %s |%n", c.label(), StudyCell.lr(c.adamwLr()),
                         c.arm().muon() ? StudyCell.lr(c.muonLr()) : "-", c.runs().size(), r.stepsInterval().mean(),
-                        range(r.stepsInterval(), "%.0f"), r.censored(), p(r.stepsTest()),
-                        r.stepsVerdict() == null ? "baseline" : r.stepsVerdict(),
+                        range(r.stepsInterval(), "%.0f"), r.censored(), p(r.stepsTest()), r.stepsVerdictText(),
                         r.time() == null ? "-" : String.format(Locale.ROOT, "%.1f", r.time().interval().mean()),
                         r.secondsInterval() == null ? "-" : String.format(Locale.ROOT, "%.1f",
                                 r.secondsInterval().mean()),
                         r.secondsInterval() == null ? "-" : range(r.secondsInterval(), "%.1f"),
                         r.stepsVerdict() == null ? "baseline" : r.secondsVerdict() == null ? "-" : r.secondsVerdict()));
             }
+            secondsTable(md, a);
+            censoring(md, a);
             md.append("\nFinal validation loss at the best lrs (lower is better):\n\n");
             md.append("| optimizer | final val loss | 95 % interval | diverged | Welch p | verdict |\n");
             md.append("| --- | ---: | ---: | ---: | ---: | --- |\n");
@@ -278,8 +371,108 @@ final class StudyAnalysis {
                         p(r.finalTest()), r.finalVerdict() == null ? "baseline"
                                 : lossVerdict(r.finalVerdict())));
             }
+            pairedTable(md, a);
         }
         md.append(StudyBatchSize.section(analyses));
+        if (quiet != null) {
+            md.append(quietness(quiet));
+        }
+        return md.toString();
+    }
+
+    /** Rule 9's numbers: each time per step with its interval over rounds, the ratios to AdamW, the seconds' p. */
+    private static void secondsTable(StringBuilder md, SettingAnalysis a) {
+        Row base = a.rows().get(0);
+        if (a.rows().stream().allMatch(r -> r.time() == null)) {
+            return;
+        }
+        md.append("\nSeconds (rule 9): the time per step is the mean over the timing pass's rounds with its 95 % "
+                + "interval over them; the ratios are of the means, to AdamW's; the seconds to the target get "
+                + "Welch's test as the steps do.\n\n");
+        md.append("| optimizer | rounds | ms/step | 95 % interval | steps / AdamW's | seconds / AdamW's "
+                + "| seconds Welch p |\n");
+        md.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+        for (Row r : a.rows()) {
+            boolean isBase = r == base;
+            md.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | %s | %s | %s |%n", r.config().label(),
+                    r.time() == null ? "-" : Integer.toString(r.time().msPerRound().length),
+                    r.time() == null ? "-" : String.format(Locale.ROOT, "%.1f", r.time().interval().mean()),
+                    r.time() == null ? "-" : range(r.time().interval(), "%.1f"),
+                    isBase ? "-" : String.format(Locale.ROOT, "%.2f", r.stepsInterval().mean()
+                            / base.stepsInterval().mean()),
+                    isBase || r.secondsInterval() == null || base.secondsInterval() == null ? "-"
+                            : String.format(Locale.ROOT, "%.2f", r.secondsInterval().mean()
+                            / base.secondsInterval().mean()),
+                    p(r.secondsTest())));
+        }
+    }
+
+    /** What the censored runs do to each row's numbers. */
+    private static void censoring(StringBuilder md, SettingAnalysis a) {
+        int length = a.setting().steps();
+        List<String> notes = new ArrayList<>();
+        for (Row r : a.rows()) {
+            if (r.censored() == 0) {
+                continue;
+            }
+            int n = r.steps().length;
+            if (r.neverReached()) {
+                notes.add(String.format(Locale.ROOT, "- %s: not reached, %d of %d runs censored at %d steps: its "
+                        + "steps and seconds are the run length's, not a measurement, and their tests against AdamW "
+                        + "say nothing of its speed.", r.config().label(), r.censored(), n, length));
+            } else {
+                String note = String.format(Locale.ROOT, "- %s: %d of %d runs censored at %d steps and counted as "
+                        + "%d: its mean (%.0f) is a lower bound of its steps", r.config().label(), r.censored(), n,
+                        length, length, r.stepsInterval().mean());
+                if (r.stepsInterval().high() > length) {
+                    note += String.format(Locale.ROOT, ", and its interval's upper end (%.0f) passes the run length, "
+                            + "which no run can: the interval is not meaningful past %d steps, nor the seconds' "
+                            + "past the run length's seconds", r.stepsInterval().high(), length);
+                }
+                notes.add(note + ".");
+            }
+        }
+        if (!notes.isEmpty()) {
+            md.append("\nCensored runs (rule 6):\n\n");
+            notes.forEach(n -> md.append(n).append('\n'));
+        }
+    }
+
+    /** The variants against MuonAdamW, paired by seed. */
+    private static void pairedTable(StringBuilder md, SettingAnalysis a) {
+        if (a.paired().isEmpty()) {
+            return;
+        }
+        md.append("\nThe variants against MuonAdamW, paired by seed (not in the protocol: the seeds share initial "
+                + "weights and batches; the paired t-test on the differences, variant less MuonAdamW; no correction "
+                + "for the number of tests; steps not given where every pair is censored):\n\n");
+        md.append("| variant | seeds | censored pairs | steps: mean difference | 95 % interval | fewer on "
+                + "| paired p | final loss: mean difference | 95 % interval | lower on | paired p |\n");
+        md.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+        for (PairedRow r : a.paired()) {
+            boolean steps = r.steps() != null && r.censored() < r.seeds();
+            md.append(String.format(Locale.ROOT, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |%n",
+                    r.config().label(), r.seeds(), r.censored(),
+                    steps ? String.format(Locale.ROOT, "%.1f", r.steps().difference().mean()) : "-",
+                    steps ? range(r.steps().difference(), "%.1f") : "-",
+                    steps ? r.steps().lower() + " of " + r.seeds() : "-",
+                    steps ? String.format(Locale.ROOT, "%.3g", r.steps().p()) : "-",
+                    r.finals() == null ? "-" : String.format(Locale.ROOT, "%.4f", r.finals().difference().mean()),
+                    r.finals() == null ? "-" : range(r.finals().difference(), "%.4f"),
+                    r.finals() == null ? "-" : r.finals().lower() + " of " + r.seeds(),
+                    r.finals() == null ? "-" : String.format(Locale.ROOT, "%.3g", r.finals().p())));
+        }
+    }
+
+    /** The timing pass's section: its load average and how close the thread CPU time came to the wall time. */
+    static String quietness(StudyTiming.Quietness q) {
+        StringBuilder md = new StringBuilder("\n## The timing pass (rule 9)\n\n");
+        md.append(String.format(Locale.ROOT, "Pass %s: %d timed rounds; the load average, read before and after "
+                        + "each round, %s; the thread CPU time per step within %.2f %% of the wall time in every "
+                        + "round, and within %.1f %% in %d of %d rounds.%n", String.join(", ", q.passes()),
+                q.rounds(), Double.isNaN(q.loadLow()) ? "unknown" : String.format(Locale.ROOT, "%.2f to %.2f",
+                        q.loadLow(), q.loadHigh()), Math.ceil(1e4 * q.maxCpuGap()) / 100, 100 * q.tolerance(), q.within(),
+                q.rounds()));
         return md.toString();
     }
 
@@ -318,7 +511,8 @@ final class StudyAnalysis {
     static String summaryCsv(List<SettingAnalysis> analyses) {
         StringBuilder csv = new StringBuilder("width,batch,steps,optimizer,adamw_lr,muon_lr,seeds,target,"
                 + "steps_mean,steps_low,steps_high,censored,steps_p,steps_verdict,ms_per_step,seconds_mean,"
-                + "seconds_low,seconds_high,seconds_verdict,final_mean,final_low,final_high,final_p,final_verdict\n");
+                + "seconds_low,seconds_high,seconds_verdict,final_mean,final_low,final_high,final_p,final_verdict,"
+                + "ms_per_step_low,ms_per_step_high,seconds_p\n");
         for (SettingAnalysis a : analyses) {
             for (Row r : a.rows()) {
                 Config c = r.config();
@@ -328,7 +522,8 @@ final class StudyAnalysis {
                         f(a.target()), f(r.stepsInterval().mean()), f(r.stepsInterval().low()),
                         f(r.stepsInterval().high()), Integer.toString(r.censored()),
                         r.stepsTest() == null ? "" : f(r.stepsTest().p()),
-                        r.stepsVerdict() == null ? "baseline" : r.stepsVerdict().toString(),
+                        r.stepsVerdict() == null ? "baseline" : r.neverReached() ? "not reached"
+                                : r.stepsVerdict().toString(),
                         r.time() == null ? "" : f(r.time().interval().mean()),
                         r.secondsInterval() == null ? "" : f(r.secondsInterval().mean()),
                         r.secondsInterval() == null ? "" : f(r.secondsInterval().low()),
@@ -336,7 +531,10 @@ final class StudyAnalysis {
                         r.secondsVerdict() == null ? "" : r.secondsVerdict().toString(),
                         f(r.finalInterval().mean()), f(r.finalInterval().low()), f(r.finalInterval().high()),
                         r.finalTest() == null ? "" : f(r.finalTest().p()),
-                        r.finalVerdict() == null ? "baseline" : lossVerdict(r.finalVerdict()))).append('\n');
+                        r.finalVerdict() == null ? "baseline" : lossVerdict(r.finalVerdict()),
+                        r.time() == null ? "" : f(r.time().interval().low()),
+                        r.time() == null ? "" : f(r.time().interval().high()),
+                        r.secondsTest() == null ? "" : f(r.secondsTest().p()))).append('\n');
             }
         }
         return csv.toString();

@@ -3,7 +3,8 @@ package dev.muon.examples.study;
 /**
  * The statistics of {@link MuonStudy}'s protocol: means, sample standard deviations, Student's t distribution
  * (its CDF through the regularized incomplete beta function, its quantiles by bisection), the 95 % t-interval of
- * a mean, and Welch's unequal-variance t-test with its two-sided p-value.
+ * a mean, Welch's unequal-variance t-test with its two-sided p-value, and the paired t-test of two samples matched
+ * one to one (by seed).
  *
  * <p>The incomplete beta function is the continued fraction of Numerical Recipes (Press et al., 3rd ed., §6.4,
  * {@code betacf} with Lentz's method) and the log-gamma function Lanczos' approximation (g = 7, 9 terms), both
@@ -32,6 +33,14 @@ final class StudyStats {
 
     /** Welch's test of two means: the statistic (first less second), its degrees of freedom, the p-value. */
     record Welch(double t, double df, double p) {
+    }
+
+    /**
+     * The paired t-test of two samples matched one to one: the differences (first less second) with their mean and
+     * 95 % t-interval, Student's t on them with {@code n − 1} degrees of freedom, its two-sided p-value, and on how
+     * many pairs the first value is the lower.
+     */
+    record Paired(Interval difference, double t, double p, int lower) {
     }
 
     /** What the protocol's rule says of a candidate against the baseline. */
@@ -113,6 +122,36 @@ final class StudyStats {
         double t = diff / Math.sqrt(a + b);
         double df = (a + b) * (a + b) / (a * a / (first.length - 1) + b * b / (second.length - 1));
         return new Welch(t, df, 2 * tCdf(-Math.abs(t), df));
+    }
+
+    /**
+     * The paired t-test: {@code t = mean(d) / (sd(d) / √n)} over the differences {@code d = first − second}, with
+     * {@code n − 1} degrees of freedom, and the two-sided p-value {@code 2·P(T > |t|)}.
+     *
+     * @param first  the first sample
+     * @param second the second sample, matched to the first by index
+     * @return the test; p is 1 when every difference is 0, and 0 when the differences are equal and not 0
+     * @throws IllegalArgumentException if the samples differ in length or have fewer than two pairs
+     */
+    static Paired paired(double[] first, double[] second) {
+        if (first.length != second.length || first.length < 2) {
+            throw new IllegalArgumentException("the paired test needs two samples of one length, at least 2, got "
+                    + first.length + " and " + second.length);
+        }
+        double[] d = new double[first.length];
+        int lower = 0;
+        for (int i = 0; i < d.length; i++) {
+            d[i] = first[i] - second[i];
+            lower += first[i] < second[i] ? 1 : 0;
+        }
+        Interval difference = interval(d);
+        if (difference.sd() == 0) {
+            double m = difference.mean();
+            return new Paired(difference, m == 0 ? 0 : Math.copySign(Double.POSITIVE_INFINITY, m), m == 0 ? 1 : 0,
+                    lower);
+        }
+        double t = difference.mean() / (difference.sd() / Math.sqrt(d.length));
+        return new Paired(difference, t, 2 * tCdf(-Math.abs(t), d.length - 1), lower);
     }
 
     /**

@@ -155,6 +155,31 @@ final class StudyTiming {
         }
     }
 
+    /** One timed round of one configuration: its setting's key, its pass, wall and thread CPU ms per step, load. */
+    record Round(String setting, String pass, StudyArm arm, double ms, double cpuMs, double loadStart,
+                 double loadEnd) {
+        /** How far the thread's CPU time per step is from the wall time, as a fraction of the wall time. */
+        double cpuGap() {
+            return Math.abs(ms - cpuMs) / ms;
+        }
+    }
+
+    /**
+     * What the rounds say of the machine during the pass: the load average's range (before and after every round;
+     * NaN where unknown) and how close each round's thread CPU time came to its wall time.
+     *
+     * @param passes    the passes the rounds come from
+     * @param rounds    the rounds
+     * @param loadLow   the lowest load average read
+     * @param loadHigh  the highest
+     * @param maxCpuGap the largest {@link Round#cpuGap()}
+     * @param tolerance the gap {@code within} counts against
+     * @param within    the rounds whose gap is at most {@code tolerance}
+     */
+    record Quietness(List<String> passes, int rounds, double loadLow, double loadHigh, double maxCpuGap,
+                     double tolerance, int within) {
+    }
+
     /**
      * The time per step of each configuration of each setting, from the latest pass that timed that setting.
      *
@@ -163,9 +188,41 @@ final class StudyTiming {
      * @throws DataError naming the file and line, if it is not a timing file
      */
     static Map<String, Map<StudyArm, StepTime>> read(Path csv) {
+        return times(rounds(csv));
+    }
+
+    /**
+     * The times per step of {@link #rounds}' rounds, by setting and optimizer, each in the rounds' order.
+     *
+     * @param rounds the rounds
+     * @return by setting and optimizer
+     */
+    static Map<String, Map<StudyArm, StepTime>> times(List<Round> rounds) {
+        Map<String, Map<StudyArm, List<Double>>> ms = new LinkedHashMap<>();
+        for (Round r : rounds) {
+            ms.computeIfAbsent(r.setting(), k -> new LinkedHashMap<>()).computeIfAbsent(r.arm(),
+                    k -> new ArrayList<>()).add(r.ms());
+        }
         Map<String, Map<StudyArm, StepTime>> out = new LinkedHashMap<>();
+        ms.forEach((setting, arms) -> {
+            Map<StudyArm, StepTime> times = new LinkedHashMap<>();
+            arms.forEach((arm, values) -> times.put(arm, new StepTime(arm,
+                    values.stream().mapToDouble(Double::doubleValue).toArray())));
+            out.put(setting, times);
+        });
+        return out;
+    }
+
+    /**
+     * The rounds of the latest pass that timed each setting, in the file's order.
+     *
+     * @param csv the timing file
+     * @return the rounds; empty if the file is missing
+     * @throws DataError naming the file and line, if it is not a timing file
+     */
+    static List<Round> rounds(Path csv) {
         if (!Files.exists(csv)) {
-            return out;
+            return List.of();
         }
         List<String> lines;
         try {
@@ -178,7 +235,7 @@ final class StudyTiming {
                     + ")");
         }
         Map<String, String> latest = new LinkedHashMap<>();
-        Map<String, Map<StudyArm, List<Double>>> ms = new LinkedHashMap<>();
+        List<Round> all = new ArrayList<>();
         for (int i = 1; i < lines.size(); i++) {
             String[] f = lines.get(i).split(",", -1);
             if (f.length != HEADER.size()) {
@@ -188,26 +245,44 @@ final class StudyTiming {
                 String setting = key(Integer.parseInt(f[2]), Integer.parseInt(f[3]), Integer.parseInt(f[4]),
                         Integer.parseInt(f[5]), Integer.parseInt(f[6]));
                 String pass = f[0];
-                String before = latest.get(setting);
-                if (before == null || pass.compareTo(before) > 0) {
-                    latest.put(setting, pass);
-                    ms.put(setting, new LinkedHashMap<>());
-                }
-                if (pass.equals(latest.get(setting))) {
-                    ms.get(setting).computeIfAbsent(StudyArm.of(f[1]), k -> new ArrayList<>())
-                            .add(Double.parseDouble(f[11]));
-                }
+                latest.merge(setting, pass, (a, b) -> b.compareTo(a) > 0 ? b : a);
+                all.add(new Round(setting, pass, StudyArm.of(f[1]), Double.parseDouble(f[11]),
+                        Double.parseDouble(f[12]), Double.parseDouble(f[14]), Double.parseDouble(f[15])));
             } catch (IllegalArgumentException e) {
                 throw new DataError(csv + " line " + (i + 1) + ": not a timing row (" + e.getMessage() + ")", e);
             }
         }
-        ms.forEach((setting, arms) -> {
-            Map<StudyArm, StepTime> times = new LinkedHashMap<>();
-            arms.forEach((arm, values) -> times.put(arm, new StepTime(arm,
-                    values.stream().mapToDouble(Double::doubleValue).toArray())));
-            out.put(setting, times);
-        });
-        return out;
+        return all.stream().filter(r -> r.pass().equals(latest.get(r.setting()))).toList();
+    }
+
+    /**
+     * The machine's quietness during the rounds: the load average's range and the thread CPU time's distance from
+     * the wall time.
+     *
+     * @param rounds    the rounds, at least one
+     * @param tolerance the gap to count the rounds within, a fraction of the wall time (0.001 for 0.1 %)
+     * @return the summary
+     */
+    static Quietness quietness(List<Round> rounds, double tolerance) {
+        double low = Double.NaN;
+        double high = Double.NaN;
+        double gap = 0;
+        int within = 0;
+        List<String> passes = new ArrayList<>();
+        for (Round r : rounds) {
+            for (double load : new double[] {r.loadStart(), r.loadEnd()}) {
+                if (Double.isFinite(load)) {
+                    low = Double.isNaN(low) ? load : Math.min(low, load);
+                    high = Double.isNaN(high) ? load : Math.max(high, load);
+                }
+            }
+            gap = Math.max(gap, r.cpuGap());
+            within += r.cpuGap() <= tolerance ? 1 : 0;
+            if (!passes.contains(r.pass())) {
+                passes.add(r.pass());
+            }
+        }
+        return new Quietness(passes, rounds.size(), low, high, gap, tolerance, within);
     }
 
     /** The key of a setting in {@link #read}'s map. */

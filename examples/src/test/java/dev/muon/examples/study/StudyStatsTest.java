@@ -11,7 +11,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
  * The protocol's statistics against known values: Student's t quantiles and CDF from the tables (reference
  * values computed with SciPy 1.17's {@code scipy.stats.t}), the closed forms for 1 and 2 degrees of freedom, and
  * Welch's test on the two worked examples of Wikipedia's "Welch's t-test" article (reference values from SciPy's
- * {@code ttest_ind(a, b, equal_var=False)}).
+ * {@code ttest_ind(a, b, equal_var=False)}), and the paired test against the closed form for 2 degrees of freedom and
+ * SciPy's {@code ttest_rel(a, b)}.
  */
 class StudyStatsTest {
     @ParameterizedTest
@@ -106,5 +107,44 @@ class StudyStatsTest {
     void tQuantile_outsideItsDomain_isRejected() {
         assertThrows(IllegalArgumentException.class, () -> StudyStats.tQuantile(1.0, 4));
         assertThrows(IllegalArgumentException.class, () -> StudyStats.tQuantile(0.5, 0));
+    }
+
+    @Test
+    void paired_ofThreeDifferences_matchesTheClosedFormForTwoDegreesOfFreedom() {
+        // Differences 1, 2, 3: mean 2, sd 1, t = 2·√3 with 2 df; P(T ≤ t) = 1/2 + t / (2·√(t² + 2)), so the
+        // two-sided p is 1 − √(12/14).
+        StudyStats.Paired p = StudyStats.paired(new double[] {5, 7, 9}, new double[] {4, 5, 6});
+        assertEquals(2, p.difference().mean(), 1e-12);
+        assertEquals(1, p.difference().sd(), 1e-12);
+        assertEquals(4.302652729749462 / Math.sqrt(3), p.difference().halfWidth(), 1e-9);
+        assertEquals(2 * Math.sqrt(3), p.t(), 1e-12);
+        assertEquals(1 - Math.sqrt(12.0 / 14), p.p(), 1e-12);
+        assertEquals(0, p.lower());
+    }
+
+    @Test
+    void paired_matchesSciPysTtestRel_andCountsThePairsWhereTheFirstIsLower() {
+        StudyStats.Paired p = StudyStats.paired(new double[] {10, 12, 9, 14, 11}, new double[] {11, 15, 10, 14.5, 13});
+        assertEquals(-3.3541019662496847, p.t(), 1e-12);
+        assertEquals(0.028460203254338342, p.p(), 1e-12);
+        assertEquals(5, p.lower());
+    }
+
+    @Test
+    void paired_ofEqualDifferences_isCertain_andOfNoDifferences_isNot() {
+        StudyStats.Paired same = StudyStats.paired(new double[] {1, 2, 3}, new double[] {1, 2, 3});
+        assertEquals(1, same.p());
+        assertEquals(0, same.lower());
+        StudyStats.Paired shifted = StudyStats.paired(new double[] {0, 1, 2}, new double[] {1, 2, 3});
+        assertEquals(0, shifted.p());
+        assertEquals(Double.NEGATIVE_INFINITY, shifted.t());
+        assertEquals(3, shifted.lower());
+    }
+
+    @Test
+    void paired_ofSamplesOfOtherLengths_orOnePair_isRejected() {
+        assertThrows(IllegalArgumentException.class,
+                () -> StudyStats.paired(new double[] {1, 2, 3}, new double[] {1, 2}));
+        assertThrows(IllegalArgumentException.class, () -> StudyStats.paired(new double[] {1}, new double[] {2}));
     }
 }
