@@ -36,7 +36,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.IntPredicate;
-import java.util.function.Supplier;
 
 /**
  * Muon: momentum orthogonalized by Newton–Schulz, for 2-D hidden weights (and, when configured, flattened conv
@@ -184,17 +183,18 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
     private int batchedLastStep;
     private long stepCount;
     private ScheduleRecord scheduleRecord;
+    /** The state calls (save, load, restore, close, ...) and the lifecycle this optimizer shares with MuonAdamW. */
+    private final StateCalls calls;
     /** Package-private so that a test can hold it while another thread calls in. */
-    final SingleThreadGuard guard = new SingleThreadGuard("Muon");
+    final SingleThreadGuard guard;
     /** Set by a step that failed part-way; refuses step and save until a restore. */
-    final PartialStep partial = new PartialStep("Muon");
+    final PartialStep partial;
     /** The QK-Clip hook run after each step, or null (the default: no clipping, no cost). */
     private final QkClip qkClip;
     /** Where each parameter keeps its state between updates ({@link StateStorage}). */
     private final StateHomes homes;
     /** Removes the state files once this optimizer is unreachable, if it was not closed; null without files. */
     private final Cleaner.Cleanable dropped;
-    private boolean closed;
 
     /** The cleaner of dropped optimizers' state files: one daemon thread, started by the first optimizer with files. */
     private static final class DroppedFiles {
@@ -213,6 +213,10 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
         this.sharding = sharding;
         this.qkClip = qkClip;
         this.updatedHere = position -> sharding == null || sharding.owns(position);
+        this.calls = new StateCalls("Muon", processGroup(), sharding == null ? null : "distributed", LOG, d -> d,
+                this::captureState, this::stageFitted, this::discardRestore);
+        this.guard = calls.guard;
+        this.partial = calls.partial;
         // Before anything that could change a parameter: a refused placement leaves no file behind.
         this.homes = StatePlacement.place(groups, storages, updatedHere, sharding == null ? 0
                 : sharding.group().rank(), seams);
@@ -289,7 +293,7 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
     public void step() {
         try (SingleThreadGuard.Entered entered = guard.enter("step");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            requireOpen("step");
+            calls.requireOpen("step");
             partial.requireWhole("step");
             List<Tensor> grads = new ArrayList<>();
             for (ParameterState state : states) {
@@ -411,12 +415,7 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
      * @throws IllegalStateException        if another thread is inside this optimizer
      */
     public void save(Path path) {
-        Objects.requireNonNull(path, "path must not be null");
-        guard.run("save", () -> {
-            requireOpen("save");
-            partial.requireWhole("save");
-            StateFiles.save(path, captureState(StateCapture.HANDLES), processGroup());
-        });
+        calls.save(path);
     }
 
     /**
@@ -448,16 +447,7 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
      *                                               nothing changes
      */
     public void load(Path path, AssignmentChanges changes) {
-        Objects.requireNonNull(path, "path must not be null");
-        Objects.requireNonNull(changes, "changes must not be null");
-        guard.run("load", () -> {
-            requireOpen("load");
-            String source = "checkpoint " + path;
-            OptimizerState mine = captureState(StateCapture.NONE);
-            // The file's shapes are checked against this optimizer's before any tensor of it is allocated.
-            restoreChecked(StateFiles.load(path, processGroup(), described -> FittedState.of(mine, described,
-                    changes, source, d -> d)), source, changes);
-        });
+        calls.load(path, changes);
     }
 
     /**
@@ -469,11 +459,7 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
      * @throws IllegalStateException if another thread is inside this optimizer
      */
     public OptimizerState state() {
-        return guard.call("state", () -> {
-            requireOpen("state");
-            partial.requireWhole("state");
-            return captureState(StateCapture.COPIES);
-        });
+        return calls.state();
     }
 
     /**
@@ -507,12 +493,7 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
      * @throws IllegalStateException                 if another thread is inside this optimizer
      */
     public void restore(OptimizerState state, AssignmentChanges changes) {
-        Objects.requireNonNull(state, "state must not be null");
-        Objects.requireNonNull(changes, "changes must not be null");
-        guard.run("restore", () -> {
-            requireOpen("restore");
-            restoreChecked(state, "the state", changes);
-        });
+        calls.restore(state, changes);
     }
 
     /**
@@ -530,13 +511,7 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
      * @throws java.io.UncheckedIOException  if the file cannot be written; {@code path} is then unchanged
      */
     public void exportTorchStateDict(Path path) {
-        Objects.requireNonNull(path, "path must not be null");
-        guard.run("exportTorchStateDict", () -> {
-            requireOpen("exportTorchStateDict");
-            requireSingleProcess("exportTorchStateDict");
-            partial.requireWhole("exportTorchStateDict");
-            TorchStateFile.write(path, captureState(StateCapture.HANDLES));
-        });
+        calls.exportTorchStateDict(path);
     }
 
     /**
@@ -553,13 +528,7 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
      * @throws UnsupportedOperationException         if the optimizer is distributed; in every case nothing changes
      */
     public void importTorchStateDict(Path path) {
-        Objects.requireNonNull(path, "path must not be null");
-        guard.run("importTorchStateDict", () -> {
-            requireOpen("importTorchStateDict");
-            requireSingleProcess("importTorchStateDict");
-            OptimizerState read = TorchStateFile.read(path, captureState(StateCapture.NONE));
-            restoreChecked(read, "torch state dict " + path, AssignmentChanges.REFUSE);
-        });
+        calls.importTorchStateDict(path);
     }
 
     /** Every parameter's label, in group order ({@code "parameter 0 of group 0"}, or its name). */
@@ -594,11 +563,7 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
      */
     @Override
     public void close() {
-        guard.run("close", () -> {
-            if (closed) {
-                return;
-            }
-            closed = true;
+        calls.close(() -> {
             homes.all().forEach(StateHome::close);
             if (dropped != null) {
                 // Already released by the homes: this only deregisters, so collection does nothing afterwards.
@@ -615,19 +580,6 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
         });
     }
 
-    private void requireOpen(String call) {
-        if (closed) {
-            throw new IllegalStateException("Muon." + call + "() on a closed Muon: close() released its state");
-        }
-    }
-
-    private void requireSingleProcess(String operation) {
-        if (sharding != null) {
-            throw new UnsupportedOperationException(operation + " works on a single-process optimizer only; this "
-                    + "one is distributed (save and load work distributed)");
-        }
-    }
-
     /** This optimizer's state ({@link MuonStateTransfer#capture}). */
     OptimizerState captureState(StateCapture capture) {
         try {
@@ -638,30 +590,16 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
     }
 
     /**
-     * Fits {@code candidate} to this optimizer ({@link FittedState}, {@link StateFit}), then restores it.
-     * Distributed, every rank fits its copy and all succeed before any goes on.
+     * Stages the restore of a state fitted to this optimizer ({@link StateCalls}): stores the state kept away from the
+     * parameters ({@link #stageRestore}), distributed on every rank before any puts it in force, and returns what
+     * applies it and takes its schedule record.
      */
-    private void restoreChecked(OptimizerState candidate, String source, AssignmentChanges changes) {
-        OptimizerState mine = captureState(StateCapture.NONE);
-        // The state kept away from the parameters is stored (staged) as part of the fit: distributed, every rank
-        // has stored its part before any puts it in force.
-        Supplier<FittedState> fit = () -> {
-            FittedState f = FittedState.of(mine, candidate, changes, source, d -> d);
-            stageRestore(f.state());
-            return f;
+    private Runnable stageFitted(FittedState fitted, String source) {
+        stageRestore(fitted.state());
+        return () -> {
+            applyChecked(fitted.state());
+            scheduleRecord = ScheduleRecords.afterLoad(fitted.state().schedule(), scheduleRecord, lrs(), source);
         };
-        FittedState fitted;
-        try {
-            fitted = sharding == null ? fit.get() : sharding.group().agree("restoring " + source, fit, f -> "fits");
-        } catch (RuntimeException | Error e) {
-            transfer.discardStaged();
-            throw e;
-        }
-        applyChecked(fitted.state());
-        scheduleRecord = ScheduleRecords.afterLoad(fitted.state().schedule(), scheduleRecord, lrs(), source);
-        if (!fitted.fresh().isEmpty()) {
-            LOG.log(System.Logger.Level.INFO, fitted.logLine("Muon", source));
-        }
     }
 
     /**
@@ -819,7 +757,7 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
      * @throws IllegalStateException    if the optimizer was closed
      */
     public Optional<Tensor> momentumBuffer(Tensor param) {
-        requireOpen("momentumBuffer");
+        calls.requireOpen("momentumBuffer");
         return Optional.ofNullable(bufferOf(param, UpdateRecipe.MOMENTUM.key())).map(Tensor::new);
     }
 
@@ -870,7 +808,7 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
      * @throws IllegalStateException    if the optimizer was closed
      */
     public Optional<Tensor> secondMoment(Tensor param) {
-        requireOpen("secondMoment");
+        calls.requireOpen("secondMoment");
         return Optional.ofNullable(bufferOf(param, UpdateRecipe.SECOND_MOMENT.key())).map(Tensor::new);
     }
 

@@ -33,7 +33,6 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.BiPredicate;
-import java.util.function.Supplier;
 
 /**
  * One optimizer for a whole model: Muon for the hidden weight matrices, libtorch's own {@code AdamW} for the
@@ -119,15 +118,16 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
     private AdamWConfig adamWConfig;
     private long stepCount;
     private ScheduleRecord scheduleRecord;
+    /** The state calls (save, load, restore, close, ...) and the lifecycle this optimizer shares with Muon. */
+    private final StateCalls calls;
     /** Package-private so that a test can hold it while another thread calls in. */
-    final SingleThreadGuard guard = new SingleThreadGuard("MuonAdamW");
+    final SingleThreadGuard guard;
     /** Set by a step that failed part-way; refuses step and save until a restore. */
-    private final PartialStep partial = new PartialStep("MuonAdamW");
+    private final PartialStep partial;
     private StepReport lastStep = new StepReport(0, false, Optional.empty(), List.of(), Map.of());
     /** Where the Muon group keeps its state ({@link Builder#muonStateStorage}), and the tests' seams. */
     private final StateStorage muonStorage;
     private final StatePlacement.Seams seams;
-    private boolean closed;
 
     private MuonAdamW(Builder b, MuonConfig muonConfig, Assignment assignment) {
         this.assignment = assignment;
@@ -140,6 +140,15 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
         this.qkClip = b.qkClip;
         this.muonStorage = b.muonStorage;
         this.seams = b.seams;
+        this.calls = new StateCalls("MuonAdamW", group, group == null ? null
+                : "distributed over " + group.worldSize() + " ranks", LOG, d -> HybridState.withHint(assignment, d),
+                this::captureState, this::stageFitted, () -> {
+                    if (muon != null) {
+                        muon.discardRestore();
+                    }
+                });
+        this.guard = calls.guard;
+        this.partial = calls.partial;
         this.muonConfig = muonConfig;
         this.adamWConfig = b.adamWConfig;
         this.muon = newMuon(muonConfig);
@@ -253,7 +262,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
     public void step() {
         try (SingleThreadGuard.Entered entered = guard.enter("step");
              PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-            requireOpen("step");
+            calls.requireOpen("step");
             partial.requireWhole("step");
             StepGradients.Screened grads = gradients.screen();
             if (grads.skipped()) {
@@ -424,7 +433,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
      * @throws IllegalArgumentException if {@code name} is not a Muon parameter of this optimizer
      */
     public Optional<MuonState> muonState(String name) {
-        requireOpen("muonState");
+        calls.requireOpen("muonState");
         int i = indexOf(muonNames, name, "Muon");
         if (muon == null) {
             return Optional.empty();
@@ -468,12 +477,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
      * @throws IllegalStateException        if another thread is inside this optimizer
      */
     public void save(Path path) {
-        Objects.requireNonNull(path, "path must not be null");
-        guard.run("save", () -> {
-            requireOpen("save");
-            partial.requireWhole("save");
-            StateFiles.save(path, captureState(StateCapture.HANDLES), group);
-        });
+        calls.save(path);
     }
 
     /**
@@ -507,16 +511,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
      *                                               nothing changes
      */
     public void load(Path path, AssignmentChanges changes) {
-        Objects.requireNonNull(path, "path must not be null");
-        Objects.requireNonNull(changes, "changes must not be null");
-        guard.run("load", () -> {
-            requireOpen("load");
-            String source = "checkpoint " + path;
-            OptimizerState mine = captureState(StateCapture.NONE);
-            // The file's shapes are checked against this optimizer's before any tensor of it is allocated.
-            restoreChecked(StateFiles.load(path, group, described -> FittedState.of(mine, described, changes,
-                    source, d -> HybridState.withHint(assignment, d))), source, changes);
-        });
+        calls.load(path, changes);
     }
 
     /**
@@ -529,11 +524,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
      * @throws IllegalStateException if another thread is inside this optimizer
      */
     public OptimizerState state() {
-        return guard.call("state", () -> {
-            requireOpen("state");
-            partial.requireWhole("state");
-            return captureState(StateCapture.COPIES);
-        });
+        return calls.state();
     }
 
     /**
@@ -570,12 +561,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
      *                                               AdamW refuses the moments; nothing changes
      */
     public void restore(OptimizerState state, AssignmentChanges changes) {
-        Objects.requireNonNull(state, "state must not be null");
-        Objects.requireNonNull(changes, "changes must not be null");
-        guard.run("restore", () -> {
-            requireOpen("restore");
-            restoreChecked(state, "the state", changes);
-        });
+        calls.restore(state, changes);
     }
 
     /**
@@ -594,13 +580,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
      * @throws java.io.UncheckedIOException  if the file cannot be written; {@code path} is then unchanged
      */
     public void exportTorchStateDict(Path path) {
-        Objects.requireNonNull(path, "path must not be null");
-        guard.run("exportTorchStateDict", () -> {
-            requireOpen("exportTorchStateDict");
-            requireSingleProcess("exportTorchStateDict");
-            partial.requireWhole("exportTorchStateDict");
-            TorchStateFile.write(path, captureState(StateCapture.HANDLES));
-        });
+        calls.exportTorchStateDict(path);
     }
 
     /**
@@ -617,13 +597,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
      * @throws UnsupportedOperationException         if the optimizer is distributed; in every case nothing changes
      */
     public void importTorchStateDict(Path path) {
-        Objects.requireNonNull(path, "path must not be null");
-        guard.run("importTorchStateDict", () -> {
-            requireOpen("importTorchStateDict");
-            requireSingleProcess("importTorchStateDict");
-            OptimizerState read = TorchStateFile.read(path, captureState(StateCapture.NONE));
-            restoreChecked(read, "torch state dict " + path, AssignmentChanges.REFUSE);
-        });
+        calls.importTorchStateDict(path);
     }
 
     /** The policy for NaN and Inf gradients this optimizer was built with. */
@@ -646,26 +620,11 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
      */
     @Override
     public void close() {
-        guard.run("close", () -> {
-            if (!closed && muon != null) {
+        calls.close(() -> {
+            if (muon != null) {
                 muon.close();
             }
-            closed = true;
         });
-    }
-
-    private void requireOpen(String call) {
-        if (closed) {
-            throw new IllegalStateException("MuonAdamW." + call + "() on a closed MuonAdamW: close() released its "
-                    + "state");
-        }
-    }
-
-    private void requireSingleProcess(String operation) {
-        if (group != null) {
-            throw new UnsupportedOperationException(operation + " works on a single-process optimizer only; this "
-                    + "one is distributed over " + group.worldSize() + " ranks (save and load work distributed)");
-        }
     }
 
     /**
@@ -679,60 +638,33 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
     }
 
     /**
-     * Fits {@code requested} to this optimizer ({@link FittedState}: {@link StateFit} with this builder's hints,
-     * under {@code changes}), builds the AdamW that holds its moments, and only then changes anything: the Muon
-     * part in place, the AdamW swapped in, the counters reset.
+     * Stages the restore of a state fitted to this optimizer ({@link StateCalls}, with this builder's hints): builds
+     * the AdamW that holds its moments and stores the Muon state kept away from its parameters, distributed on every
+     * rank before any changes anything, and returns what then changes everything: the Muon part in place, the AdamW
+     * swapped in, the configs, counters and schedule record taken.
      */
-    private void restoreChecked(OptimizerState requested, String source, AssignmentChanges changes) {
-        OptimizerState mine = captureState(StateCapture.NONE);
-        Supplier<Prepared> prepare = () -> {
-            FittedState fitted = FittedState.of(mine, requested, changes, source,
-                    d -> HybridState.withHint(assignment, d));
-            AdamW moments = adamW.withMoments(fitted.state(), adamWConfig, source);
-            OptimizerState muonPart = muon == null ? null : HybridState.muonPart(fitted.state());
-            if (muon != null) {
-                // The Muon state kept away from its parameters is stored (staged) before anything changes.
-                muon.stageRestore(muonPart);
-            }
-            return new Prepared(fitted, moments, muonPart);
-        };
-        // Distributed, building the fresh AdamW or storing the state can still fail on one rank: every rank must
-        // succeed before any of them changes anything.
-        Prepared prepared;
-        try {
-            prepared = group == null ? prepare.get()
-                    : group.agree("restoring " + source, prepare::get, r -> "ready");
-        } catch (RuntimeException | Error e) {
-            if (muon != null) {
-                muon.discardRestore();
-            }
-            throw e;
-        }
-        AdamW fresh = prepared.adamW();
-        OptimizerState candidate = prepared.fitted().state();
+    private Runnable stageFitted(FittedState fitted, String source) {
+        AdamW fresh = adamW.withMoments(fitted.state(), adamWConfig, source);
+        OptimizerState muonPart = muon == null ? null : HybridState.muonPart(fitted.state());
         if (muon != null) {
-            muon.applyChecked(prepared.muonPart());
+            muon.stageRestore(muonPart);
         }
-        adamW.use(fresh, candidate);
-        muonConfig = candidate.muonConfigs().get(0);
-        if (candidate.adamWConfig() != null) {
-            adamWConfig = candidate.adamWConfig();
-        }
-        stepCount = candidate.step();
-        partial.clear();
-        scheduleRecord = ScheduleRecords.afterLoad(candidate.schedule(), scheduleRecord,
-                new double[]{muonConfig.lr(), adamWConfig.lr()}, source);
-        lastStep = new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of());
-        if (!prepared.fitted().fresh().isEmpty()) {
-            LOG.log(System.Logger.Level.INFO, prepared.fitted().logLine("MuonAdamW", source));
-        }
-    }
-
-    /**
-     * A restore's state as it fits, the AdamW that holds its moments and the Muon part, staged: everything made
-     * before any change.
-     */
-    private record Prepared(FittedState fitted, AdamW adamW, OptimizerState muonPart) {
+        return () -> {
+            OptimizerState candidate = fitted.state();
+            if (muon != null) {
+                muon.applyChecked(muonPart);
+            }
+            adamW.use(fresh, candidate);
+            muonConfig = candidate.muonConfigs().get(0);
+            if (candidate.adamWConfig() != null) {
+                adamWConfig = candidate.adamWConfig();
+            }
+            stepCount = candidate.step();
+            partial.clear();
+            scheduleRecord = ScheduleRecords.afterLoad(candidate.schedule(), scheduleRecord,
+                    new double[]{muonConfig.lr(), adamWConfig.lr()}, source);
+            lastStep = new StepReport(stepCount, false, Optional.empty(), List.of(), Map.of());
+        };
     }
 
     /**
