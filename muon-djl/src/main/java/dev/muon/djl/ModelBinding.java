@@ -1,5 +1,6 @@
 package dev.muon.djl;
 
+import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -14,6 +15,7 @@ import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -233,6 +235,18 @@ final class ModelBinding {
      */
     ModelParameters model() {
         return model;
+    }
+
+    /**
+     * The key of a named parameter's copy on a device.
+     *
+     * @param name   the parameter's name in {@code block.getParameters()}
+     * @param device the device of the copy
+     * @return the key; empty before binding, or for a name the block does not have
+     */
+    Optional<ParameterKey> keyOf(String name, Device device) {
+        ModelParameters.Entry e = model == null ? null : model.byName(name);
+        return e == null ? Optional.empty() : Optional.of(new ParameterKey(e.id(), device));
     }
 
     /**

@@ -13,8 +13,6 @@ import dev.muon.AssignmentRule;
 import dev.muon.MuonConfig;
 import dev.muon.NonFinitePolicy;
 import dev.muon.StateStorage;
-import dev.muon.UpdateRecipe;
-import dev.muon.state.CheckpointBytes;
 import dev.muon.state.CheckpointDocument;
 
 import java.nio.file.Path;
@@ -72,6 +70,8 @@ public final class Muon extends BoundOptimizer {
     private final ModelBinding binding;
     private final MuonStep step;
     private final StepDriver driver;
+    /** Saves and loads the state of {@link #driver} and {@link #step}. */
+    private final StateTransfer state;
     /** The matrix view of every trainable parameter by id, checked once all exist; null before. */
     private Map<String, AssignmentRule.Matrix> matrices;
     /** Every trainable parameter's first name, in the block's order. */
@@ -87,6 +87,7 @@ public final class Muon extends BoundOptimizer {
         this.step = new MuonStep(config);
         this.binding = new ModelBinding("Muon", m -> { }, this::setUp);
         this.driver = new StepDriver("Muon", b.policy, binding::model, b.beginNumUpdate);
+        this.state = new StateTransfer(binding, driver, step, null);
         if (b.block != null) {
             binding.bind(b.block);
         }
@@ -186,19 +187,7 @@ public final class Muon extends BoundOptimizer {
      * @throws java.io.UncheckedIOException if the file cannot be written; {@code path} is then unchanged
      */
     public void save(Path path) {
-        Objects.requireNonNull(path, "path must not be null");
-        binding.requireReady();
-        List<DjlCheckpoint.Named> named = named();
-        Map<String, DjlCheckpoint.Held> held = new LinkedHashMap<>();
-        for (DjlCheckpoint.Named n : named) {
-            ParameterKey key = stateKey(n.entry());
-            Map<String, NDArray> buffers = step.buffers(key);
-            if (!buffers.isEmpty()) {
-                held.put(n.name(), new DjlCheckpoint.Held(buffers, null, null, 0));
-            }
-        }
-        DjlCheckpoint.write(path, DjlCheckpoint.document(driver.stepCount(), config, null, named, held), named,
-                held);
+        state.save(path, this::named, config, null);
     }
 
     /**
@@ -212,16 +201,8 @@ public final class Muon extends BoundOptimizer {
      *                                               exist yet; in every case nothing changes
      */
     public void load(Path path) {
-        Objects.requireNonNull(path, "path must not be null");
-        binding.requireReady();
-        List<DjlCheckpoint.Named> named = named();
-        CheckpointDocument mine = DjlCheckpoint.document(driver.stepCount(), config, null, named, Map.of());
-        CheckpointBytes.Contents read = DjlCheckpoint.read(path, mine, beginNumUpdate);
-        DjlCheckpoint.Loaded loaded = DjlCheckpoint.arrays(read, named, UpdateRecipe.of(config).buffers());
-        loaded.putValues(driver.copies());
-        step.restore(loaded.buffers);
-        driver.restore(read.document().step(), Map.of());
-        config = config.withHyperparameters(read.document().muonConfigs().get(0).hyperparameters());
+        CheckpointDocument read = state.load(path, this::named, config, null, beginNumUpdate);
+        config = config.withHyperparameters(read.muonConfigs().get(0).hyperparameters());
         step.hyperparameters(config.hyperparameters());
     }
 
@@ -232,16 +213,6 @@ public final class Muon extends BoundOptimizer {
             out.add(new DjlCheckpoint.Named(name, binding.model().byName(name), dev.muon.OptimizerKind.MUON, null));
         }
         return out;
-    }
-
-    /** The key of a parameter's state: its copy on the parameter's own device, or another device's. */
-    private ParameterKey stateKey(ModelParameters.Entry e) {
-        ParameterKey own = new ParameterKey(e.id(), e.parameter().getArray().getDevice());
-        if (driver.copies().containsKey(own)) {
-            return own;
-        }
-        return driver.copies().keySet().stream().filter(k -> k.parameterId().equals(e.id())).findFirst()
-                .orElse(own);
     }
 
     /**
@@ -279,8 +250,7 @@ public final class Muon extends BoundOptimizer {
      * @return the buffer, once the parameter has been updated there
      */
     public Optional<NDArray> momentumBuffer(String name, Device device) {
-        ModelParameters.Entry e = binding.model() == null ? null : binding.model().byName(name);
-        return e == null ? Optional.empty() : step.momentum(new ParameterKey(e.id(), device));
+        return binding.keyOf(name, device).flatMap(step::momentum);
     }
 
     /** Collects the settings; {@link #build()} validates them all at once. */

@@ -20,8 +20,6 @@ import dev.muon.NonFinitePolicy;
 import dev.muon.OptimizerKind;
 import dev.muon.AssignmentTable;
 import dev.muon.StateStorage;
-import dev.muon.UpdateRecipe;
-import dev.muon.state.CheckpointBytes;
 import dev.muon.state.CheckpointDocument;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -101,6 +99,8 @@ public final class MuonAdamW extends BoundOptimizer {
     private final MuonStep muon;
     private final AdamWStep adamW = new AdamWStep();
     private final StepDriver driver;
+    /** Saves and loads the state of {@link #driver}, {@link #muon} and {@link #adamW}. */
+    private final StateTransfer state;
     private ParameterAssignment assignment;
 
     private MuonAdamW(Builder b) {
@@ -120,6 +120,7 @@ public final class MuonAdamW extends BoundOptimizer {
         this.muon = new MuonStep(muonConfig);
         this.binding = new ModelBinding("MuonAdamW", m -> ParameterAssignment.checkNames(m, rules), this::setUp);
         this.driver = new StepDriver("MuonAdamW", b.policy, binding::model, b.beginNumUpdate);
+        this.state = new StateTransfer(binding, driver, muon, adamW);
         if (b.block != null) {
             binding.bind(b.block);
         }
@@ -249,12 +250,7 @@ public final class MuonAdamW extends BoundOptimizer {
      * @throws java.io.UncheckedIOException if the file cannot be written; {@code path} is then unchanged
      */
     public void save(Path path) {
-        Objects.requireNonNull(path, "path must not be null");
-        binding.requireReady();
-        List<DjlCheckpoint.Named> named = named();
-        Map<String, DjlCheckpoint.Held> held = held(named);
-        DjlCheckpoint.write(path, DjlCheckpoint.document(driver.stepCount(), muonConfig, adamWConfig, named, held),
-                named, held);
+        state.save(path, this::named, muonConfig, adamWConfig);
     }
 
     /**
@@ -273,24 +269,11 @@ public final class MuonAdamW extends BoundOptimizer {
      *                                               exist yet; in every case nothing changes
      */
     public void load(Path path) {
-        Objects.requireNonNull(path, "path must not be null");
-        binding.requireReady();
-        List<DjlCheckpoint.Named> named = named();
-        CheckpointDocument mine = DjlCheckpoint.document(driver.stepCount(), muonConfig, adamWConfig, named,
-                Map.of());
-        CheckpointBytes.Contents read = DjlCheckpoint.read(path, mine, beginNumUpdate);
-        DjlCheckpoint.Loaded loaded = DjlCheckpoint.arrays(read, named, UpdateRecipe.of(muonConfig).buffers());
-        // Nothing has changed so far; from here on nothing can fail.
-        loaded.putValues(driver.copies());
-        muon.restore(loaded.buffers);
-        Map<String, NDList> moments = new java.util.HashMap<>();
-        loaded.moments.forEach((id, m) -> moments.put(id, new NDList(m[0], m[1])));
-        adamW.restore(moments);
-        driver.restore(read.document().step(), loaded.adamWSteps);
-        muonConfig = muonConfig.withHyperparameters(read.document().muonConfigs().get(0).hyperparameters());
+        CheckpointDocument read = state.load(path, this::named, muonConfig, adamWConfig, beginNumUpdate);
+        muonConfig = muonConfig.withHyperparameters(read.muonConfigs().get(0).hyperparameters());
         muon.hyperparameters(muonConfig.hyperparameters());
-        adamWConfig = read.document().adamWConfig();
-        LOG.info("MuonAdamW: restored step {} from {}", read.document().step(), path);
+        adamWConfig = read.adamWConfig();
+        LOG.info("MuonAdamW: restored step {} from {}", read.step(), path);
     }
 
     /** Every named parameter of the table, in its order, with its place. */
@@ -301,37 +284,6 @@ public final class MuonAdamW extends BoundOptimizer {
                     assignment.aliasOf(row.name())));
         }
         return out;
-    }
-
-    /** Each parameter's state: its copy on the parameter's own device, or any copy's. */
-    private Map<String, DjlCheckpoint.Held> held(List<DjlCheckpoint.Named> named) {
-        Map<String, DjlCheckpoint.Held> out = new LinkedHashMap<>();
-        for (DjlCheckpoint.Named n : named) {
-            if (n.aliasOf() != null) {
-                continue;
-            }
-            ParameterKey key = stateKey(n.entry());
-            if (n.kind() == OptimizerKind.MUON) {
-                Map<String, NDArray> buffers = muon.buffers(key);
-                if (!buffers.isEmpty()) {
-                    out.put(n.name(), new DjlCheckpoint.Held(buffers, null, null, 0));
-                }
-            } else {
-                adamW.moments(key).ifPresent(m -> out.put(n.name(), new DjlCheckpoint.Held(Map.of(), m.get(0),
-                        m.get(1), driver.updatesOf(key))));
-            }
-        }
-        return out;
-    }
-
-    /** The key of a parameter's state: its copy on the parameter's own device, or another device's. */
-    private ParameterKey stateKey(ModelParameters.Entry e) {
-        ParameterKey own = new ParameterKey(e.id(), e.parameter().getArray().getDevice());
-        if (driver.copies().containsKey(own)) {
-            return own;
-        }
-        return driver.copies().keySet().stream().filter(k -> k.parameterId().equals(e.id())).findFirst()
-                .orElse(own);
     }
 
     /**
@@ -378,8 +330,7 @@ public final class MuonAdamW extends BoundOptimizer {
      * @return the buffer, once the parameter has been updated there
      */
     public Optional<NDArray> momentumBuffer(String name, Device device) {
-        ModelParameters.Entry e = binding.model() == null ? null : binding.model().byName(name);
-        return e == null ? Optional.empty() : muon.momentum(new ParameterKey(e.id(), device));
+        return binding.keyOf(name, device).flatMap(muon::momentum);
     }
 
     /**
@@ -390,8 +341,7 @@ public final class MuonAdamW extends BoundOptimizer {
      * @return {@code [exp_avg, exp_avg_sq]}, once the parameter has been updated there
      */
     public Optional<NDList> adamWMoments(String name, Device device) {
-        ModelParameters.Entry e = binding.model() == null ? null : binding.model().byName(name);
-        return e == null ? Optional.empty() : adamW.moments(new ParameterKey(e.id(), device));
+        return binding.keyOf(name, device).flatMap(adamW::moments);
     }
 
     /** Collects the settings; {@link #build()} validates them all at once. */
