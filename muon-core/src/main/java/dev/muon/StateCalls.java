@@ -54,6 +54,8 @@ final class StateCalls {
     private boolean closed;
 
     /**
+     * The state calls of one optimizer, with a guard and a part-way record of their own.
+     *
      * @param name          the optimizer's class name, for messages
      * @param group         its process group, or null in a single process
      * @param distributedAs how the refusal of a single-process call describes it ({@code "distributed"}), null in a
@@ -160,6 +162,8 @@ final class StateCalls {
     }
 
     /**
+     * Refuses a call that uses the state once {@link #close} has released it.
+     *
      * @param call the call about to run, for the message
      * @throws IllegalStateException once the optimizer is closed
      */
