@@ -350,9 +350,9 @@ int muon_variant_supported(int variant) {
     return 0;
 }
 
-/* Whether this CPU and OS run the variant (libgcc's probe also checks that the OS saves the vector registers). */
-JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_NativeKernels_supports(JNIEnv *env, jclass cls,
-                                                                             jint variant) {
+/* Whether this CPU and OS run the variant (libgcc's probe also checks that the OS saves the vector registers): the
+ * one probe of dev.muon.orthogonalize.NativeLibrary, the loader every Java face shares. */
+JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_NativeLibrary_supports(JNIEnv *env, jclass cls, jint variant) {
     (void) env;
     (void) cls;
     return muon_variant_supported(variant) ? JNI_TRUE : JNI_FALSE;

@@ -600,12 +600,6 @@ static int buffer_addresses(JNIEnv *env, jobject a, jobject b, jobject c, void *
     return *pa != NULL && *pb != NULL && (c == NULL || *pc != NULL);
 }
 
-JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_BufferKernels_supports(JNIEnv *env, jclass cls, jint variant) {
-    (void) env;
-    (void) cls;
-    return muon_variant_supported(variant) ? JNI_TRUE : JNI_FALSE;
-}
-
 JNIEXPORT jlong JNICALL Java_dev_muon_orthogonalize_BufferKernels_float32PackBytes(JNIEnv *env, jclass cls, jint variant,
                                                                              jint m, jint n) {
     return Java_dev_muon_orthogonalize_NativeKernels_float32PackBytes(env, cls, variant, m, n);

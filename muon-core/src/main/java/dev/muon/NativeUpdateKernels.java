@@ -1,8 +1,9 @@
 package dev.muon;
 
 /**
- * The JNI entry points of muon-core's native momentum and update passes ({@code muon_update_kernels.c}, in the
- * library {@link dev.muon.orthogonalize.NativeKernels} loads). Call only where {@code NativeKernels.variant()} gives
+ * The JNI entry points of muon-core's native momentum and update passes ({@code muon_update_kernels.c}, in
+ * {@code libmuoncpu.so}, which the one loader of {@code dev.muon.orthogonalize} loads when
+ * {@link dev.muon.orthogonalize.NativeKernels} is first asked). Call only where {@code NativeKernels.variant()} gives
  * the variant passed, with arguments {@link NativeFusedUpdateKernels} checked: the C side trusts every address and
  * length.
  */

@@ -2,29 +2,24 @@ package dev.muon.orthogonalize;
 
 import dev.muon.internal.TorchNatives;
 
-import java.io.IOException;
-import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Optional;
 
 /**
  * muon-core's native float32 Newton–Schulz products ({@code libmuoncpu.so}, the kernels {@link NativeKernels} runs
  * on libtorch's tensors: the half product {@code x·xᵀ}, the polynomial {@code a·I + b·s + c·s·s} formed with it,
  * the product {@code l·r} and its half form for commuting symmetric matrices, the normalisation) for a JVM without
- * JavaCPP, such as muon-djl's on DJL's libtorch: the library is copied from the jar and loaded with
- * {@code System.load}, and the products take direct {@link ByteBuffer}s, whose addresses the library reads through
- * JNI ({@code GetDirectBufferAddress}). Each call checks every buffer (direct, native order, its capacity) before
- * native code sees it.
+ * JavaCPP, such as muon-djl's on DJL's libtorch: the products take direct {@link ByteBuffer}s, whose addresses the
+ * library reads through JNI ({@code GetDirectBufferAddress}). Each call checks every buffer (direct, native order,
+ * its capacity) before native code sees it.
  *
- * <p>Probed once, at the first use, and never in a JVM that does not ask: the platform (Linux x86-64), the library
- * in the jar, {@code -Ddev.muon.native.disable}, and what the CPU runs; the variant follows
- * {@code -Ddev.muon.native.isa} ({@code auto}: AVX-512 with AVX512_BF16, else AVX2 with FMA), as {@code NativeKernels}
- * does. The library needs {@code libgomp.so.1}: in a DJL JVM it is the one DJL's libtorch loaded, so the products
- * share libtorch's OpenMP runtime.
+ * <p>Probed once, at the first use, and never in a JVM that does not ask, by the one loader {@code NativeKernels}
+ * shares, with its causes: the platform (Linux x86-64), the library in the jar, {@code -Ddev.muon.native.disable},
+ * and what the CPU runs; the variant follows {@code -Ddev.muon.native.isa} ({@code auto}: AVX-512 with
+ * AVX512_BF16, else AVX2 with FMA). In a JVM without JavaCPP the library is copied from the jar and loaded with
+ * {@code System.load}; it needs {@code libgomp.so.1}, which in a DJL JVM is the one DJL's libtorch loaded, so the
+ * products share libtorch's OpenMP runtime.
  *
  * <pre>{@code
  * if (!BufferKernels.isAvailable()) {
@@ -38,84 +33,17 @@ public final class BufferKernels {
         TorchNatives.extract();
     }
 
-    /** Set to {@code true} to turn the native kernels off, as for {@code NativeKernels}. */
-    static final String DISABLE_PROPERTY = "dev.muon.native.disable";
-    /** {@code auto}, {@code avx512} or {@code avx2}, as for {@code NativeKernels}. */
-    static final String ISA_PROPERTY = "dev.muon.native.isa";
-    /** Where the build puts the library in the jar. */
-    static final String LIBRARY_RESOURCE = "/dev/muon/orthogonalize/native/linux-x86_64/libmuoncpu.so";
-    /** The variant codes of {@code muon_kernels.h}. */
-    static final int AVX512 = 0;
-    static final int AVX2 = 1;
-
-    private record State(int variant, String name, Throwable cause) {
-    }
-
-    /** Loaded at the first call of any method here, never before. */
-    private static final class Holder {
-        static final State STATE = load();
-    }
-
     private BufferKernels() {
     }
 
-    private static State load() {
-        if (Boolean.getBoolean(DISABLE_PROPERTY)) {
-            return unavailable(new UnsupportedOperationException("disabled by -D" + DISABLE_PROPERTY + "=true"));
-        }
-        String os = System.getProperty("os.name");
-        String arch = System.getProperty("os.arch");
-        if (!"Linux".equals(os) || !("amd64".equals(arch) || "x86_64".equals(arch))) {
-            return unavailable(new UnsupportedOperationException("muon-core's native kernels are built for Linux "
-                    + "x86-64 only, and this is " + os + " " + arch));
-        }
-        try (InputStream in = BufferKernels.class.getResourceAsStream(LIBRARY_RESOURCE)) {
-            if (in == null) {
-                return unavailable(new UnsupportedOperationException("the muon-core jar holds no " + LIBRARY_RESOURCE
-                        + ": it was built without gcc"));
-            }
-            Path file = Files.createTempFile("libmuoncpu-", ".so");
-            try {
-                Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
-                System.load(file.toAbsolutePath().toString());
-            } finally {
-                // Loaded (or not), the file is no longer needed: Linux keeps a loaded library's pages.
-                Files.deleteIfExists(file);
-            }
-        } catch (IOException | RuntimeException | UnsatisfiedLinkError e) {
-            return unavailable(e);
-        }
-        String requested = System.getProperty(ISA_PROPERTY, "auto").trim();
-        try {
-            if (requested.equalsIgnoreCase("avx512") || requested.equalsIgnoreCase("avx2")) {
-                int code = requested.equalsIgnoreCase("avx512") ? AVX512 : AVX2;
-                if (!supports(code)) {
-                    return unavailable(new UnsupportedOperationException("-D" + ISA_PROPERTY + "=" + requested
-                            + " asks for the " + requested.toLowerCase(java.util.Locale.ROOT) + " kernels, and this "
-                            + "CPU lacks " + (code == AVX512 ? "AVX-512 F, BW and VL with AVX512_BF16"
-                            : "AVX2 and FMA")));
-                }
-                return new State(code, requested.toLowerCase(java.util.Locale.ROOT), null);
-            }
-            if (!requested.equalsIgnoreCase("auto")) {
-                return unavailable(new IllegalArgumentException(ISA_PROPERTY + " must be auto, avx512 or avx2, got '"
-                        + requested + "'"));
-            }
-            if (supports(AVX512)) {
-                return new State(AVX512, "avx512", null);
-            }
-            if (supports(AVX2)) {
-                return new State(AVX2, "avx2", null);
-            }
-        } catch (UnsatisfiedLinkError e) {
-            return unavailable(e);
-        }
-        return unavailable(new UnsupportedOperationException("this CPU lacks AVX2 and FMA (an Intel Haswell or "
-                + "later, or an AMD Excavator, Zen or later, has them)"));
+    /** The loader's state, probed (the library loaded) at the first call of any method here, never before. */
+    private static NativeLibrary.State state() {
+        return NativeLibrary.state();
     }
 
-    private static State unavailable(Throwable cause) {
-        return new State(-1, null, cause);
+    /** The code of the variant that runs; call only where it runs. */
+    private static int variantCode() {
+        return state().variant().code;
     }
 
     /**
@@ -124,7 +52,7 @@ public final class BufferKernels {
      * @return true if they do; false means {@link #unavailabilityCause()} says why
      */
     public static boolean isAvailable() {
-        return Holder.STATE.cause == null;
+        return state().cause() == null;
     }
 
     /**
@@ -133,7 +61,7 @@ public final class BufferKernels {
      * @return the cause, or null if they run
      */
     public static Throwable unavailabilityCause() {
-        return Holder.STATE.cause;
+        return state().cause();
     }
 
     /**
@@ -142,7 +70,7 @@ public final class BufferKernels {
      * @return {@code avx512} or {@code avx2}, or empty where none runs
      */
     public static Optional<String> variant() {
-        return Optional.ofNullable(Holder.STATE.name);
+        return Optional.ofNullable(state().variant()).map(v -> v.propertyValue);
     }
 
     /**
@@ -151,10 +79,7 @@ public final class BufferKernels {
      * @throws UnsupportedOperationException naming the cause, which it carries
      */
     public static void ensureAvailable() {
-        if (Holder.STATE.cause != null) {
-            throw new UnsupportedOperationException("muon-core's native CPU kernels cannot run here: "
-                    + Holder.STATE.cause.getMessage(), Holder.STATE.cause);
-        }
+        NativeLibrary.ensureAvailable();
     }
 
     /**
@@ -177,7 +102,7 @@ public final class BufferKernels {
      */
     public static long packBytes(int m, int n) {
         ensureAvailable();
-        return float32PackBytes(Holder.STATE.variant, m, n);
+        return float32PackBytes(variantCode(), m, n);
     }
 
     /**
@@ -211,7 +136,7 @@ public final class BufferKernels {
         check(s, (long) m * m, "s");
         check(out, (long) m * m, "out");
         checkScratch(packed, m, m);
-        require(float32Polynomial(Holder.STATE.variant, s, m, out, packed, threads, a, b, c));
+        require(float32Polynomial(variantCode(), s, m, out, packed, threads, a, b, c));
     }
 
     /**
@@ -297,7 +222,7 @@ public final class BufferKernels {
         check(g, (long) m * n, "g");
         check(out, (long) m * n, "out");
         checkScratch(packed, m, n);
-        require(float32Normalize(Holder.STATE.variant, g, m, n, transposed, out, packed, threads, safety, eps));
+        require(float32Normalize(variantCode(), g, m, n, transposed, out, packed, threads, safety, eps));
     }
 
     /** {@code out = x·xᵀ} for the {@code m × k} {@code x} (named {@code name} in a refusal), checked first. */
@@ -306,7 +231,7 @@ public final class BufferKernels {
         check(x, (long) m * k, name);
         check(out, (long) m * m, "out");
         checkScratch(packed, m, k);
-        require(float32SelfProduct(Holder.STATE.variant, x, m, k, symmetricX, out, packed, threads));
+        require(float32SelfProduct(variantCode(), x, m, k, symmetricX, out, packed, threads));
     }
 
     /**
@@ -319,7 +244,7 @@ public final class BufferKernels {
         check(r, (long) m * n, rName);
         check(out, (long) m * n, "out");
         checkScratch(packed, m, n);
-        require(float32Times(Holder.STATE.variant, l, leftSymmetric, r, m, n, symmetricOut, out, packed, threads));
+        require(float32Times(variantCode(), l, leftSymmetric, r, m, n, symmetricOut, out, packed, threads));
     }
 
     /** A buffer native code may read or write {@code floats} floats of, from its address. */
@@ -344,8 +269,6 @@ public final class BufferKernels {
             throw new IllegalStateException("a buffer handed to the native products has no address");
         }
     }
-
-    private static native boolean supports(int variant);
 
     private static native long float32PackBytes(int variant, int m, int n);
 

@@ -2,14 +2,7 @@ package dev.muon.orthogonalize;
 
 import dev.muon.internal.TorchNatives;
 
-import org.bytedeco.javacpp.Loader;
-
-import java.io.File;
-import java.io.IOException;
-import java.util.Collections;
-import java.util.EnumSet;
 import java.util.Optional;
-import java.util.Set;
 
 /**
  * Whether muon-core's own native CPU kernels run in this process, which variant, and why not. The library,
@@ -29,11 +22,11 @@ import java.util.Set;
  * bfloat16 widened to float32 as it is packed; {@code muon_avx2_kernels.c}). Both have the same error bounds, and
  * each gives the same bits for any thread count; in float32 the two give the same bits as each other.
  *
- * <p>Probed once, at the first use: the platform, the library in the jar, libtorch loaded first (the kernels' OpenMP
- * threads are then libtorch's own pool, through the one {@code libgomp.so.1}), and what the CPU runs. The variant is
- * then {@code -Ddev.muon.native.isa}'s:
+ * <p>Probed once, at the first use, by the one loader this class shares with {@link BufferKernels}: the platform,
+ * the library in the jar, libtorch loaded first (the kernels' OpenMP threads are then libtorch's own pool, through
+ * the one {@code libgomp.so.1}), and what the CPU runs. The variant is then {@code -Ddev.muon.native.isa}'s:
  * <table>
- *   <caption>{@value #ISA_PROPERTY}</caption>
+ *   <caption>{@code dev.muon.native.isa}</caption>
  *   <tr><td>{@code auto} (default, or unset)</td><td>{@code avx512} where the CPU has AVX512_BF16 (with AVX-512 F,
  *       BW and VL), else {@code avx2} where it has AVX2 and FMA, else none</td></tr>
  *   <tr><td>{@code avx512}, {@code avx2}</td><td>that variant, e.g. to measure the AVX2 kernels on an AVX-512
@@ -59,15 +52,6 @@ public final class NativeKernels {
         TorchNatives.extract();
     }
 
-    /** Set to {@code true} to force libtorch's products, e.g. to compare the two. */
-    static final String DISABLE_PROPERTY = "dev.muon.native.disable";
-
-    /** {@code auto}, {@code avx512} or {@code avx2}: which variant runs (see the class javadoc). */
-    static final String ISA_PROPERTY = "dev.muon.native.isa";
-
-    /** Where the build puts the library in the jar. */
-    static final String LIBRARY_RESOURCE = "/dev/muon/orthogonalize/native/linux-x86_64/libmuoncpu.so";
-
     private static final System.Logger LOG = System.getLogger(NativeKernels.class.getName());
 
     /**
@@ -76,24 +60,23 @@ public final class NativeKernels {
      */
     public enum Variant {
         /** AVX-512 with AVX512_BF16: Intel Cooper Lake, Sapphire Rapids and later, AMD Zen 4 and later. */
-        AVX512("avx512", "AVX-512 F, BW and VL with AVX512_BF16", 0),
+        AVX512(NativeLibrary.Isa.AVX512),
         /** AVX2 with FMA: Intel Haswell and later, AMD Excavator, Zen and later. */
-        AVX2("avx2", "AVX2 and FMA", 1);
+        AVX2(NativeLibrary.Isa.AVX2);
 
         static {
             // First, in case this is the first type of ours a program touches: see TorchNatives.
             TorchNatives.extract();
         }
 
-        private final String propertyValue;
-        private final String features;
+        /** The loader's name for it: the property value, the features and the code. */
+        final NativeLibrary.Isa isa;
         /** The code the C side dispatches on ({@code MUON_VARIANT_*} in {@code muon_kernels.h}). */
         final int code;
 
-        Variant(String propertyValue, String features, int code) {
-            this.propertyValue = propertyValue;
-            this.features = features;
-            this.code = code;
+        Variant(NativeLibrary.Isa isa) {
+            this.isa = isa;
+            this.code = isa.code;
         }
 
         /**
@@ -102,7 +85,7 @@ public final class NativeKernels {
          * @return {@code avx512} or {@code avx2}
          */
         public String propertyValue() {
-            return propertyValue;
+            return isa.propertyValue;
         }
 
         /**
@@ -111,134 +94,38 @@ public final class NativeKernels {
          * @return e.g. {@code AVX2 and FMA}
          */
         public String features() {
-            return features;
+            return isa.features;
         }
 
         @Override
         public String toString() {
-            return propertyValue;
+            return isa.propertyValue;
+        }
+
+        /** The variant the loader names {@code isa}, or null for null. */
+        static Variant of(NativeLibrary.Isa isa) {
+            return isa == null ? null : values()[isa.ordinal()];
         }
     }
 
-    /**
-     * What the probe found: the variant that runs (null: none, and why), every variant this CPU runs, and why the
-     * library did not load (null: it did).
-     */
-    private record State(Variant variant, Throwable cause, Set<Variant> runnable, Throwable loadCause) {
-    }
-
-    private static final State STATE = load();
+    /** Probed (the library loaded) by this class's initialization, the first use of any method here. */
+    private static final NativeLibrary.State STATE = logged(NativeLibrary.state());
 
     private NativeKernels() {
     }
 
-    private static State load() {
-        String requested = System.getProperty(ISA_PROPERTY);
-        Throwable cause = probe(Boolean.getBoolean(DISABLE_PROPERTY), System.getProperty("os.name"),
-                System.getProperty("os.arch"), NativeKernels.class.getResource(LIBRARY_RESOURCE) != null);
-        Set<Variant> runnable = EnumSet.noneOf(Variant.class);
-        Variant variant = null;
-        Throwable loadCause = cause;
-        boolean explicit = requested != null && !requested.trim().equalsIgnoreCase("auto");
-        if (cause == null) {
-            try {
-                // libtorch first, so that our libgomp.so.1 is libtorch's and its OpenMP pool is the one we use.
-                Loader.load(org.bytedeco.pytorch.global.torch.class);
-                loadLibrary();
-            } catch (Throwable t) {
-                cause = t;
-                loadCause = t;
-            }
-        }
-        if (cause == null) {
-            for (Variant v : Variant.values()) {
-                if (supports(v.code)) {
-                    runnable.add(v);
-                }
-            }
-            try {
-                variant = select(requested, runnable);
-            } catch (IllegalArgumentException | UnsupportedOperationException e) {
-                cause = e;
-            }
-        }
-        if (cause != null) {
-            LOG.log(explicit ? System.Logger.Level.WARNING : System.Logger.Level.INFO, "muon-core's native CPU "
-                    + "kernels are off, so bfloat16 Newton-Schulz forms its symmetric products from libtorch GEMMs and "
-                    + "float32 runs on OpenBLAS (slower): " + cause);
-        } else if (explicit) {
+    /** Logs, once per JVM as this class initializes, why the kernels are off, or which variant a request chose. */
+    private static NativeLibrary.State logged(NativeLibrary.State state) {
+        if (state.cause() != null) {
+            LOG.log(state.explicit() ? System.Logger.Level.WARNING : System.Logger.Level.INFO, "muon-core's native "
+                    + "CPU kernels are off, so bfloat16 Newton-Schulz forms its symmetric products from libtorch GEMMs "
+                    + "and float32 runs on OpenBLAS (slower): " + state.cause());
+        } else if (state.explicit()) {
+            Variant variant = Variant.of(state.variant());
             LOG.log(System.Logger.Level.INFO, "muon-core's native CPU kernels run their " + variant + " variant ("
-                    + variant.features() + "), as -D" + ISA_PROPERTY + "=" + requested + " asks");
+                    + variant.features() + "), as -D" + NativeLibrary.ISA_PROPERTY + "=" + state.requested() + " asks");
         }
-        return new State(variant, cause, Collections.unmodifiableSet(runnable), loadCause);
-    }
-
-    /**
-     * Why the native kernel cannot run, from what can be known before loading it; null if nothing stands in the way.
-     *
-     * @param disabled        whether {@value #DISABLE_PROPERTY} is set
-     * @param os              {@code os.name}
-     * @param arch            {@code os.arch}
-     * @param libraryInJar    whether the jar holds the library
-     * @return the cause, or null
-     */
-    static Throwable probe(boolean disabled, String os, String arch, boolean libraryInJar) {
-        if (disabled) {
-            return new UnsupportedOperationException("disabled by -D" + DISABLE_PROPERTY + "=true");
-        }
-        if (!"Linux".equals(os) || !("amd64".equals(arch) || "x86_64".equals(arch))) {
-            return new UnsupportedOperationException("it is built for Linux x86-64 only, and this is " + os + " "
-                    + arch);
-        }
-        if (!libraryInJar) {
-            return new UnsupportedOperationException("the muon-core jar holds no " + LIBRARY_RESOURCE
-                    + ": it was built without gcc (build it with gcc on PATH)");
-        }
-        return null;
-    }
-
-    /**
-     * The variant {@value #ISA_PROPERTY} asks for, among those this CPU runs.
-     *
-     * @param requested the property's value ({@code auto}, {@code avx512} or {@code avx2}, any case; null for
-     *                  {@code auto})
-     * @param runnable  the variants this CPU runs
-     * @return the variant
-     * @throws IllegalArgumentException      for any other value
-     * @throws UnsupportedOperationException if this CPU cannot run the variant asked for, or, for {@code auto}, any
-     */
-    static Variant select(String requested, Set<Variant> runnable) {
-        String value = requested == null ? "auto" : requested.trim();
-        if (value.equalsIgnoreCase("auto")) {
-            for (Variant v : Variant.values()) {
-                if (runnable.contains(v)) {
-                    return v;
-                }
-            }
-            throw new UnsupportedOperationException("this CPU lacks " + Variant.AVX2.features()
-                    + " (an Intel Haswell or later, or an AMD Excavator, Zen or later, has them)");
-        }
-        for (Variant v : Variant.values()) {
-            if (value.equalsIgnoreCase(v.propertyValue())) {
-                if (!runnable.contains(v)) {
-                    throw new UnsupportedOperationException("-D" + ISA_PROPERTY + "=" + requested + " asks for the "
-                            + v + " kernels, and this CPU lacks " + v.features());
-                }
-                return v;
-            }
-        }
-        throw new IllegalArgumentException(ISA_PROPERTY + " must be auto, avx512 or avx2, got '" + requested + "'");
-    }
-
-    /**
-     * Extracts the library into JavaCPP's cache, beside libtorch's natives ({@code ~/.javacpp/cache}, or
-     * {@code -Dorg.bytedeco.javacpp.cachedir}), and loads it: JavaCPP keys the copy by the jar, re-extracts it when
-     * the jar changes, and serialises concurrent JVMs; where libtorch's natives load, this one does too.
-     */
-    private static void loadLibrary() throws IOException {
-        // Not null: probe() saw the resource.
-        File file = Loader.cacheResource(NativeKernels.class, LIBRARY_RESOURCE);
-        System.load(file.getAbsolutePath());
+        return state;
     }
 
     /**
@@ -248,7 +135,7 @@ public final class NativeKernels {
      *         means {@link #unavailabilityCause()} says why
      */
     public static boolean isAvailable() {
-        return STATE.variant != null;
+        return STATE.variant() != null;
     }
 
     /**
@@ -257,7 +144,7 @@ public final class NativeKernels {
      * @return the variant, or empty where none runs ({@link #unavailabilityCause()} says why)
      */
     public static Optional<Variant> variant() {
-        return Optional.ofNullable(STATE.variant);
+        return Optional.ofNullable(Variant.of(STATE.variant()));
     }
 
     /**
@@ -266,7 +153,7 @@ public final class NativeKernels {
      * @return the cause, or null if they run
      */
     public static Throwable unavailabilityCause() {
-        return STATE.cause;
+        return STATE.cause();
     }
 
     /**
@@ -275,10 +162,7 @@ public final class NativeKernels {
      * @throws UnsupportedOperationException naming the cause, which it carries
      */
     public static void ensureAvailable() {
-        if (STATE.cause != null) {
-            throw new UnsupportedOperationException("muon-core's native CPU kernels cannot run here: "
-                    + STATE.cause.getMessage(), STATE.cause);
-        }
+        NativeLibrary.ensureAvailable();
     }
 
     /**
@@ -286,15 +170,8 @@ public final class NativeKernels {
      * load, or this CPU lacks its instructions; null if it can. For tests that run every variant this CPU runs.
      */
     static Throwable variantUnavailabilityCause(Variant variant) {
-        if (STATE.loadCause != null) {
-            return STATE.loadCause;
-        }
-        return STATE.runnable.contains(variant) ? null
-                : new UnsupportedOperationException("this CPU lacks " + variant.features());
+        return NativeLibrary.variantUnavailabilityCause(variant.isa);
     }
-
-    /** Whether this CPU and OS run the variant's instructions. */
-    private static native boolean supports(int variant);
 
     /**
      * Bytes of packing scratch one {@link #bfloat16SelfProduct} call needs for an {@code m × k} matrix.

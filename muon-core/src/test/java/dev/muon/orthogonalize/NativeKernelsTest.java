@@ -15,22 +15,21 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.util.Arrays;
-import java.util.EnumSet;
-import java.util.Set;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The native bfloat16 half product and its polynomial form, in each variant, against float64, entry by entry, with
- * the bound that float32 accumulation and one rounding to bfloat16 allow; the probe's causes and the variant's
- * selection. The kernel tests skip, with the reason, the variants this machine cannot run (no AVX512_BF16, no AVX2,
+ * the bound that float32 accumulation and one rounding to bfloat16 allow; the variant this process runs, and why
+ * not (the probe's causes and the selection: {@link NativeLibraryTest}). The kernel tests skip, with the reason, the variants this machine cannot run (no AVX512_BF16, no AVX2,
  * or a jar built without gcc).
  */
 @ExtendWith(NativeScopePerTest.class)
@@ -45,86 +44,13 @@ class NativeKernelsTest {
         torch.manual_seed(11);
     }
 
-    static Stream<Arguments> probeCases() {
-        return Stream.of(
-                Arguments.of(true, "Linux", "amd64", true, "disabled by -Ddev.muon.native.disable=true"),
-                Arguments.of(false, "Mac OS X", "aarch64", true,
-                        "it is built for Linux x86-64 only, and this is Mac OS X aarch64"),
-                Arguments.of(false, "Linux", "aarch64", true,
-                        "it is built for Linux x86-64 only, and this is Linux aarch64"),
-                Arguments.of(false, "Linux", "amd64", false, "the muon-core jar holds no "
-                        + NativeKernels.LIBRARY_RESOURCE + ": it was built without gcc (build it with gcc on PATH)"));
-    }
-
-    @ParameterizedTest(name = "{1} {2}, disabled {0}, in jar {3}")
-    @MethodSource("probeCases")
-    void probe_namesWhyTheKernelCannotRun(boolean disabled, String os, String arch, boolean inJar, String message) {
-        Throwable cause = NativeKernels.probe(disabled, os, arch, inJar);
-        assertEquals(UnsupportedOperationException.class, cause.getClass());
-        assertEquals(message, cause.getMessage());
-    }
-
-    @Test
-    void probe_findsNothingInTheWay_onLinuxX86WithTheLibrary() {
-        assertNull(NativeKernels.probe(false, "Linux", "amd64", true));
-        assertNull(NativeKernels.probe(false, "Linux", "x86_64", true));
-    }
-
-    static Stream<Arguments> selections() {
-        Set<NativeKernels.Variant> both = EnumSet.allOf(NativeKernels.Variant.class);
-        Set<NativeKernels.Variant> avx2 = EnumSet.of(NativeKernels.Variant.AVX2);
-        return Stream.of(
-                Arguments.of(null, both, NativeKernels.Variant.AVX512),
-                Arguments.of("auto", both, NativeKernels.Variant.AVX512),
-                Arguments.of("AUTO", avx2, NativeKernels.Variant.AVX2),
-                Arguments.of("avx2", both, NativeKernels.Variant.AVX2),
-                Arguments.of(" Avx512 ", both, NativeKernels.Variant.AVX512),
-                Arguments.of("avx512", EnumSet.of(NativeKernels.Variant.AVX512), NativeKernels.Variant.AVX512));
-    }
-
-    @ParameterizedTest(name = "{0} on {1}: {2}")
-    @MethodSource("selections")
-    void select_givesTheVariantAskedFor_orTheWidestForAuto(String requested, Set<NativeKernels.Variant> runnable,
-                                                           NativeKernels.Variant expected) {
-        assertEquals(expected, NativeKernels.select(requested, runnable));
-    }
-
-    static Stream<Arguments> badSelections() {
-        Set<NativeKernels.Variant> both = EnumSet.allOf(NativeKernels.Variant.class);
-        Set<NativeKernels.Variant> none = EnumSet.noneOf(NativeKernels.Variant.class);
-        String noAvx2 = "this CPU lacks AVX2 and FMA (an Intel Haswell or later, or an AMD Excavator, Zen or later, "
-                + "has them)";
-        return Stream.of(
-                Arguments.of("sse4", both, IllegalArgumentException.class,
-                        "dev.muon.native.isa must be auto, avx512 or avx2, got 'sse4'"),
-                Arguments.of("", both, IllegalArgumentException.class,
-                        "dev.muon.native.isa must be auto, avx512 or avx2, got ''"),
-                Arguments.of("avx-512", both, IllegalArgumentException.class,
-                        "dev.muon.native.isa must be auto, avx512 or avx2, got 'avx-512'"),
-                Arguments.of("avx512", EnumSet.of(NativeKernels.Variant.AVX2), UnsupportedOperationException.class,
-                        "-Ddev.muon.native.isa=avx512 asks for the avx512 kernels, and this CPU lacks AVX-512 F, BW "
-                                + "and VL with AVX512_BF16"),
-                Arguments.of("avx2", none, UnsupportedOperationException.class,
-                        "-Ddev.muon.native.isa=avx2 asks for the avx2 kernels, and this CPU lacks AVX2 and FMA"),
-                Arguments.of("auto", none, UnsupportedOperationException.class, noAvx2),
-                Arguments.of(null, none, UnsupportedOperationException.class, noAvx2));
-    }
-
-    @ParameterizedTest(name = "{0} on {1}")
-    @MethodSource("badSelections")
-    void select_refusesAnUnknownValue_andAVariantThisCpuLacks(String requested, Set<NativeKernels.Variant> runnable,
-                                                             Class<? extends RuntimeException> type, String message) {
-        RuntimeException e = assertThrows(type, () -> NativeKernels.select(requested, runnable));
-        assertEquals(message, e.getMessage());
-    }
-
     @Test
     void variant_isTheOneThePropertyAsksFor_andPresentExactlyWhenAvailable() {
         assertEquals(NativeKernels.isAvailable(), NativeKernels.variant().isPresent());
         assumeTrue(NativeKernels.isAvailable(), () -> "native kernels off: " + NativeKernels.unavailabilityCause());
         // Run with -Ddev.muon.native.isa=avx2 (mvn -B verify passes it on), this checks that the property reached
         // the probe; without it, that auto took the widest variant this CPU runs.
-        String requested = System.getProperty(NativeKernels.ISA_PROPERTY, "auto").trim();
+        String requested = System.getProperty(NativeLibrary.ISA_PROPERTY, "auto").trim();
         NativeKernels.Variant expected = requested.equalsIgnoreCase("auto")
                 ? NativeVariants.all().filter(v -> NativeKernels.variantUnavailabilityCause(v) == null).findFirst()
                         .orElseThrow()
@@ -161,6 +87,13 @@ class NativeKernelsTest {
     }
 
     @Test
+    void bufferKernels_shareTheOneLoad_itsVariantAndItsCause() {
+        assertEquals(NativeKernels.isAvailable(), BufferKernels.isAvailable());
+        assertEquals(NativeKernels.variant().map(NativeKernels.Variant::propertyValue), BufferKernels.variant());
+        assertSame(NativeKernels.unavailabilityCause(), BufferKernels.unavailabilityCause());
+    }
+
+    @Test
     void theBuildPutsTheLibraryInTheJar_whereGccIsOnPath() {
         // CI builds with gcc on Linux x86-64: a build step that silently stopped producing the library fails here.
         assumeTrue("Linux".equals(System.getProperty("os.name")) && "amd64".equals(System.getProperty("os.arch")));
@@ -168,8 +101,8 @@ class NativeKernelsTest {
         boolean gcc = java.util.Arrays.stream(path.split(java.io.File.pathSeparator))
                 .anyMatch(dir -> java.nio.file.Files.isExecutable(java.nio.file.Path.of(dir, "gcc")));
         assumeTrue(gcc, "no gcc on PATH: the build skips the native library");
-        assertTrue(NativeKernels.class.getResource(NativeKernels.LIBRARY_RESOURCE) != null,
-                "no " + NativeKernels.LIBRARY_RESOURCE + " on the class path");
+        assertTrue(NativeKernels.class.getResource(NativeLibrary.LIBRARY_RESOURCE) != null,
+                "no " + NativeLibrary.LIBRARY_RESOURCE + " on the class path");
     }
 
     static Stream<Arguments> productShapes() {
