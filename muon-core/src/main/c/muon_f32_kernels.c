@@ -524,74 +524,98 @@ static const muon_f32_isa *isa_of(jint variant) {
     return variant == MUON_VARIANT_AVX2 ? &muon_f32_avx2 : &muon_f32_avx512;
 }
 
+/*
+ * The float32 entry points, one helper each, shared by the two JNI families: dev.muon.orthogonalize.NativeKernels
+ * passes libtorch tensors' addresses (jlong), dev.muon.orthogonalize.BufferKernels direct ByteBuffers, whose
+ * addresses GetDirectBufferAddress gives. Either way the caller checked shapes, dtypes, contiguity, capacities and
+ * CPU support; packed has f32_pack_bytes(variant, ...) bytes, aligned here to 64.
+ */
+
 /* Bytes of packing scratch that one call needs for an m × k self product or an m × m by m × n product. */
+static jlong f32_pack_bytes(jint variant, jint m, jint n) {
+    return (jlong) (pack_floats(isa_of(variant), m, n) * sizeof(float) + 64);
+}
+
+/* out = x·xᵀ for the contiguous m × k x (symmetric_x: x is symmetric, m == k); out is m × m, not overlapping x,
+ * exactly symmetric. */
+static void f32_self_product(jint variant, const float *x, jint m, jint k, jboolean symmetric_x, float *out,
+                             void *packed, jint threads) {
+    self_product(isa_of(variant), x, m, k, symmetric_x == JNI_TRUE, out, aligned((jlong) (intptr_t) packed), threads,
+                 NULL);
+}
+
+/* out = a·I + b·s + c·s·s for the exactly symmetric m × m s; s and out contiguous, not overlapping. The result is
+ * exactly symmetric. */
+static void f32_polynomial(jint variant, const float *s, jint m, float *out, void *packed, jint threads, jfloat a,
+                           jfloat b, jfloat c) {
+    epilogue poly = {0, s, a, b, c, 0};
+    self_product(isa_of(variant), s, m, m, 1, out, aligned((jlong) (intptr_t) packed), threads, &poly);
+}
+
+/* out = l·r for the m × m l (left_symmetric: exactly symmetric) and the m × n r, all contiguous, out overlapping
+ * neither; symmetric_out (n == m): l and r commute, and out is formed from its upper triangle, exactly symmetric. */
+static void f32_times(jint variant, const float *l, jboolean left_symmetric, const float *r, jint m, jint n,
+                      jboolean symmetric_out, float *out, void *packed, jint threads) {
+    times(isa_of(variant), l, left_symmetric == JNI_TRUE, r, m, n, out, aligned((jlong) (intptr_t) packed), threads,
+          symmetric_out == JNI_TRUE);
+}
+
+/* out = g / max(safety·‖g‖_F, eps) for the m × n out; g is m × n, or (transposed) the transpose of a contiguous
+ * n × m matrix; out overlaps nothing. */
+static void f32_normalize(jint variant, const float *g, jint m, jint n, jboolean transposed, float *out,
+                          void *packed, jint threads, jdouble safety, jdouble eps) {
+    normalize(isa_of(variant), g, m, n, transposed == JNI_TRUE, out, safety, eps, threads,
+              (double *) aligned((jlong) (intptr_t) packed));
+}
+
+/* The family on addresses: dev.muon.orthogonalize.NativeKernels. */
+
 JNIEXPORT jlong JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32PackBytes(JNIEnv *env, jclass cls,
                                                                                     jint variant, jint m, jint n) {
     (void) env;
     (void) cls;
-    return (jlong) (pack_floats(isa_of(variant), m, n) * sizeof(float) + 64);
+    return f32_pack_bytes(variant, m, n);
 }
 
-/*
- * out = x·xᵀ for the contiguous m × k float32 x (symmetricX: x is symmetric, m == k); out is m × m, not
- * overlapping x, exactly symmetric. packed has float32PackBytes(variant, m, k) bytes. The caller checked shapes,
- * dtypes, contiguity and CPU support.
- */
 JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32SelfProduct(
         JNIEnv *env, jclass cls, jint variant, jlong x, jint m, jint k, jboolean symmetricX, jlong out, jlong packed,
         jint threads) {
     (void) env;
     (void) cls;
-    self_product(isa_of(variant), (const float *) (intptr_t) x, m, k, symmetricX == JNI_TRUE,
-                 (float *) (intptr_t) out, aligned(packed), threads, NULL);
+    f32_self_product(variant, (const float *) (intptr_t) x, m, k, symmetricX, (float *) (intptr_t) out,
+                     (void *) (intptr_t) packed, threads);
 }
 
-/*
- * out = a·I + b·s + c·s·s for the exactly symmetric m × m float32 s; s and out contiguous, not overlapping;
- * packed has float32PackBytes(variant, m, m) bytes. The result is exactly symmetric.
- */
 JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32Polynomial(
         JNIEnv *env, jclass cls, jint variant, jlong s, jint m, jlong out, jlong packed, jint threads, jfloat a,
         jfloat b, jfloat c) {
     (void) env;
     (void) cls;
-    epilogue poly = {0, (const float *) (intptr_t) s, a, b, c, 0};
-    self_product(isa_of(variant), (const float *) (intptr_t) s, m, m, 1, (float *) (intptr_t) out, aligned(packed),
-                 threads, &poly);
+    f32_polynomial(variant, (const float *) (intptr_t) s, m, (float *) (intptr_t) out, (void *) (intptr_t) packed,
+                   threads, a, b, c);
 }
 
-/*
- * out = l·r for the m × m l (leftSymmetric: exactly symmetric) and the m × n r, all contiguous float32, out not
- * overlapping either; symmetricOut (n == m): l and r commute, and out is formed from its upper triangle, exactly
- * symmetric. packed has float32PackBytes(variant, m, n) bytes.
- */
 JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32Times(
         JNIEnv *env, jclass cls, jint variant, jlong l, jboolean leftSymmetric, jlong r, jint m, jint n,
         jboolean symmetricOut, jlong out, jlong packed, jint threads) {
     (void) env;
     (void) cls;
-    times(isa_of(variant), (const float *) (intptr_t) l, leftSymmetric == JNI_TRUE, (const float *) (intptr_t) r, m,
-          n, (float *) (intptr_t) out, aligned(packed), threads, symmetricOut == JNI_TRUE);
+    f32_times(variant, (const float *) (intptr_t) l, leftSymmetric, (const float *) (intptr_t) r, m, n, symmetricOut,
+              (float *) (intptr_t) out, (void *) (intptr_t) packed, threads);
 }
 
-/*
- * out = g / max(safety·‖g‖_F, eps) for the m × n float32 out; g is m × n, or (transposed) the transpose of a
- * contiguous n × m float32 matrix; out overlaps nothing. packed has float32PackBytes(variant, m, n) bytes.
- */
 JNIEXPORT void JNICALL Java_dev_muon_orthogonalize_NativeKernels_float32Normalize(
         JNIEnv *env, jclass cls, jint variant, jlong g, jint m, jint n, jboolean transposed, jlong out, jlong packed,
         jint threads, jdouble safety, jdouble eps) {
     (void) env;
     (void) cls;
-    normalize(isa_of(variant), (const float *) (intptr_t) g, m, n, transposed == JNI_TRUE, (float *) (intptr_t) out,
-              safety, eps, threads, (double *) aligned(packed));
+    f32_normalize(variant, (const float *) (intptr_t) g, m, n, transposed, (float *) (intptr_t) out,
+                  (void *) (intptr_t) packed, threads, safety, eps);
 }
 
 /*
- * The same float32 products for dev.muon.orthogonalize.BufferKernels, which a JVM without JavaCPP (muon-djl, on DJL's
- * libtorch) calls with direct ByteBuffers: the address comes from JNI's GetDirectBufferAddress, the Java side has
- * checked every buffer's capacity, and a buffer without an address (not direct) leaves the call a no-op that
- * returns false.
+ * The family on direct ByteBuffers: dev.muon.orthogonalize.BufferKernels, which a JVM without JavaCPP (muon-djl, on
+ * DJL's libtorch) calls. A buffer without an address (not direct) leaves the call a no-op that returns false.
  */
 static int buffer_addresses(JNIEnv *env, jobject a, jobject b, jobject c, void **pa, void **pb, void **pc) {
     *pa = (*env)->GetDirectBufferAddress(env, a);
@@ -600,9 +624,11 @@ static int buffer_addresses(JNIEnv *env, jobject a, jobject b, jobject c, void *
     return *pa != NULL && *pb != NULL && (c == NULL || *pc != NULL);
 }
 
-JNIEXPORT jlong JNICALL Java_dev_muon_orthogonalize_BufferKernels_float32PackBytes(JNIEnv *env, jclass cls, jint variant,
-                                                                             jint m, jint n) {
-    return Java_dev_muon_orthogonalize_NativeKernels_float32PackBytes(env, cls, variant, m, n);
+JNIEXPORT jlong JNICALL Java_dev_muon_orthogonalize_BufferKernels_float32PackBytes(JNIEnv *env, jclass cls,
+                                                                                   jint variant, jint m, jint n) {
+    (void) env;
+    (void) cls;
+    return f32_pack_bytes(variant, m, n);
 }
 
 JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_BufferKernels_float32SelfProduct(
@@ -613,8 +639,7 @@ JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_BufferKernels_float32Self
     if (!buffer_addresses(env, x, out, packed, &px, &pout, &ppacked)) {
         return JNI_FALSE;
     }
-    self_product(isa_of(variant), (const float *) px, m, k, symmetricX == JNI_TRUE, (float *) pout,
-                 aligned((jlong) (intptr_t) ppacked), threads, NULL);
+    f32_self_product(variant, (const float *) px, m, k, symmetricX, (float *) pout, ppacked, threads);
     return JNI_TRUE;
 }
 
@@ -626,9 +651,7 @@ JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_BufferKernels_float32Poly
     if (!buffer_addresses(env, s, out, packed, &ps, &pout, &ppacked)) {
         return JNI_FALSE;
     }
-    epilogue poly = {0, (const float *) ps, a, b, c, 0};
-    self_product(isa_of(variant), (const float *) ps, m, m, 1, (float *) pout, aligned((jlong) (intptr_t) ppacked),
-                 threads, &poly);
+    f32_polynomial(variant, (const float *) ps, m, (float *) pout, ppacked, threads, a, b, c);
     return JNI_TRUE;
 }
 
@@ -641,8 +664,8 @@ JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_BufferKernels_float32Time
     if (!buffer_addresses(env, l, r, out, &pl, &pr, &pout) || ppacked == NULL) {
         return JNI_FALSE;
     }
-    times(isa_of(variant), (const float *) pl, leftSymmetric == JNI_TRUE, (const float *) pr, m, n, (float *) pout,
-          aligned((jlong) (intptr_t) ppacked), threads, symmetricOut == JNI_TRUE);
+    f32_times(variant, (const float *) pl, leftSymmetric, (const float *) pr, m, n, symmetricOut, (float *) pout,
+              ppacked, threads);
     return JNI_TRUE;
 }
 
@@ -654,7 +677,6 @@ JNIEXPORT jboolean JNICALL Java_dev_muon_orthogonalize_BufferKernels_float32Norm
     if (!buffer_addresses(env, g, out, packed, &pg, &pout, &ppacked)) {
         return JNI_FALSE;
     }
-    normalize(isa_of(variant), (const float *) pg, m, n, transposed == JNI_TRUE, (float *) pout, safety, eps, threads,
-              (double *) aligned((jlong) (intptr_t) ppacked));
+    f32_normalize(variant, (const float *) pg, m, n, transposed, (float *) pout, ppacked, threads, safety, eps);
     return JNI_TRUE;
 }
