@@ -43,7 +43,7 @@ final class FusedKernelSelection {
      * or null for libtorch's ops.
      */
     FusedUpdateKernels forParameter(MuonConfig config, Tensor matrix, String label) {
-        if (config.orthogonalization() != Orthogonalization.NEWTON_SCHULZ) {
+        if (UpdateRecipe.of(config).orthogonalizer() != UpdateRecipe.Orthogonalizer.NEWTON_SCHULZ) {
             return null;
         }
         ScalarType updateType = config.nsPrecision().scalarType();

@@ -37,7 +37,7 @@ final class OrthogonalizerSelection {
         if (device.is_cpu()) {
             ThreadPoolAdvice.warnOnceForThisProcess();
         }
-        if (config.orthogonalization() == Orthogonalization.EXACT_SVD) {
+        if (UpdateRecipe.of(config).orthogonalizer() == UpdateRecipe.Orthogonalizer.EXACT_SVD) {
             return exact;
         }
         NewtonSchulzConfig ns = config.newtonSchulz();

@@ -150,7 +150,8 @@ final class SameShapeBatch {
      * @param cpu whether the parameters live on a CPU
      */
     static boolean allows(MuonConfig config, long rows, long cols, int count, boolean cpu) {
-        if (!config.batchSameShape() || config.orthogonalization() != Orthogonalization.NEWTON_SCHULZ
+        if (!config.batchSameShape()
+                || UpdateRecipe.of(config).orthogonalizer() != UpdateRecipe.Orthogonalizer.NEWTON_SCHULZ
                 || count < MIN_PARAMETERS || Math.max(rows, cols) > maxSide(config, cpu)) {
             return false;
         }

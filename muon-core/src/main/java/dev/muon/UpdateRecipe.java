@@ -198,7 +198,8 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
     }
 
     /**
-     * The recipe of a configuration: the one place that reads which variant a config chose.
+     * The recipe of a configuration: the one place that reads which variant a config chose (the orthogonalizer's
+     * selection, the fused kernels' and same-shape batching ask the recipe too).
      *
      * @param config the configuration
      * @return its recipe
