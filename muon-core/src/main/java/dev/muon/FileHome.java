@@ -12,7 +12,6 @@ import java.io.Closeable;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,18 +26,13 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.zip.CRC32C;
 
 /**
  * The buffers of CPU parameters in one file of this process ({@link StateStorage.Place#FILES}): read per parameter
  * before its update (the next one's read ahead on a thread of its own) and written back after it.
  *
- * <p><b>Layout.</b> {@code <directory>/muon-state-<run>-rank<r>.bin}, little-endian. A 4096-byte header: the magic
- * {@code MUONSTAT}, the format version (1), the rank, the run identity (128 random bits drawn when the optimizer is
- * built) and the number of entries. Then every buffer this process keeps, in the optimizer's parameter order and
- * each parameter's declared order, as two slots; a slot is a 4096-byte slot header (the magic {@code MUONSLOT}, the
- * run identity, the entry and slot numbers, the generation, the data's length and its CRC-32C) followed by the
- * buffer's bytes, padded to 4096.
+ * <p><b>Layout.</b> {@code <directory>/muon-state-<run>-rank<r>.bin}: a header, then every buffer this process keeps
+ * as two slots, each a slot header and the buffer's bytes; {@link StateFileFormat} holds the bytes and their checks.
  *
  * <p><b>Writes go to the slot not in force</b>, and the slot is put in force only after the whole buffer is
  * written: a write that fails (a full disk) leaves the previous state in the other slot, readable and intact.
@@ -53,13 +47,8 @@ import java.util.zip.CRC32C;
  * pages would count against the process and a full disk would arrive as SIGBUS), and let every byte be checked.
  */
 final class FileHome implements StateHome {
-    /** The alignment of the header, the slot headers and the data. */
-    static final int ALIGN = 4096;
-    /** The bytes of a slot header that are written (the rest of its block is zeros). */
-    static final int SLOT_HEADER = 64;
-    static final int VERSION = 1;
-    private static final long FILE_MAGIC = magic("MUONSTAT");
-    private static final long SLOT_MAGIC = magic("MUONSLOT");
+    /** The format's alignment; for tests, which find slots by it. */
+    static final int ALIGN = StateFileFormat.ALIGN;
     /** The largest buffer handed to one read or write: a Java buffer holds at most 2^31 − 1 bytes. */
     private static final int CHUNK = 1 << 30;
 
@@ -96,35 +85,8 @@ final class FileHome implements StateHome {
         }
     }
 
-    /** Positional reads and writes of one file. */
-    interface Channel extends Closeable {
-        /**
-         * Reads into {@code dst} from {@code position}.
-         *
-         * @param dst      where to
-         * @param position where from
-         * @return the bytes read, -1 at the end of the file
-         * @throws IOException if it fails
-         */
-        int read(ByteBuffer dst, long position) throws IOException;
-
-        /**
-         * Writes {@code src} at {@code position}.
-         *
-         * @param src      what
-         * @param position where
-         * @return the bytes written
-         * @throws IOException if it fails
-         */
-        int write(ByteBuffer src, long position) throws IOException;
-
-        /**
-         * The file's length.
-         *
-         * @return bytes
-         * @throws IOException if it cannot be read
-         */
-        long size() throws IOException;
+    /** Positional reads and writes of one file, as {@link Disk#create} opens it for the format. */
+    interface Channel extends StateFileFormat.Channel {
     }
 
     /** The real file system. */
@@ -164,13 +126,13 @@ final class FileHome implements StateHome {
 
     /** One buffer this process keeps: where its two slots are, which is in force, and what was written there. */
     private static final class Entry {
-        final int index;
         final ParameterState state;
         final BufferSpec spec;
         final long[] shape;
         final torch.ScalarType dtype;
         final long bytes;
-        final long[] offsets = new long[2];
+        /** Where its two slots lie in the file. */
+        final StateFileFormat.Slots slots;
         /** The slot in force, or -1: nothing stored. */
         int current = -1;
         long generation;
@@ -184,8 +146,7 @@ final class FileHome implements StateHome {
         Future<?> pending;
         Tensor prefetched;
 
-        Entry(int index, ParameterState state, BufferSpec spec) {
-            this.index = index;
+        Entry(ParameterState state, BufferSpec spec, StateFileFormat.Layout layout) {
             this.state = state;
             this.spec = spec;
             this.shape = spec.shape().of(state.param.shape());
@@ -195,22 +156,18 @@ final class FileHome implements StateHome {
                 elements = Math.multiplyExact(elements, side);
             }
             this.bytes = Math.multiplyExact(elements, torch.elementSize(dtype));
+            this.slots = layout.add(bytes, dtype.value);
         }
 
         String what() {
             return "the " + spec.label() + " of " + state.label;
         }
-
-        long end(int slot) {
-            return offsets[slot] + ALIGN + bytes;
-        }
     }
 
     private final StateStorage storage;
     private final Path file;
-    private final Channel channel;
-    private final long runMost;
-    private final long runLeast;
+    /** The file's bytes: where the slots lie, their headers and checks. */
+    private final StateFileFormat format;
     private final Disk disk;
     private final Map<ParameterState, List<Entry>> entries;
     /** The tensors of the buffers in flight: this unit's and the next one's. */
@@ -220,13 +177,11 @@ final class FileHome implements StateHome {
     private final Release release;
     private boolean closed;
 
-    private FileHome(StateStorage storage, Path file, Channel channel, UUID run, Disk disk,
+    private FileHome(StateStorage storage, Path file, Channel channel, StateFileFormat format, Disk disk,
                      Map<ParameterState, List<Entry>> entries) {
         this.storage = storage;
         this.file = file;
-        this.channel = channel;
-        this.runMost = run.getMostSignificantBits();
-        this.runLeast = run.getLeastSignificantBits();
+        this.format = format;
         this.disk = disk;
         this.entries = entries;
         entries.forEach((state, list) -> state.lendFrom(spec -> {
@@ -398,7 +353,7 @@ final class FileHome implements StateHome {
         layOut(kept, entries);
         int index = entries.values().stream().mapToInt(List::size).sum();
         UUID run = UUID.randomUUID();
-        String name = "muon-state-" + run.toString().replace("-", "") + "-rank" + rank + ".bin";
+        String name = StateFileFormat.fileName(run, rank);
         Path file = directory.resolve(name);
         Channel channel;
         try {
@@ -407,40 +362,29 @@ final class FileHome implements StateHome {
             throw new IllegalArgumentException(setting + " must be writable; creating " + name + " there failed ("
                     + e + ")", e);
         }
+        StateFileFormat format = new StateFileFormat(file, channel, run);
         try {
-            ByteBuffer header = fileHeader(run, rank, index);
-            writeFully(channel, header.duplicate(), 0);
-            ByteBuffer back = ByteBuffer.allocate(header.capacity());
-            readFully(channel, back, 0);
-            if (!back.flip().equals(header.rewind())) {
-                throw new IOException("the file did not read back what was written");
-            }
+            format.writeHeader(rank, index);
         } catch (IOException | RuntimeException e) {
             closeQuietly(channel);
             deleteQuietly(file);
             throw new IllegalArgumentException(setting + " must hold files that read back what was written; "
                     + "writing and reading " + name + " there failed (" + e + ")", e);
         }
-        return new FileHome(storage, file, channel, run, disk, entries);
+        return new FileHome(storage, file, channel, format, disk, entries);
     }
 
     /** Lays out the buffers' slots after the header into {@code entries}; returns the file's full length. */
     private static long layOut(Map<ParameterState, List<BufferSpec>> kept, Map<ParameterState, List<Entry>> entries) {
-        long offset = ALIGN;
-        int index = 0;
+        StateFileFormat.Layout layout = new StateFileFormat.Layout();
         for (Map.Entry<ParameterState, List<BufferSpec>> e : kept.entrySet()) {
             List<Entry> list = new ArrayList<>();
             for (BufferSpec spec : e.getValue()) {
-                Entry entry = new Entry(index++, e.getKey(), spec);
-                for (int slot = 0; slot < 2; slot++) {
-                    entry.offsets[slot] = offset;
-                    offset = Math.addExact(offset, ALIGN + aligned(entry.bytes));
-                }
-                list.add(entry);
+                list.add(new Entry(e.getKey(), spec, layout));
             }
             entries.put(e.getKey(), List.copyOf(list));
         }
-        return offset;
+        return layout.length();
     }
 
     /** The state file; for tests. */
@@ -468,29 +412,22 @@ final class FileHome implements StateHome {
     private void checkSlotsInForce() {
         long size;
         try {
-            size = channel.size();
+            size = format.size();
         } catch (IOException e) {
             throw new StateFileException("Muon state file", file, "the file", "cannot be read (" + e + ")", e);
         }
-        ByteBuffer header = ByteBuffer.allocate(SLOT_HEADER).order(ByteOrder.LITTLE_ENDIAN);
         for (List<Entry> list : entries.values()) {
             for (Entry entry : list) {
                 if (entry.current < 0) {
                     continue;
                 }
                 String where = entry.what() + " (slot " + entry.current + ")";
-                if (size < entry.end(entry.current)) {
-                    throw new StateFileException("Muon state file", file, where, "ends at byte "
-                            + entry.end(entry.current) + " but the file has " + size + " bytes: it was truncated "
-                            + "since this run wrote it", null);
-                }
-                header.clear();
+                String wrong;
                 try {
-                    readFully(channel, header, entry.offsets[entry.current]);
+                    wrong = format.checkSlot(entry.slots, entry.current, entry.generation, entry.crc, size);
                 } catch (IOException e) {
                     throw new StateFileException("Muon state file", file, where, "cannot be read (" + e + ")", e);
                 }
-                String wrong = checkSlotHeader(header.flip(), entry);
                 if (wrong != null) {
                     throw new StateFileException("Muon state file", file, where, wrong, null);
                 }
@@ -508,15 +445,8 @@ final class FileHome implements StateHome {
                 continue;
             }
             Tensor target = take(entry);
-            ByteBuffer[] chunks = chunks(target, entry.bytes);
-            int slot = entry.current;
-            long generation = entry.generation;
-            int crc = entry.crc;
             entry.prefetched = target;
-            entry.pending = io.submit(() -> {
-                readSlot(entry, slot, generation, crc, chunks);
-                return null;
-            });
+            entry.pending = readInForce(entry, target);
         }
     }
 
@@ -530,14 +460,7 @@ final class FileHome implements StateHome {
             entry.prefetched = null;
             if (pending == null && entry.current >= 0) {
                 target = take(entry);
-                ByteBuffer[] chunks = chunks(target, entry.bytes);
-                int slot = entry.current;
-                long generation = entry.generation;
-                int crc = entry.crc;
-                pending = io.submit(() -> {
-                    readSlot(entry, slot, generation, crc, chunks);
-                    return null;
-                });
+                pending = readInForce(entry, target);
             }
             if (pending == null) {
                 continue;
@@ -546,7 +469,7 @@ final class FileHome implements StateHome {
                 await(pending, "reading " + entry.what());
             } catch (RuntimeException | Error e) {
                 give(entry, target);
-                if (beforeChanges && e instanceof SlotMismatch m) {
+                if (beforeChanges && e instanceof StateFileFormat.SlotMismatch m) {
                     // The step's first read: nothing changed, and the file put right (or a restore) lets it go on.
                     throw new StateFileException("Muon state file", file, m.where, m.wrong, null);
                 }
@@ -619,14 +542,7 @@ final class FileHome implements StateHome {
             return null;
         }
         Tensor out = NativeLifetime.outliveScope(torch.empty(entry.shape, new TensorOptions(entry.dtype), null));
-        ByteBuffer[] chunks = chunks(out, entry.bytes);
-        int slot = entry.current;
-        long generation = entry.generation;
-        int crc = entry.crc;
-        await(io.submit(() -> {
-            readSlot(entry, slot, generation, crc, chunks);
-            return null;
-        }), "reading " + entry.what());
+        await(readInForce(entry, out), "reading " + entry.what());
         return out;
     }
 
@@ -724,51 +640,18 @@ final class FileHome implements StateHome {
     // ------------------------------------------------------------------ slots
 
     /**
-     * Reads a slot into {@code chunks} and checks it: its header as this run wrote it, its bytes against the CRC.
-     * Runs on the read-ahead thread too: touches no libtorch object.
+     * Reads the slot in force into {@code target} on the I/O thread, checked against what this run wrote there as
+     * it stands now.
      */
-    private void readSlot(Entry entry, int slot, long generation, int crc, ByteBuffer[] chunks) {
-        String where = entry.what() + " (slot " + slot + ")";
-        ByteBuffer header = ByteBuffer.allocate(SLOT_HEADER).order(ByteOrder.LITTLE_ENDIAN);
-        CRC32C sum = new CRC32C();
-        try {
-            readFully(channel, header, entry.offsets[slot]);
-            long position = entry.offsets[slot] + ALIGN;
-            for (ByteBuffer chunk : chunks) {
-                int length = chunk.remaining();
-                readFully(channel, chunk.duplicate(), position);
-                sum.update(chunk.duplicate());
-                position += length;
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("reading " + where + " from Muon state file " + file + " failed (" + e
-                    + ")", e);
-        }
-        String wrong = checkSlotHeader(header.flip(), entry, slot, generation, crc);
-        if (wrong == null && (int) sum.getValue() != crc) {
-            wrong = "does not match the checksum this run wrote (CRC-32C " + hex(crc) + " written, "
-                    + hex((int) sum.getValue()) + " read): it was altered or damaged since";
-        }
-        if (wrong != null) {
-            throw new SlotMismatch(file, where, wrong);
-        }
-    }
-
-    /**
-     * A slot read that is not what this run wrote. Met after a step changed parameters, the optimizer is part-way
-     * and only a restore helps; met by the step's first read, {@link #bringIn} makes it a StateFileException.
-     */
-    private static final class SlotMismatch extends IllegalStateException {
-        private static final long serialVersionUID = 1L;
-        final String where;
-        final String wrong;
-
-        SlotMismatch(Path file, String where, String wrong) {
-            super("Muon state file " + file + ": " + where + " " + wrong + "; restore a saved state (load or "
-                    + "restore) to go on");
-            this.where = where;
-            this.wrong = wrong;
-        }
+    private Future<?> readInForce(Entry entry, Tensor target) {
+        ByteBuffer[] chunks = chunks(target, entry.bytes);
+        int slot = entry.current;
+        long generation = entry.generation;
+        int crc = entry.crc;
+        return io.submit(() -> {
+            format.readSlot(entry.slots, entry.what(), slot, generation, crc, chunks);
+            return null;
+        });
     }
 
     /** Writes a buffer into a slot on the I/O thread: its bytes, then its header. Returns the bytes' CRC-32C. */
@@ -778,22 +661,8 @@ final class FileHome implements StateHome {
     }
 
     private int writeChunks(Entry entry, int slot, long generation, ByteBuffer[] chunks) {
-        CRC32C sum = new CRC32C();
-        for (ByteBuffer chunk : chunks) {
-            sum.update(chunk.duplicate());
-        }
-        int crc = (int) sum.getValue();
         try {
-            long position = entry.offsets[slot] + ALIGN;
-            for (ByteBuffer chunk : chunks) {
-                int length = chunk.remaining();
-                writeFully(channel, chunk.duplicate(), position);
-                position += length;
-            }
-            ByteBuffer header = ByteBuffer.allocate(SLOT_HEADER).order(ByteOrder.LITTLE_ENDIAN);
-            header.putLong(SLOT_MAGIC).putLong(runMost).putLong(runLeast).putInt(entry.index).putInt(slot)
-                    .putLong(generation).putLong(entry.bytes).putInt(crc).putInt(entry.dtype.value);
-            writeFully(channel, header.flip(), entry.offsets[slot]);
+            return format.writeSlot(entry.slots, slot, generation, chunks);
         } catch (IOException e) {
             String free;
             try {
@@ -806,48 +675,6 @@ final class FileHome implements StateHome {
                     + (entry.current < 0 ? "it had no stored state before"
                     : "its previous state (slot " + entry.current + ") is intact and readable"), e);
         }
-        return crc;
-    }
-
-    /** What is wrong with a slot header in force, or null. */
-    private String checkSlotHeader(ByteBuffer header, Entry entry) {
-        return checkSlotHeader(header, entry, entry.current, entry.generation, entry.crc);
-    }
-
-    private String checkSlotHeader(ByteBuffer header, Entry entry, int slot, long generation, int crc) {
-        header.order(ByteOrder.LITTLE_ENDIAN);
-        if (header.remaining() < SLOT_HEADER || header.getLong(0) != SLOT_MAGIC) {
-            return "has no slot header (magic MUONSLOT) where this run wrote one: it was overwritten since";
-        }
-        long most = header.getLong(8);
-        long least = header.getLong(16);
-        if (most != runMost || least != runLeast) {
-            return "holds run " + new UUID(most, least) + "'s state, not this run's (" + new UUID(runMost, runLeast)
-                    + "): a state file of another run is never read";
-        }
-        if (header.getInt(24) != entry.index || header.getInt(28) != slot) {
-            return "holds entry " + header.getInt(24) + " slot " + header.getInt(28) + " where this run wrote entry "
-                    + entry.index + " slot " + slot + ": it was rearranged since";
-        }
-        if (header.getLong(32) != generation) {
-            return "has generation " + header.getLong(32) + " where this run wrote generation " + generation
-                    + ": it was replaced since";
-        }
-        if (header.getLong(40) != entry.bytes) {
-            return "has length " + header.getLong(40) + " where this run wrote " + entry.bytes + " bytes";
-        }
-        if (header.getInt(48) != crc) {
-            return "has checksum " + hex(header.getInt(48)) + " where this run wrote " + hex(crc)
-                    + ": it was altered since";
-        }
-        return null;
-    }
-
-    private static ByteBuffer fileHeader(UUID run, int rank, int entries) {
-        ByteBuffer header = ByteBuffer.allocate(ALIGN).order(ByteOrder.LITTLE_ENDIAN);
-        header.putLong(FILE_MAGIC).putInt(VERSION).putInt(rank).putLong(run.getMostSignificantBits())
-                .putLong(run.getLeastSignificantBits()).putInt(entries);
-        return header.rewind();
     }
 
     // ------------------------------------------------------------------ working tensors
@@ -931,38 +758,6 @@ final class FileHome implements StateHome {
                 Thread.currentThread().interrupt();
             }
         }
-    }
-
-    private static void readFully(Channel channel, ByteBuffer dst, long position) throws IOException {
-        long at = position;
-        while (dst.hasRemaining()) {
-            int n = channel.read(dst, at);
-            if (n < 0) {
-                throw new IOException("the file ends at byte " + at + ", before the " + dst.remaining()
-                        + " bytes still to read");
-            }
-            at += n;
-        }
-    }
-
-    private static void writeFully(Channel channel, ByteBuffer src, long position) throws IOException {
-        long at = position;
-        while (src.hasRemaining()) {
-            at += channel.write(src, at);
-        }
-    }
-
-    private static long aligned(long bytes) {
-        return (bytes + ALIGN - 1) / ALIGN * ALIGN;
-    }
-
-    private static long magic(String eight) {
-        return ByteBuffer.wrap(eight.getBytes(java.nio.charset.StandardCharsets.US_ASCII))
-                .order(ByteOrder.LITTLE_ENDIAN).getLong();
-    }
-
-    private static String hex(int crc) {
-        return String.format("0x%08x", crc);
     }
 
     private static void closeQuietly(Closeable c) {
