@@ -71,9 +71,9 @@ final class PlannedUpdates {
         }
         if (!units.isEmpty()) {
             try {
-                bringIn(units.get(0), homes, true);
+                forEachHome(units.get(0), homes, HomeCall.BRING_IN_BEFORE_CHANGES);
             } catch (RuntimeException | Error e) {
-                abandon(units.get(0), homes);
+                forEachHome(units.get(0), homes, HomeCall.ABANDON);
                 releaseUnits();
                 throw e;
             }
@@ -94,15 +94,15 @@ final class PlannedUpdates {
                 Unit next = u + 1 < units.size() ? units.get(u + 1) : null;
                 try {
                     if (u > 0) {
-                        bringIn(unit, homes, false);
+                        forEachHome(unit, homes, HomeCall.BRING_IN);
                     }
-                    prefetch(next, homes);
+                    forEachHome(next, homes, HomeCall.PREFETCH);
                     batched += unit.batch == null ? update(unit.index, unit.grad, unit.step)
                             : updateBatch(unit.batch, unit.count, unit.step);
-                    sendBack(unit, homes);
+                    forEachHome(unit, homes, HomeCall.SEND_BACK);
                 } catch (RuntimeException | Error e) {
-                    abandon(unit, homes);
-                    abandon(next, homes);
+                    forEachHome(unit, homes, HomeCall.ABANDON);
+                    forEachHome(next, homes, HomeCall.ABANDON);
                     throw e;
                 }
             }
@@ -115,7 +115,7 @@ final class PlannedUpdates {
     /** Lets go of what {@link #prepare} planned and brought in, for a step that ends before {@link #run}. */
     void cancel(StateHomes homes) {
         if (!units.isEmpty()) {
-            abandon(units.get(0), homes);
+            forEachHome(units.get(0), homes, HomeCall.ABANDON);
         }
         releaseUnits();
     }
@@ -163,38 +163,31 @@ final class PlannedUpdates {
         return unit.batch == null ? 1 : unit.count;
     }
 
-    private void bringIn(Unit unit, StateHomes homes, boolean beforeChanges) {
-        for (int k = 0; k < members(unit); k++) {
-            StateHome home = homes.of(member(unit, k));
-            if (home != null) {
-                home.bringIn(states.get(member(unit, k)), beforeChanges);
+    /** What a step asks of the home of each member of a unit. */
+    private enum HomeCall {
+        BRING_IN_BEFORE_CHANGES, BRING_IN, PREFETCH, SEND_BACK, ABANDON;
+
+        void on(StateHome home, ParameterState state) {
+            switch (this) {
+                case BRING_IN_BEFORE_CHANGES -> home.bringIn(state, true);
+                case BRING_IN -> home.bringIn(state, false);
+                case PREFETCH -> home.prefetch(state);
+                case SEND_BACK -> home.sendBack(state);
+                case ABANDON -> home.abandon(state);
             }
         }
     }
 
-    private void prefetch(Unit unit, StateHomes homes) {
+    /**
+     * Asks the home of each member of a unit, in member order, for one call; members that keep their state with
+     * them have no home. A null unit (no next one) asks nothing.
+     */
+    private void forEachHome(Unit unit, StateHomes homes, HomeCall call) {
         for (int k = 0; unit != null && k < members(unit); k++) {
-            StateHome home = homes.of(member(unit, k));
+            int index = member(unit, k);
+            StateHome home = homes.of(index);
             if (home != null) {
-                home.prefetch(states.get(member(unit, k)));
-            }
-        }
-    }
-
-    private void sendBack(Unit unit, StateHomes homes) {
-        for (int k = 0; k < members(unit); k++) {
-            StateHome home = homes.of(member(unit, k));
-            if (home != null) {
-                home.sendBack(states.get(member(unit, k)));
-            }
-        }
-    }
-
-    private void abandon(Unit unit, StateHomes homes) {
-        for (int k = 0; unit != null && k < members(unit); k++) {
-            StateHome home = homes.of(member(unit, k));
-            if (home != null) {
-                home.abandon(states.get(member(unit, k)));
+                call.on(home, states.get(index));
             }
         }
     }
