@@ -126,11 +126,7 @@ final class FileHome implements StateHome {
 
     /** One buffer this process keeps: where its two slots are, which is in force, and what was written there. */
     private static final class Entry {
-        final ParameterState state;
-        final BufferSpec spec;
-        final long[] shape;
-        final torch.ScalarType dtype;
-        final long bytes;
+        final KeptBuffers.Buffer buffer;
         /** Where its two slots lie in the file. */
         final StateFileFormat.Slots slots;
         /** The slot in force, or -1: nothing stored. */
@@ -146,21 +142,13 @@ final class FileHome implements StateHome {
         Future<?> pending;
         Tensor prefetched;
 
-        Entry(ParameterState state, BufferSpec spec, StateFileFormat.Layout layout) {
-            this.state = state;
-            this.spec = spec;
-            this.shape = spec.shape().of(state.param.shape());
-            this.dtype = ParameterState.dtypeOf(spec, state.param);
-            long elements = 1;
-            for (long side : shape) {
-                elements = Math.multiplyExact(elements, side);
-            }
-            this.bytes = Math.multiplyExact(elements, torch.elementSize(dtype));
-            this.slots = layout.add(bytes, dtype.value);
+        Entry(KeptBuffers.Buffer buffer, StateFileFormat.Layout layout) {
+            this.buffer = buffer;
+            this.slots = layout.add(buffer.bytes(), buffer.dtype().value);
         }
 
         String what() {
-            return "the " + spec.label() + " of " + state.label;
+            return "the " + buffer.spec().label() + " of " + buffer.state().label;
         }
     }
 
@@ -169,7 +157,7 @@ final class FileHome implements StateHome {
     /** The file's bytes: where the slots lie, their headers and checks. */
     private final StateFileFormat format;
     private final Disk disk;
-    private final Map<ParameterState, List<Entry>> entries;
+    private final KeptBuffers<Entry> entries;
     /** The tensors of the buffers in flight: this unit's and the next one's. */
     private final WorkingBuffers working = new WorkingBuffers(new org.bytedeco.pytorch.Device(torch.DeviceType.CPU));
     private final ExecutorService io;
@@ -178,14 +166,14 @@ final class FileHome implements StateHome {
     private boolean closed;
 
     private FileHome(StateStorage storage, Path file, Channel channel, StateFileFormat format, Disk disk,
-                     Map<ParameterState, List<Entry>> entries) {
+                     KeptBuffers<Entry> entries) {
         this.storage = storage;
         this.file = file;
         this.format = format;
         this.disk = disk;
         this.entries = entries;
-        entries.forEach((state, list) -> state.lendFrom(spec -> {
-            Entry entry = entryOf(state, spec);
+        entries.states().forEach(state -> state.lendFrom(spec -> {
+            Entry entry = entries.find(state, spec);
             return entry != null ? take(entry) : null;
         }));
         // Every read and write runs on this thread, even without read-ahead: a file channel is closed for good when
@@ -278,7 +266,9 @@ final class FileHome implements StateHome {
      * @return bytes
      */
     static long bytesNeeded(Map<ParameterState, List<BufferSpec>> kept) {
-        return layOut(kept, new LinkedHashMap<>());
+        StateFileFormat.Layout layout = new StateFileFormat.Layout();
+        layOut(kept, layout);
+        return layout.length();
     }
 
     /**
@@ -349,9 +339,8 @@ final class FileHome implements StateHome {
     static FileHome open(StateStorage storage, Map<ParameterState, List<BufferSpec>> kept, int rank, Disk disk) {
         Path directory = directoryOf(storage);
         String setting = storage.setting() + " directory " + directory;
-        Map<ParameterState, List<Entry>> entries = new LinkedHashMap<>();
-        layOut(kept, entries);
-        int index = entries.values().stream().mapToInt(List::size).sum();
+        KeptBuffers<Entry> entries = layOut(kept, new StateFileFormat.Layout());
+        int index = entries.all().size();
         UUID run = UUID.randomUUID();
         String name = StateFileFormat.fileName(run, rank);
         Path file = directory.resolve(name);
@@ -374,17 +363,10 @@ final class FileHome implements StateHome {
         return new FileHome(storage, file, channel, format, disk, entries);
     }
 
-    /** Lays out the buffers' slots after the header into {@code entries}; returns the file's full length. */
-    private static long layOut(Map<ParameterState, List<BufferSpec>> kept, Map<ParameterState, List<Entry>> entries) {
-        StateFileFormat.Layout layout = new StateFileFormat.Layout();
-        for (Map.Entry<ParameterState, List<BufferSpec>> e : kept.entrySet()) {
-            List<Entry> list = new ArrayList<>();
-            for (BufferSpec spec : e.getValue()) {
-                list.add(new Entry(e.getKey(), spec, layout));
-            }
-            entries.put(e.getKey(), List.copyOf(list));
-        }
-        return layout.length();
+    /** The buffers' entries, their slots laid out in {@code layout} after the header. */
+    private static KeptBuffers<Entry> layOut(Map<ParameterState, List<BufferSpec>> kept,
+                                             StateFileFormat.Layout layout) {
+        return new KeptBuffers<>(kept, buffer -> new Entry(buffer, layout), entry -> entry.buffer);
     }
 
     /** The state file; for tests. */
@@ -394,7 +376,7 @@ final class FileHome implements StateHome {
 
     /** How many buffers the file keeps; for tests. */
     int entryCount() {
-        return entries.values().stream().mapToInt(List::size).sum();
+        return entries.all().size();
     }
 
     // ------------------------------------------------------------------ a step
@@ -416,21 +398,19 @@ final class FileHome implements StateHome {
         } catch (IOException e) {
             throw new StateFileException("Muon state file", file, "the file", "cannot be read (" + e + ")", e);
         }
-        for (List<Entry> list : entries.values()) {
-            for (Entry entry : list) {
-                if (entry.current < 0) {
-                    continue;
-                }
-                String where = entry.what() + " (slot " + entry.current + ")";
-                String wrong;
-                try {
-                    wrong = format.checkSlot(entry.slots, entry.current, entry.generation, entry.crc, size);
-                } catch (IOException e) {
-                    throw new StateFileException("Muon state file", file, where, "cannot be read (" + e + ")", e);
-                }
-                if (wrong != null) {
-                    throw new StateFileException("Muon state file", file, where, wrong, null);
-                }
+        for (Entry entry : entries.all()) {
+            if (entry.current < 0) {
+                continue;
+            }
+            String where = entry.what() + " (slot " + entry.current + ")";
+            String wrong;
+            try {
+                wrong = format.checkSlot(entry.slots, entry.current, entry.generation, entry.crc, size);
+            } catch (IOException e) {
+                throw new StateFileException("Muon state file", file, where, "cannot be read (" + e + ")", e);
+            }
+            if (wrong != null) {
+                throw new StateFileException("Muon state file", file, where, wrong, null);
             }
         }
     }
@@ -440,7 +420,7 @@ final class FileHome implements StateHome {
         if (!storage.readAhead()) {
             return;
         }
-        for (Entry entry : entriesOf(state)) {
+        for (Entry entry : entries.of(state)) {
             if (entry.current < 0 || entry.pending != null) {
                 continue;
             }
@@ -453,7 +433,7 @@ final class FileHome implements StateHome {
     @Override
     public void bringIn(ParameterState state, boolean beforeChanges) {
         requireOpen();
-        for (Entry entry : entriesOf(state)) {
+        for (Entry entry : entries.of(state)) {
             Future<?> pending = entry.pending;
             Tensor target = entry.prefetched;
             entry.pending = null;
@@ -475,16 +455,16 @@ final class FileHome implements StateHome {
                 }
                 throw e;
             }
-            state.install(entry.spec, target);
+            state.install(entry.buffer.spec(), target);
         }
     }
 
     @Override
     public void sendBack(ParameterState state) {
-        List<Entry> list = entriesOf(state);
+        List<Entry> list = entries.of(state);
         Tensor[] resident = new Tensor[list.size()];
         for (int k = 0; k < list.size(); k++) {
-            resident[k] = state.evict(list.get(k).spec);
+            resident[k] = state.evict(list.get(k).buffer.spec());
         }
         try {
             // Every buffer into the slot not in force first, then all put in force: a write that fails leaves each
@@ -513,7 +493,7 @@ final class FileHome implements StateHome {
 
     @Override
     public void abandon(ParameterState state) {
-        for (Entry entry : entriesOf(state)) {
+        for (Entry entry : entries.of(state)) {
             if (entry.pending != null) {
                 // The read must end before its tensor is reused; what it found no longer matters.
                 try {
@@ -525,7 +505,7 @@ final class FileHome implements StateHome {
                 entry.pending = null;
                 entry.prefetched = null;
             }
-            Tensor resident = state.evict(entry.spec);
+            Tensor resident = state.evict(entry.buffer.spec());
             if (resident != null) {
                 give(entry, resident);
             }
@@ -537,11 +517,12 @@ final class FileHome implements StateHome {
     @Override
     public Tensor read(ParameterState state, BufferSpec spec) {
         requireOpen();
-        Entry entry = entryOf(state, spec);
+        Entry entry = entries.find(state, spec);
         if (entry == null || entry.current < 0) {
             return null;
         }
-        Tensor out = NativeLifetime.outliveScope(torch.empty(entry.shape, new TensorOptions(entry.dtype), null));
+        Tensor out = NativeLifetime.outliveScope(torch.empty(entry.buffer.shape(),
+                new TensorOptions(entry.buffer.dtype()), null));
         await(readInForce(entry, out), "reading " + entry.what());
         return out;
     }
@@ -549,11 +530,11 @@ final class FileHome implements StateHome {
     @Override
     public void write(ParameterState state, BufferSpec spec, Tensor value) {
         requireOpen();
-        Entry entry = entryOf(state, spec);
+        Entry entry = entries.find(state, spec);
         if (entry == null) {
             return;
         }
-        Tensor converted = value.to(entry.dtype).contiguous();
+        Tensor converted = value.to(entry.buffer.dtype()).contiguous();
         int slot = entry.current == 0 ? 1 : 0;
         long generation = entry.generation + 1;
         entry.stagedCrc = writeSlot(entry, slot, generation, converted);
@@ -564,7 +545,7 @@ final class FileHome implements StateHome {
 
     @Override
     public void drop(ParameterState state, BufferSpec spec) {
-        Entry entry = entryOf(state, spec);
+        Entry entry = entries.find(state, spec);
         if (entry != null) {
             entry.stagedSlot = -1;
             entry.stagedDrop = true;
@@ -573,37 +554,33 @@ final class FileHome implements StateHome {
 
     @Override
     public void commitWrites() {
-        for (List<Entry> list : entries.values()) {
-            for (Entry entry : list) {
-                if (entry.stagedDrop) {
-                    entry.current = -1;
-                } else if (entry.stagedSlot >= 0) {
-                    entry.current = entry.stagedSlot;
-                    entry.generation = entry.stagedGeneration;
-                    entry.crc = entry.stagedCrc;
-                }
-                entry.stagedSlot = -1;
-                entry.stagedDrop = false;
+        for (Entry entry : entries.all()) {
+            if (entry.stagedDrop) {
+                entry.current = -1;
+            } else if (entry.stagedSlot >= 0) {
+                entry.current = entry.stagedSlot;
+                entry.generation = entry.stagedGeneration;
+                entry.crc = entry.stagedCrc;
             }
+            entry.stagedSlot = -1;
+            entry.stagedDrop = false;
         }
     }
 
     @Override
     public void discardWrites() {
-        for (List<Entry> list : entries.values()) {
-            for (Entry entry : list) {
-                entry.stagedSlot = -1;
-                entry.stagedDrop = false;
-            }
+        for (Entry entry : entries.all()) {
+            entry.stagedSlot = -1;
+            entry.stagedDrop = false;
         }
     }
 
     @Override
     public long storedBytes(ParameterState state) {
         long bytes = 0;
-        for (Entry entry : entriesOf(state)) {
+        for (Entry entry : entries.of(state)) {
             if (entry.current >= 0) {
-                bytes += entry.bytes;
+                bytes += entry.buffer.bytes();
             }
         }
         return bytes;
@@ -620,17 +597,15 @@ final class FileHome implements StateHome {
             return;
         }
         closed = true;
-        for (List<Entry> list : entries.values()) {
-            for (Entry entry : list) {
-                if (entry.pending != null) {
-                    try {
-                        await(entry.pending, "reading " + entry.what());
-                    } catch (RuntimeException | Error ignored) {
-                        // closing
-                    }
-                    entry.pending = null;
-                    entry.prefetched = null;
+        for (Entry entry : entries.all()) {
+            if (entry.pending != null) {
+                try {
+                    await(entry.pending, "reading " + entry.what());
+                } catch (RuntimeException | Error ignored) {
+                    // closing
                 }
+                entry.pending = null;
+                entry.prefetched = null;
             }
         }
         working.close();
@@ -644,7 +619,7 @@ final class FileHome implements StateHome {
      * it stands now.
      */
     private Future<?> readInForce(Entry entry, Tensor target) {
-        ByteBuffer[] chunks = chunks(target, entry.bytes);
+        ByteBuffer[] chunks = chunks(target, entry.buffer.bytes());
         int slot = entry.current;
         long generation = entry.generation;
         int crc = entry.crc;
@@ -656,7 +631,7 @@ final class FileHome implements StateHome {
 
     /** Writes a buffer into a slot on the I/O thread: its bytes, then its header. Returns the bytes' CRC-32C. */
     private int writeSlot(Entry entry, int slot, long generation, Tensor value) {
-        ByteBuffer[] chunks = chunks(value, entry.bytes);
+        ByteBuffer[] chunks = chunks(value, entry.buffer.bytes());
         return await(io.submit(() -> writeChunks(entry, slot, generation, chunks)), "writing " + entry.what());
     }
 
@@ -679,22 +654,9 @@ final class FileHome implements StateHome {
 
     // ------------------------------------------------------------------ working tensors
 
-    private List<Entry> entriesOf(ParameterState state) {
-        return entries.getOrDefault(state, List.of());
-    }
-
-    private Entry entryOf(ParameterState state, BufferSpec spec) {
-        for (Entry entry : entriesOf(state)) {
-            if (entry.spec.key().equals(spec.key())) {
-                return entry;
-            }
-        }
-        return null;
-    }
-
     /** A tensor of the entry's shape and dtype in working memory. */
     private Tensor take(Entry entry) {
-        return working.take(entry.shape, entry.dtype, entry.bytes);
+        return working.take(entry.buffer.shape(), entry.buffer.dtype(), entry.buffer.bytes());
     }
 
     /**

@@ -8,7 +8,6 @@ import org.bytedeco.pytorch.global.torch;
 
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -24,27 +23,15 @@ import java.util.Map;
 final class HostMemoryHome implements StateHome {
     /** One buffer this process keeps. */
     private static final class Entry {
-        final ParameterState state;
-        final BufferSpec spec;
-        final long[] shape;
-        final torch.ScalarType dtype;
-        final long bytes;
+        final KeptBuffers.Buffer buffer;
         /** The stored buffer in host memory, or null: none stored. */
         Tensor host;
         /** A restore's value, put in force at commit; a new host tensor already holding it where none existed. */
         Tensor staged;
         boolean stagedDrop;
 
-        Entry(ParameterState state, BufferSpec spec) {
-            this.state = state;
-            this.spec = spec;
-            this.shape = spec.shape().of(state.param.shape());
-            this.dtype = ParameterState.dtypeOf(spec, state.param);
-            long elements = 1;
-            for (long side : shape) {
-                elements *= side;
-            }
-            this.bytes = elements * torch.elementSize(dtype);
+        Entry(KeptBuffers.Buffer buffer) {
+            this.buffer = buffer;
         }
     }
 
@@ -56,22 +43,23 @@ final class HostMemoryHome implements StateHome {
     private final DeviceTransfers transfers;
     /** Whether host buffers are pinned: not for a CPU standing in for the device (tests). */
     private final boolean pinned;
-    private final Map<ParameterState, List<Entry>> entries;
+    private final KeptBuffers<Entry> entries;
     private final Map<ParameterState, InFlight> prefetched = new HashMap<>();
     /** The device tensors of the buffers in flight: this unit's and the next one's. */
     private final WorkingBuffers working;
     private boolean closed;
 
     private HostMemoryHome(StateStorage storage, DeviceTransfers transfers, boolean pinned,
-                           Map<ParameterState, List<Entry>> entries) {
+                           KeptBuffers<Entry> entries) {
         this.storage = storage;
         this.transfers = transfers;
         this.pinned = pinned;
         this.entries = entries;
-        this.working = new WorkingBuffers(entries.isEmpty() ? new org.bytedeco.pytorch.Device(torch.DeviceType.CPU)
-                : entries.keySet().iterator().next().param.device());
-        entries.forEach((state, list) -> state.lendFrom(spec -> {
-            Entry entry = entryOf(state, spec);
+        this.working = new WorkingBuffers(entries.states().isEmpty()
+                ? new org.bytedeco.pytorch.Device(torch.DeviceType.CPU)
+                : entries.states().iterator().next().param.device());
+        entries.states().forEach(state -> state.lendFrom(spec -> {
+            Entry entry = entries.find(state, spec);
             if (entry == null) {
                 return null;
             }
@@ -103,13 +91,7 @@ final class HostMemoryHome implements StateHome {
                         + "process cannot allocate (" + e.getMessage() + ")", e);
             }
         }
-        Map<ParameterState, List<Entry>> entries = new LinkedHashMap<>();
-        kept.forEach((state, specs) -> {
-            List<Entry> list = new ArrayList<>();
-            specs.forEach(spec -> list.add(new Entry(state, spec)));
-            entries.put(state, List.copyOf(list));
-        });
-        return new HostMemoryHome(storage, transfers, pinned, entries);
+        return new HostMemoryHome(storage, transfers, pinned, new KeptBuffers<>(kept, Entry::new, e -> e.buffer));
     }
 
     @Override
@@ -139,14 +121,14 @@ final class HostMemoryHome implements StateHome {
         }
         transfers.computeWaitsFor(copy.marker);
         for (int i = 0; i < copy.entries.size(); i++) {
-            state.install(copy.entries.get(i).spec, copy.device[i]);
+            state.install(copy.entries.get(i).buffer.spec(), copy.device[i]);
         }
     }
 
     /** Starts the copy in of a parameter's stored buffers, or returns null when none is stored. */
     private InFlight copyIn(ParameterState state) {
         List<Entry> stored = new ArrayList<>();
-        for (Entry entry : entriesOf(state)) {
+        for (Entry entry : entries.of(state)) {
             if (entry.host != null) {
                 stored.add(entry);
             }
@@ -168,8 +150,8 @@ final class HostMemoryHome implements StateHome {
         List<Tensor> host = new ArrayList<>();
         List<Tensor> device = new ArrayList<>();
         List<Entry> sent = new ArrayList<>();
-        for (Entry entry : entriesOf(state)) {
-            Tensor resident = state.evict(entry.spec);
+        for (Entry entry : entries.of(state)) {
+            Tensor resident = state.evict(entry.buffer.spec());
             if (resident == null) {
                 continue;
             }
@@ -197,8 +179,8 @@ final class HostMemoryHome implements StateHome {
     public void abandon(ParameterState state) {
         InFlight copy = prefetched.remove(state);
         List<Tensor> resident = new ArrayList<>();
-        for (Entry entry : entriesOf(state)) {
-            Tensor t = state.evict(entry.spec);
+        for (Entry entry : entries.of(state)) {
+            Tensor t = state.evict(entry.buffer.spec());
             if (t != null) {
                 resident.add(t);
             }
@@ -224,19 +206,19 @@ final class HostMemoryHome implements StateHome {
     @Override
     public Tensor read(ParameterState state, BufferSpec spec) {
         requireOpen();
-        Entry entry = entryOf(state, spec);
+        Entry entry = entries.find(state, spec);
         if (entry == null || entry.host == null) {
             return null;
         }
         transfers.hostWaits();
-        return NativeLifetime.outliveScope(entry.host.to(state.param.device(), entry.dtype, false, true,
+        return NativeLifetime.outliveScope(entry.host.to(state.param.device(), entry.buffer.dtype(), false, true,
                 new org.bytedeco.pytorch.MemoryFormatOptional()));
     }
 
     @Override
     public void write(ParameterState state, BufferSpec spec, Tensor value) {
         requireOpen();
-        Entry entry = entryOf(state, spec);
+        Entry entry = entries.find(state, spec);
         if (entry == null) {
             return;
         }
@@ -248,7 +230,7 @@ final class HostMemoryHome implements StateHome {
 
     @Override
     public void drop(ParameterState state, BufferSpec spec) {
-        Entry entry = entryOf(state, spec);
+        Entry entry = entries.find(state, spec);
         if (entry != null) {
             entry.staged = null;
             entry.stagedDrop = true;
@@ -258,39 +240,35 @@ final class HostMemoryHome implements StateHome {
     @Override
     public void commitWrites() {
         transfers.hostWaits();
-        for (List<Entry> list : entries.values()) {
-            for (Entry entry : list) {
-                if (entry.stagedDrop) {
-                    entry.host = null;
-                } else if (entry.staged != null) {
-                    if (entry.host != null) {
-                        entry.host.copy_(entry.staged);
-                    } else {
-                        entry.host = entry.staged;
-                    }
+        for (Entry entry : entries.all()) {
+            if (entry.stagedDrop) {
+                entry.host = null;
+            } else if (entry.staged != null) {
+                if (entry.host != null) {
+                    entry.host.copy_(entry.staged);
+                } else {
+                    entry.host = entry.staged;
                 }
-                entry.staged = null;
-                entry.stagedDrop = false;
             }
+            entry.staged = null;
+            entry.stagedDrop = false;
         }
     }
 
     @Override
     public void discardWrites() {
-        for (List<Entry> list : entries.values()) {
-            for (Entry entry : list) {
-                entry.staged = null;
-                entry.stagedDrop = false;
-            }
+        for (Entry entry : entries.all()) {
+            entry.staged = null;
+            entry.stagedDrop = false;
         }
     }
 
     @Override
     public long storedBytes(ParameterState state) {
         long bytes = 0;
-        for (Entry entry : entriesOf(state)) {
+        for (Entry entry : entries.of(state)) {
             if (entry.host != null) {
-                bytes += entry.bytes;
+                bytes += entry.buffer.bytes();
             }
         }
         return bytes;
@@ -310,12 +288,10 @@ final class HostMemoryHome implements StateHome {
         transfers.settle();
         prefetched.clear();
         working.close();
-        for (List<Entry> list : entries.values()) {
-            for (Entry entry : list) {
-                if (entry.host != null) {
-                    entry.host.close();
-                    entry.host = null;
-                }
+        for (Entry entry : entries.all()) {
+            if (entry.host != null) {
+                entry.host.close();
+                entry.host = null;
             }
         }
         transfers.close();
@@ -328,30 +304,17 @@ final class HostMemoryHome implements StateHome {
         }
     }
 
-    private List<Entry> entriesOf(ParameterState state) {
-        return entries.getOrDefault(state, List.of());
-    }
-
-    private Entry entryOf(ParameterState state, BufferSpec spec) {
-        for (Entry entry : entriesOf(state)) {
-            if (entry.spec.key().equals(spec.key())) {
-                return entry;
-            }
-        }
-        return null;
-    }
-
     /** A new host tensor for an entry: pinned, so that copies to and from the device are asynchronous. */
     private Tensor newHost(Entry entry) {
-        TensorOptions options = new TensorOptions(entry.dtype);
+        TensorOptions options = new TensorOptions(entry.buffer.dtype());
         if (pinned) {
             options = options.pinned_memory(new BoolOptional(true));
         }
-        return NativeLifetime.outliveScope(torch.empty(entry.shape, options, null));
+        return NativeLifetime.outliveScope(torch.empty(entry.buffer.shape(), options, null));
     }
 
     /** A device tensor of the entry's shape and dtype in working memory. */
     private Tensor take(Entry entry) {
-        return working.take(entry.shape, entry.dtype, entry.bytes);
+        return working.take(entry.buffer.shape(), entry.buffer.dtype(), entry.buffer.bytes());
     }
 }
