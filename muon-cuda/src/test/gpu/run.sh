@@ -154,7 +154,7 @@ find_cuda_libs() {
             fi
         done
         if [[ -z "$where" && -n "$ldconfig_cache" ]]; then
-            where=$(printf '%s\n' "$ldconfig_cache" | awk -v s="$soname" '$1 == s && /x86-64/ {print $NF; exit}')
+            where=$(printf '%s\n' "$ldconfig_cache" | awk -v s="$soname" '$1 == s && /x86-64/ && !found {print $NF; found = 1}')
             [[ -n "$where" ]] && where=$(dirname "$where")
         fi
         if [[ -n "$where" ]]; then

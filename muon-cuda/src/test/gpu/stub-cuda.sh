@@ -36,9 +36,11 @@ find "$bundle/natives" -type f -name '*.so*' -exec readelf --dyn-syms -W {} \; \
 {
     find "$bundle/natives" ${MUON_TORCH_LIB:+"$MUON_TORCH_LIB"/} -name '*.so*' -exec nm -D --defined-only {} \; 2>/dev/null
     for soname in $present libc.so.6 libm.so.6 libstdc++.so.6 libgcc_s.so.1; do
-        path=$(ldconfig -p | awk -v s="$soname" '$1 == s {print $NF; exit}')
+        # awk reads to the end (no exit): a writer cut off by an early exit dies of SIGPIPE, which pipefail and
+        # set -e turn into the script's end.
+        path=$(ldconfig -p | awk -v s="$soname" '$1 == s && !found {print $NF; found = 1}')
         [[ -z "$path" ]] && path=$( (MUON_CUDA_LIB_PATH="${MUON_CUDA_LIB_PATH:-}" "$bundle/run.sh" libs 2>&1 || true) \
-            | awk -v s="$soname" '$1 == s && $3 == "<-" {print $4 "/" s; exit}')
+            | awk -v s="$soname" '$1 == s && $3 == "<-" && !found {print $4 "/" s; found = 1}')
         [[ -n "$path" ]] && nm -D --defined-only "$path" 2>/dev/null || true
     done
 } | awk '{print $3}' | sed 's/@.*//' | sort -u > "$work/defined"
