@@ -2,7 +2,9 @@
 # Our Newton-Schulz and optimizer step against PyTorch eager on this machine, same shapes, dtypes and threads.
 # Prerequisite (Debian, once): apt-get install -y python3-torch libopenblas0-pthread
 # Usage, from the repository root after `mvn -B -DskipTests package`:  muon-bench/peer/compare.sh
-# RUNS=3 runs the whole comparison three times back to back and prints each run's ratios and their medians.
+# RUNS=3 runs the whole comparison three times back to back and prints each run's ratios and their medians; under
+# each step row, the spread of the step (median, 90th and 99th percentile, slowest) per JMH iteration and per
+# same-process step, ours and the reference's (ratios.py, StepSpread).
 # ISA=avx2 runs both sides as on a CPU without AVX-512 (isa_env.sh says how), after isa_check.py has verified that
 # every library took the cap; the check's table, with the CPU model and family, goes to OUT_DIR/capabilities.txt.
 # JMH_ARGS (added to both JMH runs) and PEER_REPEATS (pytorch_peer.py's --repeats) shorten a run to check the

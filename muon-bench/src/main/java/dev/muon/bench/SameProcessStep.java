@@ -144,19 +144,25 @@ public final class SameProcessStep implements Callable<Integer> {
                     ms[0][i] = pair[0];
                     ms[1][i] = pair[1];
                 }
-                double oursMedian = median(ms[0]);
-                double referenceMedian = median(ms[1]);
+                StepSpread oursSpread = StepSpread.of(ms[0]);
+                StepSpread referenceSpread = StepSpread.of(ms[1]);
+                double oursMedian = oursSpread.median();
+                double referenceMedian = referenceSpread.median();
                 ratios[run] = referenceMedian / oursMedian;
                 Map<String, Object> entry = new LinkedHashMap<>();
                 entry.put("ours_ms", ms[0]);
                 entry.put("reference_ms", ms[1]);
                 entry.put("ours_median_ms", oursMedian);
                 entry.put("reference_median_ms", referenceMedian);
+                spread(entry, "ours", oursSpread);
+                spread(entry, "reference", referenceSpread);
                 entry.put("ratio", ratios[run]);
                 perRun.add(entry);
                 System.out.println(String.format(Locale.ROOT, "%s run %d: ours %.1f ms, torch.optim.Muon's formulas "
                         + "%.1f ms (medians of %d), reference / ours %.3f", dtypeName(precision), run + 1, oursMedian,
                         referenceMedian, steps, ratios[run]));
+                System.out.println(String.format(Locale.ROOT, "%s run %d: ours %s; reference %s",
+                        dtypeName(precision), run + 1, oursSpread, referenceSpread));
             }
             double[] sorted = ratios.clone();
             Arrays.sort(sorted);
@@ -169,6 +175,13 @@ public final class SameProcessStep implements Callable<Integer> {
             result.put("ratio_max", sorted[sorted.length - 1]);
             return result;
         }
+    }
+
+    /** A side's percentiles and slowest step in a run's entry: {@code <side>_p90_ms}, {@code _p99_ms}, {@code _max_ms}. */
+    private static void spread(Map<String, Object> entry, String side, StepSpread spread) {
+        entry.put(side + "_p90_ms", spread.p90());
+        entry.put(side + "_p99_ms", spread.p99());
+        entry.put(side + "_max_ms", spread.max());
     }
 
     /** One step of each side, ms each; pair {@code i} runs ours first when even, the reference first when odd. */
