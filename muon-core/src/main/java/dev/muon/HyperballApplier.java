@@ -52,33 +52,19 @@ final class HyperballApplier implements UpdateSlots.Applier {
     HyperballApplier(HyperballConfig config, ParameterState state) {
         this.config = config;
         this.matrixShape = state.matrix.shape();
-        boolean float64 = state.param.scalar_type().value == ScalarType.Double.value;
-        this.paramLargest = largestFinite(state.param.scalar_type());
+        String dtype = ParameterSpec.dtypeName(state.param.scalar_type());
+        this.paramLargest = HyperballConfig.largestFinite(dtype);
         double norm = state.param.numel() == 0 ? 0 : norm(state.param, ScalarType.Double).item_double();
         if (state.param.numel() > 0) {
             if (norm == 0) {
                 throw new IllegalArgumentException("hyperball needs every Muon parameter's norm to be > 0 (it is "
                         + "held on its sphere); " + state.label + " has norm 0");
             }
-            config.checkParameter(state.label, ParameterSpec.dtypeName(state.param.scalar_type()), float64,
-                    paramLargest, norm, state.param.abs().max().item_double());
+            config.checkParameter(state.label, dtype, norm, state.param.abs().max().item_double());
         }
-        this.normType = config.float64Norms(float64, norm) ? ScalarType.Double : ScalarType.Float;
-        this.normLargest = largestFinite(normType);
-    }
-
-    /** The largest finite value of a floating-point dtype. */
-    private static double largestFinite(ScalarType type) {
-        if (type.value == ScalarType.Double.value) {
-            return Double.MAX_VALUE;
-        }
-        if (type.value == ScalarType.BFloat16.value) {
-            return 0x1.FEp127;
-        }
-        if (type.value == ScalarType.Half.value) {
-            return 65504;
-        }
-        return Float.MAX_VALUE;
+        boolean float64Norms = config.float64Norms(dtype, norm);
+        this.normType = float64Norms ? ScalarType.Double : ScalarType.Float;
+        this.normLargest = HyperballConfig.largestFinite(float64Norms ? "float64" : "float32");
     }
 
     @Override

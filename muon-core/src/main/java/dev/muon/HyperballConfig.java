@@ -87,13 +87,32 @@ public record HyperballConfig(double radius, double eps) {
      * would zero the parameter), so the norm is taken in float64 there, at the cost of a float64 copy of the
      * parameter per norm.
      *
-     * @param float64Parameter whether the parameter is float64
-     * @param norm             the parameter's Frobenius norm before training
+     * @param dtype the parameter's dtype's name ({@code float32}, {@code float64}, {@code bfloat16}, {@code float16})
+     * @param norm  the parameter's Frobenius norm before training
      * @return true for float64 norms, false for float32 ones
      */
-    public boolean float64Norms(boolean float64Parameter, double norm) {
+    public boolean float64Norms(String dtype, double norm) {
         double r = fixedRadius() ? radius : norm;
-        return float64Parameter || r < FLOAT32_NORMS_LOW || r > FLOAT32_NORMS_HIGH;
+        return dtype.equals("float64") || r < FLOAT32_NORMS_LOW || r > FLOAT32_NORMS_HIGH;
+    }
+
+    /**
+     * The largest finite value of a floating-point dtype, by name: what each factor of the update is clamped to
+     * where it meets a parameter of that dtype, and the bound of a fixed radius's rescale.
+     *
+     * @param dtype {@code float64}, {@code float32}, {@code bfloat16} or {@code float16}
+     * @return its largest finite value
+     * @throws IllegalArgumentException for another name
+     */
+    public static double largestFinite(String dtype) {
+        return switch (dtype) {
+            case "float64" -> Double.MAX_VALUE;
+            case "float32" -> Float.MAX_VALUE;
+            case "bfloat16" -> 0x1.FEp127;
+            case "float16" -> 65504;
+            default -> throw new IllegalArgumentException("dtype must be float64, float32, bfloat16 or float16, got "
+                    + dtype);
+        };
     }
 
     /** The range of radii whose norms are taken in float32 ({@link #float64Norms}). */
@@ -106,17 +125,15 @@ public record HyperballConfig(double radius, double eps) {
      * update would turn the parameter NaN); a fixed radius must keep every value of the parameter finite in its
      * dtype once the build rescales it onto the sphere.
      *
-     * @param label            how to name the parameter, e.g. {@code parameter 'fc.weight'}
-     * @param dtype            its dtype's name, e.g. {@code float32}
-     * @param float64Parameter whether it is float64
-     * @param largestFinite    its dtype's largest finite value
-     * @param norm             its Frobenius norm, &gt; 0
-     * @param largestAbs       its largest absolute value
+     * @param label      how to name the parameter, e.g. {@code parameter 'fc.weight'}
+     * @param dtype      its dtype's name, e.g. {@code float32}
+     * @param norm       its Frobenius norm, &gt; 0
+     * @param largestAbs its largest absolute value
      * @throws IllegalArgumentException naming the parameter, the setting, the rule and the value
      */
-    public void checkParameter(String label, String dtype, boolean float64Parameter, double largestFinite,
-                               double norm, double largestAbs) {
-        if (!float64Norms(float64Parameter, norm) && !(eps >= Float.MIN_NORMAL && eps <= Float.MAX_VALUE)) {
+    public void checkParameter(String label, String dtype, double norm, double largestAbs) {
+        double largestFinite = largestFinite(dtype);
+        if (!float64Norms(dtype, norm) && !(eps >= Float.MIN_NORMAL && eps <= Float.MAX_VALUE)) {
             throw new IllegalArgumentException("hyperball eps must be a normal float32 number (" + Float.MIN_NORMAL
                     + " to " + Float.MAX_VALUE + ") where the norms are float32, as they are for " + label
                     + " of dtype " + dtype + ", got " + eps);

@@ -164,6 +164,8 @@ final class MuonStep {
         if (hyperball == null) {
             return;
         }
+        // Every check first, each parameter's norm dtype kept for the rescale that follows them.
+        Map<String, DataType> normTypeOf = new HashMap<>();
         weights.forEach((name, weight) -> {
             if (weight.getShape().size() == 0) {
                 return;
@@ -176,9 +178,9 @@ final class MuonStep {
                     throw new IllegalArgumentException("hyperball needs every Muon parameter's norm to be > 0 (it is "
                             + "held on its sphere); parameter '" + name + "' has norm 0");
                 }
-                hyperball.checkParameter("parameter '" + name + "'", weight.getDataType().toString(),
-                        weight.getDataType() == DataType.FLOAT64, largestFinite(weight.getDataType()), norm,
+                hyperball.checkParameter("parameter '" + name + "'", weight.getDataType().toString(), norm,
                         scalar(wide.abs().max()));
+                normTypeOf.put(name, normType(hyperball, weight.getDataType(), norm));
             }
         });
         if (!hyperball.fixedRadius()) {
@@ -188,7 +190,7 @@ final class MuonStep {
             if (weight.getShape().size() > 0) {
                 try (NDScope scope = new NDScope()) {
                     scope.suppressNotUsedWarning();
-                    NDArray norm = normOf(weight, hyperballNormType(weight, hyperball));
+                    NDArray norm = normOf(weight, normTypeOf.get(name));
                     double before = scalar(norm);
                     // As muon-core: (1/‖p‖)·R in the norm's dtype, clamped to the parameter's range, then in its dtype.
                     weight.muli(NDArrays.div(1, norm).muli(hyperball.radius())
@@ -266,19 +268,18 @@ final class MuonStep {
         }
         try (NDScope scope = new NDScope()) {
             scope.suppressNotUsedWarning();
-            return h.float64Norms(false, scalar(weight.toType(DataType.FLOAT64, false).norm())) ? DataType.FLOAT64
-                    : DataType.FLOAT32;
+            return normType(h, weight.getDataType(), scalar(weight.toType(DataType.FLOAT64, false).norm()));
         }
     }
 
-    /** The largest finite value of a floating-point dtype. */
+    /** Hyperball's norm dtype for a parameter of this dtype and norm (muon-core's rule). */
+    private static DataType normType(HyperballConfig h, DataType dtype, double norm) {
+        return h.float64Norms(dtype.toString(), norm) ? DataType.FLOAT64 : DataType.FLOAT32;
+    }
+
+    /** The largest finite value of a floating-point dtype (muon-core's table). */
     private static double largestFinite(DataType dtype) {
-        return switch (dtype) {
-            case FLOAT64 -> Double.MAX_VALUE;
-            case FLOAT16 -> 65504;
-            case BFLOAT16 -> 0x1.FEp127;
-            default -> Float.MAX_VALUE;
-        };
+        return HyperballConfig.largestFinite(dtype.toString());
     }
 
     /** A 0-dim array's value, widened to a double whatever its floating-point dtype. */
