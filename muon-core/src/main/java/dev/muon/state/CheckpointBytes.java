@@ -52,8 +52,6 @@ public final class CheckpointBytes {
     /** The format's version: 3, the safetensors layout (1 and 2 were libtorch archives, no longer read). */
     public static final String FORMAT_VERSION = "3";
     static final String WHAT = "checkpoint";
-    /** The kinds of tensor every file may hold; a parameter's Muon state buffers add their declared keys. */
-    static final Set<String> FIXED_KINDS = TensorNames.FIXED_KINDS;
 
     private CheckpointBytes() {
     }
@@ -223,7 +221,7 @@ public final class CheckpointBytes {
 
     /**
      * Writes a checkpoint, replacing {@code file} atomically. Every tensor must be one the document describes:
-     * {@code <kind>/<name>} of a parameter that is not a tied name, a kind of {@link #FIXED_KINDS} or a buffer its
+     * {@code <kind>/<name>} of a parameter that is not a tied name, a kind of {@code TensorNames.FIXED_KINDS} or a buffer its
      * group declares, of the documented shape (the buffer's declared shape); AdamW's moments exactly where the
      * document gives an AdamW step.
      *
@@ -390,7 +388,7 @@ public final class CheckpointBytes {
 
     /** The kinds of tensor a parameter may have: the fixed ones and the buffers its group declares. */
     private static Set<String> kinds(CheckpointDocument document, CheckpointDocument.Parameter p) {
-        Set<String> kinds = new TreeSet<>(FIXED_KINDS);
+        Set<String> kinds = new TreeSet<>(TensorNames.FIXED_KINDS);
         if (p != null) {
             document.declaredBuffers(p).forEach(d -> kinds.add(d.key()));
         }
