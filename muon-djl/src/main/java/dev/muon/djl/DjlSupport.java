@@ -12,9 +12,9 @@ import ai.djl.ndarray.types.DataType;
  *
  * <p>Newton–Schulz runs in float32 (the default) or float64. Bfloat16 is refused: DJL 0.36.0's
  * {@code toType(DataType.BFLOAT16)} aborts the JVM ({@code terminate called without an active exception}), and so
- * does creating a bfloat16 array from a buffer, so muon-djl never converts to it, and a bfloat16 parameter is refused too. Against PyTorch's Muon, whose default
- * iterates in bfloat16, float32 costs about twice the time of bf16 matrix units where a CPU or GPU has them, and
- * is about 5e-2 closer to the exact iteration (docs/djl.md).
+ * does creating a bfloat16 array from a buffer, so muon-djl never converts to it, and a bfloat16 parameter is refused
+ * too. Against PyTorch's Muon, whose default iterates in bfloat16, float32 costs about twice the time of bf16 matrix
+ * units where a CPU or GPU has them, and is about 5e-2 closer to the exact iteration (docs/djl.md).
  */
 final class DjlSupport {
     /** muon-djl as muon-core's shared rules and tables speak of it: DJL's builders spell a setting opt + its name. */
