@@ -33,12 +33,12 @@ class CheckpointStoredScalarsTest {
         Path file = CraftedCheckpoints.edited(good, dir.resolve("negative.ckpt"), meta -> { },
                 doc -> doc.put("step", step));
 
-        MuonAdamW target = trained(2);
+        MuonAdamW target = CheckpointTest.trained(2);
         Map<String, Tensor> before = CheckpointTest.stateOf(target);
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> target.load(file));
         assertEquals("checkpoint " + file + ": __metadata__.state.step must be >= 0, got " + step + "; nothing was "
                 + "changed", e.getMessage());
-        assertUnchanged(target, 2, before);
+        CheckpointTest.assertStateUnchanged(target, 2, before);
     }
 
     /** AdamW's own per-parameter step counts cannot exceed the optimizer's: a file saying so is damaged. */
@@ -49,37 +49,18 @@ class CheckpointStoredScalarsTest {
         Path file = CraftedCheckpoints.edited(good, dir.resolve("adamw-ahead.ckpt"), meta -> { },
                 doc -> doc.put("step", 2L));
 
-        MuonAdamW target = trained(2);
+        MuonAdamW target = CheckpointTest.trained(2);
         Map<String, Tensor> before = CheckpointTest.stateOf(target);
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> target.load(file));
         assertTrue(e.getMessage().startsWith("checkpoint " + file + " does not fit this optimizer (2 differences): "
                 + "'embed.weight' AdamW step: this optimizer in [0, 2] (the state's step), the state 3; "
                 + "'fc1.bias' AdamW step"), e.getMessage());
-        assertUnchanged(target, 2, before);
+        CheckpointTest.assertStateUnchanged(target, 2, before);
     }
 
     private Path saved(int steps) {
         Path file = dir.resolve("good-" + steps + ".ckpt");
-        trained(steps).save(file);
+        CheckpointTest.trained(steps).save(file);
         return file;
-    }
-
-    private static MuonAdamW trained(int steps) {
-        Map<String, Tensor> named = CheckpointTest.small(org.bytedeco.pytorch.global.torch.ScalarType.Float, 5);
-        MuonAdamW opt = CheckpointTest.hybrid(named);
-        for (int i = 0; i < steps; i++) {
-            TestModels.setGradients(named, 40 + i);
-            opt.step();
-        }
-        return opt;
-    }
-
-    private static void assertUnchanged(MuonAdamW opt, long step, Map<String, Tensor> before) {
-        assertEquals(step, opt.stepCount());
-        Map<String, Tensor> after = CheckpointTest.stateOf(opt);
-        assertEquals(before.keySet(), after.keySet());
-        for (String key : before.keySet()) {
-            assertTrue(before.get(key).equal(after.get(key)), key + " changed");
-        }
     }
 }

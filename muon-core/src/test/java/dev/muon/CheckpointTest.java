@@ -105,6 +105,27 @@ class CheckpointTest {
     }
 
     /** Muon buffers and AdamW moments by name: what a load must restore and a failed load must not touch. */
+    /** A hybrid of {@link #small}'s parameters (float32) after {@code steps} steps of gradients 40, 41, ... */
+    static MuonAdamW trained(int steps) {
+        Map<String, Tensor> named = small(ScalarType.Float, 5);
+        MuonAdamW opt = hybrid(named);
+        for (int i = 0; i < steps; i++) {
+            TestModels.setGradients(named, 40 + i);
+            opt.step();
+        }
+        return opt;
+    }
+
+    /** The optimizer still at {@code step}, with every tensor of its state ({@link #stateOf}) as {@code before}. */
+    static void assertStateUnchanged(MuonAdamW opt, long step, Map<String, Tensor> before) {
+        assertEquals(step, opt.stepCount());
+        Map<String, Tensor> after = stateOf(opt);
+        assertEquals(before.keySet(), after.keySet());
+        for (String key : before.keySet()) {
+            assertTrue(before.get(key).equal(after.get(key)), key + " changed");
+        }
+    }
+
     static Map<String, Tensor> stateOf(MuonAdamW opt) {
         Map<String, Tensor> state = new LinkedHashMap<>();
         for (String name : opt.assignment().names(OptimizerKind.ADAMW)) {

@@ -6,7 +6,6 @@ import dev.muon.state.CraftedCheckpoints;
 import dev.muon.state.StateFileException;
 import dev.muon.state.TorchFiles;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.global.torch;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -70,14 +69,14 @@ class FileValuesInMessagesTest {
     @MethodSource("hugeCheckpointValues")
     void checkpoint_hugeValue_isQuotedCut(String name, Consumer<Map<String, Object>> edit, String entry) {
         Path good = dir.resolve("good.ckpt");
-        trained(3).save(good);
+        CheckpointTest.trained(3).save(good);
         Path file = CraftedCheckpoints.edited(good, dir.resolve("huge.ckpt"), meta -> { }, edit);
-        MuonAdamW target = trained(2);
+        MuonAdamW target = CheckpointTest.trained(2);
         Map<String, Tensor> before = CheckpointTest.stateOf(target);
 
         StateFileException e = assertThrows(StateFileException.class, () -> target.load(file));
         assertShortAndCut(e, "checkpoint " + file + ": " + entry);
-        assertUnchanged(target, 2, before);
+        CheckpointTest.assertStateUnchanged(target, 2, before);
     }
 
     /** Edits of a PyTorch-format state file's tree, each putting {@link #HUGE} where a file's string is quoted. */
@@ -140,7 +139,7 @@ class FileValuesInMessagesTest {
     @MethodSource("negativeAdamWSteps")
     void checkpoint_negativeAdamWStep_isAStateFileException_andChangesNothing(long step) {
         Path good = dir.resolve("good.ckpt");
-        trained(3).save(good);
+        CheckpointTest.trained(3).save(good);
         Path file = CraftedCheckpoints.edited(good, dir.resolve("negative.ckpt"), meta -> { }, doc -> {
             for (Object p : list(doc.get("parameters"))) {
                 if ("embed.weight".equals(map(p).get("name"))) {
@@ -148,31 +147,12 @@ class FileValuesInMessagesTest {
                 }
             }
         });
-        MuonAdamW target = trained(2);
+        MuonAdamW target = CheckpointTest.trained(2);
         Map<String, Tensor> before = CheckpointTest.stateOf(target);
 
         StateFileException e = assertThrows(StateFileException.class, () -> target.load(file));
         assertEquals("checkpoint " + file + ": __metadata__.state parameter 'embed.weight' adamw_step must be >= 0, "
                 + "got " + step + "; nothing was changed", e.getMessage());
-        assertUnchanged(target, 2, before);
-    }
-
-    private static MuonAdamW trained(int steps) {
-        Map<String, Tensor> named = CheckpointTest.small(torch.ScalarType.Float, 5);
-        MuonAdamW opt = CheckpointTest.hybrid(named);
-        for (int i = 0; i < steps; i++) {
-            TestModels.setGradients(named, 40 + i);
-            opt.step();
-        }
-        return opt;
-    }
-
-    private static void assertUnchanged(MuonAdamW opt, long step, Map<String, Tensor> before) {
-        assertEquals(step, opt.stepCount());
-        Map<String, Tensor> after = CheckpointTest.stateOf(opt);
-        assertEquals(before.keySet(), after.keySet());
-        for (String key : before.keySet()) {
-            assertTrue(before.get(key).equal(after.get(key)), key + " changed");
-        }
+        CheckpointTest.assertStateUnchanged(target, 2, before);
     }
 }
