@@ -60,7 +60,7 @@ class DjlErrorTableTest {
             + "sends biases and norms to AdamW)";
 
     static Stream<Arguments> badInputs() {
-        return Stream.of(
+        return Stream.of(Stream.of(
                 // A parameter of a dtype muon-djl does not update.
                 row("dtype", "Muon", "an integer parameter",
                         m -> muonBuild(new ParamBlock().param("w", m.ones(new Shape(4, 4)).toType(DataType.INT32,
@@ -195,44 +195,17 @@ class DjlErrorTableTest {
                         m -> hybridHandOver(m, "01hidden_bias", grad -> grad.toType(DataType.FLOAT16, true)),
                         IllegalStateException.class, "the gradient of parameter '01hidden_bias' has dtype float16 "
                                 + "but the parameter has dtype float32; a gradient must have its parameter's dtype",
-                        "'01hidden_bias'"),
+                        "'01hidden_bias'")),
 
-                // A setting muon-djl has no operation for, refused at build.
-                row("setting", "Muon", "the exact SVD",
-                        m -> muonBuild(matrices(m), b -> b.optConfig(MuonConfig.defaults()
-                                .withOrthogonalization(Orthogonalization.EXACT_SVD))),
-                        IllegalArgumentException.class, "orthogonalization = EXACT_SVD is not supported by "
-                                + "muon-djl: DJL's NDArray API has no SVD", null),
-                row("setting", "MuonAdamW", "the exact SVD",
-                        m -> hybridBuild(m, null, null, null, b -> b.optMuon(MuonConfig.defaults()
-                                .withOrthogonalization(Orthogonalization.EXACT_SVD))),
-                        IllegalArgumentException.class, "orthogonalization = EXACT_SVD is not supported by "
-                                + "muon-djl: DJL's NDArray API has no SVD", null),
-                row("setting", "Muon", "nsPrecision BFLOAT16",
-                        m -> muonBuild(matrices(m), b -> b.optConfig(MuonConfig.defaults()
-                                .withNsPrecision(NsPrecision.BFLOAT16))),
-                        IllegalArgumentException.class, NS_BFLOAT16, null),
-                row("setting", "MuonAdamW", "nsPrecision BFLOAT16",
-                        m -> hybridBuild(m, null, null, null, b -> b.optMuon(MuonConfig.defaults()
-                                .withNsPrecision(NsPrecision.BFLOAT16))),
-                        IllegalArgumentException.class, NS_BFLOAT16, null),
-                row("setting", "Muon", "momentumPrecision BFLOAT16",
-                        m -> muonBuild(matrices(m), b -> b.optConfig(MuonConfig.defaults()
-                                .withMomentumPrecision(MomentumPrecision.BFLOAT16))),
-                        IllegalArgumentException.class, MOMENTUM_BFLOAT16, null),
-                row("setting", "MuonAdamW", "momentumPrecision BFLOAT16",
-                        m -> hybridBuild(m, null, null, null, b -> b.optMuon(MuonConfig.defaults()
-                                .withMomentumPrecision(MomentumPrecision.BFLOAT16))),
-                        IllegalArgumentException.class, MOMENTUM_BFLOAT16, null),
-                row("setting", "Muon", "the symmetric kernel in float64",
-                        m -> muonBuild(matrices(m), b -> b.optConfig(MuonConfig.defaults()
-                                .withNsAlgorithm(NsAlgorithm.SYMMETRIC).withNsPrecision(NsPrecision.FLOAT64))),
-                        IllegalArgumentException.class, SYMMETRIC_FLOAT64, null),
-                row("setting", "MuonAdamW", "the symmetric kernel in float64",
-                        m -> hybridBuild(m, null, null, null, b -> b.optMuon(MuonConfig.defaults()
-                                .withNsAlgorithm(NsAlgorithm.SYMMETRIC).withNsPrecision(NsPrecision.FLOAT64))),
-                        IllegalArgumentException.class, SYMMETRIC_FLOAT64, null),
-                row("setting", "Muon", "DJL's L2 weight decay",
+                // A setting muon-djl has no operation for, refused at build, by both optimizers alike.
+                refusedSetting("the exact SVD", c -> c.withOrthogonalization(Orthogonalization.EXACT_SVD),
+                        "orthogonalization = EXACT_SVD is not supported by muon-djl: DJL's NDArray API has no SVD"),
+                refusedSetting("nsPrecision BFLOAT16", c -> c.withNsPrecision(NsPrecision.BFLOAT16), NS_BFLOAT16),
+                refusedSetting("momentumPrecision BFLOAT16", c -> c.withMomentumPrecision(MomentumPrecision.BFLOAT16),
+                        MOMENTUM_BFLOAT16),
+                refusedSetting("the symmetric kernel in float64", c -> c.withNsAlgorithm(NsAlgorithm.SYMMETRIC)
+                        .withNsPrecision(NsPrecision.FLOAT64), SYMMETRIC_FLOAT64),
+                Stream.of(row("setting", "Muon", "DJL's L2 weight decay",
                         m -> muonBuild(matrices(m), b -> b.optWeightDecays(0.1f)),
                         IllegalArgumentException.class, "optWeightDecays must be 0, got 0.1: it adds DJL's L2 term "
                                 + "to the gradient; the decoupled weight decay is the config's "
@@ -242,7 +215,17 @@ class DjlErrorTableTest {
                         IllegalArgumentException.class, "optWeightDecays must be 0, got 0.1: it adds DJL's L2 term "
                                 + "to the gradient; the decoupled weight decay is the config's "
                                 + "(optMuon(MuonConfig.withWeightDecay) and optAdamW(AdamWConfig.withWeightDecay))",
-                        null));
+                        null)))
+                .flatMap(rows -> rows);
+    }
+
+    /** A Muon setting muon-djl refuses: the same refusal from {@link Muon} and from {@link MuonAdamW}'s Muon group. */
+    private static Stream<Arguments> refusedSetting(String what, UnaryOperator<MuonConfig> change, String message) {
+        return Stream.of(
+                row("setting", "Muon", what, m -> muonBuild(matrices(m), b -> b.optConfig(change.apply(
+                        MuonConfig.defaults()))), IllegalArgumentException.class, message, null),
+                row("setting", "MuonAdamW", what, m -> hybridBuild(m, null, null, null, b -> b.optMuon(change.apply(
+                        MuonConfig.defaults()))), IllegalArgumentException.class, message, null));
     }
 
     private static final String NS_BFLOAT16 = "nsPrecision = BFLOAT16 is not supported by muon-djl: DJL's "
