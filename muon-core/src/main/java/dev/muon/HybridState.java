@@ -81,11 +81,11 @@ final class HybridState {
             if (!decision.name().equals(d.parameter())) {
                 continue;
             }
-            if (d.field().equals("optimizer") && decision.verdict().reason() == AssignmentRule.Reason.OUTPUT_LAYER) {
+            if (d.field() == StateMismatchException.Field.OPTIMIZER && decision.verdict().reason() == AssignmentRule.Reason.OUTPUT_LAYER) {
                 return hinted(d, "'" + decision.name() + "' is on AdamW by the output-layer rule: build with "
                         + "outputLayerOnAdamW(false) to load a state saved with it on Muon");
             }
-            if (d.field().equals("group") && decision.kind() == OptimizerKind.ADAMW) {
+            if (d.field() == StateMismatchException.Field.GROUP && decision.kind() == OptimizerKind.ADAMW) {
                 boolean on = assignment.noDecayBelow2D();
                 return hinted(d, "this optimizer keeps " + (on ? 2 : 1) + " AdamW parameter group"
                         + (on ? "s" : "") + " (noWeightDecayBelow2D(" + on + ")): a state saved with "

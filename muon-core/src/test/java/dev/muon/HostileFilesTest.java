@@ -164,7 +164,8 @@ class HostileFilesTest {
         Map<String, Object> before = TorchStateDictTest.restoredOf(opt);
 
         StateMismatchException e = assertThrows(StateMismatchException.class, () -> opt.importTorchStateDict(bad));
-        assertEquals(List.of("values", "values"), e.differences().stream().map(d -> d.field()).toList());
+        assertEquals(List.of(StateMismatchException.Field.VALUES, StateMismatchException.Field.VALUES),
+                e.differences().stream().map(d -> d.field()).toList());
         assertTrue(e.getMessage().contains("'h.0.attn.c_attn.weight' momentum buffer values: this optimizer finite, "
                 + "the state NaN or Inf"), e.getMessage());
         assertTrue(e.getMessage().contains("'wte.weight' exp_avg_sq values: this optimizer >= 0, the state a "

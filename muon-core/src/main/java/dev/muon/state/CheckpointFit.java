@@ -1,7 +1,6 @@
 package dev.muon.state;
 
 import dev.muon.BufferSpec;
-import dev.muon.internal.Messages;
 import dev.muon.internal.TorchNatives;
 
 import java.util.ArrayList;
@@ -91,7 +90,7 @@ final class CheckpointFit {
         compareGroups(optimizer, candidate, out);
         compareEntries(optimizer.parameters(), candidate.parameters(), out);
         if (candidate.schedule() != null && candidate.schedule().initialLrs().length != candidate.groupCount()) {
-            out.add(new StateMismatchException.Difference("schedule", "base lrs", candidate.groupCount()
+            out.add(new StateMismatchException.Difference("schedule", StateMismatchException.Field.BASE_LRS, candidate.groupCount()
                     + " (one per group)", String.valueOf(candidate.schedule().initialLrs().length), null));
         }
         return out;
@@ -110,20 +109,20 @@ final class CheckpointFit {
     private static void compareGroups(CheckpointDocument optimizer, CheckpointDocument candidate,
                                       List<StateMismatchException.Difference> out) {
         if (optimizer.muonConfigs().size() != candidate.muonConfigs().size()) {
-            out.add(new StateMismatchException.Difference("muon", "groups",
+            out.add(new StateMismatchException.Difference("muon", StateMismatchException.Field.GROUPS,
                     String.valueOf(optimizer.muonConfigs().size()), String.valueOf(candidate.muonConfigs().size()),
                     null));
         } else {
             for (int g = 0; g < optimizer.muonConfigs().size(); g++) {
                 for (String[] d : ConfigFields.differing(optimizer.muonConfigs().get(g),
                         candidate.muonConfigs().get(g), ConfigFields.MUON, false)) {
-                    out.add(new StateMismatchException.Difference("muon group " + g, d[0], d[1], d[2],
+                    out.add(StateMismatchException.Difference.setting("muon group " + g, d[0], d[1], d[2],
                             "a build setting: build the optimizer with " + d[0] + " " + d[2]));
                 }
             }
         }
         if ((optimizer.adamWConfig() == null) != (candidate.adamWConfig() == null)) {
-            out.add(new StateMismatchException.Difference("adamw", "part",
+            out.add(new StateMismatchException.Difference("adamw", StateMismatchException.Field.PART,
                     optimizer.adamWConfig() == null ? "none" : "present",
                     candidate.adamWConfig() == null ? "none" : "present", null));
         }
@@ -137,17 +136,17 @@ final class CheckpointFit {
             mine.forEach(s -> mineNames.add(s.name()));
             Set<String> theirNames = new HashSet<>();
             theirs.forEach(s -> theirNames.add(s.name()));
-            out.add(new StateMismatchException.Difference("parameters", "count", String.valueOf(mine.size()),
+            out.add(new StateMismatchException.Difference("parameters", StateMismatchException.Field.COUNT, String.valueOf(mine.size()),
                     String.valueOf(theirs.size()), null));
             for (CheckpointDocument.Parameter s : mine) {
                 if (!theirNames.contains(s.name())) {
-                    out.add(StateMismatchException.Difference.of(s.name(), null, "presence", "present", "absent",
+                    out.add(StateMismatchException.Difference.of(s.name(), null, StateMismatchException.Field.PRESENCE, "present", "absent",
                             null));
                 }
             }
             for (CheckpointDocument.Parameter s : theirs) {
                 if (!mineNames.contains(s.name())) {
-                    out.add(StateMismatchException.Difference.of(s.name(), null, "presence", "absent", "present",
+                    out.add(StateMismatchException.Difference.of(s.name(), null, StateMismatchException.Field.PRESENCE, "absent", "present",
                             null));
                 }
             }
@@ -157,17 +156,18 @@ final class CheckpointFit {
             CheckpointDocument.Parameter a = mine.get(i);
             CheckpointDocument.Parameter b = theirs.get(i);
             String name = a.name();
-            field(out, name, "name", a.name(), b.name());
-            field(out, name, "optimizer", a.optimizer(), b.optimizer());
-            field(out, name, "group", a.group(), b.group());
-            field(out, name, "shape", Arrays.toString(a.shape()), Arrays.toString(b.shape()));
-            field(out, name, "dtype", a.dtype(), b.dtype());
-            field(out, name, "tied to", a.tiedTo(), b.tiedTo());
-            field(out, name, "row split", a.rowSplit(), b.rowSplit());
+            field(out, name, StateMismatchException.Field.NAME, a.name(), b.name());
+            field(out, name, StateMismatchException.Field.OPTIMIZER, a.optimizer(), b.optimizer());
+            field(out, name, StateMismatchException.Field.GROUP, a.group(), b.group());
+            field(out, name, StateMismatchException.Field.SHAPE, Arrays.toString(a.shape()), Arrays.toString(b.shape()));
+            field(out, name, StateMismatchException.Field.DTYPE, a.dtype(), b.dtype());
+            field(out, name, StateMismatchException.Field.TIED_TO, a.tiedTo(), b.tiedTo());
+            field(out, name, StateMismatchException.Field.ROW_SPLIT, a.rowSplit(), b.rowSplit());
         }
     }
 
-    private static void field(List<StateMismatchException.Difference> out, String parameter, String field,
+    private static void field(List<StateMismatchException.Difference> out, String parameter,
+                              StateMismatchException.Field field,
                               Object mine, Object theirs) {
         String a = mine == null ? "none" : String.valueOf(mine);
         String b = theirs == null ? "none" : String.valueOf(theirs);
@@ -192,8 +192,8 @@ final class CheckpointFit {
             }
             String key = tensor.substring(0, slash);
             if (!TensorNames.FIXED_KINDS.contains(key) && declared.stream().noneMatch(d -> d.key().equals(key))) {
-                out.add(StateMismatchException.Difference.of(name, null, "buffer '" + Messages.shortened(key) + "'",
-                        "none (its update keeps " + keys(declared) + ")", "present", null));
+                out.add(StateMismatchException.Difference.unknownBuffer(name, key,
+                        "none (its update keeps " + keys(declared) + ")"));
             }
         }
         int held = 0;
@@ -207,10 +207,10 @@ final class CheckpointFit {
             long[] shape = d.shape().of(spec.shape());
             String heldName = TensorKind.dtypeNameOf(io.dtypeText(t));
             if (!Arrays.equals(io.shape(t), shape)) {
-                out.add(StateMismatchException.Difference.of(name, d.label(), "shape", Arrays.toString(shape),
+                out.add(StateMismatchException.Difference.of(name, d.label(), StateMismatchException.Field.SHAPE, Arrays.toString(shape),
                         Arrays.toString(io.shape(t)), null));
             } else if (!d.dtype().accepts(heldName, dtypeName)) {
-                out.add(StateMismatchException.Difference.of(name, d.label(), "dtype",
+                out.add(StateMismatchException.Difference.of(name, d.label(), StateMismatchException.Field.DTYPE,
                         TensorKind.documentNameOf(d.dtype().of(dtypeName)), io.dtypeText(t), null));
             } else {
                 finite(out, name, d.label(), t, io);
@@ -221,7 +221,7 @@ final class CheckpointFit {
         }
         // A parameter's update starts every buffer it declares at its first step: a state holds all or none.
         if (held != 0 && held != declared.size()) {
-            out.add(StateMismatchException.Difference.of(name, null, "Muon state", "every buffer its update keeps ("
+            out.add(StateMismatchException.Difference.of(name, null, StateMismatchException.Field.MUON_STATE, "every buffer its update keeps ("
                     + keys(declared) + ") or none", keys(declared.stream()
                     .filter(d -> tensors.get(TensorNames.buffer(d, name)) != null).toList()) + " only", null));
         }
@@ -236,7 +236,7 @@ final class CheckpointFit {
                 nonNegative(out, name, TensorNames.EXP_AVG_SQ, expAvgSq, io);
             }
             if (spec.adamWStep() > state.step()) {
-                out.add(StateMismatchException.Difference.of(name, null, "AdamW step", "in [0, " + state.step()
+                out.add(StateMismatchException.Difference.of(name, null, StateMismatchException.Field.ADAMW_STEP, "in [0, " + state.step()
                         + "] (the state's step)", String.valueOf(spec.adamWStep()), null));
             }
         }
@@ -253,12 +253,12 @@ final class CheckpointFit {
             return false;
         }
         if (!Arrays.equals(io.shape(t), shape)) {
-            out.add(StateMismatchException.Difference.of(parameter, what, "shape", Arrays.toString(shape),
+            out.add(StateMismatchException.Difference.of(parameter, what, StateMismatchException.Field.SHAPE, Arrays.toString(shape),
                     Arrays.toString(io.shape(t)), null));
             return false;
         }
         if (!io.dtypeText(t).equals(dtype)) {
-            out.add(StateMismatchException.Difference.of(parameter, what, "dtype", dtype, io.dtypeText(t), null));
+            out.add(StateMismatchException.Difference.of(parameter, what, StateMismatchException.Field.DTYPE, dtype, io.dtypeText(t), null));
             return false;
         }
         return true;
@@ -267,14 +267,14 @@ final class CheckpointFit {
     private static <T> void finite(List<StateMismatchException.Difference> out, String parameter, String what, T t,
                                    TensorIo<T> io) {
         if (!io.allFinite(t)) {
-            out.add(StateMismatchException.Difference.of(parameter, what, "values", "finite", "NaN or Inf", null));
+            out.add(StateMismatchException.Difference.of(parameter, what, StateMismatchException.Field.VALUES, "finite", "NaN or Inf", null));
         }
     }
 
     private static <T> void nonNegative(List<StateMismatchException.Difference> out, String parameter, String what,
                                         T t, TensorIo<T> io) {
         if (io.anyNegative(t)) {
-            out.add(StateMismatchException.Difference.of(parameter, what, "values", ">= 0", "a negative value",
+            out.add(StateMismatchException.Difference.of(parameter, what, StateMismatchException.Field.VALUES, ">= 0", "a negative value",
                     null));
         }
     }

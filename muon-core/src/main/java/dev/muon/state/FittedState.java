@@ -10,7 +10,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.function.UnaryOperator;
 
 /**
@@ -28,13 +27,6 @@ public record FittedState(OptimizerState state, List<String> fresh) {
         // First, in case this is the first type of ours a program touches: see TorchNatives.
         TorchNatives.extract();
     }
-
-    /**
-     * The fields of {@link StateFit}'s differences that a moved, new or untied parameter explains. A row split
-     * alone is a setting of the run, not a move: its refusal names the split, as it did.
-     */
-    private static final Set<String> ASSIGNMENT_FIELDS = Set.of("count", "presence", "name", "optimizer", "group",
-            "tied to");
 
     /**
      * Copies.
@@ -74,7 +66,7 @@ public record FittedState(OptimizerState state, List<String> fresh) {
                 .map(hints).toList();
         if (!found.isEmpty()) {
             // A builder hint (the output-layer rule, say) is the better way on; the advice is for the rest.
-            boolean reassigned = found.stream().anyMatch(d -> ASSIGNMENT_FIELDS.contains(d.field())
+            boolean reassigned = found.stream().anyMatch(d -> d.field().assignment()
                     && d.hint() == null);
             throw new StateMismatchException(source, found, reassigned
                     && changes == AssignmentChanges.REFUSE ? "If parameters moved between Muon and AdamW, "
@@ -107,7 +99,8 @@ public record FittedState(OptimizerState state, List<String> fresh) {
         List<StateMismatchException.Difference> found = new ArrayList<>();
         for (int g = 0; g < groups; g++) {
             if (mine[g] != theirs[g]) {
-                found.add(new StateMismatchException.Difference("muon group " + g, "parameters",
+                found.add(new StateMismatchException.Difference("muon group " + g,
+                        StateMismatchException.Field.PARAMETERS,
                         String.valueOf(mine[g]), String.valueOf(theirs[g]), null));
             }
         }
@@ -182,12 +175,12 @@ public record FittedState(OptimizerState state, List<String> fresh) {
             }
             ParameterSpec spec = theirs.spec();
             if (!Arrays.equals(spec.shape(), mine.shape())) {
-                refused.add(StateMismatchException.Difference.of(mine.name(), null, "shape",
+                refused.add(StateMismatchException.Difference.of(mine.name(), null, StateMismatchException.Field.SHAPE,
                         Arrays.toString(mine.shape()), Arrays.toString(spec.shape()), null));
                 continue;
             }
             if (spec.dtype().value != mine.dtype().value) {
-                refused.add(StateMismatchException.Difference.of(mine.name(), null, "dtype",
+                refused.add(StateMismatchException.Difference.of(mine.name(), null, StateMismatchException.Field.DTYPE,
                         mine.dtype().toString(), spec.dtype().toString(), null));
                 continue;
             }
@@ -203,7 +196,7 @@ public record FittedState(OptimizerState state, List<String> fresh) {
             fresh.add(where + " (" + placeOf(spec) + " in the state, now " + placeOf(mine) + ")");
         }
         for (ParameterEntry left : saved.values()) {
-            refused.add(StateMismatchException.Difference.of(left.name(), null, "presence", "absent", "present",
+            refused.add(StateMismatchException.Difference.of(left.name(), null, StateMismatchException.Field.PRESENCE, "absent", "present",
                     "a restore with AssignmentChanges.START_FRESH drops no parameter of the state"));
         }
         if (!refused.isEmpty()) {

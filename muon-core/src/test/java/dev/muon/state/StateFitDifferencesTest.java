@@ -31,7 +31,7 @@ class StateFitDifferencesTest {
                 state(MuonConfig.defaults(), 6, name), state(MuonConfig.defaults(), 5, name));
         assertEquals(1, found.size());
         assertEquals(name, found.get(0).parameter());
-        assertEquals("shape", found.get(0).field());
+        assertEquals(StateMismatchException.Field.SHAPE, found.get(0).field());
         assertEquals("'" + name + "' shape: this optimizer [6, 4], the state [5, 4]", found.get(0).toString());
     }
 

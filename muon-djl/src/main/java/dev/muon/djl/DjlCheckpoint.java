@@ -142,7 +142,8 @@ final class DjlCheckpoint {
      */
     static CheckpointBytes.Contents read(Path path, CheckpointDocument mine, long begin) {
         return CheckpointBytes.readFor(path, mine, candidate -> begin != 0 && begin != candidate.step()
-                ? List.of(new StateMismatchException.Difference("step", "count", begin + " (optBeginNumUpdate)",
+                ? List.of(new StateMismatchException.Difference("step", StateMismatchException.Field.STEP_COUNT,
+                        begin + " (optBeginNumUpdate)",
                         String.valueOf(candidate.step()), "a checkpoint carries its step: build without "
                         + "optBeginNumUpdate, or with the checkpoint's"))
                 : List.of());
