@@ -6,6 +6,8 @@ import dev.muon.orthogonalize.NewtonSchulzConfig;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.function.Consumer;
 
@@ -41,7 +43,15 @@ import java.util.function.Consumer;
  *       stores the momentum buffer in bfloat16</td></tr>
  *   <tr><td>hyperball</td><td>null (off)</td><td>{@link HyperballConfig}: each parameter held at a fixed norm in
  *       place of weight decay; needs weightDecay 0 and no cautious decay; the lr adjustment has no effect</td></tr>
+ *   <tr><td>radialBrake</td><td>null (off)</td><td>{@link RadialBrakeConfig}: a norm increase of each parameter
+ *       damped after its update</td></tr>
+ *   <tr><td>relativeUpdate</td><td>null (off)</td><td>{@link RelativeUpdateConfig}: the update rescaled to the
+ *       parameter's norm; the lr adjustment has no effect</td></tr>
+ *   <tr><td>updateFloor</td><td>null (off)</td><td>{@link UpdateFloorConfig}: the step at least a share of the
+ *       parameter's norm, whole or per row</td></tr>
  * </table>
+ * Hyperball, RadialBrake, RelativeUpdate and the update floor are weight-update hooks
+ * ({@link UpdateRecipe.WeightHook}): a group has at most one.
  *
  * <pre>{@code
  * MuonConfig config = MuonConfig.defaults().withLr(0.02).withAdjustLr(AdjustLr.MATCH_RMS_ADAMW);
@@ -67,12 +77,17 @@ import java.util.function.Consumer;
  *                          {@code p −= lr·weightDecay·p·[O ⊙ p >= 0]} (Chen et al., arXiv 2510.12402)
  * @param momentumPrecision the dtype the momentum buffer is stored in
  * @param hyperball         Hyperball's settings, or null for weight decay as usual (the default)
+ * @param radialBrake       RadialBrake's settings, or null (the default)
+ * @param relativeUpdate    RelativeUpdate's settings, or null (the default)
+ * @param updateFloor       the update floor's settings, or null (the default)
  */
 public record MuonConfig(double lr, double weightDecay, double momentum, boolean nesterov,
                          NewtonSchulzConfig newtonSchulz, AdjustLr adjustLr, double extraScale,
                          ConvWeights convWeights, StackedWeights stackedWeights, Orthogonalization orthogonalization,
                          boolean batchSameShape, NorMuonConfig norMuon, boolean cautiousWeightDecay,
-                         MomentumPrecision momentumPrecision, HyperballConfig hyperball) {
+                         MomentumPrecision momentumPrecision, HyperballConfig hyperball,
+                         RadialBrakeConfig radialBrake, RelativeUpdateConfig relativeUpdate,
+                         UpdateFloorConfig updateFloor) {
     static {
         // First, in case this is the first type of ours a program touches: see TorchNatives.
         TorchNatives.extract();
@@ -107,6 +122,24 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
             throw new IllegalArgumentException("cautiousWeightDecay must be false with hyperball (it is a weight "
                     + "decay, which the sphere replaces), got true");
         }
+        List<String> hooks = new ArrayList<>();
+        if (hyperball != null) {
+            hooks.add("hyperball");
+        }
+        if (radialBrake != null) {
+            hooks.add("radialBrake");
+        }
+        if (relativeUpdate != null) {
+            hooks.add("relativeUpdate");
+        }
+        if (updateFloor != null) {
+            hooks.add("updateFloor");
+        }
+        if (hooks.size() > 1) {
+            throw new IllegalArgumentException("a Muon group has at most one weight-update hook (hyperball, "
+                    + "radialBrake, relativeUpdate, updateFloor), as Emerging-Optimizers' weight_update_hook; got "
+                    + String.join(" and ", hooks));
+        }
     }
 
     /**
@@ -130,7 +163,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
                       ConvWeights convWeights, StackedWeights stackedWeights, Orthogonalization orthogonalization,
                       boolean batchSameShape) {
         this(lr, weightDecay, momentum, nesterov, newtonSchulz, adjustLr, extraScale, convWeights, stackedWeights,
-                orthogonalization, batchSameShape, null, false, MomentumPrecision.PARAMETER, null);
+                orthogonalization, batchSameShape, null, false, MomentumPrecision.PARAMETER, null, null, null, null);
     }
 
     /**
@@ -162,7 +195,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         this(lr, weightDecay, momentum, nesterov,
                 new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm), adjustLr, extraScale,
                 convWeights, stackedWeights, orthogonalization, batchSameShape, null, false,
-                MomentumPrecision.PARAMETER, null);
+                MomentumPrecision.PARAMETER, null, null, null, null);
     }
 
     /**
@@ -241,14 +274,15 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
      * The lr that the update of a {@code rows × cols} matrix uses: {@code lr · adjustLr.ratio(rows, cols) ·
      * extraScale}, multiplied in that order (the reference forms {@code lr·ratio} first). With NorMuon it is
      * {@code lr · 0.2 · extraScale}, the factor on NorMuon's unit-RMS update: the paper's rescaling takes the
-     * ratio's place. With Hyperball it is {@code lr}: the update is normalized, so no adjustment applies.
+     * ratio's place. With Hyperball or RelativeUpdate it is {@code lr}: the update is rescaled to a norm of its own,
+     * so no adjustment applies.
      *
      * @param rows the matrix's rows
      * @param cols the matrix's columns
      * @return the scaled lr
      */
     public double scaledLr(long rows, long cols) {
-        if (hyperball != null) {
+        if (hyperball != null || relativeUpdate != null) {
             return lr;
         }
         if (norMuon != null) {
@@ -502,6 +536,39 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         return copy(d -> d.hyperball = value);
     }
 
+    /**
+     * A copy with RadialBrake on or off (see {@link RadialBrakeConfig}).
+     *
+     * @param value the settings, or null to turn it off
+     * @return the copy
+     * @throws IllegalArgumentException if another weight-update hook is on
+     */
+    public MuonConfig withRadialBrake(RadialBrakeConfig value) {
+        return copy(d -> d.radialBrake = value);
+    }
+
+    /**
+     * A copy with RelativeUpdate on or off (see {@link RelativeUpdateConfig}).
+     *
+     * @param value the settings, or null to turn it off
+     * @return the copy
+     * @throws IllegalArgumentException if another weight-update hook is on
+     */
+    public MuonConfig withRelativeUpdate(RelativeUpdateConfig value) {
+        return copy(d -> d.relativeUpdate = value);
+    }
+
+    /**
+     * A copy with an update floor on or off (see {@link UpdateFloorConfig}).
+     *
+     * @param value the settings, or null to turn it off
+     * @return the copy
+     * @throws IllegalArgumentException if another weight-update hook is on
+     */
+    public MuonConfig withUpdateFloor(UpdateFloorConfig value) {
+        return copy(d -> d.updateFloor = value);
+    }
+
     /** The one copy helper: a wither changes fields of a draft of this config, and the draft is validated anew. */
     private MuonConfig copy(Consumer<Draft> change) {
         Draft draft = new Draft(this);
@@ -534,6 +601,9 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         boolean cautiousWeightDecay;
         MomentumPrecision momentumPrecision;
         HyperballConfig hyperball;
+        RadialBrakeConfig radialBrake;
+        RelativeUpdateConfig relativeUpdate;
+        UpdateFloorConfig updateFloor;
 
         Draft(MuonConfig c) {
             lr = c.lr;
@@ -555,13 +625,16 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
             cautiousWeightDecay = c.cautiousWeightDecay;
             momentumPrecision = c.momentumPrecision;
             hyperball = c.hyperball;
+            radialBrake = c.radialBrake;
+            relativeUpdate = c.relativeUpdate;
+            updateFloor = c.updateFloor;
         }
 
         MuonConfig build() {
             return new MuonConfig(lr, weightDecay, momentum, nesterov,
                     new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm), adjustLr,
                     extraScale, convWeights, stackedWeights, orthogonalization, batchSameShape, norMuon,
-                    cautiousWeightDecay, momentumPrecision, hyperball);
+                    cautiousWeightDecay, momentumPrecision, hyperball, radialBrake, relativeUpdate, updateFloor);
         }
     }
 

@@ -3,7 +3,7 @@ package dev.muon;
 import dev.muon.UpdateSlots.Applier;
 import dev.muon.UpdateSlots.Block;
 import dev.muon.UpdateSlots.Momentum;
-import dev.muon.UpdateSlots.Normalizer;
+import dev.muon.UpdateSlots.RowScaling;
 import dev.muon.UpdateSlots.Step;
 import dev.muon.internal.FusedUpdateKernels;
 import org.bytedeco.pytorch.Scalar;
@@ -22,9 +22,10 @@ import java.util.List;
  *   before the orthogonalization   momentum  (g, B) → U;  the layout cuts U and p into blocks
  *   the orthogonalization          O = NS(U) per block (the parameter's orthogonalizer; a same-shape batch runs
  *                                  one call for all its members)
- *   after it, per block            normalizer (O, the block's rows of the state) → O';  lr of the block's shape;
- *                                  applier (p, O', lr): decay and step
- *   after the last block           the applier's whole-parameter part, if it has one
+ *   after it, per block            row scaling (O, the block's rows of the state) → O';  lr of the block's shape;
+ *                                  applier (p, O', lr): decay and step, inside the weight hook if there is one
+ *   after the last block           the applier's whole-parameter part, if it has one (a hook's, on unequal
+ *                                  row blocks)
  * </pre>
  * The whole update is readable here (the slots' types and the values they pass are {@link UpdateSlots});
  * {@link PlannedUpdates} runs it per parameter or per same-shape batch.
@@ -35,13 +36,13 @@ final class UpdatePlan {
     private final Momentum momentum;
     /** The parameter's row split, or null for the whole matrix (or stack) as one block. */
     private final RowBlocks rowBlocks;
-    private final Normalizer normalizer;
+    private final RowScaling rowScaling;
     private final Applier applier;
 
-    private UpdatePlan(Momentum momentum, RowBlocks rowBlocks, Normalizer normalizer, Applier applier) {
+    private UpdatePlan(Momentum momentum, RowBlocks rowBlocks, RowScaling rowScaling, Applier applier) {
         this.momentum = momentum;
         this.rowBlocks = rowBlocks;
-        this.normalizer = normalizer;
+        this.rowScaling = rowScaling;
         this.applier = applier;
     }
 
@@ -71,20 +72,26 @@ final class UpdatePlan {
             case EMA_BFLOAT16_STORED -> param.scalar_type().value == ScalarType.BFloat16.value ? plainMomentum
                     : new BfloatMomentum(scratch, momentumBuffer);
         };
-        Normalizer normalizer = switch (recipe.normalizer()) {
+        RowScaling rowScaling = switch (recipe.rowScaling()) {
             case NONE -> (o, block, parameter, step) -> o;
             case NORMUON -> (o, block, parameter, step) -> normalization.normalize(o,
                     block.rowsOf(parameter.bufferForUpdate(UpdateRecipe.SECOND_MOMENT)), step.config.norMuon());
         };
         // The fused update computes p·decay + alpha·O on the orthogonalizer's own output of the whole parameter.
-        boolean fusedApply = fused != null && recipe.normalizer() == UpdateRecipe.Normalizer.NONE
-                && rowBlocks == null;
-        Applier applier = switch (recipe.applier()) {
+        boolean fusedApply = fused != null && recipe.rowScaling() == UpdateRecipe.RowScaling.NONE
+                && recipe.weightHook() == UpdateRecipe.WeightHook.NONE && rowBlocks == null;
+        Applier decay = switch (recipe.applier()) {
             case DECOUPLED_DECAY -> fusedApply ? new FusedApply(fused) : UpdatePlan::decayAndStep;
             case CAUTIOUS_DECAY -> UpdatePlan::cautiousDecayAndStep;
-            case HYPERBALL -> new HyperballApplier(built.hyperball(), state);
         };
-        return new UpdatePlan(momentum, rowBlocks, normalizer, applier);
+        Applier applier = switch (recipe.weightHook()) {
+            case NONE -> decay;
+            // In place of the decay, which is 0 with it (MuonConfig's rule).
+            case HYPERBALL -> new HyperballApplier(built.hyperball(), state);
+            case RADIAL_BRAKE, RELATIVE_UPDATE, UPDATE_FLOOR, UPDATE_FLOOR_PER_ROW ->
+                    new WeightHookApplier(recipe.weightHook(), built, state, decay);
+        };
+        return new UpdatePlan(momentum, rowBlocks, rowScaling, applier);
     }
 
     /**
@@ -102,7 +109,7 @@ final class UpdatePlan {
     }
 
     /**
-     * Everything after a block's orthogonalization: normalize, the lr of the block's shape, apply.
+     * Everything after a block's orthogonalization: the row scaling, the lr of the block's shape, apply.
      *
      * @param state the parameter
      * @param block the block
@@ -111,9 +118,9 @@ final class UpdatePlan {
      * @return the block's scaled lr
      */
     double afterOrthogonalize(ParameterState state, Block block, Tensor o, Step step) {
-        Tensor normalized = normalizer.normalize(o, block, state, step);
+        Tensor scaled = rowScaling.scale(o, block, state, step);
         double lr = step.config.scaledLr(block.rows(), block.cols());
-        applier.apply(block, normalized, lr, step);
+        applier.apply(block, scaled, lr, step);
         return lr;
     }
 
@@ -297,7 +304,7 @@ final class UpdatePlan {
     /**
      * Decay and step on a device's fused kernel ({@link FusedUpdateKernels#updateParameter}), falling back to
      * {@link #decayAndStep} for every call the kernel declines. Chosen only where the block is the whole parameter
-     * and {@code O} is the orthogonalizer's own output (no normalizer, no row split).
+     * and {@code O} is the orthogonalizer's own output (no row scaling, no weight hook, no row split).
      */
     private record FusedApply(FusedUpdateKernels kernels) implements Applier {
         @Override

@@ -14,9 +14,12 @@ import java.util.Objects;
  * <pre>
  *   momentum        B = B.lerp(g, 1 − μ); U = nesterov ? g.lerp(B, μ) : B       EMA, or stored in bfloat16
  *   orthogonalizer  O = NS(U) in nsPrecision with nsAlgorithm's kernel           or the exact SVD reference
- *   normalizer      O as it is, or NorMuon's row normalization with its second moment
- *   applier         decoupled weight decay and p −= lr·ratio·O; cautious decay; Hyperball's sphere
+ *   rowScaling      O as it is, or NorMuon's neuron-wise row scaling with its second moment
+ *   applier         decoupled weight decay and p −= lr·ratio·O, or cautious decay
+ *   weightHook      around the applier: none; Hyperball's sphere; RadialBrake; RelativeUpdate; an update floor
  * </pre>
+ * One word, one meaning: "normalize" is only the Newton–Schulz input's division by its norm; what NorMuon does to
+ * {@code O} is a row scaling.
  * Every binding maps each element to its own operations (muon-core to libtorch's, muon-djl to DJL's
  * {@code NDArray}s) with an exhaustive {@code switch}, so an element a binding has no operation for is a compile
  * error there until it is mapped or refused; a refusal names the setting that chose the element
@@ -27,11 +30,13 @@ import java.util.Objects;
  * @param orthogonalizer what turns {@code U} into {@code O}
  * @param nsPrecision    the Newton–Schulz iteration's dtype (for {@link Orthogonalizer#NEWTON_SCHULZ})
  * @param nsAlgorithm    the Newton–Schulz kernel choice (for {@link Orthogonalizer#NEWTON_SCHULZ})
- * @param normalizer     what happens to {@code O} before it is applied
+ * @param rowScaling     what happens to {@code O} before it is applied
  * @param applier        how {@code O} changes the parameter
+ * @param weightHook     what measures the parameter before its whole update and acts on the update or the
+ *                       parameter around the applier
  */
 public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsPrecision nsPrecision,
-                           NsAlgorithm nsAlgorithm, Normalizer normalizer, Applier applier) {
+                           NsAlgorithm nsAlgorithm, RowScaling rowScaling, Applier applier, WeightHook weightHook) {
     static {
         // First, in case this is the first type of ours a program touches: see TorchNatives.
         TorchNatives.extract();
@@ -131,10 +136,10 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
     }
 
     /** What happens to {@code O} before it is applied ({@link MuonConfig#norMuon()}). */
-    public enum Normalizer implements Element {
+    public enum RowScaling implements Element {
         /** {@code O} as the orthogonalizer left it. */
         NONE("norMuon = off"),
-        /** NorMuon's neuron-wise normalization with a per-row second moment ({@link NorMuonConfig}). */
+        /** NorMuon's neuron-wise row scaling with a per-row second moment ({@link NorMuonConfig}). */
         NORMUON("norMuon = on");
 
         static {
@@ -143,7 +148,7 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
 
         private final String setting;
 
-        Normalizer(String setting) {
+        RowScaling(String setting) {
             this.setting = setting;
         }
 
@@ -158,14 +163,12 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
         }
     }
 
-    /** How {@code O} changes the parameter ({@link MuonConfig#cautiousWeightDecay()}, {@link MuonConfig#hyperball}). */
+    /** How {@code O} changes the parameter ({@link MuonConfig#cautiousWeightDecay()}). */
     public enum Applier implements Element {
         /** {@code p = (1 − lr·weightDecay)·p}, then {@code p −= scaledLr·O}. */
         DECOUPLED_DECAY("cautiousWeightDecay = false"),
         /** The decay only where {@code O ⊙ p >= 0}, then {@code p −= scaledLr·O}. */
-        CAUTIOUS_DECAY("cautiousWeightDecay = true"),
-        /** Hyperball: the step and the parameter held at a fixed norm, in place of decay ({@link HyperballConfig}). */
-        HYPERBALL("hyperball = on");
+        CAUTIOUS_DECAY("cautiousWeightDecay = true");
 
         static {
             TorchNatives.extract();
@@ -174,6 +177,52 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
         private final String setting;
 
         Applier(String setting) {
+            this.setting = setting;
+        }
+
+        @Override
+        public String setting() {
+            return setting;
+        }
+    }
+
+    /**
+     * The weight-update hook around the applier, at most one per group as in Emerging-Optimizers'
+     * {@code weight_update_hook}: it measures the parameter before its whole update (decay and step), may rescale
+     * the update before the applier, and may project the parameter after it. None keeps state across steps. On a
+     * parameter cut into unequal row blocks, the blocks' steps are gathered and the hook acts on the whole
+     * parameter once.
+     */
+    public enum WeightHook implements Element {
+        /** The applier alone. */
+        NONE("weight hook = none"),
+        /**
+         * Hyperball ({@link HyperballConfig}): the step and the parameter held at a fixed norm, in place of decay;
+         * the update rescaled to the radius before the step and the parameter projected back after it.
+         */
+        HYPERBALL("hyperball = on"),
+        /**
+         * RadialBrake ({@link RadialBrakeConfig}): after the update, {@code ‖p‖ ← ‖p₀‖ + s·(‖p‖ − ‖p₀‖)}, with
+         * {@code s} the outward scale when the norm grew and the inward one otherwise.
+         */
+        RADIAL_BRAKE("radialBrake = on"),
+        /** RelativeUpdate ({@link RelativeUpdateConfig}): {@code O ← (‖p₀‖/‖O‖)·O} before the step. */
+        RELATIVE_UPDATE("relativeUpdate = on"),
+        /**
+         * An update floor over the whole matrix ({@link UpdateFloorConfig}): the step {@code lr'·O} scaled up to
+         * at least {@code floor·‖p₀‖}.
+         */
+        UPDATE_FLOOR("updateFloor = on (whole matrix)"),
+        /** An update floor per output row: each row's step scaled up to at least {@code floor·‖p₀ row‖}. */
+        UPDATE_FLOOR_PER_ROW("updateFloor = on (per row)");
+
+        static {
+            TorchNatives.extract();
+        }
+
+        private final String setting;
+
+        WeightHook(String setting) {
             this.setting = setting;
         }
 
@@ -193,8 +242,9 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
         Objects.requireNonNull(orthogonalizer, "orthogonalizer must not be null");
         Objects.requireNonNull(nsPrecision, "nsPrecision must not be null");
         Objects.requireNonNull(nsAlgorithm, "nsAlgorithm must not be null");
-        Objects.requireNonNull(normalizer, "normalizer must not be null");
+        Objects.requireNonNull(rowScaling, "rowScaling must not be null");
         Objects.requireNonNull(applier, "applier must not be null");
+        Objects.requireNonNull(weightHook, "weightHook must not be null");
     }
 
     /**
@@ -211,18 +261,35 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
                 config.orthogonalization() == Orthogonalization.EXACT_SVD ? Orthogonalizer.EXACT_SVD
                         : Orthogonalizer.NEWTON_SCHULZ,
                 config.nsPrecision(), config.nsAlgorithm(),
-                config.norMuon() != null ? Normalizer.NORMUON : Normalizer.NONE,
-                config.hyperball() != null ? Applier.HYPERBALL
-                        : config.cautiousWeightDecay() ? Applier.CAUTIOUS_DECAY : Applier.DECOUPLED_DECAY);
+                config.norMuon() != null ? RowScaling.NORMUON : RowScaling.NONE,
+                config.cautiousWeightDecay() ? Applier.CAUTIOUS_DECAY : Applier.DECOUPLED_DECAY,
+                weightHook(config));
+    }
+
+    /** The config's weight hook: it allows at most one. */
+    private static WeightHook weightHook(MuonConfig config) {
+        if (config.hyperball() != null) {
+            return WeightHook.HYPERBALL;
+        }
+        if (config.radialBrake() != null) {
+            return WeightHook.RADIAL_BRAKE;
+        }
+        if (config.relativeUpdate() != null) {
+            return WeightHook.RELATIVE_UPDATE;
+        }
+        if (config.updateFloor() != null) {
+            return config.updateFloor().perRow() ? WeightHook.UPDATE_FLOOR_PER_ROW : WeightHook.UPDATE_FLOOR;
+        }
+        return WeightHook.NONE;
     }
 
     /**
      * The elements in the order they run.
      *
-     * @return momentum, orthogonalizer, normalizer, applier
+     * @return momentum, orthogonalizer, row scaling, applier, weight hook
      */
     public List<Element> elements() {
-        return List.of(momentum, orthogonalizer, normalizer, applier);
+        return List.of(momentum, orthogonalizer, rowScaling, applier, weightHook);
     }
 
     /**

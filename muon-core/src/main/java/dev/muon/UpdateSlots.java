@@ -5,7 +5,7 @@ import org.bytedeco.pytorch.Tensor;
 
 /**
  * The three typed slots of a Muon parameter's update and the values they pass ({@link UpdatePlan} fills and runs
- * them): the momentum {@code (g, B) → U}, the normalizer {@code (O, state) → O'} and the applier
+ * them): the momentum {@code (g, B) → U}, the row scaling {@code (O, state) → O'} and the applier
  * {@code (p, O', lr)}; a block of the parameter; a step's settings. An element of the update with a class of its
  * own (Hyperball's applier) implements its slot here, so that it and the plan that chooses it do not import each
  * other.
@@ -26,16 +26,16 @@ final class UpdateSlots {
         Tensor advance(Tensor grad, ParameterState state, Tensor target, Step step);
     }
 
-    /** The normalizer slot: what happens to a block's {@code O} before it is applied. */
-    interface Normalizer {
+    /** The row-scaling slot: what happens to a block's {@code O} before it is applied. */
+    interface RowScaling {
         /**
          * @param o     the block's orthogonalized update, a view of a workspace the next call for its shape reuses
          * @param block the block
-         * @param state the parameter, whose state the normalizer may advance
+         * @param state the parameter, whose state the row scaling may advance
          * @param step  this step's settings
          * @return {@code O'}, of {@code o}'s shape
          */
-        Tensor normalize(Tensor o, Block block, ParameterState state, Step step);
+        Tensor scale(Tensor o, Block block, ParameterState state, Step step);
     }
 
     /** The applier slot: how a block's {@code O'} changes the parameter. */

@@ -29,8 +29,12 @@ public final class CombinationCase {
     /** The features of the table, each a change to the config, the parameters or the optimizer. */
     public enum Feature {
         NORMUON, ROW_SPLIT, CONV, STACKED, BATCHING, SHARDED, QK_CLIP, NON_FINITE, BF16_NS, GRAM, SYMMETRIC,
-        CAUTIOUS_DECAY, BF16_MOMENTUM, HYPERBALL
+        CAUTIOUS_DECAY, BF16_MOMENTUM, HYPERBALL, RADIAL_BRAKE, RELATIVE_UPDATE, UPDATE_FLOOR
     }
+
+    /** The weight-update hooks: a group has at most one. */
+    private static final Set<Feature> HOOKS = EnumSet.of(Feature.HYPERBALL, Feature.RADIAL_BRAKE,
+            Feature.RELATIVE_UPDATE, Feature.UPDATE_FLOOR);
 
     /** The steps a cell runs. */
     public static final int STEPS = 3;
@@ -62,6 +66,16 @@ public final class CombinationCase {
         }
         if (f.contains(Feature.HYPERBALL)) {
             c = c.withWeightDecay(0).withHyperball(HyperballConfig.defaults());
+        }
+        if (f.contains(Feature.RADIAL_BRAKE)) {
+            c = c.withRadialBrake(new RadialBrakeConfig(0.5, 0.75, 1e-12));
+        }
+        if (f.contains(Feature.RELATIVE_UPDATE)) {
+            c = c.withRelativeUpdate(RelativeUpdateConfig.defaults());
+        }
+        if (f.contains(Feature.UPDATE_FLOOR)) {
+            // Per row, above the plain step's ratio at this lr, so that it acts on every row.
+            c = c.withUpdateFloor(new UpdateFloorConfig(0.05, true, 1e-12));
         }
         this.config = c;
         shapes.put("layer.a.weight", new long[]{6, 4});
@@ -110,14 +124,15 @@ public final class CombinationCase {
     }
 
     /**
-     * The pairs that are refused, each for a stated reason: two values of one setting ({@code nsAlgorithm}); and
-     * Hyperball with cautious weight decay, a weight decay, which the sphere replaces (it needs weight decay 0,
-     * with which cautious decay would change nothing).
+     * The pairs that are refused, each for a stated reason: two values of one setting ({@code nsAlgorithm}, or two
+     * weight-update hooks: a group has one); and Hyperball with cautious weight decay, a weight decay, which the
+     * sphere replaces (it needs weight decay 0, with which cautious decay would change nothing).
      */
     static boolean refusedPair(Feature a, Feature b) {
         Set<Feature> f = EnumSet.of(a, b);
         return f.equals(EnumSet.of(Feature.GRAM, Feature.SYMMETRIC))
-                || f.equals(EnumSet.of(Feature.HYPERBALL, Feature.CAUTIOUS_DECAY));
+                || f.equals(EnumSet.of(Feature.HYPERBALL, Feature.CAUTIOUS_DECAY))
+                || HOOKS.containsAll(f) && f.size() == 2;
     }
 
     /**

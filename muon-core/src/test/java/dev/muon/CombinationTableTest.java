@@ -37,8 +37,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * bfloat16 momentum storage, QK-Clip's rescaling after the step, a skipped step for a non-finite gradient).
  * Relative error ≤ 1e-10 with float64 Newton–Schulz; with bfloat16 Newton–Schulz, the golden suite's bfloat16
  * bound on an update (5e-2, as many steps). The pairs not run are refused, each for a stated reason
- * ({@link CombinationCase#refusedPair}): Gram with symmetric, and Hyperball with cautious decay (tested as a
- * refusal). The cells themselves (features, parameters, optimizer, gradients) are {@link CombinationCase}'s.
+ * ({@link CombinationCase#refusedPair}): Gram with symmetric, two weight-update hooks, and Hyperball with cautious
+ * decay (tested as refusals). The cells themselves (features, parameters, optimizer, gradients) are {@link CombinationCase}'s.
  */
 @ExtendWith(NativeScopePerTest.class)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -148,5 +148,15 @@ class CombinationTableTest {
                         .withHyperball(HyperballConfig.defaults()));
         org.junit.jupiter.api.Assertions.assertEquals("cautiousWeightDecay must be false with hyperball (it is a "
                 + "weight decay, which the sphere replaces), got true", e.getMessage());
+    }
+
+    @org.junit.jupiter.api.Test
+    void twoWeightHooks_areRefused_becauseAGroupHasOne() {
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> MuonConfig.defaults().withRadialBrake(RadialBrakeConfig.defaults())
+                        .withUpdateFloor(UpdateFloorConfig.defaults()));
+        org.junit.jupiter.api.Assertions.assertEquals("a Muon group has at most one weight-update hook (hyperball, "
+                + "radialBrake, relativeUpdate, updateFloor), as Emerging-Optimizers' weight_update_hook; got "
+                + "radialBrake and updateFloor", e.getMessage());
     }
 }

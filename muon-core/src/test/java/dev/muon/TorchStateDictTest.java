@@ -160,7 +160,8 @@ class TorchStateDictTest {
                 "adjust_lr_fn", "muon_core_settings", "params"), new ArrayList<>(muonGroup.keySet()));
         // muon-core's settings torch.optim.Muon has no key for, by their checkpoint names.
         assertEquals(List.of("nsPrecision", "nsAlgorithm", "convWeights", "stackedWeights", "orthogonalization",
-                "batchSameShape", "norMuon", "cautiousWeightDecay", "momentumPrecision", "hyperball"),
+                "batchSameShape", "norMuon", "cautiousWeightDecay", "momentumPrecision", "hyperball", "radialBrake",
+                "relativeUpdate", "updateFloor"),
                 new ArrayList<>(((Map<?, ?>) muonGroup.get("muon_core_settings")).keySet()));
         assertEquals(0.02, muonGroup.get("lr"));
         assertEquals(TorchFiles.tuple(3.4445, -4.775, 2.0315), muonGroup.get("ns_coefficients"));
@@ -516,7 +517,7 @@ class TorchStateDictTest {
         dev.muon.state.StateMismatchException e = assertThrows(dev.muon.state.StateMismatchException.class,
                 () -> opt.importTorchStateDict(file));
         assertEquals(List.of("nsCoefficients", "nsSteps"), e.differences().stream()
-                .map(dev.muon.state.StateMismatchException.Difference::field).toList());
+                .map(dev.muon.state.StateMismatchException.Difference::subject).toList());
         assertTrue(e.getMessage().startsWith("torch state dict " + file + " does not fit this optimizer (2 "
                 + "differences): muon group 0 nsCoefficients: this optimizer "), e.getMessage());
         assertSame(before, restoredOf(opt));

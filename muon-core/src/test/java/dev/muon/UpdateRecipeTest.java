@@ -19,10 +19,11 @@ class UpdateRecipeTest {
     void defaults_areMuonsPlainUpdate() {
         UpdateRecipe recipe = UpdateRecipe.of(MuonConfig.defaults());
         assertEquals(new UpdateRecipe(UpdateRecipe.Momentum.EMA, UpdateRecipe.Orthogonalizer.NEWTON_SCHULZ,
-                NsPrecision.FLOAT32, NsAlgorithm.AUTO, UpdateRecipe.Normalizer.NONE,
-                UpdateRecipe.Applier.DECOUPLED_DECAY), recipe);
+                NsPrecision.FLOAT32, NsAlgorithm.AUTO, UpdateRecipe.RowScaling.NONE,
+                UpdateRecipe.Applier.DECOUPLED_DECAY, UpdateRecipe.WeightHook.NONE), recipe);
         assertEquals(List.of(UpdateRecipe.Momentum.EMA, UpdateRecipe.Orthogonalizer.NEWTON_SCHULZ,
-                UpdateRecipe.Normalizer.NONE, UpdateRecipe.Applier.DECOUPLED_DECAY), recipe.elements());
+                UpdateRecipe.RowScaling.NONE, UpdateRecipe.Applier.DECOUPLED_DECAY, UpdateRecipe.WeightHook.NONE),
+                recipe.elements());
     }
 
     static Stream<Arguments> settings() {
@@ -32,10 +33,20 @@ class UpdateRecipeTest {
                         UpdateRecipe.Momentum.EMA_BFLOAT16_STORED, "momentumPrecision = BFLOAT16"),
                 Arguments.of(d.withOrthogonalization(Orthogonalization.EXACT_SVD),
                         UpdateRecipe.Orthogonalizer.EXACT_SVD, "orthogonalization = EXACT_SVD"),
-                Arguments.of(d.withNorMuon(NorMuonConfig.defaults()), UpdateRecipe.Normalizer.NORMUON,
+                Arguments.of(d.withNorMuon(NorMuonConfig.defaults()), UpdateRecipe.RowScaling.NORMUON,
                         "norMuon = on"),
                 Arguments.of(d.withCautiousWeightDecay(true), UpdateRecipe.Applier.CAUTIOUS_DECAY,
-                        "cautiousWeightDecay = true"));
+                        "cautiousWeightDecay = true"),
+                Arguments.of(d.withWeightDecay(0).withHyperball(HyperballConfig.defaults()),
+                        UpdateRecipe.WeightHook.HYPERBALL, "hyperball = on"),
+                Arguments.of(d.withRadialBrake(RadialBrakeConfig.defaults()), UpdateRecipe.WeightHook.RADIAL_BRAKE,
+                        "radialBrake = on"),
+                Arguments.of(d.withRelativeUpdate(RelativeUpdateConfig.defaults()),
+                        UpdateRecipe.WeightHook.RELATIVE_UPDATE, "relativeUpdate = on"),
+                Arguments.of(d.withUpdateFloor(UpdateFloorConfig.defaults()), UpdateRecipe.WeightHook.UPDATE_FLOOR,
+                        "updateFloor = on (whole matrix)"),
+                Arguments.of(d.withUpdateFloor(UpdateFloorConfig.defaults().withPerRow(true)),
+                        UpdateRecipe.WeightHook.UPDATE_FLOOR_PER_ROW, "updateFloor = on (per row)"));
     }
 
     @ParameterizedTest(name = "{2}")

@@ -5,7 +5,10 @@ import dev.muon.HyperballConfig;
 import dev.muon.MomentumPrecision;
 import dev.muon.MuonConfig;
 import dev.muon.Orthogonalization;
+import dev.muon.RadialBrakeConfig;
+import dev.muon.RelativeUpdateConfig;
 import dev.muon.StackedWeights;
+import dev.muon.UpdateFloorConfig;
 import dev.muon.UpdateRecipe;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
@@ -18,8 +21,8 @@ import java.util.function.UnaryOperator;
 
 /**
  * The conformance matrix's rows, shared by every binding's tests: every element of the update recipe
- * ({@link UpdateRecipe}'s momentum, orthogonalizer, Newton–Schulz precision and algorithm, normalizer and applier;
- * Hyperball with its own norm and with a fixed radius) and each layout a parameter can have (a matrix, a flattened
+ * ({@link UpdateRecipe}'s momentum, orthogonalizer, Newton–Schulz precision and algorithm, row scaling, applier
+ * and weight hook; Hyperball with its own norm and with a fixed radius) and each layout a parameter can have (a matrix, a flattened
  * conv filter, a stack), alone and in every pair of two different settings. A binding's test runs each row in each
  * of its columns (parameter dtype, storage place, driver) against {@link Float64Update}, the one float64 reference
  * written from the formulas, within the column's {@link Dtype#bound}, or expects the binding's refusal at build.
@@ -164,10 +167,10 @@ public final class ConformanceMatrix {
                         c -> c.withNsAlgorithm(v), null));
             }
         }
-        for (UpdateRecipe.Normalizer v : UpdateRecipe.Normalizer.values()) {
+        for (UpdateRecipe.RowScaling v : UpdateRecipe.RowScaling.values()) {
             switch (v) {
                 case NONE -> { }
-                case NORMUON -> out.add(new Choice("normalizer", "NorMuon", c -> c.withNorMuon(0.9, 1e-8), null));
+                case NORMUON -> out.add(new Choice("rowScaling", "NorMuon", c -> c.withNorMuon(0.9, 1e-8), null));
             }
         }
         for (UpdateRecipe.Applier v : UpdateRecipe.Applier.values()) {
@@ -175,12 +178,27 @@ public final class ConformanceMatrix {
                 case DECOUPLED_DECAY -> { }
                 case CAUTIOUS_DECAY -> out.add(new Choice("applier", "cautious decay",
                         c -> c.withCautiousWeightDecay(true), null));
+            }
+        }
+        for (UpdateRecipe.WeightHook v : UpdateRecipe.WeightHook.values()) {
+            switch (v) {
+                case NONE -> { }
                 case HYPERBALL -> {
-                    out.add(new Choice("applier", "Hyperball", c -> c.withWeightDecay(0)
+                    out.add(new Choice("weightHook", "Hyperball", c -> c.withWeightDecay(0)
                             .withHyperball(HyperballConfig.defaults()), null));
-                    out.add(new Choice("applier", "Hyperball radius 3", c -> c.withWeightDecay(0)
+                    out.add(new Choice("weightHook", "Hyperball radius 3", c -> c.withWeightDecay(0)
                             .withHyperball(HyperballConfig.radius(3)), null));
                 }
+                // Scales that act at this lr: outward kept at 0.5, inward at 0.75.
+                case RADIAL_BRAKE -> out.add(new Choice("weightHook", "RadialBrake",
+                        c -> c.withRadialBrake(new RadialBrakeConfig(0.5, 0.75, 1e-12)), null));
+                case RELATIVE_UPDATE -> out.add(new Choice("weightHook", "RelativeUpdate",
+                        c -> c.withRelativeUpdate(RelativeUpdateConfig.defaults()), null));
+                // A floor above the plain step's ratio at this lr, so that it acts.
+                case UPDATE_FLOOR -> out.add(new Choice("weightHook", "update floor",
+                        c -> c.withUpdateFloor(new UpdateFloorConfig(0.1, false, 1e-12)), null));
+                case UPDATE_FLOOR_PER_ROW -> out.add(new Choice("weightHook", "update floor per row",
+                        c -> c.withUpdateFloor(new UpdateFloorConfig(0.1, true, 1e-12)), null));
             }
         }
         out.add(new Choice("layout", "conv filter", c -> c, new long[]{4, 2, 1, 3}));

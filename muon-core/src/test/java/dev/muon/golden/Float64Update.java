@@ -75,8 +75,10 @@ public final class Float64Update {
             u[e] = c.nesterov() ? lerp(g[e], b, mu) : b;
             momentum[e] = bf16 ? bfloat16(b) : b;
         }
-        // Hyperball applies O of the whole parameter after every block has made its part.
-        double[] whole = c.hyperball() == null ? null : new double[p.length];
+        // Hyperball applies O of the whole parameter after every block has made its part; the other weight hooks
+        // the whole parameter's step lr'·O.
+        boolean hooked = c.radialBrake() != null || c.relativeUpdate() != null || c.updateFloor() != null;
+        double[] whole = c.hyperball() == null && !hooked ? null : new double[p.length];
         for (int mat = 0; mat < k; mat++) {
             int first = 0;
             for (int rows : blocks) {
@@ -84,9 +86,61 @@ public final class Float64Update {
                 first += rows;
             }
         }
-        if (whole != null) {
+        if (c.hyperball() != null) {
             hyperball(whole);
+        } else if (hooked) {
+            hooked(whole);
         }
+    }
+
+    /**
+     * RadialBrake, RelativeUpdate or the update floor around decay and step, on the whole parameter's step
+     * {@code d = lr'·O} (RelativeUpdate's {@code O}, made the step here): {@code p₀} is the parameter before the
+     * update.
+     */
+    private void hooked(double[] d) {
+        double before = norm(p);
+        if (c.relativeUpdate() != null) {
+            double eps = c.relativeUpdate().eps();
+            double update = norm(d);
+            double scale = before < eps || update < eps ? 0 : c.lr() * before / update;
+            for (int e = 0; e < d.length; e++) {
+                d[e] *= scale;
+            }
+        }
+        if (c.updateFloor() != null) {
+            boolean perRow = c.updateFloor().perRow();
+            int span = perRow ? n : d.length;
+            for (int start = 0; start < d.length; start += span) {
+                double weight = norm(p, start, span);
+                double step = Math.max(norm(d, start, span), c.updateFloor().eps());
+                double factor = Math.max(1.0, c.updateFloor().floor() * weight / step);
+                for (int e = start; e < start + span; e++) {
+                    d[e] *= factor;
+                }
+            }
+        }
+        for (int e = 0; e < p.length; e++) {
+            boolean decay = !c.cautiousWeightDecay() || d[e] * p[e] >= 0;
+            double decayed = decay ? p[e] * (1 - c.lr() * c.weightDecay()) : p[e];
+            p[e] = decayed - d[e];
+        }
+        if (c.radialBrake() != null) {
+            double after = norm(p);
+            double s = after > before ? c.radialBrake().outwardScale() : c.radialBrake().inwardScale();
+            double scale = (before + s * (after - before)) / Math.max(after, c.radialBrake().eps());
+            for (int e = 0; e < p.length; e++) {
+                p[e] *= scale;
+            }
+        }
+    }
+
+    private static double norm(double[] x, int start, int count) {
+        double sum = 0;
+        for (int e = start; e < start + count; e++) {
+            sum += x[e] * x[e];
+        }
+        return Math.sqrt(sum);
     }
 
     /** Hyperball: {@code p' = p − lr·R·O/max(‖O‖, eps)}, {@code p = R·p'/max(‖p'‖, eps)}, over the parameter. */
@@ -147,9 +201,17 @@ public final class Float64Update {
         } else {
             lr = c.lr() * adjustLrRatio(rows, n) * c.extraScale();
         }
+        if (c.relativeUpdate() != null) {
+            // RelativeUpdate rescales O to the parameter's norm: the lr adjustment has no effect.
+            lr = c.lr();
+        }
         if (whole != null) {
+            // Hyperball and RelativeUpdate gather O (their lr is the lr itself); the other hooks the step lr'·O.
+            double factor = c.hyperball() != null || c.relativeUpdate() != null ? 1.0 : lr;
             for (int i = 0; i < rows; i++) {
-                System.arraycopy(o[i], 0, whole, (base + i) * n, n);
+                for (int j = 0; j < n; j++) {
+                    whole[(base + i) * n + j] = factor * o[i][j];
+                }
             }
             return;
         }

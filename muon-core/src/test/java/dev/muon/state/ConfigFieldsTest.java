@@ -7,7 +7,10 @@ import dev.muon.HyperballConfig;
 import dev.muon.MuonConfig;
 import dev.muon.NorMuonConfig;
 import dev.muon.Orthogonalization;
+import dev.muon.RadialBrakeConfig;
+import dev.muon.RelativeUpdateConfig;
 import dev.muon.StackedWeights;
+import dev.muon.UpdateFloorConfig;
 import dev.muon.orthogonalize.CoefficientSchedule;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
@@ -113,9 +116,33 @@ class ConfigFieldsTest {
         assertEquals(List.of("lr", "weightDecay", "momentum", "nesterov", "nsCoefficients", "nsSteps", "eps",
                 "nsPrecision", "nsAlgorithm", "adjustLr", "extraScale", "convWeights", "stackedWeights",
                 "orthogonalization", "batchSameShape", "norMuon", "cautiousWeightDecay", "momentumPrecision",
-                "hyperball"), ConfigFields.MUON.stream().map(ConfigFields.Field::key).toList());
+                "hyperball", "radialBrake", "relativeUpdate", "updateFloor"),
+                ConfigFields.MUON.stream().map(ConfigFields.Field::key).toList());
         assertEquals(List.of("lr", "beta1", "beta2", "eps", "weightDecay"),
                 ConfigFields.ADAMW.stream().map(ConfigFields.Field::key).toList());
+    }
+
+    static Stream<Arguments> weightHooks() {
+        MuonConfig d = MuonConfig.defaults();
+        return Stream.of(
+                Arguments.of(d.withRadialBrake(new RadialBrakeConfig(0.25, 0.75, 1e-9)), "radialBrake",
+                        Map.of("outwardScale", 0.25, "inwardScale", 0.75, "eps", 1e-9)),
+                Arguments.of(d.withRelativeUpdate(new RelativeUpdateConfig(1e-13)), "relativeUpdate",
+                        Map.of("eps", 1e-13)),
+                Arguments.of(d.withUpdateFloor(new UpdateFloorConfig(0.3, true, 1e-10)), "updateFloor",
+                        Map.of("floor", 0.3, "perRow", true, "eps", 1e-10)));
+    }
+
+    @ParameterizedTest(name = "{1}")
+    @MethodSource("weightHooks")
+    void aWeightHook_isStoredAsItsFields_andReadBack_andAFileWithoutItReadsAsOff(MuonConfig config, String key,
+                                                                              Map<String, Object> fields) {
+        Map<String, Object> json = new LinkedHashMap<>(ConfigFields.toJson(config, ConfigFields.MUON));
+        assertEquals(fields, json.get(key));
+        assertEquals(config, ConfigFields.fromJson(Json.parse(Json.write(json), "test"), ConfigFields.MUON,
+                MuonConfig.defaults()));
+        json.remove(key);
+        assertEquals(MuonConfig.defaults(), ConfigFields.fromJson(json, ConfigFields.MUON, MuonConfig.defaults()));
     }
 
     @Test

@@ -11,6 +11,8 @@ import dev.muon.BufferSpec;
 import dev.muon.HyperballConfig;
 import dev.muon.MuonConfig;
 import dev.muon.NorMuonConfig;
+import dev.muon.RadialBrakeConfig;
+import dev.muon.UpdateFloorConfig;
 import dev.muon.UpdateRecipe;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -31,11 +33,14 @@ import java.util.Optional;
  *                                             float32 or float64; muon-core's native float32 kernels where they
  *                                             run ({@link NsKernels}), else plain products (the SVD, bfloat16 and the
  *                                             symmetric and Gram kernels refused)
- *   O = O, or NorMuon's row normalization     then the update is p − lr·0.2·extraScale · O
+ *   O = O, or NorMuon's row scaling           then the update is p − lr·0.2·extraScale · O
  *   p = p·(1 − lr·weightDecay)                decoupled, the unadjusted lr; with cautious weight decay only
  *                                             where O ⊙ p >= 0
  *   p = p − lr·ratio·extraScale · O
  *   or, with Hyperball: p = R·(p − lr·R·O/‖O‖)/‖·‖, R the fixed radius or ‖p‖ before the step
+ *   around decay and step, a weight hook:     RadialBrake, RelativeUpdate or an update floor, as muon-core's
+ *                                             (p₀ the parameter before the update, norms in float32, float64 for
+ *                                             a float64 parameter)
  * </pre>
  * {@code lerp} follows {@code torch.lerp}'s two branches, so the rounding is PyTorch's.
  *
@@ -48,19 +53,19 @@ final class MuonStep {
     /** This binding's name in refusals. */
     static final String BINDING = DjlSupport.BINDING.module();
 
-    /** {@code O} before it is applied: as it is, or normalized with the parameter's second moment. */
-    private interface Normalizer {
-        NDArray normalize(NDArray o, State state, AssignmentRule.Matrix matrix);
+    /** {@code O} before it is applied: as it is, or scaled by rows with the parameter's second moment. */
+    private interface RowScaling {
+        NDArray scale(NDArray o, State state, AssignmentRule.Matrix matrix);
     }
 
     /** Decay and step: {@code o} in the iteration's dtype, the parameter's shape. */
     private interface Applier {
-        void apply(NDArray weight, NDArray o, double lr, double scaledLr, State state);
+        void apply(NDArray weight, NDArray o, double lr, double scaledLr, State state, AssignmentRule.Matrix matrix);
     }
 
     /** The config: its hyperparameters change on a checkpoint's load ({@link #hyperparameters}), its recipe never. */
     private MuonConfig config;
-    private final Normalizer normalizer;
+    private final RowScaling rowScaling;
     private final Applier applier;
     private final NsKernels kernels;
     /** The elements of the update, fixed at build (a load changes hyperparameters only). */
@@ -106,22 +111,20 @@ final class MuonStep {
                     "DJL's NDArray API has no SVD");
         }
         this.kernels = new NsKernels(config.newtonSchulz());
-        this.normalizer = switch (recipe.normalizer()) {
+        this.rowScaling = switch (recipe.rowScaling()) {
             case NONE -> (o, state, matrix) -> o;
             // The second moment is the buffer the element declares.
-            case NORMUON -> (o, state, matrix) -> normalizeRows(o, state.buffer(recipe.normalizer().buffers().get(0)),
+            case NORMUON -> (o, state, matrix) -> normalizeRows(o, state.buffer(recipe.rowScaling().buffers().get(0)),
                     this.config.norMuon(), matrix);
         };
-        this.applier = switch (recipe.applier()) {
-            case DECOUPLED_DECAY -> (weight, o, lr, scaledLr, state) -> {
+        Applier decay = switch (recipe.applier()) {
+            case DECOUPLED_DECAY -> (weight, o, lr, scaledLr, state, matrix) -> {
                 if (this.config.weightDecay() != 0) {
                     weight.muli(1 - lr * this.config.weightDecay());
                 }
                 step(weight, o, scaledLr);
             };
-            case HYPERBALL -> (weight, o, lr, scaledLr, state) -> hyperball(weight, o, lr, this.config.hyperball(),
-                    state.normType());
-            case CAUTIOUS_DECAY -> (weight, o, lr, scaledLr, state) -> {
+            case CAUTIOUS_DECAY -> (weight, o, lr, scaledLr, state, matrix) -> {
                 if (this.config.weightDecay() != 0) {
                     // The mask from the parameter before the step, as muon-core forms it: O (in its own dtype)
                     // times p.
@@ -130,6 +133,22 @@ final class MuonStep {
                 }
                 step(weight, o, scaledLr);
             };
+        };
+        this.applier = switch (recipe.weightHook()) {
+            case NONE -> decay;
+            // In place of the decay, which is 0 with it (MuonConfig's rule).
+            case HYPERBALL -> (weight, o, lr, scaledLr, state, matrix) -> hyperball(weight, o, lr,
+                    this.config.hyperball(), state.normType());
+            case RADIAL_BRAKE -> (weight, o, lr, scaledLr, state, matrix) -> {
+                DataType normType = hookNormType(weight);
+                NDArray before = normOf(weight, normType);
+                decay.apply(weight, o, lr, scaledLr, state, matrix);
+                radialBrake(weight, before, this.config.radialBrake(), normType);
+            };
+            case RELATIVE_UPDATE -> (weight, o, lr, scaledLr, state, matrix) -> decay.apply(weight,
+                    relativeUpdate(weight, o, this.config.relativeUpdate().eps()), lr, scaledLr, state, matrix);
+            case UPDATE_FLOOR, UPDATE_FLOOR_PER_ROW -> (weight, o, lr, scaledLr, state, matrix) -> decay.apply(weight,
+                    updateFloor(weight, o, scaledLr, this.config.updateFloor(), matrix), lr, scaledLr, state, matrix);
         };
     }
 
@@ -256,6 +275,78 @@ final class MuonStep {
         NDArray scale = NDArrays.div(1, normOf(weight, normType).maximum(h.eps()));
         scale = radius == null ? scale.muli(h.radius()) : scale.muli(radius);
         weight.muli(scale.minimum(paramLargest).toType(dtype, false));
+    }
+
+    /** The dtype of a weight hook's norms, as muon-core's: float64 for a float64 parameter, else float32. */
+    private static DataType hookNormType(NDArray weight) {
+        return weight.getDataType() == DataType.FLOAT64 ? DataType.FLOAT64 : DataType.FLOAT32;
+    }
+
+    /**
+     * RadialBrake after the update (muon-core's {@code WeightHookApplier}): {@code p ← p·(n₀ + s·(n₁ − n₀))/max(n₁,
+     * eps)}, {@code s} chosen on the device (a mask of {@code n₁ > n₀}, each scale times its side of it, so each is
+     * taken exactly), the factor clamped to the parameter's finite range and rounded to its dtype.
+     */
+    private static void radialBrake(NDArray weight, NDArray before, RadialBrakeConfig brake, DataType normType) {
+        NDArray after = normOf(weight, normType);
+        NDArray outward = after.gt(before).toType(normType, false);
+        NDArray s = outward.mul(brake.outwardScale()).addi(NDArrays.sub(1, outward).muli(brake.inwardScale()));
+        NDArray factor = after.sub(before).muli(s).addi(before).divi(after.maximum(brake.eps()));
+        double largest = largestFinite(weight.getDataType());
+        weight.muli(factor.clip(-largest, largest).toType(weight.getDataType(), false));
+    }
+
+    /**
+     * RelativeUpdate before the step: {@code O·‖p₀‖/‖O‖}, 0 where either norm is below eps (a mask, so a zero is
+     * exact), the factor clamped to the parameter's finite range and rounded to {@code O}'s dtype.
+     */
+    private static NDArray relativeUpdate(NDArray weight, NDArray o, double eps) {
+        DataType normType = hookNormType(weight);
+        NDArray weightNorm = normOf(weight, normType);
+        NDArray updateNorm = updateNorm(o, normType, null);
+        NDArray kept = weightNorm.gte(eps).logicalAnd(updateNorm.gte(eps)).toType(normType, false);
+        double largest = largestFinite(weight.getDataType());
+        NDArray scale = weightNorm.div(updateNorm.maximum(eps)).muli(kept).clip(-largest, largest);
+        return o.mul(scale.toType(o.getDataType(), false));
+    }
+
+    /**
+     * The update floor before the step: {@code O·max(1, floor·‖p₀‖/max(lr'·‖O‖, eps))}, over the whole parameter
+     * or per row of its matrix view, the factor clamped to the parameter's finite range and rounded to {@code O}'s
+     * dtype.
+     */
+    private static NDArray updateFloor(NDArray weight, NDArray o, double scaledLr, UpdateFloorConfig floor,
+                                       AssignmentRule.Matrix matrix) {
+        DataType normType = hookNormType(weight);
+        AssignmentRule.Matrix rows = floor.perRow() ? matrix : null;
+        NDArray weightNorm = rows == null ? normOf(weight, normType) : rowNorms(weight, normType, rows);
+        NDArray factor = weightNorm.muli(floor.floor()).divi(updateNorm(o, normType, rows).muli(scaledLr)
+                .maximum(floor.eps())).maximum(1.0);
+        double largest = largestFinite(weight.getDataType());
+        factor = factor.clip(-largest, largest).toType(o.getDataType(), false);
+        return rows == null ? o.mul(factor) : matrixView(o, rows).mul(factor).reshape(o.getShape());
+    }
+
+    /**
+     * ‖O‖ in the norms' dtype, whole or per row: an {@code O} in float64 (a float64 iteration on a narrower
+     * parameter) measured in float64 and narrowed, as muon-core does.
+     */
+    private static NDArray updateNorm(NDArray o, DataType normType, AssignmentRule.Matrix rows) {
+        DataType measured = o.getDataType() == DataType.FLOAT64 ? DataType.FLOAT64 : normType;
+        NDArray norm = rows == null ? normOf(o, measured) : rowNorms(o, measured, rows);
+        return norm.getDataType() == normType ? norm : norm.toType(normType, false);
+    }
+
+    /** Each row's norm of an array's matrix view ({@code [rows, 1]}, or {@code [k, rows, 1]} for a stack). */
+    private static NDArray rowNorms(NDArray a, DataType normType, AssignmentRule.Matrix matrix) {
+        NDArray view = matrixView(a.getDataType() == normType ? a : a.toType(normType, false), matrix);
+        return view.norm(new int[]{-1}, true);
+    }
+
+    /** An array of the parameter's shape as its matrix view: a conv filter flattened, a stack as it is. */
+    private static NDArray matrixView(NDArray a, AssignmentRule.Matrix matrix) {
+        return matrix.batch() == 0 ? a.reshape(matrix.rows(), matrix.cols())
+                : a.reshape(matrix.batch(), matrix.rows(), matrix.cols());
     }
 
     /**
@@ -417,9 +508,9 @@ final class MuonStep {
         // A conv filter of any dims is flattened; a stack is a batch as it is.
         NDArray m = matrix.batch() == 0 && shape.dimension() != 2 ? u.reshape(matrix.rows(), matrix.cols()) : u;
         NDArray o = kernels.orthogonalize(m, matrix);
-        o = normalizer.normalize(o, state, matrix).reshape(shape);
+        o = rowScaling.scale(o, state, matrix).reshape(shape);
         double scaledLr = (lr == config.lr() ? config : config.withLr(lr)).scaledLr(matrix.rows(), matrix.cols());
-        applier.apply(weight, o, lr, scaledLr, state);
+        applier.apply(weight, o, lr, scaledLr, state, matrix);
     }
 
     /**

@@ -11,7 +11,10 @@ import dev.muon.MomentumPrecision;
 import dev.muon.MuonConfig;
 import dev.muon.NorMuonConfig;
 import dev.muon.Orthogonalization;
+import dev.muon.RadialBrakeConfig;
+import dev.muon.RelativeUpdateConfig;
 import dev.muon.StackedWeights;
+import dev.muon.UpdateFloorConfig;
 import dev.muon.golden.Float64Update;
 import dev.muon.orthogonalize.CoefficientSchedule;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
@@ -142,6 +145,20 @@ class ConfigFieldWalkTest {
         rows.add(runs("hyperball", "defaults", c -> c.withWeightDecay(0).withHyperball(HyperballConfig.defaults())));
         rows.add(runs("hyperball.radius", "3.0", c -> c.withWeightDecay(0).withHyperball(HyperballConfig.radius(3))));
         rows.add(runs("hyperball.eps", "1e-3", c -> c.withWeightDecay(0).withHyperball(new HyperballConfig(0, 1e-3))));
+        rows.add(runs("radialBrake", "defaults", c -> c.withRadialBrake(RadialBrakeConfig.defaults())));
+        rows.add(runs("radialBrake.outwardScale", "0.25", c -> c.withRadialBrake(new RadialBrakeConfig(0.25, 1,
+                1e-12))));
+        rows.add(runs("radialBrake.inwardScale", "0.5", c -> c.withRadialBrake(new RadialBrakeConfig(0.5, 0.5,
+                1e-12))));
+        rows.add(runs("radialBrake.eps", "1e-3", c -> c.withRadialBrake(new RadialBrakeConfig(0.5, 1, 1e-3))));
+        rows.add(runs("relativeUpdate", "defaults", c -> c.withRelativeUpdate(RelativeUpdateConfig.defaults())));
+        rows.add(runs("relativeUpdate.eps", "1e-3", c -> c.withRelativeUpdate(new RelativeUpdateConfig(1e-3))));
+        rows.add(runs("updateFloor", "defaults", c -> c.withUpdateFloor(UpdateFloorConfig.defaults())));
+        rows.add(runs("updateFloor.floor", "0.05", c -> c.withUpdateFloor(new UpdateFloorConfig(0.05, false,
+                1e-12))));
+        rows.add(runs("updateFloor.perRow", "true", c -> c.withUpdateFloor(UpdateFloorConfig.defaults()
+                .withPerRow(true))));
+        rows.add(runs("updateFloor.eps", "1e-3", c -> c.withUpdateFloor(new UpdateFloorConfig(0.35, false, 1e-3))));
         rows.add(runs("momentumPrecision", "PARAMETER", c -> c.withMomentumPrecision(MomentumPrecision.PARAMETER)));
         rows.add(refused("momentumPrecision", "BFLOAT16", c -> c.withMomentumPrecision(MomentumPrecision.BFLOAT16),
                 "momentumPrecision = BFLOAT16 is not supported by muon-djl: DJL's bfloat16 arrays abort the JVM, so "
