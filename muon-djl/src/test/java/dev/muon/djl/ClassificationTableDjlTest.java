@@ -4,8 +4,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import dev.muon.ClassificationCases;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -24,17 +23,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
  * {@code MuonAdamW}, in DJL's names and setting names.
  */
 class ClassificationTableDjlTest {
-    private static NDManager manager;
-
-    @BeforeAll
-    static void open() {
-        manager = NDManager.newBaseManager();
-    }
-
-    @AfterAll
-    static void close() {
-        manager.close();
-    }
+    @RegisterExtension
+    static final ClassManager manager = new ClassManager();
 
     static List<ClassificationCases.Case> cases() {
         return ClassificationCases.all();
@@ -77,7 +67,7 @@ class ClassificationTableDjlTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("cases")
     void everyCase_givesTheSharedAssignmentOrRefusal(ClassificationCases.Case c) {
-        ParamBlock block = block(c, manager);
+        ParamBlock block = block(c, manager.get());
         Map<String, String> djlName = new HashMap<>();
         Map<String, String> dotted = new HashMap<>();
         ModelParameters.of(block).entries().forEach(e -> {

@@ -20,9 +20,8 @@ import dev.muon.orthogonalize.CoefficientSchedule;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -55,17 +54,8 @@ class ConfigFieldWalkTest {
     /** The walk's base: float64 iterations, so that a difference of one setting is far above the rounding. */
     private static final MuonConfig BASE = MuonConfig.defaults().withLr(0.05).withWeightDecay(0.2)
             .withNsPrecision(NsPrecision.FLOAT64);
-    private static NDManager manager;
-
-    @BeforeAll
-    static void open() {
-        manager = NDManager.newBaseManager();
-    }
-
-    @AfterAll
-    static void close() {
-        manager.close();
-    }
+    @RegisterExtension
+    static final ClassManager manager = new ClassManager();
 
     /**
      * One value of one field.
@@ -205,7 +195,7 @@ class ConfigFieldWalkTest {
         MuonConfig config = row.change().apply(BASE);
         if (row.refusal() != null) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> Muon.builder().optBlock(new ParamBlock().param("w", manager.ones(new Shape(4, 6))))
+                    () -> Muon.builder().optBlock(new ParamBlock().param("w", manager.get().ones(new Shape(4, 6))))
                             .optConfig(config).build());
             assertEquals(row.refusal(), e.getMessage());
             return;
@@ -217,7 +207,7 @@ class ConfigFieldWalkTest {
         Random random = new Random(row.toString().hashCode());
         double[] values = Float64Update.gaussian(random, shape);
         Float64Update reference = new Float64Update(values, k, 4, null, config);
-        try (NDManager scope = manager.newSubManager()) {
+        try (NDManager scope = manager.get().newSubManager()) {
             NDArray weight = scope.create(values, new Shape(shape));
             ParamBlock block = new ParamBlock().param("w", weight);
             Muon muon = Muon.builder().optBlock(block).optConfig(config).build();
@@ -250,7 +240,7 @@ class ConfigFieldWalkTest {
         double[] p = values.clone();
         double[] m = new double[p.length];
         double[] v = new double[p.length];
-        try (NDManager scope = manager.newSubManager()) {
+        try (NDManager scope = manager.get().newSubManager()) {
             NDArray bias = scope.create(values, new Shape(shape));
             NDArray matrix = scope.create(Float64Update.gaussian(random, new long[]{4, 6}), new Shape(4, 6));
             ParamBlock block = new ParamBlock().param("hidden", matrix).param("bias", bias);

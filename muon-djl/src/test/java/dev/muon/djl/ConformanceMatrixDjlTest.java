@@ -21,8 +21,7 @@ import dev.muon.golden.ConformanceMatrix.Row;
 import dev.muon.golden.Float64Update;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -47,17 +46,8 @@ class ConformanceMatrixDjlTest {
     /** How the optimizer is driven. */
     enum Driver { TRAINER, UPDATE }
 
-    private static NDManager manager;
-
-    @BeforeAll
-    static void open() {
-        manager = NDManager.newBaseManager();
-    }
-
-    @AfterAll
-    static void close() {
-        manager.close();
-    }
+    @RegisterExtension
+    static final ClassManager manager = new ClassManager();
 
     static Stream<Arguments> cells() {
         return Stream.of(Dtype.values()).flatMap(dtype -> ConformanceMatrix.rows(dtype).stream()
@@ -117,7 +107,7 @@ class ConformanceMatrixDjlTest {
         };
         Random random = new Random(row.name().hashCode() * 31L + dtype.ordinal());
         Shape shape = new Shape(row.shape());
-        try (NDManager scope = manager.newSubManager()) {
+        try (NDManager scope = manager.get().newSubManager()) {
             NDArray weight = scope.create(Float64Update.gaussian(random, row.shape()), shape).toType(type, false);
             double[] start = Measures.values(weight);
             Float64Update reference = ConformanceMatrix.reference(row, start);

@@ -1,7 +1,6 @@
 package dev.muon.djl;
 
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.tracker.Tracker;
@@ -10,9 +9,8 @@ import dev.muon.Orthogonalization;
 import dev.muon.StateStorage;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -31,25 +29,16 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
  * rule and the value; and a refused update changes nothing.
  */
 class ErrorsTest {
-    private static NDManager manager;
-
-    @BeforeAll
-    static void open() {
-        manager = NDManager.newBaseManager();
-    }
-
-    @AfterAll
-    static void close() {
-        manager.close();
-    }
+    @RegisterExtension
+    static final ClassManager manager = new ClassManager();
 
     private static NDArray ones(long... shape) {
-        return manager.ones(new Shape(shape));
+        return manager.get().ones(new Shape(shape));
     }
 
     /** A block with a hidden matrix, a bias and a head, as {@link TinyModel} holds them. */
     private static TinyModel model() {
-        return new TinyModel(manager, false);
+        return new TinyModel(manager.get(), false);
     }
 
     /** Updates every parameter of {@code model} once with ones. */

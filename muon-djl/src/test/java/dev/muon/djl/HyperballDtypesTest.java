@@ -9,9 +9,8 @@ import dev.muon.MuonConfig;
 import dev.muon.StackedWeights;
 import dev.muon.golden.Float64Update;
 import dev.muon.orthogonalize.NsPrecision;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -34,17 +33,8 @@ class HyperballDtypesTest {
     private static final int STEPS = 4;
     private static final MuonConfig BASE = MuonConfig.defaults().withLr(0.05).withWeightDecay(0)
             .withStackedWeights(StackedWeights.BATCH);
-    private static NDManager manager;
-
-    @BeforeAll
-    static void open() {
-        manager = NDManager.newBaseManager();
-    }
-
-    @AfterAll
-    static void close() {
-        manager.close();
-    }
+    @RegisterExtension
+    static final ClassManager manager = new ClassManager();
 
     /**
      * A parameter dtype and its bound on the parameter's relative error after {@link #STEPS} steps.
@@ -92,7 +82,7 @@ class HyperballDtypesTest {
         Random random = new Random(name.hashCode());
         int k = shape.length == 3 ? (int) shape[0] : 1;
         int m = (int) shape[shape.length - 2];
-        try (NDManager scope = manager.newSubManager()) {
+        try (NDManager scope = manager.get().newSubManager()) {
             NDArray weight = scope.create(Float64Update.gaussian(random, shape), new Shape(shape))
                     .toType(d.dtype(), false);
             Float64Update reference = new Float64Update(Measures.values(weight), k, m, null, config);
@@ -119,7 +109,7 @@ class HyperballDtypesTest {
     void float32_staysOnTheSphereOverManySteps() {
         Random random = new Random(3);
         long[] shape = {16, 24};
-        try (NDManager scope = manager.newSubManager()) {
+        try (NDManager scope = manager.get().newSubManager()) {
             NDArray weight = scope.create(Float64Update.gaussian(random, shape), new Shape(shape))
                     .toType(DataType.FLOAT32, false);
             ParamBlock block = new ParamBlock().param("hidden", weight);
@@ -154,7 +144,7 @@ class HyperballDtypesTest {
     @MethodSource("dtypeRefusals")
     void aSettingTheDtypeCannotHold_isRefusedAtBuild_andChangesNothing(String what, DataType dtype,
                                                                         HyperballConfig hyperball, String message) {
-        try (NDManager scope = manager.newSubManager()) {
+        try (NDManager scope = manager.get().newSubManager()) {
             NDArray weight = scope.create(Float64Update.gaussian(new Random(12), new long[]{4, 6}), new Shape(4, 6))
                     .toType(dtype, false);
             double[] before = Measures.values(weight);
@@ -172,7 +162,7 @@ class HyperballDtypesTest {
     void anExtremeRadius_keepsAFloat32ParameterOnItsSphere(double radius) {
         Random random = new Random(14);
         long[] shape = {6, 10};
-        try (NDManager scope = manager.newSubManager()) {
+        try (NDManager scope = manager.get().newSubManager()) {
             NDArray weight = scope.create(Float64Update.gaussian(random, shape), new Shape(shape))
                     .toType(DataType.FLOAT32, false);
             ParamBlock block = new ParamBlock().param("hidden", weight);
@@ -193,7 +183,7 @@ class HyperballDtypesTest {
     @org.junit.jupiter.params.provider.EnumSource(value = DataType.class, names = {"FLOAT32", "FLOAT16"})
     void aZeroUpdate_withAFactorBeyondTheDtype_leavesTheParameter(DataType dtype) {
         long[] shape = {4, 6};
-        try (NDManager scope = manager.newSubManager()) {
+        try (NDManager scope = manager.get().newSubManager()) {
             NDArray weight = scope.create(Float64Update.gaussian(new Random(15), shape), new Shape(shape))
                     .toType(dtype, false);
             ParamBlock block = new ParamBlock().param("hidden", weight);

@@ -8,9 +8,8 @@ import dev.muon.MomentumPrecision;
 import dev.muon.MuonConfig;
 import dev.muon.golden.Float64Update;
 import dev.muon.orthogonalize.NsPrecision;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -32,17 +31,8 @@ class UpdateVariantsTest {
     /** The combination table's float64 bound: Newton–Schulz in float64 on float64 parameters. */
     private static final double FLOAT64_REL = 1e-10;
     private static final int STEPS = 3;
-    private static NDManager manager;
-
-    @BeforeAll
-    static void open() {
-        manager = NDManager.newBaseManager();
-    }
-
-    @AfterAll
-    static void close() {
-        manager.close();
-    }
+    @RegisterExtension
+    static final ClassManager manager = new ClassManager();
 
     @Test
     void cautiousWeightDecay_matchesTheFloat64Reference() {
@@ -64,7 +54,7 @@ class UpdateVariantsTest {
         double[] values = Float64Update.gaussian(random, shape);
         Float64Update ref = new Float64Update(values, 1, 6, null, config);
         Float64Update plain = new Float64Update(values, 1, 6, null, config.withCautiousWeightDecay(false));
-        try (NDManager scope = manager.newSubManager()) {
+        try (NDManager scope = manager.get().newSubManager()) {
             NDArray weight = scope.create(values, new Shape(shape));
             ParamBlock block = new ParamBlock().param("w", weight);
             Muon muon = Muon.builder().optBlock(block).optConfig(config).build();
@@ -99,6 +89,6 @@ class UpdateVariantsTest {
     }
 
     private static ParamBlock block() {
-        return new ParamBlock().param("w", manager.ones(new Shape(4, 4), DataType.FLOAT32));
+        return new ParamBlock().param("w", manager.get().ones(new Shape(4, 4), DataType.FLOAT32));
     }
 }
