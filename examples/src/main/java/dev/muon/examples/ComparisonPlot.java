@@ -92,8 +92,8 @@ final class ComparisonPlot {
                     sec[i] = g.runs().get(i).epochs().get(e).seconds();
                 }
                 epochX[e] = e + 1;
-                secondsX[e] = RunTables.mean(sec);
-                mean[e] = RunTables.mean(acc);
+                secondsX[e] = SampleStats.mean(sec);
+                mean[e] = SampleStats.mean(acc);
                 low[e] = Arrays.stream(acc).min().orElseThrow();
                 high[e] = Arrays.stream(acc).max().orElseThrow();
             }

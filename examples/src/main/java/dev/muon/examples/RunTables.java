@@ -154,7 +154,8 @@ final class RunTables {
             FashionMnist.Result first = g.get(0);
             double[] acc = g.stream().mapToDouble(r -> r.last().accuracy()).toArray();
             out.add(new Summary(first.model(), first.optimizer(), first.lr() / baseLr, first.lr(), g.size(),
-                    mean(acc), sd(acc), g.stream().mapToDouble(r -> r.last().testLoss()).average().orElseThrow(),
+                    SampleStats.mean(acc), SampleStats.sd(acc),
+                    g.stream().mapToDouble(r -> r.last().testLoss()).average().orElseThrow(),
                     g.stream().mapToDouble(r -> r.last().trainLoss()).average().orElseThrow(),
                     g.stream().mapToDouble(r -> r.last().seconds()).average().orElseThrow(), first.stateBytes()));
         }
@@ -180,27 +181,6 @@ final class RunTables {
     static String multiple(double m) {
         return new java.text.DecimalFormat("0.###", java.text.DecimalFormatSymbols.getInstance(Locale.ROOT)).format(m)
                 + "x";
-    }
-
-    static double mean(double[] xs) {
-        double sum = 0;
-        for (double x : xs) {
-            sum += x;
-        }
-        return sum / xs.length;
-    }
-
-    /** The sample standard deviation; 0 for fewer than two values. */
-    static double sd(double[] xs) {
-        if (xs.length < 2) {
-            return 0;
-        }
-        double m = mean(xs);
-        double ss = 0;
-        for (double x : xs) {
-            ss += (x - m) * (x - m);
-        }
-        return Math.sqrt(ss / (xs.length - 1));
     }
 
     private static double round(double x, int digits) {

@@ -1,6 +1,7 @@
 package dev.muon.examples.study;
 
 import dev.muon.examples.DataError;
+import dev.muon.examples.SampleStats;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -48,7 +49,7 @@ final class StudyAnalysis {
 
         /** The mean final loss, NaN if a run diverged. */
         double meanFinal() {
-            return StudyStats.mean(finals());
+            return SampleStats.mean(finals());
         }
 
         long diverged() {

@@ -2,6 +2,7 @@ package dev.muon.examples.study;
 
 import dev.muon.examples.DataError;
 import dev.muon.examples.PanelFigure;
+import dev.muon.examples.SampleStats;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYSeries;
 import org.knowm.xchart.style.markers.SeriesMarkers;
@@ -96,7 +97,7 @@ final class StudyFigures {
             double[] finals = c.finals();
             // A diverged lr has no loss to draw; the report's table lists it.
             if (java.util.Arrays.stream(finals).allMatch(Double::isFinite)) {
-                points.add(new double[] {Math.log10(lr), StudyStats.mean(finals),
+                points.add(new double[] {Math.log10(lr), SampleStats.mean(finals),
                     java.util.Arrays.stream(finals).min().orElseThrow(),
                     java.util.Arrays.stream(finals).max().orElseThrow()});
             }
@@ -149,8 +150,8 @@ final class StudyFigures {
                 }
                 x[k - 1] = steps[k];
                 seconds[k - 1] = timed ? steps[k] * times.get(c.arm()).interval().mean() / 1000
-                        : StudyStats.mean(secs);
-                mean[k - 1] = StudyStats.mean(values);
+                        : SampleStats.mean(secs);
+                mean[k - 1] = SampleStats.mean(values);
                 low[k - 1] = java.util.Arrays.stream(values).min().orElseThrow();
                 high[k - 1] = java.util.Arrays.stream(values).max().orElseThrow();
             }

@@ -1,5 +1,7 @@
 package dev.muon.examples.study;
 
+import dev.muon.examples.SampleStats;
+
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -194,7 +196,7 @@ record StudyPlan(List<StudySetting> settings, List<StudySetting> variantsAt, Lis
         double bestLr = Double.NaN;
         double bestMean = Double.POSITIVE_INFINITY;
         for (Map.Entry<Double, double[]> e : new TreeMap<>(finals).entrySet()) {
-            double mean = StudyStats.mean(e.getValue());
+            double mean = SampleStats.mean(e.getValue());
             double score = Double.isNaN(mean) ? Double.POSITIVE_INFINITY : mean;
             if (Double.isNaN(bestLr) || score < bestMean) {
                 bestLr = e.getKey();

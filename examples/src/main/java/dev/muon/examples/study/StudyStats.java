@@ -1,10 +1,12 @@
 package dev.muon.examples.study;
 
+import dev.muon.examples.SampleStats;
+
 /**
- * The statistics of {@link MuonStudy}'s protocol: means, sample standard deviations, Student's t distribution
- * (its CDF through the regularized incomplete beta function, its quantiles by bisection), the 95 % t-interval of
- * a mean, Welch's unequal-variance t-test with its two-sided p-value, and the paired t-test of two samples matched
- * one to one (by seed).
+ * The statistics of {@link MuonStudy}'s protocol, on {@link SampleStats}'s means and sample standard deviations:
+ * Student's t distribution (its CDF through the regularized incomplete beta function, its quantiles by bisection),
+ * the 95 % t-interval of a mean, Welch's unequal-variance t-test with its two-sided p-value, and the paired t-test
+ * of two samples matched one to one (by seed).
  *
  * <p>The incomplete beta function is the continued fraction of Numerical Recipes (Press et al., 3rd ed., §6.4,
  * {@code betacf} with Lentz's method) and the log-gamma function Lanczos' approximation (g = 7, 9 terms), both
@@ -64,27 +66,6 @@ final class StudyStats {
         }
     }
 
-    static double mean(double[] values) {
-        double sum = 0;
-        for (double v : values) {
-            sum += v;
-        }
-        return sum / values.length;
-    }
-
-    /** The sample standard deviation (n − 1 in the denominator); 0 for one value. */
-    static double sd(double[] values) {
-        if (values.length < 2) {
-            return 0;
-        }
-        double m = mean(values);
-        double sum = 0;
-        for (double v : values) {
-            sum += (v - m) * (v - m);
-        }
-        return Math.sqrt(sum / (values.length - 1));
-    }
-
     /**
      * The mean with its 95 % t-interval: {@code mean ± t(0.975, n − 1) · sd / √n}.
      *
@@ -93,9 +74,9 @@ final class StudyStats {
      */
     static Interval interval(double[] values) {
         int n = values.length;
-        double sd = sd(values);
+        double sd = SampleStats.sd(values);
         double half = n < 2 ? Double.NaN : tQuantile(1 - ALPHA / 2, n - 1) * sd / Math.sqrt(n);
-        return new Interval(n, mean(values), sd, half);
+        return new Interval(n, SampleStats.mean(values), sd, half);
     }
 
     /**
@@ -112,9 +93,9 @@ final class StudyStats {
             throw new IllegalArgumentException("Welch's test needs at least 2 values in each sample, got "
                     + first.length + " and " + second.length);
         }
-        double a = Math.pow(sd(first), 2) / first.length;
-        double b = Math.pow(sd(second), 2) / second.length;
-        double diff = mean(first) - mean(second);
+        double a = Math.pow(SampleStats.sd(first), 2) / first.length;
+        double b = Math.pow(SampleStats.sd(second), 2) / second.length;
+        double diff = SampleStats.mean(first) - SampleStats.mean(second);
         if (a + b == 0) {
             return new Welch(diff == 0 ? 0 : Math.copySign(Double.POSITIVE_INFINITY, diff), Double.NaN,
                     diff == 0 ? 1 : 0);

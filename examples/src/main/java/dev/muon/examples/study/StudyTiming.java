@@ -2,6 +2,7 @@ package dev.muon.examples.study;
 
 import dev.muon.examples.DataError;
 import dev.muon.examples.MachineLoad;
+import dev.muon.examples.SampleStats;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.global.torch;
 
@@ -130,7 +131,7 @@ final class StudyTiming {
                     System.out.printf(Locale.ROOT, "  %-14s %8.2f ms/step  (95%% interval %s over %d rounds); "
                             + "this thread's CPU time %.2f ms/step%n", configs.get(k).arm().label(), iv.mean(),
                             Double.isNaN(iv.halfWidth()) ? "-" : String.format(Locale.ROOT, "%.2f to %.2f", iv.low(),
-                                    iv.high()), rounds, StudyStats.mean(cpuMs[k]));
+                                    iv.high()), rounds, SampleStats.mean(cpuMs[k]));
                 }
             }
             append(csv, rows);
