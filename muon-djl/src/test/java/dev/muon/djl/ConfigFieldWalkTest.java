@@ -207,19 +207,9 @@ class ConfigFieldWalkTest {
         Random random = new Random(row.toString().hashCode());
         double[] values = Float64Update.gaussian(random, shape);
         Float64Update reference = new Float64Update(values, k, 4, null, config);
-        try (NDManager scope = manager.get().newSubManager()) {
-            NDArray weight = scope.create(values, new Shape(shape));
-            ParamBlock block = new ParamBlock().param("w", weight);
-            Muon muon = Muon.builder().optBlock(block).optConfig(config).build();
-            String id = block.getParameters().get(0).getValue().getId();
-            for (int step = 0; step < STEPS; step++) {
-                double[] g = Float64Update.gaussian(random, shape);
-                reference.step(g);
-                muon.update(id, weight, scope.create(g, new Shape(shape)));
-            }
-            double error = Measures.relativeError(weight.toDoubleArray(), reference.p);
-            assertTrue(error <= row.tolerance(), row + ": parameter rel error " + error);
-        }
+        double[] got = MuonReferenceRun.run(manager.get(), config, values, shape, random, STEPS, reference::step);
+        double error = Measures.relativeError(got, reference.p);
+        assertTrue(error <= row.tolerance(), row + ": parameter rel error " + error);
     }
 
     @ParameterizedTest(name = "adamW.{0}")

@@ -1,7 +1,5 @@
 package dev.muon.djl;
 
-import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import dev.muon.MomentumPrecision;
@@ -54,20 +52,11 @@ class UpdateVariantsTest {
         double[] values = Float64Update.gaussian(random, shape);
         Float64Update ref = new Float64Update(values, 1, 6, null, config);
         Float64Update plain = new Float64Update(values, 1, 6, null, config.withCautiousWeightDecay(false));
-        try (NDManager scope = manager.get().newSubManager()) {
-            NDArray weight = scope.create(values, new Shape(shape));
-            ParamBlock block = new ParamBlock().param("w", weight);
-            Muon muon = Muon.builder().optBlock(block).optConfig(config).build();
-            String id = block.getParameters().get(0).getValue().getId();
-            for (int step = 0; step < STEPS; step++) {
-                double[] g = Float64Update.gaussian(random, shape);
-                ref.step(g);
-                plain.step(g);
-                muon.update(id, weight, scope.create(g, new Shape(shape)));
-            }
-            double[] got = weight.toDoubleArray();
-            return new double[]{Measures.relativeError(got, ref.p), Measures.relativeError(plain.p, ref.p)};
-        }
+        double[] got = MuonReferenceRun.run(manager.get(), config, values, shape, random, STEPS, g -> {
+            ref.step(g);
+            plain.step(g);
+        });
+        return new double[]{Measures.relativeError(got, ref.p), Measures.relativeError(plain.p, ref.p)};
     }
 
     static Stream<Arguments> refusedSettings() {
