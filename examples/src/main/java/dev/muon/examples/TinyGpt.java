@@ -26,6 +26,7 @@ import java.util.OptionalDouble;
 import java.util.Random;
 import java.util.concurrent.Callable;
 import java.util.function.Function;
+import java.util.function.Predicate;
 
 /**
  * Trains a small character-level transformer ({@link CharTransformer}) twice on the same text, batches and
@@ -71,20 +72,19 @@ public final class TinyGpt {
 
         /** The last evaluation at or before {@code step}. */
         Point atStep(int step) {
-            Point found = points.get(0);
-            for (Point p : points) {
-                if (p.step() <= step) {
-                    found = p;
-                }
-            }
-            return found;
+            return lastWhere(p -> p.step() <= step);
         }
 
         /** The last evaluation taken within {@code seconds} of training. */
         Point atSeconds(double seconds) {
+            return lastWhere(p -> p.seconds() <= seconds);
+        }
+
+        /** The last evaluation that {@code within} accepts; the first evaluation where it accepts none. */
+        private Point lastWhere(Predicate<Point> within) {
             Point found = points.get(0);
             for (Point p : points) {
-                if (p.seconds() <= seconds) {
+                if (within.test(p)) {
                     found = p;
                 }
             }
