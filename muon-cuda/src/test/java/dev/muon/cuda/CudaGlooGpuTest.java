@@ -1,8 +1,8 @@
 package dev.muon.cuda;
 
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.DataInputStream;
@@ -22,7 +22,6 @@ import java.util.concurrent.TimeUnit;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Distributed {@code Muon} with CUDA parameters over Gloo, W = 2, each rank in its own JVM ({@link CudaGlooWorker})
@@ -30,14 +29,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * ({@code 0.2·lr·steps} absolute) of the same steps in one process. Skips without a GPU, printing why.
  */
 @Tag("gpu")
+@ExtendWith(RequireCuda.class)
 class CudaGlooGpuTest {
     private static final int WORLD = 2;
-
-    @BeforeEach
-    void requireCuda() {
-        assumeTrue(CudaSupport.isAvailable(), () -> "CUDA kernels unavailable: "
-                + CudaSupport.unavailabilityCause().getMessage());
-    }
 
     @Test
     void shardedOverGloo_withCudaTensors_ranksAgree_andMatchOneProcess(@TempDir Path dir) throws Exception {

@@ -18,8 +18,8 @@ import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -33,7 +33,6 @@ import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Every golden case of {@code shared/golden} (through muon-core's test jar) on {@code cuda:0}: the {@code muon_*}
@@ -45,6 +44,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * parameters, the float32 buffers 1e-5 rel in every setting. Skips without a GPU, printing why.
  */
 @Tag("gpu")
+@ExtendWith(RequireCuda.class)
 // PointerScope works by existing: its try block never names it.
 @SuppressWarnings("try")
 class CudaGoldenGpuTest {
@@ -78,12 +78,6 @@ class CudaGoldenGpuTest {
                 System.clearProperty(CudaSupport.DISABLE_FUSED_UPDATES_PROPERTY);
             }
         }
-    }
-
-    @BeforeEach
-    void requireCuda() {
-        assumeTrue(CudaSupport.isAvailable(), () -> "CUDA kernels unavailable: "
-                + CudaSupport.unavailabilityCause().getMessage());
     }
 
     private static Device cuda() {

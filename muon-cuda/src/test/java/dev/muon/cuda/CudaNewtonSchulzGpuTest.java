@@ -11,9 +11,9 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -24,23 +24,17 @@ import java.util.stream.Stream;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The kernels through the Java launcher on a real GPU, against libtorch's float64 iteration. Runs with
  * {@code mvn -Pgpu -pl muon-cuda verify} on a machine with an NVIDIA GPU; skips elsewhere, printing why.
  */
 @Tag("gpu")
+@ExtendWith(RequireCuda.class)
 // PointerScope and CUDAGuard work by existing: their try blocks never name them.
 @SuppressWarnings("try")
 class CudaNewtonSchulzGpuTest {
     private static final NewtonSchulzConfig BF16 = NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.BFLOAT16);
-
-    @BeforeEach
-    void requireCuda() {
-        assumeTrue(CudaSupport.isAvailable(), () -> "CUDA kernels unavailable: "
-                + CudaSupport.unavailabilityCause().getMessage());
-    }
 
     private static Device cuda() {
         return new Device(torch.DeviceType.CUDA, (byte) 0);

@@ -15,9 +15,9 @@ import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -32,7 +32,6 @@ import java.util.Locale;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * A short training run on {@code cuda:0}: {@link MuonAdamW} with bfloat16 Newton–Schulz, so that the hidden matrices
@@ -44,6 +43,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * why.
  */
 @Tag("gpu")
+@ExtendWith(RequireCuda.class)
 // PointerScope works by existing: its try block never names it.
 @SuppressWarnings("try")
 class CudaTrainingGpuTest {
@@ -58,12 +58,6 @@ class CudaTrainingGpuTest {
     /** The optimizer of a run. */
     enum Kind {
         MUON_ADAMW, ADAMW
-    }
-
-    @BeforeEach
-    void requireCuda() {
-        assumeTrue(CudaSupport.isAvailable(), () -> "CUDA kernels unavailable: "
-                + CudaSupport.unavailabilityCause().getMessage());
     }
 
     @Test

@@ -13,9 +13,9 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -28,7 +28,6 @@ import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The fused momentum and update stages ({@link CudaFusedUpdateKernelsProvider} over {@link FusedUpdates}) against
@@ -40,18 +39,13 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * printing why.
  */
 @Tag("gpu")
+@ExtendWith(RequireCuda.class)
 // PointerScope works by existing: its try block never names it.
 @SuppressWarnings("try")
 class FusedUpdateKernelsGpuTest {
     private static final int STEPS = 20;
     private static final MuonConfig CONFIG = MuonConfig.defaults().withLr(0.02).withWeightDecay(0.1)
             .withNsPrecision(NsPrecision.BFLOAT16);
-
-    @BeforeEach
-    void requireCuda() {
-        assumeTrue(CudaSupport.isAvailable(), () -> "CUDA kernels unavailable: "
-                + CudaSupport.unavailabilityCause().getMessage());
-    }
 
     static Stream<Arguments> momenta() {
         // 0.95 and 0.9: 1 − μ in double rounds to another float than 1f − (float) μ; 0.5 and 0 take the other branch

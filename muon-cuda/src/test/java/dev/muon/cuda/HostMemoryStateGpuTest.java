@@ -13,9 +13,9 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
@@ -26,7 +26,6 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Muon's state in pinned host memory for parameters on {@code cuda:0} ({@link StateStorage#hostMemory()}): the
@@ -38,17 +37,12 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * why.
  */
 @Tag("gpu")
+@ExtendWith(RequireCuda.class)
 // PointerScope works by existing: its try block never names it.
 @SuppressWarnings("try")
 class HostMemoryStateGpuTest {
     @TempDir
     Path dir;
-
-    @BeforeEach
-    void requireCuda() {
-        assumeTrue(CudaSupport.isAvailable(), () -> "CUDA kernels unavailable: "
-                + CudaSupport.unavailabilityCause().getMessage());
-    }
 
     private static TensorOptions onCuda() {
         return new TensorOptions(ScalarType.Float).device(new DeviceOptional(new Device(torch.DeviceType.CUDA,
