@@ -146,19 +146,6 @@ public final class DistributedMuonBenchmark implements Callable<Integer> {
         return node;
     }
 
-    /** The 24 hidden matrices, as [out, in] weights. */
-    static List<long[]> shapes() {
-        List<long[]> shapes = new ArrayList<>();
-        for (int layer = 0; layer < LAYERS; layer++) {
-            for (int i = 0; i < 4; i++) {
-                shapes.add(new long[]{D, D});
-            }
-            shapes.add(new long[]{4 * D, D});
-            shapes.add(new long[]{D, 4 * D});
-        }
-        return shapes;
-    }
-
     private static void rank(int rank, int world, int port, int steps, int threads, Path result)
             throws IOException {
         torch.set_num_threads(threads);
@@ -167,7 +154,7 @@ public final class DistributedMuonBenchmark implements Callable<Integer> {
                 .withTimeout(Duration.ofMinutes(5)));
              PointerScope scope = new PointerScope()) {
             List<Tensor> params = new ArrayList<>();
-            for (long[] s : shapes()) {
+            for (long[] s : HiddenShapes.of(D, LAYERS)) {
                 params.add(torch.randn(s).mul_(new org.bytedeco.pytorch.Scalar(0.02)).requires_grad_(true));
             }
             Muon muon = Muon.builder().addGroup(params, MuonConfig.defaults().withLr(0.02))

@@ -145,19 +145,6 @@ public final class StateOffloadBenchmark implements Callable<Integer> {
         return (ObjectNode) JSON.readTree(work.resolve("trial.json").toFile());
     }
 
-    /** The hidden matrices, as [out, in] weights. */
-    static List<long[]> shapes(int layers) {
-        List<long[]> shapes = new ArrayList<>();
-        for (int layer = 0; layer < layers; layer++) {
-            for (int i = 0; i < 4; i++) {
-                shapes.add(new long[]{D, D});
-            }
-            shapes.add(new long[]{4 * D, D});
-            shapes.add(new long[]{D, 4 * D});
-        }
-        return shapes;
-    }
-
     private static StateStorage storage(String config, Path stateDir) {
         return switch (config) {
             case "with-parameter" -> StateStorage.withParameter();
@@ -174,7 +161,7 @@ public final class StateOffloadBenchmark implements Callable<Integer> {
         torch.manual_seed(1);
         try (PointerScope scope = new PointerScope()) {
             List<Tensor> params = new ArrayList<>();
-            for (long[] s : shapes(layers)) {
+            for (long[] s : HiddenShapes.of(D, layers)) {
                 Tensor p = torch.randn(s).mul_(new Scalar(0.02)).requires_grad_(true);
                 p.mutable_grad().put(torch.randn(s));
                 params.add(p);
