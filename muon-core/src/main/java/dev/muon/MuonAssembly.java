@@ -111,18 +111,30 @@ final class MuonAssembly {
         }
         List<ParameterState> all = new ArrayList<>();
         groups.forEach(g -> all.addAll(g.params));
-        checkNoSharedMemory(all);
+        List<Tensor> tensors = new ArrayList<>();
+        List<String> labels = new ArrayList<>();
+        all.forEach(state -> {
+            tensors.add(state.param);
+            labels.add(state.label);
+        });
+        checkNoSharedMemory(tensors, labels,
+                "Muon updates each parameter in place, so parameters must not overlap");
         return new MuonAssembly(List.copyOf(groups), List.copyOf(all), new PlannedUpdates(all, plans));
     }
 
     /**
-     * Refuses two parameters whose memory overlaps (two leaves over one storage, such as slices of one buffer):
-     * each is updated in place, so the second update would start from the first one's result.
+     * Refuses two tensors whose memory overlaps (two leaves over one storage, such as slices of one buffer): each is
+     * updated in place, so the second update would start from the first one's result. Also {@link MuonUpdate}'s,
+     * over its parameters and momentum buffers.
+     *
+     * @param tensors the tensors updated in place
+     * @param labels  how a message names each
+     * @param why     the message's reason, after the two labels
      */
-    private static void checkNoSharedMemory(List<ParameterState> states) {
-        long[][] ranges = new long[states.size()][];
-        for (int i = 0; i < states.size(); i++) {
-            Tensor p = states.get(i).param;
+    static void checkNoSharedMemory(List<Tensor> tensors, List<String> labels, String why) {
+        long[][] ranges = new long[tensors.size()][];
+        for (int i = 0; i < tensors.size(); i++) {
+            Tensor p = tensors.get(i);
             org.bytedeco.javacpp.Pointer data = p.data_ptr();
             if (data == null || data.isNull()) {
                 // No memory behind it (a tensor on the meta device, as for counting state): nothing can overlap.
@@ -150,10 +162,9 @@ final class MuonAssembly {
                 continue;
             }
             if (furthest != null && range[0] < furthest[1]) {
-                ParameterState a = states.get((int) Math.min(furthest[2], range[2]));
-                ParameterState b = states.get((int) Math.max(furthest[2], range[2]));
-                throw new IllegalArgumentException(b.label + " shares memory with " + a.label + "; Muon updates "
-                        + "each parameter in place, so parameters must not overlap");
+                String a = labels.get((int) Math.min(furthest[2], range[2]));
+                String b = labels.get((int) Math.max(furthest[2], range[2]));
+                throw new IllegalArgumentException(b + " shares memory with " + a + "; " + why);
             }
             if (furthest == null || range[1] > furthest[1]) {
                 furthest = range;

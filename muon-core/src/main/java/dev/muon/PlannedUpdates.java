@@ -218,22 +218,35 @@ final class PlannedUpdates {
      * @return 0: no parameter was orthogonalized in a batch
      */
     private int update(int index, Tensor grad, UpdateSlots.Step step) {
-        ParameterState state = states.get(index);
-        UpdatePlan plan = plans.get(index);
+        double lr = updateAlone(states.get(index), plans.get(index), grad, step);
+        if (!Double.isNaN(lr)) {
+            appliedLrs[index] = lr;
+        }
+        return 0;
+    }
+
+    /**
+     * One parameter's whole update on its own, with no batch: before, the orthogonalization of each block, after,
+     * and the finish. Also {@link MuonUpdate}'s, whose caller owns the state.
+     *
+     * @return the scaled lr of its first block, NaN for an empty parameter (nothing applied)
+     */
+    static double updateAlone(ParameterState state, UpdatePlan plan, Tensor grad, UpdateSlots.Step step) {
         List<UpdateSlots.Block> blocks = plan.beforeOrthogonalize(state, grad, null, step);
         if (state.matrix.numel() == 0) {
             // Nothing to orthogonalize or update; the (empty) momentum buffer exists, as in PyTorch's Muon.
-            return 0;
+            return Double.NaN;
         }
+        double first = Double.NaN;
         for (int b = 0; b < blocks.size(); b++) {
             UpdateSlots.Block block = blocks.get(b);
             double lr = plan.afterOrthogonalize(state, block, state.orthogonalizer.orthogonalize(block.u()), step);
             if (b == 0) {
-                appliedLrs[index] = lr;
+                first = lr;
             }
         }
         plan.finish(state, step);
-        return 0;
+        return first;
     }
 
     /**
