@@ -6,6 +6,7 @@
  * {@code dev.muon.schedule} drive. Newton–Schulz and its extension point live in {@code dev.muon.orthogonalize}.
  * Both optimizers have a distributed mode ({@code Builder.distributed(..)}) that shards the Muon work over the c10d
  * process group of {@code dev.muon.distributed}, and can keep the Muon state in pinned host memory or in files
- * between updates ({@link dev.muon.StateStorage}).
+ * between updates ({@link dev.muon.StateStorage}). {@link dev.muon.MuonUpdate} is the same update as one stateless
+ * call over momentum buffers the caller owns, PyTorch's {@code torch.optim.functional.muon}.
  */
 package dev.muon;
