@@ -108,6 +108,7 @@ public final class MuonUpdate {
         try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             List<ParameterState> states = new ArrayList<>(params.size());
             try {
+                List<UpdatePlan> plans = new ArrayList<>(params.size());
                 List<Tensor> usedGrads = new ArrayList<>(params.size());
                 List<Tensor> inPlace = new ArrayList<>(2 * params.size());
                 List<String> labels = new ArrayList<>(2 * params.size());
@@ -130,18 +131,17 @@ public final class MuonUpdate {
                             recipe.buffers());
                     states.add(state);
                     state.install(recipe.momentum().buffer(), buffer);
+                    // No NorMuon workspaces: norMuon is refused above. Made here, with the checks: a plan that
+                    // refused its parameter must do so before the first parameter changes.
+                    plans.add(UpdatePlan.of(config, state, workshop.scratch, null));
                 }
                 MuonAssembly.checkNoSharedMemory(inPlace, labels, "each is updated in place, so none may overlap "
                         + "another");
-                // Last of the checks: the plan refuses nothing this call has not refused already.
                 UpdateSlots.Step step = new UpdateSlots.Step(config);
                 for (int i = 0; i < states.size(); i++) {
                     Tensor grad = usedGrads.get(i);
                     if (grad != null) {
-                        ParameterState state = states.get(i);
-                        // No NorMuon workspaces: norMuon is refused above.
-                        UpdatePlan plan = UpdatePlan.of(config, state, workshop.scratch, null);
-                        PlannedUpdates.updateAlone(state, plan, grad, step);
+                        PlannedUpdates.updateAlone(states.get(i), plans.get(i), grad, step);
                     }
                 }
             } finally {

@@ -1,7 +1,10 @@
 package dev.muon;
 
 import dev.muon.golden.NativeScopePerTest;
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.junit.jupiter.api.Test;
@@ -174,6 +177,11 @@ class MuonUpdateTest {
                 row("grad_dtype_isRejected", in -> in.grads.set(2, torch.randn(4, 3).to(ScalarType.Double)),
                         "grads[2] has dtype Double but params[2] has dtype Float; a gradient must have its "
                                 + "parameter's dtype"),
+                row("grad_device_isRejected", in -> in.grads.set(2, onMeta(4, 3)),
+                        "grads[2] is on meta but params[2] is on cpu; a gradient must be on its parameter's device"),
+                row("buffer_device_isRejected", in -> in.buffers.set(2, onMeta(4, 3)),
+                        "momentumBuffers[2] is on meta but params[2] is on cpu; a momentum buffer must be on its "
+                                + "parameter's device"),
                 row("grad_complex_isUnsupported", UnsupportedOperationException.class,
                         in -> in.grads.set(2, torch.randn(4, 3).to(ScalarType.ComplexFloat)),
                         "Muon does not support complex gradients; grads[2] has dtype ComplexFloat"),
@@ -200,6 +208,11 @@ class MuonUpdateTest {
                 row("buffer_sharedByTwo_isRejected", in -> in.buffers.set(2, in.buffers.get(0)),
                         "momentumBuffers[2] shares memory with momentumBuffers[0]; each is updated in place, so "
                                 + "none may overlap another"));
+    }
+
+    /** A tensor on the meta device: another device than the CPU's, on any machine. */
+    private static Tensor onMeta(long... shape) {
+        return torch.empty(shape, new TensorOptions().device(new DeviceOptional(new Device("meta"))), null);
     }
 
     private static Arguments row(String name, Consumer<Inputs> spoil, String message) {
@@ -230,11 +243,11 @@ class MuonUpdateTest {
         }
     }
 
-    /** Copies of the defined tensors of the lists, null for the others, in order. */
+    /** Copies of the tensors of the lists that hold values, null for the others (undefined, on meta), in order. */
     private static List<Tensor> copies(List<Tensor> params, List<Tensor> buffers) {
         List<Tensor> out = new ArrayList<>();
         Stream.concat(params.stream(), buffers.stream())
-                .forEach(t -> out.add(t == null || !t.defined() ? null : t.clone()));
+                .forEach(t -> out.add(t == null || !t.defined() || t.is_meta() ? null : t.clone()));
         return out;
     }
 
