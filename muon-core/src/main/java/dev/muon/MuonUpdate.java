@@ -173,17 +173,22 @@ public final class MuonUpdate {
             case NEWTON_SCHULZ, EXACT_SVD -> {
             }
         }
-        switch (recipe.normalizer()) {
+        switch (recipe.rowScaling()) {
             case NONE -> {
             }
-            case NORMUON -> throw UpdateRecipe.refused(recipe.normalizer(), ENTRY, "its per-row second moment is "
+            case NORMUON -> throw UpdateRecipe.refused(recipe.rowScaling(), ENTRY, "its per-row second moment is "
                     + "state that apply has no argument for; use Muon");
         }
         switch (recipe.applier()) {
             case DECOUPLED_DECAY, CAUTIOUS_DECAY -> {
             }
-            case HYPERBALL -> throw UpdateRecipe.refused(recipe.applier(), ENTRY, "its radius is each parameter's "
-                    + "norm when an optimizer is built, state that apply has no argument for; use Muon");
+        }
+        switch (recipe.weightHook()) {
+            // The other hooks keep no state: each measures the parameter within the call.
+            case NONE, RADIAL_BRAKE, RELATIVE_UPDATE, UPDATE_FLOOR, UPDATE_FLOOR_PER_ROW -> {
+            }
+            case HYPERBALL -> throw UpdateRecipe.refused(recipe.weightHook(), ENTRY, "its radius is each "
+                    + "parameter's norm when an optimizer is built, state that apply has no argument for; use Muon");
         }
         return recipe;
     }

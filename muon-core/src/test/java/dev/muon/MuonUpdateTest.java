@@ -58,6 +58,15 @@ class MuonUpdateTest {
                 Orthogonalization.EXACT_SVD)));
         cells.add(Arguments.of(ScalarType.Float, "bfloat16 Newton-Schulz", base().withNsPrecision(
                 dev.muon.orthogonalize.NsPrecision.BFLOAT16)));
+        // The weight hooks without state run within the call.
+        for (ScalarType dtype : List.of(ScalarType.Float, ScalarType.Double)) {
+            cells.add(Arguments.of(dtype, "RadialBrake", base().withRadialBrake(new RadialBrakeConfig(0.5, 0.75,
+                    1e-12))));
+            cells.add(Arguments.of(dtype, "RelativeUpdate", base().withRelativeUpdate(
+                    RelativeUpdateConfig.defaults())));
+            cells.add(Arguments.of(dtype, "update floor per row", base().withUpdateFloor(
+                    new UpdateFloorConfig(0.1, true, 1e-12))));
+        }
         return cells.stream();
     }
 
