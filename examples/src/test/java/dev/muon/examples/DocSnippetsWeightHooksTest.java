@@ -1,0 +1,52 @@
+package dev.muon.examples;
+
+import dev.muon.Muon;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.ScalarTypeOptional;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Runs api.md's weight-hook snippet ({@link DocSnippetsWeightHooks#hookedMuons}): both optimizers train, and the
+ * floored one's every step moves each row by at least the floor's share of its norm.
+ */
+class DocSnippetsWeightHooksTest {
+
+    @Test
+    void hookSnippet_trains_andTheFloorHoldsPerRow() {
+        try (PointerScope scope = new PointerScope()) {
+            torch.manual_seed(9);
+            Tensor braked = torch.randn(32, 16).requires_grad_(true);
+            Tensor floored = torch.randn(32, 16).requires_grad_(true);
+            Tensor target = torch.randn(32, 16);
+            List<Muon> muons = DocSnippetsWeightHooks.hookedMuons(List.of(braked, floored));
+            double first = Double.NaN;
+            double last = Double.NaN;
+            for (int step = 0; step < 5; step++) {
+                muons.forEach(Muon::zeroGrad);
+                Tensor loss = braked.sub(target).pow(new Scalar(2)).sum().add(floored.sub(target).pow(new Scalar(2))
+                        .sum());
+                last = loss.item_double();
+                first = step == 0 ? last : first;
+                loss.backward();
+                Tensor before = floored.detach().clone();
+                muons.forEach(Muon::step);
+                Tensor moved = torch.linalg_vector_norm(floored.detach().sub(before), new Scalar(2), new long[]{1},
+                        false, new ScalarTypeOptional());
+                Tensor rows = torch.linalg_vector_norm(before, new Scalar(2), new long[]{1}, false,
+                        new ScalarTypeOptional());
+                // Each row's step Δ is at least 0.35 of the row's norm; the decay moves the row by lr·wd of its
+                // norm too, at most against Δ: ‖Δ + lr·wd·p‖ ≥ (0.35 − 0.02·0.1)·‖p‖ (float32 rounding aside).
+                assertTrue(moved.div(rows).min().item_double() >= (0.35 - 0.02 * 0.1) * (1 - 1e-5),
+                        "every row moves by at least the floor: " + moved.div(rows).min().item_double());
+            }
+            assertTrue(last < first, "five steps lower the loss: " + first + " -> " + last);
+        }
+    }
+}
