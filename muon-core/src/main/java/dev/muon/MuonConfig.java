@@ -49,6 +49,9 @@ import java.util.function.Consumer;
  *       parameter's norm; the lr adjustment has no effect</td></tr>
  *   <tr><td>updateFloor</td><td>null (off)</td><td>{@link UpdateFloorConfig}: the step at least a share of the
  *       parameter's norm, whole or per row</td></tr>
+ *   <tr><td>muown</td><td>null (off)</td><td>{@link MuownConfig}: each 2-D weight kept as per-row magnitudes
+ *       (moved by Adam, decayed by weightDecay) times a direction (moved by Muon); needs nesterov false, no
+ *       Hyperball, no cautious decay and momentumPrecision PARAMETER</td></tr>
  * </table>
  * Hyperball, RadialBrake, RelativeUpdate and the update floor are weight-update hooks
  * ({@link UpdateRecipe.WeightHook}): a group has at most one.
@@ -80,6 +83,7 @@ import java.util.function.Consumer;
  * @param radialBrake       RadialBrake's settings, or null (the default)
  * @param relativeUpdate    RelativeUpdate's settings, or null (the default)
  * @param updateFloor       the update floor's settings, or null (the default)
+ * @param muown             Muown's settings, or null for Muon's update of the weights themselves (the default)
  */
 public record MuonConfig(double lr, double weightDecay, double momentum, boolean nesterov,
                          NewtonSchulzConfig newtonSchulz, AdjustLr adjustLr, double extraScale,
@@ -87,7 +91,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
                          boolean batchSameShape, NorMuonConfig norMuon, boolean cautiousWeightDecay,
                          MomentumPrecision momentumPrecision, HyperballConfig hyperball,
                          RadialBrakeConfig radialBrake, RelativeUpdateConfig relativeUpdate,
-                         UpdateFloorConfig updateFloor) {
+                         UpdateFloorConfig updateFloor, MuownConfig muown) {
     static {
         // First, in case this is the first type of ours a program touches: see TorchNatives.
         TorchNatives.extract();
@@ -140,6 +144,36 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
                     + "radialBrake, relativeUpdate, updateFloor), as Emerging-Optimizers' weight_update_hook; got "
                     + String.join(" and ", hooks));
         }
+        if (muown != null) {
+            requireMuownComposes(nesterov, cautiousWeightDecay, momentumPrecision, hyperball, hooks);
+        }
+    }
+
+    /** What Muown does not compose with, each refused naming the field, the rule, the value and why. */
+    private static void requireMuownComposes(boolean nesterov, boolean cautiousWeightDecay,
+                                             MomentumPrecision momentumPrecision, HyperballConfig hyperball,
+                                             List<String> hooks) {
+        if (nesterov) {
+            throw new IllegalArgumentException("nesterov must be false with muown (Muown's reference has no Nesterov "
+                    + "blend; set withNesterov(false) first), got true");
+        }
+        if (hyperball != null) {
+            throw new IllegalArgumentException("hyperball must be off with muown (both decide how the weights' norms "
+                    + "move: the sphere fixes the norm Muown learns per row), got " + hyperball);
+        }
+        if (!hooks.isEmpty()) {
+            throw new IllegalArgumentException(hooks.get(0) + " must be off with muown (a weight-update hook changes "
+                    + "the weight's norm or step, which Muown keeps as its per-row magnitudes and direction: its "
+                    + "next step would undo the hook), got on");
+        }
+        if (cautiousWeightDecay) {
+            throw new IllegalArgumentException("cautiousWeightDecay must be false with muown (Muown decays the row "
+                    + "magnitudes, which have no update to agree in sign with), got true");
+        }
+        if (momentumPrecision != MomentumPrecision.PARAMETER) {
+            throw new IllegalArgumentException("momentumPrecision must be PARAMETER with muown (Muown keeps its "
+                    + "momentum in float32, float64 for a float64 parameter), got " + momentumPrecision);
+        }
     }
 
     /**
@@ -163,7 +197,8 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
                       ConvWeights convWeights, StackedWeights stackedWeights, Orthogonalization orthogonalization,
                       boolean batchSameShape) {
         this(lr, weightDecay, momentum, nesterov, newtonSchulz, adjustLr, extraScale, convWeights, stackedWeights,
-                orthogonalization, batchSameShape, null, false, MomentumPrecision.PARAMETER, null, null, null, null);
+                orthogonalization, batchSameShape, null, false, MomentumPrecision.PARAMETER, null, null, null, null,
+                null);
     }
 
     /**
@@ -195,7 +230,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         this(lr, weightDecay, momentum, nesterov,
                 new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm), adjustLr, extraScale,
                 convWeights, stackedWeights, orthogonalization, batchSameShape, null, false,
-                MomentumPrecision.PARAMETER, null, null, null, null);
+                MomentumPrecision.PARAMETER, null, null, null, null, null);
     }
 
     /**
@@ -569,6 +604,20 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         return copy(d -> d.updateFloor = value);
     }
 
+    /**
+     * A copy with Muown on or off: each 2-D weight kept as per-row magnitudes, moved by Adam and decayed by the
+     * weight decay, times a direction, moved by Muon (see {@link MuownConfig}); set {@code withNesterov(false)}
+     * first.
+     *
+     * @param value the settings, or null to turn Muown off
+     * @return the copy
+     * @throws IllegalArgumentException if Nesterov, Hyperball or cautious weight decay is on, or the momentum is
+     *                                  stored in bfloat16
+     */
+    public MuonConfig withMuown(MuownConfig value) {
+        return copy(d -> d.muown = value);
+    }
+
     /** The one copy helper: a wither changes fields of a draft of this config, and the draft is validated anew. */
     private MuonConfig copy(Consumer<Draft> change) {
         Draft draft = new Draft(this);
@@ -604,6 +653,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         RadialBrakeConfig radialBrake;
         RelativeUpdateConfig relativeUpdate;
         UpdateFloorConfig updateFloor;
+        MuownConfig muown;
 
         Draft(MuonConfig c) {
             lr = c.lr;
@@ -628,13 +678,14 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
             radialBrake = c.radialBrake;
             relativeUpdate = c.relativeUpdate;
             updateFloor = c.updateFloor;
+            muown = c.muown;
         }
 
         MuonConfig build() {
             return new MuonConfig(lr, weightDecay, momentum, nesterov,
                     new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm), adjustLr,
                     extraScale, convWeights, stackedWeights, orthogonalization, batchSameShape, norMuon,
-                    cautiousWeightDecay, momentumPrecision, hyperball, radialBrake, relativeUpdate, updateFloor);
+                    cautiousWeightDecay, momentumPrecision, hyperball, radialBrake, relativeUpdate, updateFloor, muown);
         }
     }
 
