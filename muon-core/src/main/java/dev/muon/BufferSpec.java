@@ -39,7 +39,9 @@ public record BufferSpec(String key, String torchKey, String label, Shape shape,
          * a stack of {@code k} matrices), and {@code [out]} for a 4-D conv filter flattened to
          * {@code out × (in·kh·kw)}.
          */
-        ROWS;
+        ROWS,
+        /** One value per parameter, a 0-dim tensor (a per-parameter step count, as PyTorch's Adam keeps). */
+        SCALAR;
 
         static {
             TorchNatives.extract();
@@ -56,6 +58,7 @@ public record BufferSpec(String key, String torchKey, String label, Shape shape,
                 case PARAMETER -> parameter.clone();
                 case ROWS -> parameter.length == 4 ? new long[]{parameter[0]}
                         : Arrays.copyOf(parameter, Math.max(0, parameter.length - 1));
+                case SCALAR -> new long[0];
             };
         }
     }

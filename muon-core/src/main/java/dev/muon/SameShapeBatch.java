@@ -110,8 +110,11 @@ final class SameShapeBatch {
                 members.add(states.get(indices.get(k)));
                 positions[k] = first + indices.get(k);
             }
+            // Muown's U is its float32 (float64) momentum whatever the parameter's dtype: the stack keeps it so.
+            UpdateRecipe.Momentum momentum = UpdateRecipe.of(config).momentum();
             ScalarType stackType = head.fusedKernels != null ? config.nsPrecision().scalarType()
-                    : head.matrix.scalar_type();
+                    : momentum == UpdateRecipe.Momentum.MUOWN_DIRECTION
+                    ? ParameterState.dtypeOf(momentum.buffer(), head.param) : head.matrix.scalar_type();
             for (int[] chunk : chunks(indices.size(), head.layout.rows() * head.layout.cols())) {
                 if (chunk[1] < MIN_PARAMETERS) {
                     continue;

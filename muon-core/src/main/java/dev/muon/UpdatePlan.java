@@ -65,12 +65,16 @@ final class UpdatePlan {
         FusedUpdateKernels fused = state.fusedKernels;
         BufferSpec momentumBuffer = recipe.momentum().buffer();
         LibtorchMomentum plainMomentum = new LibtorchMomentum(scratch, momentumBuffer);
+        // Muown's momentum and applier are one object: the applier needs what the momentum computed.
+        MuownUpdate muown = recipe.applier() == UpdateRecipe.Applier.MUOWN ? new MuownUpdate(built.muown(), state)
+                : null;
         Momentum momentum = switch (recipe.momentum()) {
             case EMA -> fused != null ? new FusedMomentum(fused, plainMomentum, scratch, momentumBuffer)
                     : plainMomentum;
             // A bfloat16 parameter's buffer is bfloat16 either way: stored in bfloat16 is kept in its dtype.
             case EMA_BFLOAT16_STORED -> param.scalar_type().value == ScalarType.BFloat16.value ? plainMomentum
                     : new BfloatMomentum(scratch, momentumBuffer);
+            case MUOWN_DIRECTION -> muown;
         };
         RowScaling rowScaling = switch (recipe.rowScaling()) {
             case NONE -> (o, block, parameter, step) -> o;
@@ -83,6 +87,7 @@ final class UpdatePlan {
         Applier decay = switch (recipe.applier()) {
             case DECOUPLED_DECAY -> fusedApply ? new FusedApply(fused) : UpdatePlan::decayAndStep;
             case CAUTIOUS_DECAY -> UpdatePlan::cautiousDecayAndStep;
+            case MUOWN -> muown;
         };
         Applier applier = switch (recipe.weightHook()) {
             case NONE -> decay;

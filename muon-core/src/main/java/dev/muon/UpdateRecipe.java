@@ -15,7 +15,8 @@ import java.util.Objects;
  *   momentum        B = B.lerp(g, 1 − μ); U = nesterov ? g.lerp(B, μ) : B       EMA, or stored in bfloat16
  *   orthogonalizer  O = NS(U) in nsPrecision with nsAlgorithm's kernel           or the exact SVD reference
  *   rowScaling      O as it is, or NorMuon's neuron-wise row scaling with its second moment
- *   applier         decoupled weight decay and p −= lr·ratio·O, or cautious decay
+ *   applier         decoupled weight decay and p −= lr·ratio·O, or cautious decay; or Muown's direction and row
+ *                   magnitudes (its momentum element feeds the direction's gradient)
  *   weightHook      around the applier: none; Hyperball's sphere; RadialBrake; RelativeUpdate; an update floor
  * </pre>
  * One word, one meaning: "normalize" is only the Newton–Schulz input's division by its norm; what NorMuon does to
@@ -52,6 +53,30 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
     public static final BufferSpec SECOND_MOMENT = new BufferSpec("second_moment", "normuon_second_moment",
             "NorMuon second moment", BufferSpec.Shape.ROWS, BufferSpec.Dtype.WIDE,
             BufferSpec.Values.FINITE_NON_NEGATIVE, true);
+    /**
+     * Muown's momentum buffer ({@link MuownConfig}): the same buffer as {@link #MOMENTUM}, kept in float32 (float64
+     * for a float64 parameter), as Muown's reference keeps it whatever the parameter's dtype.
+     */
+    public static final BufferSpec MUOWN_MOMENTUM = new BufferSpec("momentum", "momentum_buffer", "momentum buffer",
+            BufferSpec.Shape.PARAMETER, BufferSpec.Dtype.WIDE, BufferSpec.Values.FINITE, true);
+    /** Muown's per-row magnitudes {@code g}, seeded with the parameter's row norms at its first step. */
+    public static final BufferSpec MUOWN_G = new BufferSpec("muown_g", "g", "Muown row magnitudes",
+            BufferSpec.Shape.ROWS, BufferSpec.Dtype.WIDE, BufferSpec.Values.FINITE, true);
+    /** Muown's per-row norms of the direction {@code v}, seeded as {@link #MUOWN_G} is. */
+    public static final BufferSpec MUOWN_V_NORM = new BufferSpec("muown_v_norm", "v_norm", "Muown direction norms",
+            BufferSpec.Shape.ROWS, BufferSpec.Dtype.WIDE, BufferSpec.Values.FINITE_NON_NEGATIVE, true);
+    /** Adam's first moment of the magnitudes' gradient. */
+    public static final BufferSpec MUOWN_M_G = new BufferSpec("muown_m_g", "m_g", "Muown magnitude first moment",
+            BufferSpec.Shape.ROWS, BufferSpec.Dtype.WIDE, BufferSpec.Values.FINITE, true);
+    /** Adam's second moment of the magnitudes' gradient. */
+    public static final BufferSpec MUOWN_V_G = new BufferSpec("muown_v_g", "v_g", "Muown magnitude second moment",
+            BufferSpec.Shape.ROWS, BufferSpec.Dtype.WIDE, BufferSpec.Values.FINITE_NON_NEGATIVE, true);
+    /**
+     * The parameter's own step count {@code t} of Adam's bias corrections: a parameter without a gradient in a step
+     * is not updated and does not count it, so it may differ from the optimizer's step count.
+     */
+    public static final BufferSpec MUOWN_STEP = new BufferSpec("muown_step", "step", "Muown step count",
+            BufferSpec.Shape.SCALAR, BufferSpec.Dtype.WIDE, BufferSpec.Values.FINITE_NON_NEGATIVE, true);
 
     /** One element of a recipe: a choice that a setting of {@link MuonConfig} made. */
     public interface Element {
@@ -78,7 +103,12 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
         /** In the parameter's dtype, PyTorch's formula. */
         EMA("momentumPrecision = PARAMETER", MOMENTUM),
         /** Stored in bfloat16, advanced in float32 (float64 for a float64 parameter). */
-        EMA_BFLOAT16_STORED("momentumPrecision = BFLOAT16", MOMENTUM_BFLOAT16);
+        EMA_BFLOAT16_STORED("momentumPrecision = BFLOAT16", MOMENTUM_BFLOAT16),
+        /**
+         * Muown's ({@link MuownConfig}): the EMA of the direction's gradient {@code grad_v} in place of the
+         * gradient, in float32 (float64 for a float64 parameter), no Nesterov blend.
+         */
+        MUOWN_DIRECTION("muown = on", MUOWN_MOMENTUM);
 
         static {
             TorchNatives.extract();
@@ -168,7 +198,12 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
         /** {@code p = (1 − lr·weightDecay)·p}, then {@code p −= scaledLr·O}. */
         DECOUPLED_DECAY("cautiousWeightDecay = false"),
         /** The decay only where {@code O ⊙ p >= 0}, then {@code p −= scaledLr·O}. */
-        CAUTIOUS_DECAY("cautiousWeightDecay = true");
+        CAUTIOUS_DECAY("cautiousWeightDecay = true"),
+        /**
+         * Muown: {@code O} moves the direction, Adam the row magnitudes, which the weight decay decays, and the
+         * parameter is their product ({@link MuownConfig}).
+         */
+        MUOWN("muown = on");
 
         static {
             TorchNatives.extract();
@@ -183,6 +218,11 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
         @Override
         public String setting() {
             return setting;
+        }
+
+        @Override
+        public List<BufferSpec> buffers() {
+            return this == MUOWN ? List.of(MUOWN_G, MUOWN_V_NORM, MUOWN_M_G, MUOWN_V_G, MUOWN_STEP) : List.of();
         }
     }
 
@@ -256,13 +296,15 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
      */
     public static UpdateRecipe of(MuonConfig config) {
         return new UpdateRecipe(
-                config.momentumPrecision() == MomentumPrecision.BFLOAT16 ? Momentum.EMA_BFLOAT16_STORED
+                config.muown() != null ? Momentum.MUOWN_DIRECTION
+                        : config.momentumPrecision() == MomentumPrecision.BFLOAT16 ? Momentum.EMA_BFLOAT16_STORED
                         : Momentum.EMA,
                 config.orthogonalization() == Orthogonalization.EXACT_SVD ? Orthogonalizer.EXACT_SVD
                         : Orthogonalizer.NEWTON_SCHULZ,
                 config.nsPrecision(), config.nsAlgorithm(),
                 config.norMuon() != null ? RowScaling.NORMUON : RowScaling.NONE,
-                config.cautiousWeightDecay() ? Applier.CAUTIOUS_DECAY : Applier.DECOUPLED_DECAY,
+                config.muown() != null ? Applier.MUOWN
+                        : config.cautiousWeightDecay() ? Applier.CAUTIOUS_DECAY : Applier.DECOUPLED_DECAY,
                 weightHook(config));
     }
 

@@ -3,6 +3,7 @@ package dev.muon.golden;
 import dev.muon.HyperballConfig;
 import dev.muon.MomentumPrecision;
 import dev.muon.MuonConfig;
+import dev.muon.MuownConfig;
 import dev.muon.Orthogonalization;
 import dev.muon.orthogonalize.Coefficients;
 
@@ -15,7 +16,8 @@ import java.util.Random;
  * {@code lerp} computes them, stored in bfloat16 if the config says so; PyTorch's Newton–Schulz per block
  * ({@link #newtonSchulz}); NorMuon per block (the block's rows of the second moment, the block rescaled to
  * unit RMS on its own); the config's {@code AdjustLr} on the block's shape; plain or cautious decoupled weight
- * decay, or Hyperball's sphere over the whole parameter (a fixed radius applied to the initial values).
+ * decay, or Hyperball's sphere over the whole parameter (a fixed radius applied to the initial values), or Muown's
+ * row magnitudes and direction ({@link #muownStep}, a 2-D weight).
  * The reference of muon-core's {@code UpdateVariantsReferenceTest} and {@code CombinationTableTest}, and of
  * muon-djl's tests of the same settings: it loads no libtorch class, so a module without bytedeco can use it.
  */
@@ -29,6 +31,17 @@ public final class Float64Update {
     public final double[] p;
     public final double[] momentum;
     public final double[] v;
+    /**
+     * Muown's state ({@code k·m} entries each): the row magnitudes, the direction's row norms, Adam's moments of the
+     * magnitudes' gradient; and its step count.
+     */
+    public final double[] muownG;
+    public final double[] muownVNorm;
+    public final double[] muownMG;
+    public final double[] muownVG;
+    public long muownStep;
+    /** Muown's direction during a step, which each block's {@code O} moves. */
+    private double[] direction;
 
     /**
      * @param values the parameter's initial values, row-major
@@ -46,6 +59,10 @@ public final class Float64Update {
         this.p = values.clone();
         this.momentum = new double[values.length];
         this.v = new double[k * m];
+        this.muownG = new double[k * m];
+        this.muownVNorm = new double[k * m];
+        this.muownMG = new double[k * m];
+        this.muownVG = new double[k * m];
         HyperballConfig h = c.hyperball();
         if (h != null && h.fixedRadius()) {
             // Hyperball's fixed sphere: every parameter starts on it.
@@ -67,6 +84,10 @@ public final class Float64Update {
 
     /** One step with gradient {@code g} (row-major, the parameter's size). */
     public void step(double[] g) {
+        if (c.muown() != null) {
+            muownStep(g);
+            return;
+        }
         double mu = c.momentum();
         boolean bf16 = c.momentumPrecision() == MomentumPrecision.BFLOAT16;
         double[] u = new double[g.length];
@@ -143,6 +164,72 @@ public final class Float64Update {
         return Math.sqrt(sum);
     }
 
+    /**
+     * Muown's step (Lion et al., arXiv 2605.10797), a 2-D weight of {@code m} rows: {@code t += 1}; at {@code t = 1}
+     * {@code g = v_norm = ‖p‖_row}; {@code u = p/g}, {@code v = u·v_norm}, {@code grad_g = rowsum(grad ⊙ u)},
+     * {@code grad_v = (g/v_norm)·(grad − u·grad_g)}; {@code B = B.lerp(grad_v, 1 − μ)}; per block
+     * {@code v −= lr'·O(B)}; Adam on {@code g} with the unadjusted lr, then {@code g += (−wd·lr)·g};
+     * {@code p = g·v/‖v‖_row}, {@code v_norm = ‖v‖_row}.
+     */
+    private void muownStep(double[] grad) {
+        MuownConfig mc = c.muown();
+        int rowsAll = k * m;
+        muownStep++;
+        if (muownStep == 1) {
+            for (int r = 0; r < rowsAll; r++) {
+                muownG[r] = rowNorm(p, r);
+                muownVNorm[r] = muownG[r];
+            }
+        }
+        direction = new double[p.length];
+        double[] gradG = new double[rowsAll];
+        for (int r = 0; r < rowsAll; r++) {
+            double sum = 0;
+            for (int j = 0; j < n; j++) {
+                double u = p[r * n + j] / muownG[r];
+                direction[r * n + j] = u * muownVNorm[r];
+                sum += grad[r * n + j] * u;
+            }
+            gradG[r] = sum;
+            double factor = muownG[r] / muownVNorm[r];
+            for (int j = 0; j < n; j++) {
+                int e = r * n + j;
+                double gradV = factor * (grad[e] - p[e] / muownG[r] * sum);
+                momentum[e] = lerp(momentum[e], gradV, 1 - c.momentum());
+            }
+        }
+        for (int mat = 0; mat < k; mat++) {
+            int first = 0;
+            for (int rows : blocks) {
+                updateBlock(momentum, mat * m + first, rows, null);
+                first += rows;
+            }
+        }
+        double correction1 = 1 - Math.pow(mc.beta1(), muownStep);
+        double correction2 = 1 - Math.pow(mc.beta2(), muownStep);
+        for (int r = 0; r < rowsAll; r++) {
+            muownMG[r] = lerp(muownMG[r], gradG[r], 1 - mc.beta1());
+            muownVG[r] = lerp(muownVG[r], gradG[r] * gradG[r], 1 - mc.beta2());
+            double update = (muownMG[r] / correction1) / (Math.sqrt(muownVG[r] / correction2) + mc.adamEps());
+            muownG[r] -= c.lr() * update;
+            muownG[r] += -c.weightDecay() * c.lr() * muownG[r];
+            double norm = rowNorm(direction, r);
+            for (int j = 0; j < n; j++) {
+                p[r * n + j] = muownG[r] * (direction[r * n + j] / norm);
+            }
+            muownVNorm[r] = norm;
+        }
+        direction = null;
+    }
+
+    private double rowNorm(double[] x, int r) {
+        double sum = 0;
+        for (int j = 0; j < n; j++) {
+            sum += x[r * n + j] * x[r * n + j];
+        }
+        return Math.sqrt(sum);
+    }
+
     /** Hyperball: {@code p' = p − lr·R·O/max(‖O‖, eps)}, {@code p = R·p'/max(‖p'‖, eps)}, over the parameter. */
     private void hyperball(double[] o) {
         HyperballConfig h = c.hyperball();
@@ -211,6 +298,15 @@ public final class Float64Update {
             for (int i = 0; i < rows; i++) {
                 for (int j = 0; j < n; j++) {
                     whole[(base + i) * n + j] = factor * o[i][j];
+                }
+            }
+            return;
+        }
+        if (direction != null) {
+            // Muown: O moves the direction, v' = v − lr·O.
+            for (int i = 0; i < rows; i++) {
+                for (int j = 0; j < n; j++) {
+                    direction[(base + i) * n + j] -= lr * o[i][j];
                 }
             }
             return;
