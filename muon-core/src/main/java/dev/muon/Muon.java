@@ -1099,6 +1099,13 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
                 List<Tensor> tensors = new ArrayList<>();
                 parts.states.forEach(state -> tensors.add(state.param));
                 qkClip.requireParametersOf(QkClip.identities(tensors), "Muon");
+                List<Tensor> muown = new ArrayList<>();
+                parts.groups.forEach(g -> g.params.forEach(state -> {
+                    if (g.config().muown() != null) {
+                        muown.add(state.param);
+                    }
+                }));
+                qkClip.refuseMuown(QkClip.identities(muown));
             }
             Sharding sharding = null;
             if (group != null) {

@@ -1016,6 +1016,9 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
                 List<Tensor> trainable = new ArrayList<>(classified.tensors(OptimizerKind.MUON));
                 trainable.addAll(classified.tensors(OptimizerKind.ADAMW));
                 qkClip.requireParametersOf(QkClip.identities(trainable), "MuonAdamW");
+                if (muon.muown() != null) {
+                    qkClip.refuseMuown(QkClip.identities(classified.tensors(OptimizerKind.MUON)));
+                }
             }
             MuonAdamW optimizer = new MuonAdamW(this, muon, classified);
             classified.requireMuon(allowEmptyMuon);

@@ -207,6 +207,26 @@ public final class QkClip {
         }
     }
 
+    /**
+     * Refuses, when an optimizer is built with this hook, a registered tensor that Muown updates
+     * ({@link MuonConfig#withMuown}): Muown keeps each row's magnitude in its own state and writes it back at the
+     * parameter's next step, which would undo the clip's rescaling.
+     *
+     * @param muown the identities of the parameters Muown updates
+     * @throws IllegalArgumentException naming the parameter and the layer
+     */
+    void refuseMuown(Set<Long> muown) {
+        for (Layer layer : layers.values()) {
+            for (Block block : List.of(layer.query, layer.key)) {
+                if (muown.contains(ParameterState.identityOf(block.param))) {
+                    throw new IllegalArgumentException("qkClip cannot rescale parameter '" + block.name + "' of "
+                            + "layer '" + layer.name + "': it is updated with muown = on, which keeps each row's "
+                            + "magnitude in its own state and would undo the rescaling at the next step");
+                }
+            }
+        }
+    }
+
     /** What every rank must register alike: the all-reduce of {@link #afterStep} has one slot per query head. */
     String fingerprint() {
         StringBuilder text = new StringBuilder("qkClip tau=").append(tau).append(" alpha=").append(alpha);
