@@ -29,7 +29,7 @@ public final class CombinationCase {
     /** The features of the table, each a change to the config, the parameters or the optimizer. */
     public enum Feature {
         NORMUON, ROW_SPLIT, CONV, STACKED, BATCHING, SHARDED, QK_CLIP, NON_FINITE, BF16_NS, GRAM, SYMMETRIC,
-        CAUTIOUS_DECAY, BF16_MOMENTUM, HYPERBALL, RADIAL_BRAKE, RELATIVE_UPDATE, UPDATE_FLOOR
+        CAUTIOUS_DECAY, BF16_MOMENTUM, HYPERBALL, RADIAL_BRAKE, RELATIVE_UPDATE, UPDATE_FLOOR, MUOWN
     }
 
     /** The weight-update hooks: a group has at most one. */
@@ -76,6 +76,9 @@ public final class CombinationCase {
         if (f.contains(Feature.UPDATE_FLOOR)) {
             // Per row, above the plain step's ratio at this lr, so that it acts on every row.
             c = c.withUpdateFloor(new UpdateFloorConfig(0.05, true, 1e-12));
+        }
+        if (f.contains(Feature.MUOWN)) {
+            c = c.withNesterov(false).withMuown(MuownConfig.defaults());
         }
         this.config = c;
         shapes.put("layer.a.weight", new long[]{6, 4});
@@ -132,8 +135,28 @@ public final class CombinationCase {
         Set<Feature> f = EnumSet.of(a, b);
         return f.equals(EnumSet.of(Feature.GRAM, Feature.SYMMETRIC))
                 || f.equals(EnumSet.of(Feature.HYPERBALL, Feature.CAUTIOUS_DECAY))
-                || HOOKS.containsAll(f) && f.size() == 2;
+                || HOOKS.containsAll(f) && f.size() == 2
+                || f.contains(Feature.MUOWN) && MUOWN_REFUSED.containsKey(a == Feature.MUOWN ? b : a);
     }
+
+    /**
+     * What Muown is refused with, and why: the message each refusal starts with ({@code CombinationTableTest} checks
+     * each). Conv filters and stacks: Muown is defined for 2-D weights (one magnitude per row of a matrix).
+     * Cautious decay, bfloat16 momentum, Hyperball and the other weight hooks: refused when the config is made
+     * (Muown decays its row magnitudes, keeps its momentum in float32, and learns the norms the sphere would fix;
+     * a hook's change of the weight's norm or step is undone by Muown's next step). QK-Clip: Muown writes
+     * each row's magnitude back from its own state at the next step, which would undo the clip.
+     */
+    static final Map<Feature, String> MUOWN_REFUSED = Map.of(
+            Feature.CONV, "muown needs 2-D parameters",
+            Feature.STACKED, "muown needs 2-D parameters",
+            Feature.CAUTIOUS_DECAY, "cautiousWeightDecay must be false with muown",
+            Feature.BF16_MOMENTUM, "momentumPrecision must be PARAMETER with muown",
+            Feature.HYPERBALL, "hyperball must be off with muown",
+            Feature.RADIAL_BRAKE, "radialBrake must be off with muown",
+            Feature.RELATIVE_UPDATE, "relativeUpdate must be off with muown",
+            Feature.UPDATE_FLOOR, "updateFloor must be off with muown",
+            Feature.QK_CLIP, "qkClip cannot rescale parameter");
 
     /**
      * Every pair of the table that is not refused, in the table's order.

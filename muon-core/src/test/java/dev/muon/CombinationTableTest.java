@@ -37,8 +37,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * bfloat16 momentum storage, QK-Clip's rescaling after the step, a skipped step for a non-finite gradient).
  * Relative error ≤ 1e-10 with float64 Newton–Schulz; with bfloat16 Newton–Schulz, the golden suite's bfloat16
  * bound on an update (5e-2, as many steps). The pairs not run are refused, each for a stated reason
- * ({@link CombinationCase#refusedPair}): Gram with symmetric, two weight-update hooks, and Hyperball with cautious
- * decay (tested as refusals). The cells themselves (features, parameters, optimizer, gradients) are {@link CombinationCase}'s.
+ * ({@link CombinationCase#refusedPair}): Gram with symmetric, two weight-update hooks, Hyperball with cautious
+ * decay, and Muown with conv filters, stacks, cautious decay, bfloat16 momentum, a weight hook and QK-Clip (each
+ * tested as a refusal). The cells themselves (features, parameters, optimizer, gradients) are
+ * {@link CombinationCase}'s.
  */
 @ExtendWith(NativeScopePerTest.class)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -139,6 +141,24 @@ class CombinationTableTest {
             blocks = split.blockSizes();
         }
         return new Float64Update(values, k, m, blocks, c);
+    }
+
+    static Stream<Feature> muownRefusals() {
+        return CombinationCase.MUOWN_REFUSED.keySet().stream().sorted();
+    }
+
+    /** Each pair of Muown that the table refuses is refused, with its message, when the config or optimizer is made. */
+    @ParameterizedTest(name = "MUOWN with {0}")
+    @MethodSource("muownRefusals")
+    void muownPair_isRefused(Feature other) {
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> {
+                    CombinationCase cell = CombinationCase.of(Feature.MUOWN, other);
+                    Map<String, Tensor> named = cell.parameters(cell.initialValues(new Random(3)));
+                    cell.build(named, cell.clip(named), null, ShardingConfig.defaults(), StateStorage.withParameter(),
+                            null);
+                });
+        assertTrue(e.getMessage().startsWith(CombinationCase.MUOWN_REFUSED.get(other)), e.getMessage());
     }
 
     @org.junit.jupiter.api.Test

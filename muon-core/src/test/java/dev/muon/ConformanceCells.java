@@ -36,9 +36,10 @@ public final class ConformanceCells {
     }
 
     /**
-     * What muon-core refuses, by cell, as the start of the message: Hyperball with cautious decay, refused when the
-     * config is made (cautious decay is a weight decay, which the sphere replaces); nothing else: every element runs
-     * in every dtype, place and world size.
+     * What muon-core refuses, by cell, as the start of the message: Hyperball with cautious decay, and Muown with
+     * bfloat16 momentum, refused when the config is made (cautious decay is a weight decay, which the sphere
+     * replaces; Muown keeps its momentum in float32); Muown on a conv filter or a stack, refused at build (it is
+     * defined for 2-D weights); nothing else: every element runs in every dtype, place and world size.
      *
      * @param row   the row
      * @param dtype the column's dtype
@@ -47,6 +48,12 @@ public final class ConformanceCells {
     public static String refusal(Row row, Dtype dtype) {
         if (row.has("cautious decay") && (row.has("Hyperball") || row.has("Hyperball radius 3"))) {
             return "cautiousWeightDecay must be false with hyperball";
+        }
+        if (row.has("Muown") && row.has("bfloat16 momentum")) {
+            return "momentumPrecision must be PARAMETER with muown";
+        }
+        if (row.has("Muown") && (row.has("conv filter") || row.has("stack"))) {
+            return "muown needs 2-D parameters";
         }
         return null;
     }

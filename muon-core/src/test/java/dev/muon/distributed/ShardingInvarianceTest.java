@@ -20,7 +20,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * end with the parameters, momentum and NorMuon second moments of one process without a group, bit for bit, after
  * several steps, for every layout
  * (same-shape batches, a flattened conv filter, a stack, a row split, an empty parameter) and every variant that
- * shards (NorMuon, cautious decay, bfloat16 momentum, bfloat16 and Gram Newton–Schulz). A same-shape batch runs
+ * shards (NorMuon, cautious decay, bfloat16 momentum, bfloat16 and Gram Newton–Schulz, Muown with NorMuon and every
+ * one of its per-row buffers and step counts, on 2-D weights only). A same-shape batch runs
  * whole on one rank ({@link dev.muon.distributed.ShardPlan}), so each parameter's update is the computation one
  * process would run. Every process runs libtorch on one thread, so that the same GEMM blocking applies.
  */

@@ -3,6 +3,7 @@ package dev.muon.distributed;
 import dev.muon.MomentumPrecision;
 import dev.muon.Muon;
 import dev.muon.MuonConfig;
+import dev.muon.MuownConfig;
 import dev.muon.NorMuonConfig;
 import dev.muon.RowSplit;
 import dev.muon.StackedWeights;
@@ -42,6 +43,9 @@ final class ShardingInvarianceWorker {
                 .withNesterov(false));
         configs.put("bf16-ns", base.withNsPrecision(NsPrecision.BFLOAT16));
         configs.put("gram", base.withNsAlgorithm(NsAlgorithm.GRAM));
+        // Muown is defined for 2-D weights: its run has no conv filter and no stack.
+        configs.put("muown", base.withNesterov(false).withNorMuon(NorMuonConfig.defaults())
+                .withMuown(MuownConfig.defaults()));
         return configs;
     }
 
@@ -58,8 +62,10 @@ final class ShardingInvarianceWorker {
                     params.add(torch.randn(8, 8));
                 }
                 params.add(torch.randn(6, 10));
-                params.add(torch.randn(4, 2, 3, 3));
-                params.add(torch.randn(3, 4, 5));
+                if (e.getValue().muown() == null) {
+                    params.add(torch.randn(4, 2, 3, 3));
+                    params.add(torch.randn(3, 4, 5));
+                }
                 Tensor qkv = torch.randn(12, 4);
                 params.add(qkv);
                 params.add(torch.randn(0, 4));

@@ -4,6 +4,7 @@ import dev.muon.ConvWeights;
 import dev.muon.HyperballConfig;
 import dev.muon.MomentumPrecision;
 import dev.muon.MuonConfig;
+import dev.muon.MuownConfig;
 import dev.muon.Orthogonalization;
 import dev.muon.RadialBrakeConfig;
 import dev.muon.RelativeUpdateConfig;
@@ -22,7 +23,8 @@ import java.util.function.UnaryOperator;
 /**
  * The conformance matrix's rows, shared by every binding's tests: every element of the update recipe
  * ({@link UpdateRecipe}'s momentum, orthogonalizer, Newton–Schulz precision and algorithm, row scaling, applier
- * and weight hook; Hyperball with its own norm and with a fixed radius) and each layout a parameter can have (a matrix, a flattened
+ * and weight hook; Hyperball with its own norm and with a fixed radius; Muown, whose momentum element comes with
+ * its applier) and each layout a parameter can have (a matrix, a flattened
  * conv filter, a stack), alone and in every pair of two different settings. A binding's test runs each row in each
  * of its columns (parameter dtype, storage place, driver) against {@link Float64Update}, the one float64 reference
  * written from the formulas, within the column's {@link Dtype#bound}, or expects the binding's refusal at build.
@@ -145,6 +147,8 @@ public final class ConformanceMatrix {
                 case EMA -> { }
                 case EMA_BFLOAT16_STORED -> out.add(new Choice("momentum", "bfloat16 momentum",
                         c -> c.withMomentumPrecision(MomentumPrecision.BFLOAT16), null));
+                // Chosen with Muown's applier, its row below.
+                case MUOWN_DIRECTION -> { }
             }
         }
         for (UpdateRecipe.Orthogonalizer v : UpdateRecipe.Orthogonalizer.values()) {
@@ -178,6 +182,8 @@ public final class ConformanceMatrix {
                 case DECOUPLED_DECAY -> { }
                 case CAUTIOUS_DECAY -> out.add(new Choice("applier", "cautious decay",
                         c -> c.withCautiousWeightDecay(true), null));
+                case MUOWN -> out.add(new Choice("applier", "Muown", c -> c.withNesterov(false)
+                        .withMuown(MuownConfig.defaults()), null));
             }
         }
         for (UpdateRecipe.WeightHook v : UpdateRecipe.WeightHook.values()) {
