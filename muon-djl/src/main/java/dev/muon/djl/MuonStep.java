@@ -52,6 +52,9 @@ final class MuonStep {
     private static final Logger LOG = LoggerFactory.getLogger(MuonStep.class);
     /** This binding's name in refusals. */
     static final String BINDING = DjlSupport.BINDING.module();
+    /** Why Muown is refused here. */
+    private static final String MUOWN_UNMAPPED = "muon-djl has no mapping of Muown's row magnitudes, their Adam "
+            + "moments and the direction's own gradient; muon-core runs it";
 
     /** {@code O} before it is applied: as it is, or scaled by rows with the parameter's second moment. */
     private interface RowScaling {
@@ -104,6 +107,7 @@ final class MuonStep {
             case EMA -> { }
             case EMA_BFLOAT16_STORED -> throw UpdateRecipe.refused(recipe.momentum(), BINDING, "DJL's bfloat16 "
                     + "arrays abort the JVM, so the momentum buffer cannot be stored in bfloat16");
+            case MUOWN_DIRECTION -> throw UpdateRecipe.refused(recipe.momentum(), BINDING, MUOWN_UNMAPPED);
         }
         switch (recipe.orthogonalizer()) {
             case NEWTON_SCHULZ -> requireIteration(recipe);
@@ -133,6 +137,8 @@ final class MuonStep {
                 }
                 step(weight, o, scaledLr);
             };
+            // Refused with its momentum element above.
+            case MUOWN -> throw UpdateRecipe.refused(recipe.applier(), BINDING, MUOWN_UNMAPPED);
         };
         this.applier = switch (recipe.weightHook()) {
             case NONE -> decay;
@@ -249,6 +255,7 @@ final class MuonStep {
         return switch (spec.shape()) {
             case PARAMETER -> shape.clone();
             case ROWS -> matrix.batch() == 0 ? new long[]{matrix.rows()} : new long[]{matrix.batch(), matrix.rows()};
+            case SCALAR -> new long[0];
         };
     }
 

@@ -7,6 +7,7 @@ import dev.muon.AdamWConfig;
 import dev.muon.AdjustLr;
 import dev.muon.ConvWeights;
 import dev.muon.HyperballConfig;
+import dev.muon.MuownConfig;
 import dev.muon.MomentumPrecision;
 import dev.muon.MuonConfig;
 import dev.muon.NorMuonConfig;
@@ -149,6 +150,15 @@ class ConfigFieldWalkTest {
         rows.add(runs("updateFloor.perRow", "true", c -> c.withUpdateFloor(UpdateFloorConfig.defaults()
                 .withPerRow(true))));
         rows.add(runs("updateFloor.eps", "1e-3", c -> c.withUpdateFloor(new UpdateFloorConfig(0.35, false, 1e-3))));
+        String muown = "muown = on is not supported by muon-djl: muon-djl has no mapping of Muown's row magnitudes, "
+                + "their Adam moments and the direction's own gradient; muon-core runs it";
+        rows.add(refused("muown", "defaults", c -> c.withNesterov(false).withMuown(MuownConfig.defaults()), muown));
+        rows.add(refused("muown.beta1", "0.5", c -> c.withNesterov(false).withMuown(new MuownConfig(0.5, 0.95,
+                1e-8)), muown));
+        rows.add(refused("muown.beta2", "0.5", c -> c.withNesterov(false).withMuown(new MuownConfig(0.9, 0.5,
+                1e-8)), muown));
+        rows.add(refused("muown.adamEps", "1e-3", c -> c.withNesterov(false).withMuown(new MuownConfig(0.9, 0.95,
+                1e-3)), muown));
         rows.add(runs("momentumPrecision", "PARAMETER", c -> c.withMomentumPrecision(MomentumPrecision.PARAMETER)));
         rows.add(refused("momentumPrecision", "BFLOAT16", c -> c.withMomentumPrecision(MomentumPrecision.BFLOAT16),
                 "momentumPrecision = BFLOAT16 is not supported by muon-djl: DJL's bfloat16 arrays abort the JVM, so "

@@ -57,16 +57,20 @@ class ConformanceMatrixDjlTest {
     /**
      * What muon-djl refuses, by cell, as a part of the message: bfloat16 parameters (DJL's bfloat16 arrays abort the
      * JVM), the settings DJL has no operation for (the exact SVD, bfloat16 iterations or momentum), the native
-     * symmetric and Gram kernels in a float64 iteration (they are float32 kernels), and the config's own refusal
-     * (Hyperball with cautious decay).
+     * symmetric and Gram kernels in a float64 iteration (they are float32 kernels), Muown (not mapped), and the
+     * config's own refusals (Hyperball with cautious decay; Muown with bfloat16 momentum).
      */
     static String refusal(Row row, Dtype dtype) {
         if (row.config() == null) {
-            return "cautiousWeightDecay must be false with hyperball";
+            return row.has("Muown") ? "momentumPrecision must be PARAMETER with muown"
+                    : "cautiousWeightDecay must be false with hyperball";
         }
         MuonConfig c = row.config();
         if (dtype == Dtype.BFLOAT16) {
             return "muon-djl does not update bfloat16 parameters";
+        }
+        if (c.muown() != null) {
+            return "muown = on is not supported by muon-djl";
         }
         if (c.momentumPrecision() == dev.muon.MomentumPrecision.BFLOAT16) {
             return "momentumPrecision = BFLOAT16 is not supported by muon-djl";

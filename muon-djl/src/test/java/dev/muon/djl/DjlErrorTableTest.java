@@ -12,6 +12,7 @@ import ai.djl.training.optimizer.Optimizer;
 import dev.muon.ConvWeights;
 import dev.muon.MomentumPrecision;
 import dev.muon.MuonConfig;
+import dev.muon.MuownConfig;
 import dev.muon.NonFinitePolicy;
 import dev.muon.Orthogonalization;
 import dev.muon.StackedWeights;
@@ -203,6 +204,7 @@ class DjlErrorTableTest {
                 refusedSetting("nsPrecision BFLOAT16", c -> c.withNsPrecision(NsPrecision.BFLOAT16), NS_BFLOAT16),
                 refusedSetting("momentumPrecision BFLOAT16", c -> c.withMomentumPrecision(MomentumPrecision.BFLOAT16),
                         MOMENTUM_BFLOAT16),
+                refusedSetting("Muown", c -> c.withNesterov(false).withMuown(MuownConfig.defaults()), MUOWN),
                 refusedSetting("the symmetric kernel in float64", c -> c.withNsAlgorithm(NsAlgorithm.SYMMETRIC)
                         .withNsPrecision(NsPrecision.FLOAT64), SYMMETRIC_FLOAT64),
                 Stream.of(row("setting", "Muon", "DJL's L2 weight decay",
@@ -232,6 +234,8 @@ class DjlErrorTableTest {
             + "conversion to bfloat16 aborts the JVM, so Newton-Schulz runs in float32 (the default) or FLOAT64";
     private static final String MOMENTUM_BFLOAT16 = "momentumPrecision = BFLOAT16 is not supported by muon-djl: "
             + "DJL's bfloat16 arrays abort the JVM, so the momentum buffer cannot be stored in bfloat16";
+    private static final String MUOWN = "muown = on is not supported by muon-djl: muon-djl has no mapping of "
+            + "Muown's row magnitudes, their Adam moments and the direction's own gradient; muon-core runs it";
     private static final String SYMMETRIC_FLOAT64 = "nsAlgorithm = SYMMETRIC is not supported by muon-djl with "
             + "nsPrecision = FLOAT64: its symmetric kernel is muon-core's native float32 one (use FLOAT32, or AUTO or "
             + "GEMM)";
