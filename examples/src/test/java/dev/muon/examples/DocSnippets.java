@@ -7,6 +7,7 @@ import dev.muon.MomentumPrecision;
 import dev.muon.Muon;
 import dev.muon.MuonAdamW;
 import dev.muon.MuonConfig;
+import dev.muon.MuownConfig;
 import dev.muon.NorMuonConfig;
 import dev.muon.RowSplit;
 import dev.muon.distributed.DistributedGroup;
@@ -231,6 +232,15 @@ final class DocSnippets {
         MuonConfig sphere = MuonConfig.defaults().withLr(0.02).withWeightDecay(0)
                 .withHyperball(HyperballConfig.defaults());
         return Muon.of(hiddenMatrices, sphere);
+    }
+
+    // api.md, "Muown (withMuown)".
+    static Muon rowNormMuon(List<Tensor> hiddenMatrices) {
+        MuonConfig rowNorms = MuonConfig.defaults().withLr(0.02).withNesterov(false)
+                .withAdjustLr(AdjustLr.MATCH_RMS_ADAMW).withExtraScale(5)   // Emerging-Optimizers' "spectral"
+                .withMuown(MuownConfig.defaults());                         // betas 0.9/0.95, adamEps 1e-8
+        Muon muon = Muon.of(hiddenMatrices, rowNorms);
+        return muon;
     }
 
     // docs/api.md, "PyTorch-compatible optimizer state".
