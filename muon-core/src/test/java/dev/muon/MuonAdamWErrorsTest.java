@@ -17,7 +17,8 @@ import java.util.Map;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
+import static dev.muon.ErrorRows.assertRejected;
+import static dev.muon.ErrorRows.row;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -34,10 +35,6 @@ class MuonAdamWErrorsTest {
         named.put("fc1.weight", torch.randn(5, 4).requires_grad_(true));
         named.put("fc1.bias", torch.randn(5).requires_grad_(true));
         return named;
-    }
-
-    static Arguments row(String name, Supplier<Object> call, String message) {
-        return Arguments.of(name, call, message);
     }
 
     static Stream<Arguments> invalidInputs() {
@@ -137,8 +134,7 @@ class MuonAdamWErrorsTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("invalidInputs")
     void invalidInput_isRejectedWithMessage(String name, Supplier<Object> call, String message) {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call::get);
-        assertEquals(message, e.getMessage());
+        assertRejected(call, message);
     }
 
     @ParameterizedTest(name = "{0}")

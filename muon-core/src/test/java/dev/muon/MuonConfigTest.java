@@ -13,9 +13,10 @@ import java.util.List;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
 
+import static dev.muon.ErrorRows.assertRejected;
+import static dev.muon.ErrorRows.row;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Defaults, copies and the validation table of {@link MuonConfig}. */
@@ -98,14 +99,9 @@ class MuonConfigTest {
                         "nsCoefficients must hold at least one triple, got none"));
     }
 
-    private static Arguments row(String name, Supplier<Object> build, String message) {
-        return Arguments.of(name, build, message);
-    }
-
     @ParameterizedTest(name = "{0}")
     @MethodSource("invalidConfigs")
     void invalidConfig_isRejectedWithMessage(String name, Supplier<Object> build, String message) {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, build::get);
-        assertEquals(message, e.getMessage());
+        assertRejected(build, message);
     }
 }

@@ -16,6 +16,8 @@ import java.util.List;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
 
+import static dev.muon.ErrorRows.assertRejected;
+import static dev.muon.ErrorRows.row;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -67,15 +69,10 @@ class MuonInputErrorsTest {
                         "Muon does not support complex parameters; parameter 0 of group 0 has dtype ComplexFloat"));
     }
 
-    private static Arguments row(String name, Supplier<Object> build, String message) {
-        return Arguments.of(name, build, message);
-    }
-
     @ParameterizedTest(name = "{0}")
     @MethodSource("invalidParameters")
     void invalidParameter_isRejectedWithMessage(String name, Supplier<Object> build, String message) {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, build::get);
-        assertEquals(message, e.getMessage());
+        assertRejected(build, message);
     }
 
     @Test

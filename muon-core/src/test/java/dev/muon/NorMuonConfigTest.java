@@ -8,10 +8,11 @@ import org.junit.jupiter.params.provider.MethodSource;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
 
+import static dev.muon.ErrorRows.assertRejected;
+import static dev.muon.ErrorRows.row;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /** {@link NorMuonConfig}: defaults, the switch on {@link MuonConfig}, its text form and the validation table. */
 class NorMuonConfigTest {
@@ -68,14 +69,9 @@ class NorMuonConfigTest {
                         "norMuon eps must be a finite number > 0, got NaN"));
     }
 
-    private static Arguments row(String name, Supplier<Object> build, String message) {
-        return Arguments.of(name, build, message);
-    }
-
     @ParameterizedTest(name = "{0}")
     @MethodSource("invalidSettings")
     void invalidSetting_isRejectedWithMessage(String name, Supplier<Object> build, String message) {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, build::get);
-        assertEquals(message, e.getMessage());
+        assertRejected(build, message);
     }
 }

@@ -16,6 +16,8 @@ import java.util.Map;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
 
+import static dev.muon.ErrorRows.assertRejected;
+import static dev.muon.ErrorRows.row;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -161,15 +163,10 @@ class QkClipErrorsTest {
                 }, "qkClip: parameter 'q' of layer 'attn' is not a trainable parameter of this MuonAdamW"));
     }
 
-    private static Arguments row(String name, Supplier<Object> call, String message) {
-        return Arguments.of(name, call, message);
-    }
-
     @ParameterizedTest(name = "{0}")
     @MethodSource("invalidInputs")
     void invalidInput_isRejectedWithMessage(String name, Supplier<Object> call, String message) {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call::get);
-        assertEquals(message, e.getMessage());
+        assertRejected(call, message);
     }
 
     /** A rejected registration leaves the builder as it was: the layers before it, and the settings, still build. */
