@@ -14,7 +14,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Random;
 import java.util.function.Function;
 import java.util.stream.Stream;
 
@@ -44,14 +43,7 @@ class MuonCheckpointTest {
     /** Steps from the optimizer's step count on; gradients depend on the step only. */
     static void train(Muon muon, List<Tensor> p, int steps) {
         for (int k = 0; k < steps; k++) {
-            Random random = new Random(500 + muon.stepCount());
-            for (Tensor t : p) {
-                double[] g = new double[(int) t.numel()];
-                for (int i = 0; i < g.length; i++) {
-                    g[i] = random.nextGaussian();
-                }
-                t.mutable_grad().put(Tensor.create(g, t.shape()).to(t.scalar_type()));
-            }
+            TestModels.setGradients(p, 500 + muon.stepCount());
             muon.step();
         }
     }

@@ -16,7 +16,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.function.Function;
 import java.util.stream.Stream;
 
@@ -58,14 +57,7 @@ class RowSplitTest {
     /** Gradients that depend on the step only. */
     static void train(TrainingOptimizer opt, long step, List<Tensor> params, int steps) {
         for (int k = 0; k < steps; k++) {
-            Random random = new Random(900 + step + k);
-            for (Tensor t : params) {
-                double[] g = new double[(int) t.numel()];
-                for (int i = 0; i < g.length; i++) {
-                    g[i] = random.nextGaussian();
-                }
-                t.mutable_grad().put(Tensor.create(g, t.shape()).to(t.scalar_type()));
-            }
+            TestModels.setGradients(params, 900 + step + k);
             opt.step();
         }
     }

@@ -77,8 +77,13 @@ final class TestModels {
 
     /** Sets every parameter's gradient to values drawn from {@code seed}: the same seed gives the same bits. */
     static void setGradients(Map<String, Tensor> named, long seed) {
+        setGradients(named.values(), seed);
+    }
+
+    /** The same for parameters without names, in their order. */
+    static void setGradients(Iterable<Tensor> params, long seed) {
         Random random = new Random(seed);
-        for (Tensor p : named.values()) {
+        for (Tensor p : params) {
             double[] values = new double[(int) p.numel()];
             for (int i = 0; i < values.length; i++) {
                 values[i] = random.nextGaussian();

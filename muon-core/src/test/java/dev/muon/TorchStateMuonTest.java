@@ -21,7 +21,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -52,14 +51,7 @@ class TorchStateMuonTest {
 
     private void train(Muon muon, int steps) {
         for (int s = 0; s < steps; s++) {
-            Random random = new Random(100 + muon.stepCount());
-            for (Tensor p : params) {
-                double[] g = new double[(int) p.numel()];
-                for (int i = 0; i < g.length; i++) {
-                    g[i] = random.nextGaussian();
-                }
-                p.mutable_grad().put(Tensor.create(g, p.shape()).to(p.scalar_type()));
-            }
+            TestModels.setGradients(params, 100 + muon.stepCount());
             muon.step();
         }
     }
