@@ -20,7 +20,6 @@ import org.junit.jupiter.params.provider.MethodSource;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -63,21 +62,14 @@ class CheckpointTest {
     void resume_after10_equalsStraight20_bitForBit() {
         Module model = TestModels.gptLike(20, 8, 1);
         Map<String, Tensor> named = TestModels.named(model);
-        List<Tensor> init = new ArrayList<>();
-        named.values().forEach(p -> init.add(p.detach().clone()));
+        ParameterSnapshot init = ParameterSnapshot.of(named);
 
         MuonAdamW straight = hybrid(named);
         train(straight, schedule(straight), named, 20);
-        List<Tensor> expected = new ArrayList<>();
-        named.values().forEach(p -> expected.add(p.detach().clone()));
+        ParameterSnapshot expected = ParameterSnapshot.of(named);
         Map<String, Tensor> expectedState = stateOf(straight);
 
-        try (var noGrad = new org.bytedeco.pytorch.NoGradGuard()) {
-            int i = 0;
-            for (Tensor p : named.values()) {
-                p.copy_(init.get(i++));
-            }
-        }
+        init.copyInto(named);
         MuonAdamW first = hybrid(named);
         train(first, schedule(first), named, 10);
         Path file = dir.resolve("run.ckpt");
@@ -91,10 +83,7 @@ class CheckpointTest {
         assertEquals(10, resumed.stepCount());
         train(resumed, lrs, resumedNamed, 10);
 
-        int i = 0;
-        for (Map.Entry<String, Tensor> e : resumedNamed.entrySet()) {
-            assertTrue(e.getValue().equal(expected.get(i++)), e.getKey() + " differs from the straight run");
-        }
+        expected.assertEqualToResumed(resumedNamed);
         Map<String, Tensor> state = stateOf(resumed);
         assertEquals(expectedState.keySet(), state.keySet());
         for (String key : state.keySet()) {

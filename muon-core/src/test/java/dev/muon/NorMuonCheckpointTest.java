@@ -86,30 +86,19 @@ class NorMuonCheckpointTest {
     }
 
     static void train(MuonAdamW opt, Map<String, Tensor> named, int steps) {
-        for (int i = 0; i < steps; i++) {
-            opt.zeroGrad();
-            TestModels.setGradients(named, 2000 + opt.stepCount());
-            opt.step();
-        }
+        TestModels.train(opt, named, 2000, steps);
     }
 
     @Test
     void muonAdamW_resumeAfter3_equalsStraight6_bitForBit() {
         Module model = TestModels.gptLike(20, 8, 1);
         Map<String, Tensor> named = TestModels.named(model);
-        List<Tensor> init = new ArrayList<>();
-        named.values().forEach(p -> init.add(p.detach().clone()));
+        ParameterSnapshot init = ParameterSnapshot.of(named);
         MuonAdamW straight = hybrid(named, true);
         train(straight, named, 6);
-        List<Tensor> expected = new ArrayList<>();
-        named.values().forEach(p -> expected.add(p.detach().clone()));
+        ParameterSnapshot expected = ParameterSnapshot.of(named);
 
-        try (var noGrad = new org.bytedeco.pytorch.NoGradGuard()) {
-            int i = 0;
-            for (Tensor p : named.values()) {
-                p.copy_(init.get(i++));
-            }
-        }
+        init.copyInto(named);
         MuonAdamW first = hybrid(named, true);
         train(first, named, 3);
         Path file = dir.resolve("hybrid.ckpt");
@@ -120,10 +109,7 @@ class NorMuonCheckpointTest {
         resumed.load(file);
         assertEquals(first.muonStateBytes(), resumed.muonStateBytes(), "the second moments came back");
         train(resumed, resumedNamed, 3);
-        int i = 0;
-        for (Map.Entry<String, Tensor> e : resumedNamed.entrySet()) {
-            assertTrue(e.getValue().equal(expected.get(i++)), e.getKey() + " differs from the straight run");
-        }
+        expected.assertEqualToResumed(resumedNamed);
     }
 
     static Stream<Arguments> switchMismatches() {

@@ -75,6 +75,19 @@ final class TestModels {
         return map;
     }
 
+    /**
+     * Runs {@code steps} steps from the optimizer's step count: zeroes the gradients, sets them from seed
+     * {@code firstSeed} plus the step count (so that they depend on the step only, as a fixed data order would make
+     * them), steps.
+     */
+    static void train(MuonAdamW opt, Map<String, Tensor> named, long firstSeed, int steps) {
+        for (int i = 0; i < steps; i++) {
+            opt.zeroGrad();
+            setGradients(named, firstSeed + opt.stepCount());
+            opt.step();
+        }
+    }
+
     /** Sets every parameter's gradient to values drawn from {@code seed}: the same seed gives the same bits. */
     static void setGradients(Map<String, Tensor> named, long seed) {
         setGradients(named.values(), seed);

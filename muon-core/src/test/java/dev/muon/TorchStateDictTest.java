@@ -2,7 +2,6 @@ package dev.muon;
 
 import dev.muon.golden.NativeScopePerTest;
 import dev.muon.orthogonalize.CoefficientSchedule;
-import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import dev.muon.state.TorchFiles;
@@ -51,11 +50,7 @@ class TorchStateDictTest {
     }
 
     static void train(MuonAdamW opt, Map<String, Tensor> named, int steps) {
-        for (int i = 0; i < steps; i++) {
-            opt.zeroGrad();
-            TestModels.setGradients(named, 500 + opt.stepCount());
-            opt.step();
-        }
+        TestModels.train(opt, named, 500, steps);
     }
 
     /** Everything an import restores: buffers, moments and step counts by name, configs and the step count. */
@@ -113,31 +108,21 @@ class TorchStateDictTest {
         Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
         MuonAdamW straight = optimizer(named, true);
         train(straight, named, 3);
-        List<Tensor> atExport = new ArrayList<>();
-        named.values().forEach(p -> atExport.add(p.detach().clone()));
+        ParameterSnapshot atExport = ParameterSnapshot.of(named);
         Path file = dir.resolve("state.pt");
         straight.exportTorchStateDict(file);
         train(straight, named, 3);
-        List<Tensor> expected = new ArrayList<>();
-        named.values().forEach(p -> expected.add(p.detach().clone()));
+        ParameterSnapshot expected = ParameterSnapshot.of(named);
 
         // The parameters travel in the model's own state dict; the optimizer state in this file.
         Map<String, Tensor> resumedNamed = TestModels.named(TestModels.gptLike(20, 8, 1));
-        try (NoGradGuard noGrad = new NoGradGuard()) {
-            int i = 0;
-            for (Tensor p : resumedNamed.values()) {
-                p.copy_(atExport.get(i++));
-            }
-        }
+        atExport.copyInto(resumedNamed);
         MuonAdamW resumed = optimizer(resumedNamed, true);
         resumed.importTorchStateDict(file);
         assertEquals(3, resumed.stepCount());
         train(resumed, resumedNamed, 3);
 
-        int i = 0;
-        for (Map.Entry<String, Tensor> e : resumedNamed.entrySet()) {
-            assertTrue(e.getValue().equal(expected.get(i++)), e.getKey() + " differs from the straight run");
-        }
+        expected.assertEqualToResumed(resumedNamed);
     }
 
     @Test
