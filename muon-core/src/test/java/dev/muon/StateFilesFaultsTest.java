@@ -89,29 +89,43 @@ class StateFilesFaultsTest {
             if (!readsZeros) {
                 return real;
             }
-            return new FileHome.Channel() {
+            return new ForwardingChannel(real) {
                 @Override
                 public int read(ByteBuffer dst, long position) {
                     int n = dst.remaining();
                     dst.put(new byte[n]);
                     return n;
                 }
-
-                @Override
-                public int write(ByteBuffer src, long position) throws IOException {
-                    return real.write(src, position);
-                }
-
-                @Override
-                public long size() throws IOException {
-                    return real.size();
-                }
-
-                @Override
-                public void close() throws IOException {
-                    real.close();
-                }
             };
+        }
+    }
+
+    /** A channel that passes every call to the real one: the faulty disks override the call they break. */
+    private static class ForwardingChannel implements FileHome.Channel {
+        private final FileHome.Channel real;
+
+        ForwardingChannel(FileHome.Channel real) {
+            this.real = real;
+        }
+
+        @Override
+        public int read(ByteBuffer dst, long position) throws IOException {
+            return real.read(dst, position);
+        }
+
+        @Override
+        public int write(ByteBuffer src, long position) throws IOException {
+            return real.write(src, position);
+        }
+
+        @Override
+        public long size() throws IOException {
+            return real.size();
+        }
+
+        @Override
+        public void close() throws IOException {
+            real.close();
         }
     }
 
@@ -522,12 +536,7 @@ class StateFilesFaultsTest {
         @Override
         public FileHome.Channel create(Path file) throws IOException {
             FileHome.Channel real = FileHome.REAL.create(file);
-            return new FileHome.Channel() {
-                @Override
-                public int read(ByteBuffer dst, long position) throws IOException {
-                    return real.read(dst, position);
-                }
-
+            return new ForwardingChannel(real) {
                 @Override
                 public int write(ByteBuffer src, long position) throws IOException {
                     if (full) {
@@ -538,17 +547,7 @@ class StateFilesFaultsTest {
                         src.position(src.position() + n);
                         throw new IOException("No space left on device");
                     }
-                    return real.write(src, position);
-                }
-
-                @Override
-                public long size() throws IOException {
-                    return real.size();
-                }
-
-                @Override
-                public void close() throws IOException {
-                    real.close();
+                    return super.write(src, position);
                 }
             };
         }
