@@ -298,65 +298,72 @@ class StateFilesFaultsTest {
         return ((FileHome) muon.stateHomes().get(0)).file();
     }
 
-    @Test
-    void truncatedStateFile_isRefusedBeforeTheStepChangesAnything_namingTheBuffer() throws IOException {
+    /** The third step, with its gradient, is refused with {@code type} and leaves the parameter as it was. */
+    private static <E extends RuntimeException> E refusedThirdStep(Muon muon, Tensor p, Class<E> type) {
+        Tensor before = p.clone();
+        gradient(p, 3);
+        E e = assertThrows(type, muon::step);
+        assertTrue(p.equal(before), "the refused step changed the parameter");
+        return e;
+    }
+
+    /**
+     * After a restore of {@code saved}, the refused step {@code step} taken again (its gradient set) gives the
+     * fault-free run; then closes.
+     */
+    private static void restoredGoesOn(Muon muon, Tensor p, OptimizerState saved, int step) {
+        muon.restore(saved);
+        muon.step();
+        assertTrue(p.equal(resident(step)), "after the restore the run differs from one without a fault");
+        muon.close();
+    }
+
+    /** A Muon over {@link #parameter()} with its state in a file, after two steps; its state and file then. */
+    private record SteppedTwice(Tensor p, Muon muon, OptimizerState saved, Path file) {
+    }
+
+    private SteppedTwice steppedTwiceInAFile() {
         Tensor p = parameter();
         Muon muon = muon(p, StateStorage.files(dir), FileHome.REAL);
-        for (int step = 1; step <= 2; step++) {
-            gradient(p, step);
-            muon.step();
-        }
-        OptimizerState saved = muon.state();
-        Path file = stateFile(muon);
+        steps(muon, p, 2);
+        return new SteppedTwice(p, muon, muon.state(), stateFile(muon));
+    }
+
+    @Test
+    void truncatedStateFile_isRefusedBeforeTheStepChangesAnything_namingTheBuffer() throws IOException {
+        SteppedTwice run = steppedTwiceInAFile();
+        Path file = run.file();
         long length = Files.size(file);
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.WRITE)) {
             channel.truncate(length - 100);
         }
-        Tensor before = p.clone();
-        gradient(p, 3);
-        StateFileException e = assertThrows(StateFileException.class, muon::step);
+        StateFileException e = refusedThirdStep(run.muon(), run.p(), StateFileException.class);
         // Two steps wrote slot 0, then slot 1, the last thing in the file.
         assertEquals("Muon state file " + file + ": the momentum buffer of parameter 0 of group 0 (slot 1) ends at "
                 + "byte " + length + " but the file has " + (length - 100) + " bytes: it was truncated since this run "
                 + "wrote it; nothing was changed", e.getMessage());
-        assertTrue(p.equal(before), "the refused step changed the parameter");
-        assertEquals(2, muon.stepCount());
+        assertEquals(2, run.muon().stepCount());
         // Not part-way: a restore writes the state anew and the optimizer goes on as one that was never damaged.
-        muon.restore(saved);
-        muon.step();
-        assertTrue(p.equal(resident(3)), "after the restore the run differs from one without a fault");
-        muon.close();
+        restoredGoesOn(run.muon(), run.p(), run.saved(), 3);
     }
 
     @Test
     void alteredStateFile_isRefused_namingTheBuffer() throws IOException {
-        Tensor p = parameter();
-        Muon muon = muon(p, StateStorage.files(dir), FileHome.REAL);
-        for (int step = 1; step <= 2; step++) {
-            gradient(p, step);
-            muon.step();
-        }
-        OptimizerState saved = muon.state();
-        Path file = stateFile(muon);
+        SteppedTwice run = steppedTwiceInAFile();
+        Path file = run.file();
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             ByteBuffer one = ByteBuffer.allocate(1);
             channel.read(one, dataOf(1) + 17);
             one.put(0, (byte) (one.get(0) ^ 0x10)).rewind();
             channel.write(one, dataOf(1) + 17);
         }
-        Tensor before = p.clone();
-        gradient(p, 3);
-        IllegalStateException e = assertThrows(IllegalStateException.class, muon::step);
+        // The buffer is read before its parameter's update: with one parameter, nothing changed.
+        IllegalStateException e = refusedThirdStep(run.muon(), run.p(), IllegalStateException.class);
         assertTrue(e.getMessage().startsWith("Muon state file " + file + ": the momentum buffer of parameter 0 of "
                 + "group 0 (slot 1) does not match the checksum this run wrote (CRC-32C 0x"), e.getMessage());
         assertTrue(e.getMessage().endsWith("read): it was altered or damaged since; nothing was changed"),
                 e.getMessage());
-        // The buffer is read before its parameter's update: with one parameter, nothing changed.
-        assertTrue(p.equal(before), "the refused step changed the parameter");
-        muon.restore(saved);
-        muon.step();
-        assertTrue(p.equal(resident(3)), "after the restore the run differs from one without a fault");
-        muon.close();
+        restoredGoesOn(run.muon(), run.p(), run.saved(), 3);
     }
 
     // ------------------------------------------------------------------ during a step's reads
@@ -558,8 +565,7 @@ class StateFilesFaultsTest {
         Tensor p = parameter();
         FillingDisk disk = new FillingDisk();
         Muon muon = muon(p, StateStorage.files(dir), disk);
-        gradient(p, 1);
-        muon.step();
+        steps(muon, p, 1);
         OptimizerState afterOne = muon.state();
         Tensor momentum = muon.momentumBuffer(p).orElseThrow().clone();
         disk.full = true;
@@ -580,11 +586,8 @@ class StateFilesFaultsTest {
         assertTrue(muon.momentumBuffer(p).orElseThrow().equal(momentum), "the failed restore changed the state");
         // With room again, the restore takes, and the run goes on as one without a fault.
         disk.full = false;
-        muon.restore(afterOne);
         gradient(p, 2);
-        muon.step();
-        assertTrue(p.equal(resident(2)), "after the restore the run differs from one without a fault");
-        muon.close();
+        restoredGoesOn(muon, p, afterOne, 2);
     }
 
     // ------------------------------------------------------------------ close
@@ -593,8 +596,7 @@ class StateFilesFaultsTest {
     void close_removesTheFile_andRefusesWhatNeedsTheState() throws IOException {
         Tensor p = parameter();
         Muon muon = muon(p, StateStorage.files(dir), FileHome.REAL);
-        gradient(p, 1);
-        muon.step();
+        steps(muon, p, 1);
         assertEquals(1, files().size());
         muon.close();
         assertEquals(List.of(), files(), "close() left the state file");
@@ -626,8 +628,7 @@ class StateFilesFaultsTest {
         TrainingOptimizer optimizer = kind.equals("Muon") ? muon(p, StateStorage.files(dir), FileHome.REAL)
                 : MuonAdamW.builder(java.util.Map.of("fc.weight", p)).muonWhen((n, t) -> true)
                         .outputLayerOnAdamW(false).muonStateStorage(StateStorage.files(dir)).build();
-        gradient(p, 1);
-        optimizer.step();
+        steps(optimizer, p, 1);
         List<Path> made = new java.util.ArrayList<>(files());
         made.removeAll(before);
         assertEquals(1, made.size(), "one state file");
@@ -661,8 +662,7 @@ class StateFilesFaultsTest {
     void droppedOptimizer_isCleaned_whileAnotherInTheSameDirectoryKeepsItsFile() throws Exception {
         Tensor b = parameter();
         Muon kept = muon(b, StateStorage.files(dir), FileHome.REAL);
-        gradient(b, 1);
-        kept.step();
+        steps(kept, b, 1);
         Dropped dropped = droppedAfterOneStep("Muon");
         assertTrue(collectingUntil(() -> !Files.exists(dropped.file())), "the dropped optimizer's file stayed");
         assertEquals(List.of(stateFile(kept)), files(), "the cleaner removed another optimizer's file");
@@ -692,8 +692,7 @@ class StateFilesFaultsTest {
     private Dropped closedAfterOneStep() {
         Tensor p = parameter();
         Muon muon = muon(p, StateStorage.files(dir), FileHome.REAL);
-        gradient(p, 1);
-        muon.step();
+        steps(muon, p, 1);
         Path file = stateFile(muon);
         muon.close();
         muon.close();
@@ -703,11 +702,15 @@ class StateFilesFaultsTest {
     /** The parameter after {@code steps} steps with its state beside it: the run every fault must come back to. */
     private static Tensor resident(int steps) {
         Tensor p = parameter();
-        Muon muon = muon(p, StateStorage.withParameter(), FileHome.REAL);
+        steps(muon(p, StateStorage.withParameter(), FileHome.REAL), p, steps);
+        return p;
+    }
+
+    /** Steps with gradients 1 to {@code steps}. */
+    private static void steps(TrainingOptimizer optimizer, Tensor p, int steps) {
         for (int step = 1; step <= steps; step++) {
             gradient(p, step);
-            muon.step();
+            optimizer.step();
         }
-        return p;
     }
 }
