@@ -173,26 +173,34 @@ class HostileFilesTest {
         TorchStateDictTest.assertSame(before, TorchStateDictTest.restoredOf(opt));
     }
 
-    /** The same values in a checkpoint (rewritten with a valid checksum, as a buggy writer's file would be). */
-    @Test
-    void load_forbiddenValues_areRefused_namingTheEntry() {
+    /** A hybrid of {@code CheckpointTest.small}'s parameters (float32) after one step of gradients 3. */
+    private static MuonAdamW steppedOnce() {
         Map<String, Tensor> named = CheckpointTest.small(torch.ScalarType.Float, 5);
         MuonAdamW opt = CheckpointTest.hybrid(named);
         TestModels.setGradients(named, 3);
         opt.step();
+        return opt;
+    }
+
+    /** {@code opt}'s checkpoint with {@code edit} applied to its tensors, rewritten with a valid checksum. */
+    private Path savedWithTensorsEdited(MuonAdamW opt, Consumer<Map<String, Tensor>> edit) {
         Path good = dir.resolve("good.ckpt");
         opt.save(good);
-        Path bad = CraftedCheckpoints.edited(good, dir.resolve("bad.ckpt"), meta -> { }, doc -> { }, tensors -> {
+        return CraftedCheckpoints.edited(good, dir.resolve("bad.ckpt"), meta -> { }, doc -> { }, edit);
+    }
+
+    /** The same values in a checkpoint (rewritten with a valid checksum, as a buggy writer's file would be). */
+    @Test
+    void load_forbiddenValues_areRefused_namingTheEntry() {
+        MuonAdamW opt = steppedOnce();
+        Path bad = savedWithTensorsEdited(opt, tensors -> {
             tensors.get("momentum/fc1.weight").fill_(new Scalar(Double.POSITIVE_INFINITY));
             tensors.get("exp_avg_sq/embed.weight").fill_(new Scalar(-1.0));
         });
         Map<String, Tensor> before = CheckpointTest.stateOf(opt);
         StateMismatchException e = assertThrows(StateMismatchException.class, () -> opt.load(bad));
         assertEquals(2, e.differences().size(), e.getMessage());
-        Map<String, Tensor> after = CheckpointTest.stateOf(opt);
-        for (String key : before.keySet()) {
-            assertTrue(before.get(key).equal(after.get(key)), key + " changed");
-        }
+        CheckpointTest.assertStateUnchanged(opt, 1, before);
     }
 
     /**
@@ -257,13 +265,8 @@ class HostileFilesTest {
      */
     @Test
     void load_nanParameterValue_isRefused_namingTheEntry() {
-        Map<String, Tensor> named = CheckpointTest.small(torch.ScalarType.Float, 5);
-        MuonAdamW opt = CheckpointTest.hybrid(named);
-        TestModels.setGradients(named, 3);
-        opt.step();
-        Path good = dir.resolve("good.ckpt");
-        opt.save(good);
-        Path bad = CraftedCheckpoints.edited(good, dir.resolve("bad.ckpt"), meta -> { }, doc -> { }, tensors -> {
+        MuonAdamW opt = steppedOnce();
+        Path bad = savedWithTensorsEdited(opt, tensors -> {
             tensors.get("value/fc1.weight").select(0, 1).fill_(new Scalar(Double.NaN));
             tensors.get("value/embed.weight").select(0, 0).fill_(new Scalar(Double.NEGATIVE_INFINITY));
         });
@@ -274,29 +277,20 @@ class HostileFilesTest {
                 e.differences().stream().map(d -> d.entry()).toList(), e.getMessage());
         assertTrue(e.getMessage().contains("'fc1.weight' value values: this optimizer finite, the state NaN or Inf"),
                 e.getMessage());
-        Map<String, Tensor> after = CheckpointTest.stateOf(opt);
-        for (String key : before.keySet()) {
-            assertTrue(before.get(key).equal(after.get(key)), key + " changed");
-        }
+        CheckpointTest.assertStateUnchanged(opt, 1, before);
     }
 
     /** The same through {@code restore()}, for {@code Muon} and {@code MuonAdamW}. */
     @Test
     void restore_nanParameterValue_isRefused_namingTheEntry() {
-        Map<String, Tensor> named = CheckpointTest.small(torch.ScalarType.Float, 5);
-        MuonAdamW opt = CheckpointTest.hybrid(named);
-        TestModels.setGradients(named, 3);
-        opt.step();
+        MuonAdamW opt = steppedOnce();
         Map<String, Tensor> before = CheckpointTest.stateOf(opt);
         StateMismatchException e = assertThrows(StateMismatchException.class,
                 () -> opt.restore(withNanValue(opt.state(), "fc1.weight")));
         assertEquals(1, e.differences().size(), e.getMessage());
         assertTrue(e.getMessage().contains("'fc1.weight' value values: this optimizer finite, the state NaN or Inf"),
                 e.getMessage());
-        Map<String, Tensor> after = CheckpointTest.stateOf(opt);
-        for (String key : before.keySet()) {
-            assertTrue(before.get(key).equal(after.get(key)), key + " changed");
-        }
+        CheckpointTest.assertStateUnchanged(opt, 1, before);
 
         Tensor w = torch.randn(6, 4);
         Muon muon = Muon.of(List.of(w), MuonConfig.defaults());
