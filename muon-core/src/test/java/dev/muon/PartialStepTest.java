@@ -58,24 +58,45 @@ class PartialStepTest {
         return out;
     }
 
+    /** Copies of {@code params}' momentum buffers, in their order. */
+    private static List<Tensor> momenta(Muon muon, List<Tensor> params) {
+        List<Tensor> out = new ArrayList<>();
+        for (Tensor p : params) {
+            out.add(muon.momentumBuffer(p).orElseThrow().clone());
+        }
+        return out;
+    }
+
+    /** {@code params}' Muon, built while {@code recorder} serves the fused kernels, so that its steps go through it. */
+    private static Muon muon(List<Tensor> params, RecordingFusedKernelsProvider.Recorder recorder) {
+        try (recorder) {
+            return Muon.of(params, CONFIG);
+        }
+    }
+
+    /** A Muon built under a recorder, after the step with gradients 1, and the recorder that can fail its kernels. */
+    private record SteppedOnce(Muon muon, RecordingFusedKernelsProvider.Recorder recorder) {
+    }
+
+    private static SteppedOnce steppedOnce(List<Tensor> params) {
+        RecordingFusedKernelsProvider.Recorder recorder = RecordingFusedKernelsProvider.serving(m -> true);
+        Muon muon = muon(params, recorder);
+        gradients(params, 1);
+        muon.step();
+        return new SteppedOnce(muon, recorder);
+    }
+
     @Test
     void muon_failingPartWay_leavesTheDocumentedState_andRefusesUntilRestored() throws Exception {
         List<Tensor> params = parameters();
-        Muon muon;
-        RecordingFusedKernelsProvider.Recorder recorder = RecordingFusedKernelsProvider.serving(m -> true);
-        try (recorder) {
-            muon = Muon.of(params, CONFIG);
-        }
-        gradients(params, 1);
-        muon.step();
+        SteppedOnce stepped = steppedOnce(params);
+        Muon muon = stepped.muon();
+        RecordingFusedKernelsProvider.Recorder recorder = stepped.recorder();
         Path saved = dir.resolve("step1.ckpt");
         muon.save(saved);
         OptimizerState afterOne = muon.state();
         List<Tensor> before = copies(params);
-        List<Tensor> momentumBefore = new ArrayList<>();
-        for (Tensor p : params) {
-            momentumBefore.add(muon.momentumBuffer(p).orElseThrow().clone());
-        }
+        List<Tensor> momentumBefore = momenta(muon, params);
 
         gradients(params, 2);
         recorder.failingUpdateCall = recorder.updateCalls + 2;
@@ -124,10 +145,7 @@ class PartialStepTest {
         for (Tensor t : twins) {
             t.requires_grad_(true);
         }
-        Muon twin;
-        try (RecordingFusedKernelsProvider.Recorder again = RecordingFusedKernelsProvider.serving(m -> true)) {
-            twin = Muon.of(twins, CONFIG);
-        }
+        Muon twin = muon(twins, RecordingFusedKernelsProvider.serving(m -> true));
         twin.restore(afterOne);
         gradients(twins, 2);
         twin.step();
@@ -139,13 +157,9 @@ class PartialStepTest {
     @Test
     void muon_restoreFromState_clearsThePartialStep() {
         List<Tensor> params = parameters();
-        Muon muon;
-        RecordingFusedKernelsProvider.Recorder recorder = RecordingFusedKernelsProvider.serving(m -> true);
-        try (recorder) {
-            muon = Muon.of(params, CONFIG);
-        }
-        gradients(params, 1);
-        muon.step();
+        SteppedOnce stepped = steppedOnce(params);
+        Muon muon = stepped.muon();
+        RecordingFusedKernelsProvider.Recorder recorder = stepped.recorder();
         OptimizerState whole = muon.state();
         recorder.failingUpdateCall = recorder.updateCalls + 1;
         gradients(params, 2);
@@ -229,10 +243,7 @@ class PartialStepTest {
             muon.step();
             assertEquals(2, muon.batchedLastStep(), "a and c ran as one batch");
             List<Tensor> before = copies(params);
-            List<Tensor> momentumBefore = new ArrayList<>();
-            for (Tensor p : params) {
-                momentumBefore.add(muon.momentumBuffer(p).orElseThrow().clone());
-            }
+            List<Tensor> momentumBefore = momenta(muon, params);
             gradients(params, 2);
             // The batch's second update: c's.
             recorder.failingUpdateCall = recorder.updateCalls + 2;
