@@ -22,6 +22,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** NaN and Inf gradients under each {@link NonFinitePolicy}, on either group. */
 @ExtendWith(NativeScopePerTest.class)
 class NonFinitePolicyTest {
+    /** The parameters of this test's model, by name. */
+    private final Map<String, Tensor> named = new LinkedHashMap<>();
+
     static Stream<Arguments> badGradients() {
         return Stream.of(
                 Arguments.of("fc1.weight", Double.NaN),
@@ -47,12 +50,17 @@ class NonFinitePolicyTest {
         grad.view(-1).narrow(0, 2, 1).fill_(new org.bytedeco.pytorch.Scalar(value));
     }
 
+    /** This test's model ({@link #trainedOnce}), its next gradient of {@code name} poisoned with {@code value}. */
+    private MuonAdamW poisonedAfterOneStep(NonFinitePolicy policy, String name, double value) {
+        MuonAdamW opt = trainedOnce(named, policy);
+        poison(named, name, value);
+        return opt;
+    }
+
     @ParameterizedTest(name = "{0} = {1}")
     @MethodSource("badGradients")
     void skip_leavesEverythingUntouched_andNamesTheParameter(String name, double value) {
-        Map<String, Tensor> named = new LinkedHashMap<>();
-        MuonAdamW opt = trainedOnce(named, NonFinitePolicy.SKIP);
-        poison(named, name, value);
+        MuonAdamW opt = poisonedAfterOneStep(NonFinitePolicy.SKIP, name, value);
         Map<String, Tensor> before = CheckpointTest.stateOf(opt);
         opt.step();
         assertTrue(opt.lastStep().skipped());
@@ -69,9 +77,7 @@ class NonFinitePolicyTest {
     @ParameterizedTest(name = "{0} = {1}")
     @MethodSource("badGradients")
     void raise_throwsNamingTheParameter_andChangesNothing(String name, double value) {
-        Map<String, Tensor> named = new LinkedHashMap<>();
-        MuonAdamW opt = trainedOnce(named, NonFinitePolicy.RAISE);
-        poison(named, name, value);
+        MuonAdamW opt = poisonedAfterOneStep(NonFinitePolicy.RAISE, name, value);
         Map<String, Tensor> before = CheckpointTest.stateOf(opt);
         IllegalStateException e = assertThrows(IllegalStateException.class, opt::step);
         assertEquals("the gradient of parameter '" + name + "' holds NaN or Inf (nonFinitePolicy RAISE); "
@@ -83,9 +89,7 @@ class NonFinitePolicyTest {
     @ParameterizedTest(name = "{0} = {1}")
     @MethodSource("badGradients")
     void ignore_appliesTheStep_likePyTorch(String name, double value) {
-        Map<String, Tensor> named = new LinkedHashMap<>();
-        MuonAdamW opt = trainedOnce(named, NonFinitePolicy.IGNORE);
-        poison(named, name, value);
+        MuonAdamW opt = poisonedAfterOneStep(NonFinitePolicy.IGNORE, name, value);
         opt.step();
         assertEquals(2, opt.stepCount());
         assertFalse(opt.lastStep().skipped());
@@ -94,7 +98,6 @@ class NonFinitePolicyTest {
 
     @Test
     void defaultPolicy_isSkip() {
-        Map<String, Tensor> named = new LinkedHashMap<>();
         named.put("w", torch.randn(3, 3).requires_grad_(true));
         MuonAdamW opt = MuonAdamW.builder(named).build();
         named.get("w").mutable_grad().put(torch.full(new long[]{3, 3}, new org.bytedeco.pytorch.Scalar(Double.NaN)));
