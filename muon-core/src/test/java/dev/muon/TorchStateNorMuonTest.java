@@ -94,13 +94,19 @@ class TorchStateNorMuonTest {
         assertEquals(List.of(12L), List.of(((Tensor) first.get("normuon_second_moment")).shape()[0]));
     }
 
-    @Test
-    void plainFile_intoNorMuonOptimizer_isRefused_namingTheSetting() {
+    /** The export, to {@code name} in {@code dir}, of the optimizer without NorMuon after one step. */
+    private Path plainExport(String name) {
         Map<String, Tensor> named = model();
         MuonAdamW plain = optimizer(named, false);
         train(plain, named, 1);
-        Path file = dir.resolve("plain.pt");
+        Path file = dir.resolve(name);
         plain.exportTorchStateDict(file);
+        return file;
+    }
+
+    @Test
+    void plainFile_intoNorMuonOptimizer_isRefused_namingTheSetting() {
+        Path file = plainExport("plain.pt");
         MuonAdamW norMuon = optimizer(model(), true);
         StateMismatchException e = assertThrows(StateMismatchException.class,
                 () -> norMuon.importTorchStateDict(file));
@@ -110,11 +116,7 @@ class TorchStateNorMuonTest {
 
     @Test
     void otherRowSplit_isRefused_namingTheParameter() {
-        Map<String, Tensor> named = model();
-        MuonAdamW saved = optimizer(named, false);
-        train(saved, named, 1);
-        Path file = dir.resolve("split.pt");
-        saved.exportTorchStateDict(file);
+        Path file = plainExport("split.pt");
         MuonAdamW other = MuonAdamW.builder(model()).muon(MuonConfig.defaults().withLr(0.02))
                 .rowSplit("attn.qkv.weight", RowSplit.perHead(6)).build();
         StateFileException e = assertThrows(StateFileException.class, () -> other.importTorchStateDict(file));
