@@ -6,10 +6,8 @@ import dev.muon.MuonConfig;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.time.Duration;
 import java.util.List;
@@ -21,31 +19,21 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A group of one in this JVM: the argument checks, the failure to form a group, and W = 1 training. */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class DistributedGroupTest {
-    private DistributedGroup single;
-
-    @BeforeAll
-    void join() throws Exception {
-        single = WorkerLauncher.groupOfOne();
-    }
-
-    @AfterAll
-    void leave() {
-        single.close();
-    }
+    @RegisterExtension
+    static final GroupOfOne SINGLE = new GroupOfOne();
 
     @Test
     void groupOfOne_collectivesAreIdentities() {
         try (PointerScope scope = new PointerScope()) {
-            assertArrayEquals(new long[]{42}, single.allGather(42, "a test value"));
+            assertArrayEquals(new long[]{42}, SINGLE.group().allGather(42, "a test value"));
             Tensor t = torch.arange(new org.bytedeco.pytorch.Scalar(6)).to(torch.ScalarType.Float);
-            long before = single.payloadBytes();
-            single.allReduceSum(t, "a test tensor");
-            single.broadcast(t, 0, "a test tensor");
-            single.barrier("a test");
+            long before = SINGLE.group().payloadBytes();
+            SINGLE.group().allReduceSum(t, "a test tensor");
+            SINGLE.group().broadcast(t, 0, "a test tensor");
+            SINGLE.group().barrier("a test");
             assertTrue(t.equal(torch.arange(new org.bytedeco.pytorch.Scalar(6)).to(torch.ScalarType.Float)));
-            assertEquals(before + 2 * 6 * 4, single.payloadBytes());
+            assertEquals(before + 2 * 6 * 4, SINGLE.group().payloadBytes());
         }
     }
 
@@ -53,7 +41,7 @@ class DistributedGroupTest {
     void broadcast_rootOutsideGroup_isRejected() {
         try (PointerScope scope = new PointerScope()) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> single.broadcast(torch.ones(2), 1, "x"));
+                    () -> SINGLE.group().broadcast(torch.ones(2), 1, "x"));
             assertEquals("root must be a rank in [0, 1), got 1", e.getMessage());
         }
     }
@@ -62,7 +50,7 @@ class DistributedGroupTest {
     void send_toItself_isRejected() {
         try (PointerScope scope = new PointerScope()) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> single.send(torch.ones(2), 0, 0, "x"));
+                    () -> SINGLE.group().send(torch.ones(2), 0, 0, "x"));
             assertEquals("to must be another rank than this one (0), got 0", e.getMessage());
         }
     }
@@ -71,7 +59,7 @@ class DistributedGroupTest {
     void coalescedAllReduce_ofMixedDtypes_isRejected() {
         try (PointerScope scope = new PointerScope()) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> single.allReduceSum(List.of(torch.ones(2), torch.ones(2).to(torch.ScalarType.Double)),
+                    () -> SINGLE.group().allReduceSum(List.of(torch.ones(2), torch.ones(2).to(torch.ScalarType.Double)),
                             "grads"));
             assertEquals("tensors must share one dtype for a coalesced all-reduce of grads, got Float and Double",
                     e.getMessage());
@@ -129,7 +117,7 @@ class DistributedGroupTest {
             Tensor weight = torch.randn(8, 4).t().requires_grad_(true);
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Muon.builder()
                     .addGroup(List.of(weight), MuonConfig.defaults())
-                    .distributed(single, ShardingConfig.defaults()).build());
+                    .distributed(SINGLE.group(), ShardingConfig.defaults()).build());
             assertEquals("parameter 0 of group 0 is not contiguous; a distributed optimizer broadcasts parameters "
                     + "in place and needs contiguous ones", e.getMessage());
         }
@@ -140,7 +128,7 @@ class DistributedGroupTest {
         assertEquals("group must not be null", assertThrows(NullPointerException.class,
                 () -> Muon.builder().distributed(null, ShardingConfig.defaults())).getMessage());
         assertEquals("sharding config must not be null", assertThrows(NullPointerException.class,
-                () -> Muon.builder().distributed(single, null)).getMessage());
+                () -> Muon.builder().distributed(SINGLE.group(), null)).getMessage());
         assertEquals("syncPrecision must not be null", assertThrows(NullPointerException.class,
                 () -> ShardingConfig.defaults().withSyncPrecision(null)).getMessage());
     }
@@ -153,7 +141,7 @@ class DistributedGroupTest {
             ShardedTrainingWorker.run(plain, ShardedTrainingWorker.builder(plain).build(), 1, 0, 1, null);
             TinyClassifier sharded = new TinyClassifier(7, false);
             MuonAdamW optimizer = ShardedTrainingWorker.builder(sharded)
-                    .distributed(single, ShardingConfig.defaults()).build();
+                    .distributed(SINGLE.group(), ShardingConfig.defaults()).build();
             ShardedTrainingWorker.run(sharded, optimizer, 1, 0, 1, null);
             Map<String, Tensor> a = plain.named();
             Map<String, Tensor> b = sharded.named();

@@ -7,10 +7,8 @@ import dev.muon.NorMuonConfig;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -24,19 +22,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * ({@link ShardingInvarianceTest} checks the bits over 1, 2 and 3 ranks). Here, in a group of one: both optimizers
  * build, step, save and load.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class NorMuonDistributedTest {
-    private DistributedGroup single;
-
-    @BeforeAll
-    void join() throws Exception {
-        single = WorkerLauncher.groupOfOne();
-    }
-
-    @AfterAll
-    void leave() {
-        single.close();
-    }
+    @RegisterExtension
+    static final GroupOfOne SINGLE = new GroupOfOne();
 
     @Test
     void distributedMuon_withNorMuon_stepsSavesAndLoads(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
@@ -44,7 +32,7 @@ class NorMuonDistributedTest {
             Tensor w = torch.randn(4, 6);
             Muon muon = Muon.builder()
                     .addGroup(List.of(w), MuonConfig.defaults().withNorMuon(NorMuonConfig.defaults()))
-                    .distributed(single, ShardingConfig.defaults()).build();
+                    .distributed(SINGLE.group(), ShardingConfig.defaults()).build();
             w.mutable_grad().put(torch.randn(4, 6));
             muon.step();
             Tensor v = muon.secondMoment(w).orElseThrow().clone();
@@ -67,7 +55,7 @@ class NorMuonDistributedTest {
             named.put("head.weight", torch.randn(3, 4).requires_grad_(true));
             MuonAdamW opt = MuonAdamW.builder(named)
                     .muon(MuonConfig.defaults().withNorMuon(NorMuonConfig.defaults()))
-                    .distributed(single, ShardingConfig.defaults()).build();
+                    .distributed(SINGLE.group(), ShardingConfig.defaults()).build();
             for (Tensor t : named.values()) {
                 t.mutable_grad().put(torch.randn(t.shape()));
             }
