@@ -65,7 +65,8 @@ final class ReliabilityWorker {
             stats.put("stepCount.k" + k, String.valueOf(optimizer.stepCount()));
             TensorFiles.write(model.named(), dir.resolve("accumulation-k" + k + "-rank" + rank + ".pt"));
             if (k == K) {
-                stats.put("clipAveraged", message(() -> GradientClipping.clipGradNorm(optimizer, MAX_NORM)));
+                stats.put("clipAveraged",
+                        ShardedTrainingWorker.message(() -> GradientClipping.clipGradNorm(optimizer, MAX_NORM)));
             }
         }
 
@@ -113,7 +114,7 @@ final class ReliabilityWorker {
             TinyClassifier model = new TinyClassifier(99, false);
             MuonAdamW optimizer = resumed.apply(ShardedTrainingWorker.builder(model)).distributed(group, exact)
                     .build();
-            stats.put("refused." + direction, message(() -> optimizer.load(file)));
+            stats.put("refused." + direction, ShardedTrainingWorker.message(() -> optimizer.load(file)));
             optimizer.load(file, AssignmentChanges.START_FRESH);
             stats.put("resumedStep." + direction, String.valueOf(optimizer.stepCount()));
             train(model, optimizer, SAVE_AT + 1, STEPS + 2);
@@ -147,15 +148,6 @@ final class ReliabilityWorker {
             optimizer.zeroGrad();
             model.lossAndBackward(step, 0, 1);
             optimizer.step();
-        }
-    }
-
-    private static String message(Runnable call) {
-        try {
-            call.run();
-            return "no error";
-        } catch (RuntimeException e) {
-            return e.getClass().getSimpleName() + ": " + String.valueOf(e.getMessage()).replace('\n', ' ');
         }
     }
 }

@@ -258,7 +258,8 @@ public final class ShardedTrainingWorker {
         writeStats(dir.resolve("errors-rank" + group.rank() + ".txt"), out);
     }
 
-    private static String message(Runnable call) {
+    /** What {@code call} throws, as one line: its class and message, or "no error". */
+    static String message(Runnable call) {
         try {
             call.run();
             return "no error";
