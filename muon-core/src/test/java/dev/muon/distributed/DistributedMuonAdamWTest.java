@@ -65,14 +65,6 @@ class DistributedMuonAdamWTest {
         return TensorFiles.read(path, new TinyClassifier(0, false).named().keySet());
     }
 
-    private static double maxAbsDiff(Map<String, Tensor> a, Map<String, Tensor> b) {
-        double max = 0;
-        for (String name : a.keySet()) {
-            max = Math.max(max, a.get(name).sub(b.get(name)).abs().max().item_double());
-        }
-        return max;
-    }
-
     private static void assertBitwiseEqual(Map<String, Tensor> expected, Map<String, Tensor> actual, String what) {
         for (String name : expected.keySet()) {
             assertTrue(expected.get(name).equal(actual.get(name)), () -> what + ": parameter '" + name
@@ -92,7 +84,7 @@ class DistributedMuonAdamWTest {
             assertBitwiseEqual(rank0, params(world, run + "-rank" + rank + ".pt"), "W=" + world + " " + run
                     + " rank " + rank + " against rank 0");
         }
-        double diff = maxAbsDiff(params(world, referenceFile), rank0);
+        double diff = TensorFiles.maxAbsDiff(params(world, referenceFile), rank0);
         assertTrue(diff <= tolerance, "W=" + world + ": run '" + run + "' differs from the single-process run by "
                 + diff);
         return rank0;
@@ -146,7 +138,7 @@ class DistributedMuonAdamWTest {
     @ValueSource(ints = {2, 3})
     void bf16Sync_ranksIdentical_andCloseToSingleProcess(int world) {
         Map<String, Tensor> rank0 = assertRanksAgreeAndWithin(world, "bf16", "reference.pt", 4e-4);
-        assertTrue(maxAbsDiff(params(world, "reference.pt"), rank0) > 0,
+        assertTrue(TensorFiles.maxAbsDiff(params(world, "reference.pt"), rank0) > 0,
                 "W=" + world + ": bf16 sync changed nothing, so the bf16 path did not run");
     }
 

@@ -61,14 +61,6 @@ class DistributedReliabilityTest {
         return TensorFiles.read(dir.resolve(file), new TinyClassifier(0, false).named().keySet());
     }
 
-    private static double maxAbsDiff(Map<String, Tensor> a, Map<String, Tensor> b) {
-        double max = 0;
-        for (String name : a.keySet()) {
-            max = Math.max(max, a.get(name).sub(b.get(name)).abs().max().item_double());
-        }
-        return max;
-    }
-
     private static void assertBitwiseEqual(Map<String, Tensor> expected, Map<String, Tensor> actual, String what) {
         for (String name : expected.keySet()) {
             assertTrue(expected.get(name).equal(actual.get(name)), () -> what + ": '" + name + "' differs by "
@@ -87,11 +79,11 @@ class DistributedReliabilityTest {
     void accumulation_withAveraging_matchesTheWholeBatch_holdsAlready() {
         Map<String, Tensor> reference = params("accumulation-reference.pt");
         Map<String, Tensor> initial = new TinyClassifier(7, false).named();
-        assertTrue(maxAbsDiff(initial, reference) > 1e-3, "the reference did not train");
+        assertTrue(TensorFiles.maxAbsDiff(initial, reference) > 1e-3, "the reference did not train");
         for (int k : new int[]{1, ReliabilityWorker.K}) {
             Map<String, Tensor> mine = params("accumulation-k" + k + "-rank0.pt");
             assertBitwiseEqual(mine, params("accumulation-k" + k + "-rank1.pt"), "k=" + k + " rank 1 against 0");
-            double diff = maxAbsDiff(reference, mine);
+            double diff = TensorFiles.maxAbsDiff(reference, mine);
             assertTrue(diff <= 1e-5, "k=" + k + " differs from the whole batch in one process by " + diff);
             assertEquals(String.valueOf(ReliabilityWorker.STEPS), rank0.get("stepCount.k" + k));
         }
@@ -150,7 +142,7 @@ class DistributedReliabilityTest {
         assertEquals(rank0.get("clipAveragedFirstNorms"), rank1.get("clipAveragedFirstNorms"));
         Map<String, Tensor> mine = params("clip-averaged-rank0.pt");
         assertBitwiseEqual(mine, params("clip-averaged-rank1.pt"), "rank 1 against 0");
-        double diff = maxAbsDiff(params("clip-reference.pt"), mine);
+        double diff = TensorFiles.maxAbsDiff(params("clip-reference.pt"), mine);
         assertTrue(diff <= 1e-5, "differs from the clipped single-process run by " + diff);
     }
 

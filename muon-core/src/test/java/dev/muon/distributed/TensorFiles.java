@@ -8,7 +8,10 @@ import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
-/** Named tensors to and from a libtorch archive: how the workers hand their parameters to the test. */
+/**
+ * Named tensors to and from a libtorch archive: how the workers hand their parameters to the test, and how far two
+ * runs' parameters lie apart.
+ */
 final class TensorFiles {
     private TensorFiles() {
     }
@@ -31,5 +34,14 @@ final class TensorFiles {
             tensors.put(name, t);
         }
         return tensors;
+    }
+
+    /** The largest absolute difference between {@code a}'s tensors and {@code b}'s of the same names. */
+    static double maxAbsDiff(Map<String, Tensor> a, Map<String, Tensor> b) {
+        double max = 0;
+        for (String name : a.keySet()) {
+            max = Math.max(max, a.get(name).sub(b.get(name)).abs().max().item_double());
+        }
+        return max;
     }
 }
