@@ -292,7 +292,7 @@ class NewtonSchulzPropertiesTest {
     }
 
     /** The {a, b, c} coefficients of the first {@code steps} steps, as the libtorch iterations take them. */
-    private static org.bytedeco.pytorch.Scalar[][] coefficientScalars(NewtonSchulzConfig config, int steps) {
+    static org.bytedeco.pytorch.Scalar[][] coefficientScalars(NewtonSchulzConfig config, int steps) {
         org.bytedeco.pytorch.Scalar[][] abc = new org.bytedeco.pytorch.Scalar[3][steps];
         for (int k = 0; k < steps; k++) {
             Coefficients c = config.nsCoefficients().at(k);
@@ -360,6 +360,19 @@ class NewtonSchulzPropertiesTest {
                 Arguments.of("low-rank+noise"));
     }
 
+    /** {@code g} orthogonalized in float64 by the GEMM form: the reference the bfloat16 kernels are held against. */
+    static double[] exactOrthogonalization(Tensor g) {
+        return Tensors.values(new NewtonSchulz(NewtonSchulzConfig.defaults()
+                .withNsPrecision(NsPrecision.FLOAT64).withNsAlgorithm(NsAlgorithm.GEMM)).orthogonalize(g));
+    }
+
+    /** The relative error against {@code exact} of the plain bfloat16 GEMM kernel on {@code input}. */
+    static double plainBf16Error(Tensor input, double[] exact) {
+        NewtonSchulzConfig gemm = NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.BFLOAT16)
+                .withNsAlgorithm(NsAlgorithm.GEMM);
+        return Tensors.relativeError(Tensors.values(new NewtonSchulz(gemm).orthogonalize(input)), exact);
+    }
+
     static Tensor withSpectrum(String kind, int rows, int cols) {
         int k = Math.min(rows, cols);
         double[] s = new double[k];
@@ -398,12 +411,10 @@ class NewtonSchulzPropertiesTest {
             NativeVariants.assumeRuns(nativeKernel);
         }
         Tensor g = withSpectrum(spectrum, rows, cols);
-        double[] exact = Tensors.values(new NewtonSchulz(NewtonSchulzConfig.defaults()
-                .withNsPrecision(NsPrecision.FLOAT64).withNsAlgorithm(NsAlgorithm.GEMM)).orthogonalize(g));
+        double[] exact = exactOrthogonalization(g);
         NewtonSchulzConfig bf16 = NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.BFLOAT16);
         Tensor input = g.to(ScalarType.Float);
-        double plain = Tensors.relativeError(Tensors.values(new NewtonSchulz(bf16.withNsAlgorithm(NsAlgorithm.GEMM))
-                .orthogonalize(input)), exact);
+        double plain = plainBf16Error(input, exact);
         NewtonSchulz ns = new NewtonSchulz(bf16);
         Workspace ws = new Workspace(0, rows, cols, ScalarType.BFloat16, input.device());
         ns.normalizeInto(ws.x, input);

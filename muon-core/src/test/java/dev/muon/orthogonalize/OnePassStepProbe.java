@@ -64,13 +64,7 @@ public final class OnePassStepProbe {
                 .withNsAlgorithm(NsAlgorithm.SYMMETRIC);
         NewtonSchulz ns = new NewtonSchulz(config);
         Tensor input = torch.randn(m, n);
-        Scalar[][] abc = new Scalar[3][config.nsSteps()];
-        for (int k = 0; k < config.nsSteps(); k++) {
-            Coefficients c = config.nsCoefficients().at(k);
-            abc[0][k] = new Scalar(c.a());
-            abc[1][k] = new Scalar(c.b());
-            abc[2][k] = new Scalar(c.c());
-        }
+        Scalar[][] abc = NewtonSchulzPropertiesTest.coefficientScalars(config, config.nsSteps());
         Workspace[] ws = new Workspace[2];
         SymmetricIteration[] kernels = new SymmetricIteration[2];
         for (int i = 0; i < 2; i++) {

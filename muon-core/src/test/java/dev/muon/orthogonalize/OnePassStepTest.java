@@ -160,12 +160,10 @@ class OnePassStepTest {
         NativeVariants.assumeRuns(NativeKernels.Variant.AVX512);
         int m = 300;
         Tensor g = NewtonSchulzPropertiesTest.withSpectrum(spectrum, m, m);
-        double[] exact = Tensors.values(new NewtonSchulz(NewtonSchulzConfig.defaults()
-                .withNsPrecision(NsPrecision.FLOAT64).withNsAlgorithm(NsAlgorithm.GEMM)).orthogonalize(g));
+        double[] exact = NewtonSchulzPropertiesTest.exactOrthogonalization(g);
         NewtonSchulzConfig bf16 = NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.BFLOAT16);
         Tensor input = g.to(ScalarType.Float);
-        double plain = Tensors.relativeError(Tensors.values(new NewtonSchulz(bf16.withNsAlgorithm(NsAlgorithm.GEMM))
-                .orthogonalize(input)), exact);
+        double plain = NewtonSchulzPropertiesTest.plainBf16Error(input, exact);
         Workspace ws = new Workspace(0, m, m, ScalarType.BFloat16, input.device());
         new NewtonSchulz(bf16).normalizeInto(ws.x, input);
         Scalar[][] abc = scalars(bf16);
@@ -359,14 +357,7 @@ class OnePassStepTest {
     }
 
     private static Scalar[][] scalars(NewtonSchulzConfig config) {
-        Scalar[][] abc = new Scalar[3][config.nsSteps()];
-        for (int k = 0; k < config.nsSteps(); k++) {
-            Coefficients c = config.nsCoefficients().at(k);
-            abc[0][k] = new Scalar(c.a());
-            abc[1][k] = new Scalar(c.b());
-            abc[2][k] = new Scalar(c.c());
-        }
-        return abc;
+        return NewtonSchulzPropertiesTest.coefficientScalars(config, config.nsSteps());
     }
 
     @Test
