@@ -37,20 +37,35 @@ public final class ConformanceCells {
 
     /**
      * What muon-core refuses, by cell, as the start of the message: Hyperball with cautious decay, and Muown with
-     * bfloat16 momentum, refused when the config is made (cautious decay is a weight decay, which the sphere
-     * replaces; Muown keeps its momentum in float32); Muown on a conv filter or a stack, refused at build (it is
+     * bfloat16 momentum or a weight hook, refused when the config is made (cautious decay is a weight decay, which
+     * the sphere replaces; Muown keeps its momentum in float32, and its next step would undo a hook); Muown on a conv filter or a stack, refused at build (it is
      * defined for 2-D weights); nothing else: every element runs in every dtype, place and world size.
      *
      * @param row   the row
      * @param dtype the column's dtype
      * @return the refusal's start, or null when the cell runs
      */
+    /** The weight hooks other than Hyperball, by their rows' names, with their settings' names. */
+    private static final String[][] MUOWN_HOOKS = {{"RadialBrake", "radialBrake"},
+            {"RelativeUpdate", "relativeUpdate"}, {"update floor", "updateFloor"},
+            {"update floor per row", "updateFloor"}};
+
     public static String refusal(Row row, Dtype dtype) {
         if (row.has("cautious decay") && (row.has("Hyperball") || row.has("Hyperball radius 3"))) {
             return "cautiousWeightDecay must be false with hyperball";
         }
         if (row.has("Muown") && row.has("bfloat16 momentum")) {
             return "momentumPrecision must be PARAMETER with muown";
+        }
+        if (row.has("Muown") && (row.has("Hyperball") || row.has("Hyperball radius 3"))) {
+            return "hyperball must be off with muown";
+        }
+        if (row.has("Muown")) {
+            for (String[] hook : MUOWN_HOOKS) {
+                if (row.has(hook[0])) {
+                    return hook[1] + " must be off with muown";
+                }
+            }
         }
         if (row.has("Muown") && (row.has("conv filter") || row.has("stack"))) {
             return "muown needs 2-D parameters";

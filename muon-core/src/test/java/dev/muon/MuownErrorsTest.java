@@ -47,6 +47,18 @@ class MuownErrorsTest {
                         .withMuown(MuownConfig.defaults()), "hyperball must be off with muown (both decide how the "
                         + "weights' norms move: the sphere fixes the norm Muown learns per row), got "
                         + "HyperballConfig[radius=0.0, eps=1.0E-8]"),
+                row("radialBrake_isRefused", () -> MUOWN.withRadialBrake(RadialBrakeConfig.defaults()),
+                        "radialBrake must be off with muown (a weight-update hook changes the weight's norm or step, "
+                                + "which Muown keeps as its per-row magnitudes and direction: its next step would "
+                                + "undo the hook), got on"),
+                row("relativeUpdate_isRefused", () -> MUOWN.withRelativeUpdate(RelativeUpdateConfig.defaults()),
+                        "relativeUpdate must be off with muown (a weight-update hook changes the weight's norm or "
+                                + "step, which Muown keeps as its per-row magnitudes and direction: its next step "
+                                + "would undo the hook), got on"),
+                row("updateFloor_isRefused", () -> MUOWN.withUpdateFloor(UpdateFloorConfig.defaults()),
+                        "updateFloor must be off with muown (a weight-update hook changes the weight's norm or step, "
+                                + "which Muown keeps as its per-row magnitudes and direction: its next step would "
+                                + "undo the hook), got on"),
                 row("cautiousWeightDecay_isRefused", () -> MUOWN.withCautiousWeightDecay(true),
                         "cautiousWeightDecay must be false with muown (Muown decays the row magnitudes, which have "
                                 + "no update to agree in sign with), got true"),

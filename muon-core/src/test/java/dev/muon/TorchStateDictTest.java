@@ -146,7 +146,7 @@ class TorchStateDictTest {
         // muon-core's settings torch.optim.Muon has no key for, by their checkpoint names.
         assertEquals(List.of("nsPrecision", "nsAlgorithm", "convWeights", "stackedWeights", "orthogonalization",
                 "batchSameShape", "norMuon", "cautiousWeightDecay", "momentumPrecision", "hyperball", "radialBrake",
-                "relativeUpdate", "updateFloor"),
+                "relativeUpdate", "updateFloor", "muown"),
                 new ArrayList<>(((Map<?, ?>) muonGroup.get("muon_core_settings")).keySet()));
         assertEquals(0.02, muonGroup.get("lr"));
         assertEquals(TorchFiles.tuple(3.4445, -4.775, 2.0315), muonGroup.get("ns_coefficients"));

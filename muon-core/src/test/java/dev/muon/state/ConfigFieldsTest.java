@@ -116,7 +116,7 @@ class ConfigFieldsTest {
         assertEquals(List.of("lr", "weightDecay", "momentum", "nesterov", "nsCoefficients", "nsSteps", "eps",
                 "nsPrecision", "nsAlgorithm", "adjustLr", "extraScale", "convWeights", "stackedWeights",
                 "orthogonalization", "batchSameShape", "norMuon", "cautiousWeightDecay", "momentumPrecision",
-                "hyperball", "radialBrake", "relativeUpdate", "updateFloor"),
+                "hyperball", "radialBrake", "relativeUpdate", "updateFloor", "muown"),
                 ConfigFields.MUON.stream().map(ConfigFields.Field::key).toList());
         assertEquals(List.of("lr", "beta1", "beta2", "eps", "weightDecay"),
                 ConfigFields.ADAMW.stream().map(ConfigFields.Field::key).toList());

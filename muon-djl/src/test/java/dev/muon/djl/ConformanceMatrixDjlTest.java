@@ -58,12 +58,18 @@ class ConformanceMatrixDjlTest {
      * What muon-djl refuses, by cell, as a part of the message: bfloat16 parameters (DJL's bfloat16 arrays abort the
      * JVM), the settings DJL has no operation for (the exact SVD, bfloat16 iterations or momentum), the native
      * symmetric and Gram kernels in a float64 iteration (they are float32 kernels), Muown (not mapped), and the
-     * config's own refusals (Hyperball with cautious decay; Muown with bfloat16 momentum).
+     * config's own refusals (Hyperball with cautious decay; Muown with bfloat16 momentum or a weight hook).
      */
     static String refusal(Row row, Dtype dtype) {
         if (row.config() == null) {
-            return row.has("Muown") ? "momentumPrecision must be PARAMETER with muown"
-                    : "cautiousWeightDecay must be false with hyperball";
+            if (!row.has("Muown")) {
+                return "cautiousWeightDecay must be false with hyperball";
+            }
+            return row.has("bfloat16 momentum") ? "momentumPrecision must be PARAMETER with muown"
+                    : row.has("Hyperball") || row.has("Hyperball radius 3") ? "hyperball must be off with muown"
+                    : row.has("RadialBrake") ? "radialBrake must be off with muown"
+                    : row.has("RelativeUpdate") ? "relativeUpdate must be off with muown"
+                    : "updateFloor must be off with muown";
         }
         MuonConfig c = row.config();
         if (dtype == Dtype.BFLOAT16) {
