@@ -68,23 +68,26 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
          * @throws NullPointerException     if the name, optimizer, shape or dtype is null
          */
         public Parameter {
-            Objects.requireNonNull(name, "name must not be null");
-            Objects.requireNonNull(optimizer, "optimizer must not be null");
-            Objects.requireNonNull(shape, "shape must not be null");
-            Objects.requireNonNull(dtype, "dtype must not be null");
-            shape = shape.clone();
-            checkPlacement(name, optimizer, group, shape, tiedTo, rowSplit);
+            shape = checkPlacement(name, optimizer, group, shape, dtype, tiedTo, rowSplit);
         }
 
         /**
          * The checks a parameter's place passes, here and in {@link ParameterSpec} (bindings-free, so that both sides
          * of the checkpoint file refuse the same parameters with the same messages).
          *
+         * @param dtype the parameter's dtype, as either side holds it: only checked to be there
+         * @return a copy of {@code shape}
          * @throws IllegalArgumentException for a negative group or size, a row split off Muon, or a tied name off
          *                                  AdamW
+         * @throws NullPointerException     if the name, optimizer, shape or dtype is null
          */
-        static void checkPlacement(String name, OptimizerKind optimizer, int group, long[] shape, String tiedTo,
-                                   RowSplit rowSplit) {
+        static long[] checkPlacement(String name, OptimizerKind optimizer, int group, long[] shape, Object dtype,
+                                     String tiedTo, RowSplit rowSplit) {
+            Objects.requireNonNull(name, "name must not be null");
+            Objects.requireNonNull(optimizer, "optimizer must not be null");
+            Objects.requireNonNull(shape, "shape must not be null");
+            Objects.requireNonNull(dtype, "dtype must not be null");
+            shape = shape.clone();
             if (group < 0) {
                 throw new IllegalArgumentException("group must be >= 0, got " + group + " for '" + Messages.shortened(name)
                         + "'");
@@ -104,6 +107,7 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
                 throw new IllegalArgumentException("a tied name is listed on ADAMW; '" + Messages.shortened(name) + "' is on "
                         + optimizer);
             }
+            return shape;
         }
 
         /**

@@ -39,13 +39,8 @@ public record ParameterSpec(String name, OptimizerKind optimizer, int group, lon
      * @throws NullPointerException     if the name, optimizer, shape or dtype is null
      */
     public ParameterSpec {
-        Objects.requireNonNull(name, "name must not be null");
-        Objects.requireNonNull(optimizer, "optimizer must not be null");
-        Objects.requireNonNull(shape, "shape must not be null");
-        Objects.requireNonNull(dtype, "dtype must not be null");
-        shape = shape.clone();
+        shape = CheckpointDocument.Parameter.checkPlacement(name, optimizer, group, shape, dtype, tiedTo, rowSplit);
         dtype = canonical(dtype);
-        CheckpointDocument.Parameter.checkPlacement(name, optimizer, group, shape, tiedTo, rowSplit);
     }
 
     /**
