@@ -427,20 +427,11 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
     }
 
     private static long integer(Object json, String where) {
-        if (!(json instanceof Long l)) {
-            throw new FormatException("__metadata__.state " + where, "must be an integer, got " + show(json));
-        }
-        return l;
+        return Json.integer(json, "__metadata__.state " + where, CheckpointDocument::show);
     }
 
     private static double number(Object json, String where) {
-        if (json instanceof Double d) {
-            return d;
-        }
-        if (json instanceof Long l) {
-            return l;
-        }
-        throw new FormatException("__metadata__.state." + where, "must be a number, got " + show(json));
+        return Json.number(json, "__metadata__.state." + where, CheckpointDocument::show);
     }
 
     private static <E extends Enum<E>> E enumValue(Class<E> type, Object json, String where, String allowed) {

@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * A strict, bounded JSON reader and a writer, for the headers of muon-core's files (RFC 8259; no dependency).
@@ -50,6 +51,41 @@ final class Json {
             throw json.fail("has text after its JSON value");
         }
         return value;
+    }
+
+    /**
+     * A parsed value that must be an integer ({@link Long}).
+     *
+     * @param value the value
+     * @param where the entry it is, for the message
+     * @param shown how the message shows a value of another kind
+     * @return it
+     * @throws FormatException if it is not an integer
+     */
+    static long integer(Object value, String where, Function<Object, String> shown) {
+        if (!(value instanceof Long l)) {
+            throw new FormatException(where, "must be an integer, got " + shown.apply(value));
+        }
+        return l;
+    }
+
+    /**
+     * A parsed value that must be a number ({@link Double} or {@link Long}).
+     *
+     * @param value the value
+     * @param where the entry it is, for the message
+     * @param shown how the message shows a value of another kind
+     * @return it
+     * @throws FormatException if it is not a number
+     */
+    static double number(Object value, String where, Function<Object, String> shown) {
+        if (value instanceof Double d) {
+            return d;
+        }
+        if (value instanceof Long l) {
+            return l;
+        }
+        throw new FormatException(where, "must be a number, got " + shown.apply(value));
     }
 
     /**

@@ -159,19 +159,10 @@ final class ScheduleEntries {
     }
 
     private static long integer(Object v, String where) {
-        if (!(v instanceof Long l)) {
-            throw new FormatException(where, "must be an integer, got " + Messages.shortened(v));
-        }
-        return l;
+        return Json.integer(v, where, Messages::shortened);
     }
 
     private static double number(Object v, String where) {
-        if (v instanceof Double d) {
-            return d;
-        }
-        if (v instanceof Long l) {
-            return l;
-        }
-        throw new FormatException(where, "must be a number, got " + Messages.shortened(v));
+        return Json.number(v, where, Messages::shortened);
     }
 }
