@@ -173,35 +173,9 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
         }
         muonConfigs = List.copyOf(muonConfigs);
         parameters = List.copyOf(parameters);
-        if (muonConfigs.isEmpty()) {
-            throw new IllegalArgumentException("muonConfigs must hold at least one group's config, got none");
-        }
-        Set<String> names = new HashSet<>();
-        for (Parameter p : parameters) {
-            if (!names.add(p.name())) {
-                throw new IllegalArgumentException("entries must have distinct names; '" + Messages.shortened(p.name())
-                        + "' appears twice");
-            }
-            if (p.optimizer() == OptimizerKind.MUON && p.group() >= muonConfigs.size()) {
-                throw new IllegalArgumentException("'" + Messages.shortened(p.name()) + "' is in Muon group " + p.group()
-                        + ", but there are " + muonConfigs.size() + " Muon group(s)");
-            }
-            if (p.optimizer() == OptimizerKind.ADAMW && !p.isTied() && adamWConfig == null) {
-                throw new IllegalArgumentException("'" + Messages.shortened(p.name())
-                        + "' is on AdamW, but adamWConfig is null");
-            }
-            if (p.optimizer() == OptimizerKind.ADAMW && p.group() > 1) {
-                throw new IllegalArgumentException("'" + Messages.shortened(p.name()) + "' is in AdamW group " + p.group()
-                        + "; AdamW has group 0 (decayed) and 1 (no weight decay)");
-            }
-        }
-        for (Parameter p : parameters) {
-            if (p.isTied() && !names.contains(p.tiedTo())) {
-                throw new IllegalArgumentException("'" + Messages.shortened(p.name()) + "' is tied to '"
-                        + Messages.shortened(p.tiedTo())
-                        + "', which is not an entry");
-            }
-        }
+        OptimizerState.checkPlaces(muonConfigs, adamWConfig, parameters.stream()
+                .map(p -> new OptimizerState.Place(p.name(), p.optimizer(), p.group(), p.tiedTo())).toList(),
+                Messages::shortened);
     }
 
     /**
