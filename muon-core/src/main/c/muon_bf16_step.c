@@ -48,7 +48,7 @@
 #define PANEL MUON_BF16_PANEL
 /* Rows of out per register tile: 8 × 32 float32 sums in 16 zmm registers (single-threaded, the half product's tile
  * runs at the core's vdpbf16ps rate: 2.08 ms for 768³/2 multiply-adds, ~100 G per second, docs/benchmarks.md). */
-#define TILE_ROWS 8
+#define TILE_ROWS MUON_BF16_TILE_ROWS
 
 static inline int min_int(int a, int b) {
     return a < b ? a : b;
@@ -175,23 +175,7 @@ KERNEL static inline __attribute__((always_inline)) void tile(const uint16_t *le
                                                               const uint16_t *s, float a, float b, float c,
                                                               int diagonal) {
     __m512 acc[TILE_ROWS][2];
-    for (int r = 0; r < TILE_ROWS; r++) {
-        acc[r][0] = _mm512_setzero_ps();
-        acc[r][1] = _mm512_setzero_ps();
-    }
-    for (int q = 0; q < pairs; q++) {
-        __m512bh b0 = (__m512bh) _mm512_loadu_si512(right + (size_t) q * PANEL * 2);
-        __m512bh b1 = (__m512bh) _mm512_loadu_si512(right + (size_t) q * PANEL * 2 + PANEL);
-        const uint16_t *aq = left + (size_t) q * PANEL * 2;
-#pragma GCC unroll 8
-        for (int r = 0; r < TILE_ROWS; r++) {
-            uint32_t pair;
-            memcpy(&pair, aq + 2 * r, sizeof pair);
-            __m512bh av = (__m512bh) _mm512_set1_epi32((int) pair);
-            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
-            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
-        }
-    }
+    muon_bf16_tile_sums(left, right, pairs, acc);
     __mmask16 mask_lo = first_lanes16(cols);
     __mmask16 mask_hi = first_lanes16(cols - 16);
 #pragma GCC unroll 8

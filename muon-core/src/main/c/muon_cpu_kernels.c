@@ -35,7 +35,7 @@
 /* Rows of x per packed panel, which is also the width (columns of out) of one register tile. */
 #define PANEL MUON_BF16_PANEL
 /* Rows of out per register tile: 8 × 32 float32 accumulators in 16 zmm registers. */
-#define TILE_ROWS 8
+#define TILE_ROWS MUON_BF16_TILE_ROWS
 
 /*
  * The packed layout: x's rows in panels of PANEL rows; within a panel, for each pair of columns (2q, 2q+1), the
@@ -123,23 +123,7 @@ KERNEL static void tile(const uint16_t *packed, int pairs, int m, int row0, int 
     const uint16_t *a = packed + (size_t) (row0 / PANEL) * panel_elems(pairs) + (row0 % PANEL) * 2;
     const uint16_t *b = packed + (size_t) col_panel * panel_elems(pairs);
     __m512 acc[TILE_ROWS][2];
-    for (int r = 0; r < TILE_ROWS; r++) {
-        acc[r][0] = _mm512_setzero_ps();
-        acc[r][1] = _mm512_setzero_ps();
-    }
-    for (int q = 0; q < pairs; q++) {
-        __m512bh b0 = (__m512bh) _mm512_loadu_si512(b + (size_t) q * PANEL * 2);
-        __m512bh b1 = (__m512bh) _mm512_loadu_si512(b + (size_t) q * PANEL * 2 + PANEL);
-        const uint16_t *aq = a + (size_t) q * PANEL * 2;
-#pragma GCC unroll 8
-        for (int r = 0; r < TILE_ROWS; r++) {
-            uint32_t pair;
-            memcpy(&pair, aq + 2 * r, sizeof pair);
-            __m512bh av = (__m512bh) _mm512_set1_epi32((int) pair);
-            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
-            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
-        }
-    }
+    muon_bf16_tile_sums(a, b, pairs, acc);
     int col0 = col_panel * PANEL;
     int cols = m - col0 < PANEL ? m - col0 : PANEL;
     if (poly->s != NULL) {

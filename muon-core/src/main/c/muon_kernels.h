@@ -136,6 +136,34 @@ extern const muon_f32_isa muon_f32_avx2;
  * columns, the panel's rows' two values side by side. */
 #define MUON_BF16_PANEL 32
 
+/* Rows of out per register tile of those products: 8 × 32 float32 sums in 16 zmm registers. */
+#define MUON_BF16_TILE_ROWS 8
+
+/* The sums of one register tile of those products, the accumulate step both files' tiles share:
+ * acc[r][h][i] = Σ_q left[q·2·PANEL + 2r .. 2r + 1] · right[q·2·PANEL + 2·(16h + i) .. + 1] over the pairs q of two
+ * panels (left at the tile's first row's pair), float32 sums by vdpbf16ps in q's order. AVX-512: call it only where
+ * that variant runs. */
+static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512bf16"))) void
+muon_bf16_tile_sums(const uint16_t *left, const uint16_t *right, int pairs, __m512 acc[MUON_BF16_TILE_ROWS][2]) {
+    for (int r = 0; r < MUON_BF16_TILE_ROWS; r++) {
+        acc[r][0] = _mm512_setzero_ps();
+        acc[r][1] = _mm512_setzero_ps();
+    }
+    for (int q = 0; q < pairs; q++) {
+        __m512bh b0 = (__m512bh) _mm512_loadu_si512(right + (size_t) q * MUON_BF16_PANEL * 2);
+        __m512bh b1 = (__m512bh) _mm512_loadu_si512(right + (size_t) q * MUON_BF16_PANEL * 2 + MUON_BF16_PANEL);
+        const uint16_t *aq = left + (size_t) q * MUON_BF16_PANEL * 2;
+#pragma GCC unroll 8
+        for (int r = 0; r < MUON_BF16_TILE_ROWS; r++) {
+            uint32_t pair;
+            memcpy(&pair, aq + 2 * r, sizeof pair);
+            __m512bh av = (__m512bh) _mm512_set1_epi32((int) pair);
+            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+        }
+    }
+}
+
 /* Panels [first_panel, end_panel) of the row-major m × k bfloat16 x in that layout (rows past m and an odd k's last
  * column zero). AVX-512: call it only where that variant runs. */
 void muon_bf16_pack_panels(const uint16_t *x, int m, int k, uint16_t *packed, int first_panel, int end_panel);
