@@ -106,48 +106,43 @@ final class StepMeter {
     }
 
     private GroupMetrics muonMetrics(StateLookup state) {
-        double momentum = 0;
-        double update = 0;
-        long count = 0;
-        Map<String, Double> lrs = new LinkedHashMap<>();
-        for (int i = 0; i < muon.params().size(); i++) {
-            String name = muon.names().get(i);
-            Tensor p = muon.params().get(i);
-            Tensor old = before.get(name);
-            if (old == null) {
-                continue;
-            }
-            momentum += state.momentum().apply(p).map(StepMeter::squaredNorm).orElse(0.0);
-            update += squaredNorm(p.to(ScalarType.Double).sub(old));
-            count += p.numel();
-            lrs.put(name, state.muonLr().applyAsDouble(p));
-        }
-        return new GroupMetrics(OptimizerKind.MUON, Math.sqrt(gradSquares[0]), Math.sqrt(momentum),
-                count == 0 ? 0 : Math.sqrt(update / count), lrs);
+        return metrics(OptimizerKind.MUON, 0, muon,
+                p -> state.momentum().apply(p).map(StepMeter::squaredNorm).orElse(0.0), state.muonLr());
     }
 
     private GroupMetrics adamWMetrics(StateLookup state) {
         Map<Long, AdamWMoments> moments = state.adamWMoments().get();
+        return metrics(OptimizerKind.ADAMW, 1, adamW, p -> {
+            AdamWMoments m = moments.get(ParameterState.identityOf(p));
+            return m == null ? 0.0 : squaredNorm(m.expAvg());
+        }, p -> adamWConfig.lr());
+    }
+
+    /**
+     * A group's metrics over its parameters measured before the step: the gradient norm, the norm of the momentum
+     * (the squares {@code momentumSquares} gives, 0 for none), the update's RMS and each parameter's lr.
+     *
+     * @param index the group's place in {@link #gradSquares}
+     */
+    private GroupMetrics metrics(OptimizerKind kind, int index, Group group, ToDoubleFunction<Tensor> momentumSquares,
+                                 ToDoubleFunction<Tensor> lr) {
         double momentum = 0;
         double update = 0;
         long count = 0;
         Map<String, Double> lrs = new LinkedHashMap<>();
-        for (int i = 0; i < adamW.params().size(); i++) {
-            String name = adamW.names().get(i);
-            Tensor p = adamW.params().get(i);
+        for (int i = 0; i < group.params().size(); i++) {
+            String name = group.names().get(i);
+            Tensor p = group.params().get(i);
             Tensor old = before.get(name);
             if (old == null) {
                 continue;
             }
-            AdamWMoments m = moments.get(ParameterState.identityOf(p));
-            if (m != null) {
-                momentum += squaredNorm(m.expAvg());
-            }
+            momentum += momentumSquares.applyAsDouble(p);
             update += squaredNorm(p.to(ScalarType.Double).sub(old));
             count += p.numel();
-            lrs.put(name, adamWConfig.lr());
+            lrs.put(name, lr.applyAsDouble(p));
         }
-        return new GroupMetrics(OptimizerKind.ADAMW, Math.sqrt(gradSquares[1]), Math.sqrt(momentum),
+        return new GroupMetrics(kind, Math.sqrt(gradSquares[index]), Math.sqrt(momentum),
                 count == 0 ? 0 : Math.sqrt(update / count), lrs);
     }
 
