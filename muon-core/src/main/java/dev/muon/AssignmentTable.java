@@ -179,21 +179,7 @@ public final class AssignmentTable {
                 continue;
             }
             String indent = text.substring(0, text.length() - text.stripLeading().length());
-            StringBuilder line = new StringBuilder(indent);
-            boolean empty = true;
-            for (String word : text.stripLeading().split(" +")) {
-                if (!empty && line.length() + 1 + word.length() > WIDTH) {
-                    out.append(line).append('\n');
-                    line = new StringBuilder("  ");
-                    empty = true;
-                }
-                if (!empty) {
-                    line.append(' ');
-                }
-                line.append(word);
-                empty = false;
-            }
-            out.append(line).append('\n');
+            fill(out, indent, Arrays.asList(text.stripLeading().split(" +")));
         }
         return out.toString();
     }
@@ -207,23 +193,35 @@ public final class AssignmentTable {
      * @return the lines, each ending in a newline
      */
     public static String wrapped(String prefix, List<String> items) {
+        List<String> words = new ArrayList<>();
+        for (int i = 0; i < items.size(); i++) {
+            words.add(items.get(i) + (i + 1 < items.size() ? "," : ""));
+        }
         StringBuilder out = new StringBuilder();
-        StringBuilder line = new StringBuilder(prefix);
-        boolean first = true;
-        List<String> rest = new ArrayList<>(items);
-        for (int i = 0; i < rest.size(); i++) {
-            String item = rest.get(i) + (i + 1 < rest.size() ? "," : "");
-            if (!first && line.length() + 1 + item.length() > WIDTH) {
+        fill(out, prefix, words);
+        return out.toString();
+    }
+
+    /**
+     * Appends {@code words} to {@code out} after {@code start}, separated by spaces, in lines of at most
+     * {@value #WIDTH} characters, continued lines indented by two spaces; a word longer than a line gets a line of
+     * its own. The last line ends in a newline too.
+     */
+    private static void fill(StringBuilder out, String start, List<String> words) {
+        StringBuilder line = new StringBuilder(start);
+        boolean empty = true;
+        for (String word : words) {
+            if (!empty && line.length() + 1 + word.length() > WIDTH) {
                 out.append(line).append('\n');
                 line = new StringBuilder("  ");
-                first = true;
+                empty = true;
             }
-            if (!first) {
+            if (!empty) {
                 line.append(' ');
             }
-            line.append(item);
-            first = false;
+            line.append(word);
+            empty = false;
         }
-        return out.append(line).append('\n').toString();
+        out.append(line).append('\n');
     }
 }
