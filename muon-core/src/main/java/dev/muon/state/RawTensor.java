@@ -171,20 +171,11 @@ public record RawTensor(String dtype, long[] shape, ByteBuffer data) {
                         }
                     }
                 }
-                // An infinity or NaN has every exponent bit set: 5 of float16's, 8 of bfloat16's.
                 case FLOAT16 -> {
-                    for (int i = 0; i < b.limit(); i += 2) {
-                        if ((b.getShort(i) & 0x7C00) == 0x7C00) {
-                            return false;
-                        }
-                    }
+                    return halvesFinite(b, FLOAT16_INFINITY);
                 }
                 case BFLOAT16 -> {
-                    for (int i = 0; i < b.limit(); i += 2) {
-                        if ((b.getShort(i) & 0x7F80) == 0x7F80) {
-                            return false;
-                        }
-                    }
+                    return halvesFinite(b, BFLOAT16_INFINITY);
                 }
                 case INT64 -> {
                     return true;
@@ -211,24 +202,11 @@ public record RawTensor(String dtype, long[] shape, ByteBuffer data) {
                         }
                     }
                 }
-                // Below zero: the sign bit, a magnitude above zero, and not NaN (NaN < 0 is false, as is -0 < 0).
                 case FLOAT16 -> {
-                    for (int i = 0; i < b.limit(); i += 2) {
-                        int bits = b.getShort(i) & 0xFFFF;
-                        int magnitude = bits & 0x7FFF;
-                        if ((bits & 0x8000) != 0 && magnitude != 0 && magnitude <= 0x7C00) {
-                            return true;
-                        }
-                    }
+                    return halvesAnyNegative(b, FLOAT16_INFINITY);
                 }
                 case BFLOAT16 -> {
-                    for (int i = 0; i < b.limit(); i += 2) {
-                        int bits = b.getShort(i) & 0xFFFF;
-                        int magnitude = bits & 0x7FFF;
-                        if ((bits & 0x8000) != 0 && magnitude != 0 && magnitude <= 0x7F80) {
-                            return true;
-                        }
-                    }
+                    return halvesAnyNegative(b, BFLOAT16_INFINITY);
                 }
                 case INT64 -> {
                     for (int i = 0; i < b.limit(); i += 8) {
@@ -244,4 +222,38 @@ public record RawTensor(String dtype, long[] shape, ByteBuffer data) {
 
     /** The largest buffer handed out at once, as {@link TensorBytes}'s chunks. */
     private static final int CHUNK = 1 << 30;
+    /** The bits of +infinity, which are also every exponent bit: 5 of float16's, 8 of bfloat16's. */
+    private static final int FLOAT16_INFINITY = 0x7C00;
+    private static final int BFLOAT16_INFINITY = 0x7F80;
+
+    /**
+     * Whether every 16-bit float of {@code b} is finite: an infinity or NaN has every exponent bit set.
+     *
+     * @param infinity the bits of +infinity of the format
+     */
+    private static boolean halvesFinite(ByteBuffer b, int infinity) {
+        for (int i = 0; i < b.limit(); i += 2) {
+            if ((b.getShort(i) & infinity) == infinity) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Whether a 16-bit float of {@code b} is below zero: the sign bit, a magnitude above zero, and not NaN (NaN < 0
+     * is false, as is -0 < 0).
+     *
+     * @param infinity the bits of +infinity of the format
+     */
+    private static boolean halvesAnyNegative(ByteBuffer b, int infinity) {
+        for (int i = 0; i < b.limit(); i += 2) {
+            int bits = b.getShort(i) & 0xFFFF;
+            int magnitude = bits & 0x7FFF;
+            if ((bits & 0x8000) != 0 && magnitude != 0 && magnitude <= infinity) {
+                return true;
+            }
+        }
+        return false;
+    }
 }
