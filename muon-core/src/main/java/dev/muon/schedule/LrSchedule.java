@@ -2,6 +2,8 @@ package dev.muon.schedule;
 
 import dev.muon.internal.TorchNatives;
 
+import java.util.function.LongToDoubleFunction;
+
 /**
  * A learning-rate schedule: a pure function from the step number to a factor on each group's base lr, so that a
  * resumed run (which knows its step) gets the same lr as an uninterrupted one. {@link LrScheduler} applies it.
@@ -127,10 +129,10 @@ public interface LrSchedule {
 
         @Override
         public double factor(long step) {
-            requireStep(step);
-            if (step < warmupSteps) {
-                return (double) (step + 1) / warmupSteps;
-            }
+            return warmupThen(step, warmupSteps, this::decay);
+        }
+
+        private double decay(long step) {
             if (step >= totalSteps) {
                 return minFactor;
             }
@@ -172,10 +174,10 @@ public interface LrSchedule {
 
         @Override
         public double factor(long step) {
-            requireStep(step);
-            if (step < warmupSteps) {
-                return (double) (step + 1) / warmupSteps;
-            }
+            return warmupThen(step, warmupSteps, this::stableThenDecay);
+        }
+
+        private double stableThenDecay(long step) {
             long intoDecay = step - warmupSteps - stableSteps;
             if (intoDecay < 0) {
                 return 1.0;
@@ -185,6 +187,20 @@ public interface LrSchedule {
             }
             return 1 - (1 - minFactor) * (double) (intoDecay + 1) / decaySteps;
         }
+    }
+
+    /**
+     * The warm-up both warm-up schedules share: {@code (step + 1) / warmupSteps} while {@code step < warmupSteps},
+     * then what {@code after} gives for the step.
+     *
+     * @throws IllegalArgumentException if {@code step < 0}
+     */
+    private static double warmupThen(long step, long warmupSteps, LongToDoubleFunction after) {
+        requireStep(step);
+        if (step < warmupSteps) {
+            return (double) (step + 1) / warmupSteps;
+        }
+        return after.applyAsDouble(step);
     }
 
     private static void requireStep(long step) {
