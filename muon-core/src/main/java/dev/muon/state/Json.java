@@ -190,16 +190,11 @@ final class Json {
     }
 
     private Map<String, Object> object() {
-        enter();
-        pos++;
         Map<String, Object> map = new LinkedHashMap<>();
-        skipWhitespace();
-        if (peek() == '}') {
-            pos++;
-            depth--;
+        if (enterEmpty('}')) {
             return map;
         }
-        while (true) {
+        do {
             skipWhitespace();
             if (peek() != '"') {
                 throw fail("has an object key that is not a string");
@@ -214,43 +209,54 @@ final class Json {
                 throw fail("repeats the key \"" + Messages.shortened(key) + "\"");
             }
             map.put(key, value());
-            skipWhitespace();
-            char c = next("an object");
-            if (c == '}') {
-                depth--;
-                return map;
-            }
-            if (c != ',') {
-                pos--;
-                throw fail("has '" + printable(c) + "' where ',' or '}' was expected");
-            }
-        }
+        } while (!closes('}', "an object"));
+        return map;
     }
 
     private List<Object> array() {
-        enter();
-        pos++;
         List<Object> list = new ArrayList<>();
-        skipWhitespace();
-        if (peek() == ']') {
-            pos++;
-            depth--;
+        if (enterEmpty(']')) {
             return list;
         }
-        while (true) {
+        do {
             skipWhitespace();
             list.add(value());
-            skipWhitespace();
-            char c = next("an array");
-            if (c == ']') {
-                depth--;
-                return list;
-            }
-            if (c != ',') {
-                pos--;
-                throw fail("has '" + printable(c) + "' where ',' or ']' was expected");
-            }
+        } while (!closes(']', "an array"));
+        return list;
+    }
+
+    /**
+     * Enters the object or array whose opening character is at {@code pos}, past it: true, and left again, if
+     * {@code close} ends it at once.
+     */
+    private boolean enterEmpty(char close) {
+        enter();
+        pos++;
+        skipWhitespace();
+        if (peek() == close) {
+            pos++;
+            depth--;
+            return true;
         }
+        return false;
+    }
+
+    /**
+     * Past a member of an object or array: true, and left, at {@code close}; false at a comma, before the next
+     * member; anything else is refused.
+     */
+    private boolean closes(char close, String inside) {
+        skipWhitespace();
+        char c = next(inside);
+        if (c == close) {
+            depth--;
+            return true;
+        }
+        if (c != ',') {
+            pos--;
+            throw fail("has '" + printable(c) + "' where ',' or '" + close + "' was expected");
+        }
+        return false;
     }
 
     private void enter() {
