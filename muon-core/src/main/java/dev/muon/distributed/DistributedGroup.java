@@ -28,6 +28,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.BiConsumer;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
@@ -355,16 +356,8 @@ public final class DistributedGroup implements AutoCloseable {
     public long[] allReduceSum(long[] values, String what) {
         // Before the tensor is made: a closed group's device is already freed (that was the old NPE).
         requireOpen("all-reduce of " + what);
-        if (values.length == 0) {
-            return new long[0];
-        }
-        try (PointerScope scope = new PointerScope()) {
-            Tensor sums = Tensor.create(values).to(device, torch.ScalarType.Long);
-            allReduceSum(sums, what);
-            long[] out = new long[values.length];
-            sums.cpu().contiguous().data_ptr_long().get(out);
-            return out;
-        }
+        return allReduceSmall(values.length, () -> Tensor.create(values), torch.ScalarType.Long,
+                ReduceOp.RedOpType.SUM, what, new long[values.length], (sums, out) -> sums.data_ptr_long().get(out));
     }
 
     /**
@@ -378,14 +371,32 @@ public final class DistributedGroup implements AutoCloseable {
      */
     public double[] allReduceMax(double[] values, String what) {
         requireOpen("all-reduce of " + what);
-        if (values.length == 0) {
-            return new double[0];
+        return allReduceSmall(values.length, () -> Tensor.create(values), torch.ScalarType.Double,
+                ReduceOp.RedOpType.MAX, what, new double[values.length],
+                (maxima, out) -> maxima.data_ptr_double().get(out));
+    }
+
+    /**
+     * The all-reduce of a small host array, {@link #allReduceSum(long[], String)}'s and
+     * {@link #allReduceMax(double[], String)}'s: {@code values} made a tensor of {@code dtype} on the device,
+     * reduced with {@code op}, and read back on the host into {@code out}; nothing at all for no values. The group
+     * is open.
+     *
+     * @param length the number of values
+     * @param values makes them a tensor, inside this call's {@code PointerScope}
+     * @param out    the array the result is read into, of {@code length} elements
+     * @param read   reads the reduced host tensor into {@code out}
+     * @return {@code out}
+     */
+    private <A> A allReduceSmall(int length, Supplier<Tensor> values, torch.ScalarType dtype, ReduceOp.RedOpType op,
+                                 String what, A out, BiConsumer<Tensor, A> read) {
+        if (length == 0) {
+            return out;
         }
         try (PointerScope scope = new PointerScope()) {
-            Tensor maxima = Tensor.create(values).to(device, torch.ScalarType.Double);
-            allReduce(maxima, ReduceOp.RedOpType.MAX, what);
-            double[] out = new double[values.length];
-            maxima.cpu().contiguous().data_ptr_double().get(out);
+            Tensor reduced = values.get().to(device, dtype);
+            allReduce(reduced, op, what);
+            read.accept(reduced.cpu().contiguous(), out);
             return out;
         }
     }
