@@ -19,6 +19,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.UnaryOperator;
 
 /**
  * The state document of muon-core's checkpoint (its {@code __metadata__.state}), without libtorch: the step count,
@@ -173,9 +174,62 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
         }
         muonConfigs = List.copyOf(muonConfigs);
         parameters = List.copyOf(parameters);
-        OptimizerState.checkPlaces(muonConfigs, adamWConfig, parameters.stream()
-                .map(p -> new OptimizerState.Place(p.name(), p.optimizer(), p.group(), p.tiedTo())).toList(),
-                Messages::shortened);
+        checkPlaces(muonConfigs, adamWConfig, parameters.stream()
+                .map(p -> new Place(p.name(), p.optimizer(), p.group(), p.tiedTo())).toList(), Messages::shortened);
+    }
+
+    /**
+     * What the rules on a state's parameters read of one: its name, optimizer, group and tied name.
+     *
+     * @param name      the name
+     * @param optimizer the optimizer that updates it
+     * @param group     its group
+     * @param tiedTo    the name it is tied to, or null
+     */
+    record Place(String name, OptimizerKind optimizer, int group, String tiedTo) {
+    }
+
+    /**
+     * The rules a state's parameters follow, here and in {@link OptimizerState} (so that both refuse the same
+     * states with the same messages): a Muon config at least, distinct names, a Muon group with a config, AdamW
+     * with a config and in group 0 or 1, a tied name tied to an entry.
+     *
+     * @param muonConfigs each Muon group's configuration
+     * @param adamWConfig the AdamW configuration, or null
+     * @param places      every parameter, in order
+     * @param shown       how a message shows a name
+     * @throws IllegalArgumentException naming the rule and the parameter
+     */
+    static void checkPlaces(List<MuonConfig> muonConfigs, AdamWConfig adamWConfig, List<Place> places,
+                            UnaryOperator<String> shown) {
+        if (muonConfigs.isEmpty()) {
+            throw new IllegalArgumentException("muonConfigs must hold at least one group's config, got none");
+        }
+        Set<String> names = new HashSet<>();
+        for (Place p : places) {
+            if (!names.add(p.name())) {
+                throw new IllegalArgumentException("entries must have distinct names; '" + shown.apply(p.name())
+                        + "' appears twice");
+            }
+            if (p.optimizer() == OptimizerKind.MUON && p.group() >= muonConfigs.size()) {
+                throw new IllegalArgumentException("'" + shown.apply(p.name()) + "' is in Muon group " + p.group()
+                        + ", but there are " + muonConfigs.size() + " Muon group(s)");
+            }
+            if (p.optimizer() == OptimizerKind.ADAMW && p.tiedTo() == null && adamWConfig == null) {
+                throw new IllegalArgumentException("'" + shown.apply(p.name()) + "' is on AdamW, but adamWConfig is "
+                        + "null");
+            }
+            if (p.optimizer() == OptimizerKind.ADAMW && p.group() > 1) {
+                throw new IllegalArgumentException("'" + shown.apply(p.name()) + "' is in AdamW group " + p.group()
+                        + "; AdamW has group 0 (decayed) and 1 (no weight decay)");
+            }
+        }
+        for (Place p : places) {
+            if (p.tiedTo() != null && !names.contains(p.tiedTo())) {
+                throw new IllegalArgumentException("'" + shown.apply(p.name()) + "' is tied to '"
+                        + shown.apply(p.tiedTo()) + "', which is not an entry");
+            }
+        }
     }
 
     /**
