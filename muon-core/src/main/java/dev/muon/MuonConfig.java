@@ -5,6 +5,7 @@ import dev.muon.orthogonalize.CoefficientSchedule;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
+import dev.muon.orthogonalize.NsPreconditioning;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -33,6 +34,8 @@ import java.util.function.Consumer;
  *   <tr><td>stackedWeights</td><td>{@link StackedWeights#REJECT}</td><td></td></tr>
  *   <tr><td>orthogonalization</td><td>{@link Orthogonalization#NEWTON_SCHULZ}</td><td></td></tr>
  *   <tr><td>nsAlgorithm</td><td>{@link NsAlgorithm#AUTO}</td><td>{@code GEMM} forces the fast paths off</td></tr>
+ *   <tr><td>nsPreconditioning</td><td>{@link NsPreconditioning#FROBENIUS}</td><td>{@link #withAol()}: Turbo-Muon's
+ *       AOL rescaling with four steps</td></tr>
  *   <tr><td>batchSameShape</td><td>true</td><td>{@code false} forces same-shape batching off
  *       (rule: {@link Muon#BATCH_MAX_SIDE})</td></tr>
  *   <tr><td>norMuon</td><td>null (off)</td><td>{@link NorMuonConfig}: NorMuon's neuron-wise normalization after
@@ -306,6 +309,15 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
     }
 
     /**
+     * How the Newton–Schulz input is brought under spectral norm 1.
+     *
+     * @return {@code newtonSchulz().nsPreconditioning()}
+     */
+    public NsPreconditioning nsPreconditioning() {
+        return newtonSchulz.nsPreconditioning();
+    }
+
+    /**
      * The lr that the update of a {@code rows × cols} matrix uses: {@code lr · adjustLr.ratio(rows, cols) ·
      * extraScale}, multiplied in that order (the reference forms {@code lr·ratio} first). With NorMuon it is
      * {@code lr · 0.2 · extraScale}, the factor on NorMuon's unit-RMS update: the paper's rescaling takes the
@@ -500,6 +512,33 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
     }
 
     /**
+     * A copy with another Newton–Schulz preconditioning; {@link #withAol()} sets AOL with the schedule it is
+     * meant for.
+     *
+     * @param value the preconditioning
+     * @return the copy
+     * @throws NullPointerException if {@code value} is null
+     */
+    public MuonConfig withNsPreconditioning(NsPreconditioning value) {
+        Objects.requireNonNull(value, "nsPreconditioning must not be null");
+        return copy(d -> d.nsPreconditioning = value);
+    }
+
+    /**
+     * A copy with Turbo-Muon's Newton–Schulz: AOL preconditioning ({@link NsPreconditioning#AOL}), four steps and
+     * its four triples ({@link CoefficientSchedule#turboMuon4()}); the precision and kernel choice are kept.
+     *
+     * @return the copy
+     */
+    public MuonConfig withAol() {
+        return copy(d -> {
+            d.nsPreconditioning = NsPreconditioning.AOL;
+            d.nsCoefficients = CoefficientSchedule.turboMuon4();
+            d.nsSteps = 4;
+        });
+    }
+
+    /**
      * A copy with same-shape batching allowed or forced off. Batching runs the Newton–Schulz iterations of
      * parameters that share a small matrix shape as one batch (the rule is at {@link Muon#BATCH_MAX_SIDE}); off,
      * every parameter runs its own iteration, as the golden reference does.
@@ -645,6 +684,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
         StackedWeights stackedWeights;
         Orthogonalization orthogonalization;
         NsAlgorithm nsAlgorithm;
+        NsPreconditioning nsPreconditioning;
         boolean batchSameShape;
         NorMuonConfig norMuon;
         boolean cautiousWeightDecay;
@@ -670,6 +710,7 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
             stackedWeights = c.stackedWeights;
             orthogonalization = c.orthogonalization;
             nsAlgorithm = c.nsAlgorithm();
+            nsPreconditioning = c.nsPreconditioning();
             batchSameShape = c.batchSameShape;
             norMuon = c.norMuon;
             cautiousWeightDecay = c.cautiousWeightDecay;
@@ -683,8 +724,8 @@ public record MuonConfig(double lr, double weightDecay, double momentum, boolean
 
         MuonConfig build() {
             return new MuonConfig(lr, weightDecay, momentum, nesterov,
-                    new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm), adjustLr,
-                    extraScale, convWeights, stackedWeights, orthogonalization, batchSameShape, norMuon,
+                    new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm,
+                            nsPreconditioning), adjustLr, extraScale, convWeights, stackedWeights, orthogonalization, batchSameShape, norMuon,
                     cautiousWeightDecay, momentumPrecision, hyperball, radialBrake, relativeUpdate, updateFloor, muown);
         }
     }

@@ -3,6 +3,7 @@ package dev.muon;
 import dev.muon.internal.TorchNatives;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
+import dev.muon.orthogonalize.NsPreconditioning;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -31,13 +32,16 @@ import java.util.Objects;
  * @param orthogonalizer what turns {@code U} into {@code O}
  * @param nsPrecision    the Newton–Schulz iteration's dtype (for {@link Orthogonalizer#NEWTON_SCHULZ})
  * @param nsAlgorithm    the Newton–Schulz kernel choice (for {@link Orthogonalizer#NEWTON_SCHULZ})
+ * @param nsPreconditioning how the Newton–Schulz input is brought under spectral norm 1: PyTorch's Frobenius
+ *                       normalization, or Turbo-Muon's AOL rescaling (for {@link Orthogonalizer#NEWTON_SCHULZ})
  * @param rowScaling     what happens to {@code O} before it is applied
  * @param applier        how {@code O} changes the parameter
  * @param weightHook     what measures the parameter before its whole update and acts on the update or the
  *                       parameter around the applier
  */
 public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsPrecision nsPrecision,
-                           NsAlgorithm nsAlgorithm, RowScaling rowScaling, Applier applier, WeightHook weightHook) {
+                           NsAlgorithm nsAlgorithm, NsPreconditioning nsPreconditioning, RowScaling rowScaling,
+                           Applier applier, WeightHook weightHook) {
     static {
         // First, in case this is the first type of ours a program touches: see TorchNatives.
         TorchNatives.extract();
@@ -282,6 +286,7 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
         Objects.requireNonNull(orthogonalizer, "orthogonalizer must not be null");
         Objects.requireNonNull(nsPrecision, "nsPrecision must not be null");
         Objects.requireNonNull(nsAlgorithm, "nsAlgorithm must not be null");
+        Objects.requireNonNull(nsPreconditioning, "nsPreconditioning must not be null");
         Objects.requireNonNull(rowScaling, "rowScaling must not be null");
         Objects.requireNonNull(applier, "applier must not be null");
         Objects.requireNonNull(weightHook, "weightHook must not be null");
@@ -301,7 +306,7 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
                         : Momentum.EMA,
                 config.orthogonalization() == Orthogonalization.EXACT_SVD ? Orthogonalizer.EXACT_SVD
                         : Orthogonalizer.NEWTON_SCHULZ,
-                config.nsPrecision(), config.nsAlgorithm(),
+                config.nsPrecision(), config.nsAlgorithm(), config.nsPreconditioning(),
                 config.norMuon() != null ? RowScaling.NORMUON : RowScaling.NONE,
                 config.muown() != null ? Applier.MUOWN
                         : config.cautiousWeightDecay() ? Applier.CAUTIOUS_DECAY : Applier.DECOUPLED_DECAY,

@@ -29,7 +29,7 @@ public final class CombinationCase {
     /** The features of the table, each a change to the config, the parameters or the optimizer. */
     public enum Feature {
         NORMUON, ROW_SPLIT, CONV, STACKED, BATCHING, SHARDED, QK_CLIP, NON_FINITE, BF16_NS, GRAM, SYMMETRIC,
-        CAUTIOUS_DECAY, BF16_MOMENTUM, HYPERBALL, RADIAL_BRAKE, RELATIVE_UPDATE, UPDATE_FLOOR, MUOWN
+        CAUTIOUS_DECAY, BF16_MOMENTUM, HYPERBALL, RADIAL_BRAKE, RELATIVE_UPDATE, UPDATE_FLOOR, MUOWN, AOL
     }
 
     /** The weight-update hooks: a group has at most one. */
@@ -76,6 +76,9 @@ public final class CombinationCase {
         if (f.contains(Feature.UPDATE_FLOOR)) {
             // Per row, above the plain step's ratio at this lr, so that it acts on every row.
             c = c.withUpdateFloor(new UpdateFloorConfig(0.05, true, 1e-12));
+        }
+        if (f.contains(Feature.AOL)) {
+            c = c.withAol();
         }
         if (f.contains(Feature.MUOWN)) {
             c = c.withNesterov(false).withMuown(MuownConfig.defaults());

@@ -144,9 +144,9 @@ class TorchStateDictTest {
         assertEquals(List.of("lr", "weight_decay", "momentum", "nesterov", "ns_coefficients", "eps", "ns_steps",
                 "adjust_lr_fn", "muon_core_settings", "params"), new ArrayList<>(muonGroup.keySet()));
         // muon-core's settings torch.optim.Muon has no key for, by their checkpoint names.
-        assertEquals(List.of("nsPrecision", "nsAlgorithm", "convWeights", "stackedWeights", "orthogonalization",
-                "batchSameShape", "norMuon", "cautiousWeightDecay", "momentumPrecision", "hyperball", "radialBrake",
-                "relativeUpdate", "updateFloor", "muown"),
+        assertEquals(List.of("nsPrecision", "nsAlgorithm", "nsPreconditioning", "convWeights", "stackedWeights",
+                "orthogonalization", "batchSameShape", "norMuon", "cautiousWeightDecay", "momentumPrecision",
+                "hyperball", "radialBrake", "relativeUpdate", "updateFloor", "muown"),
                 new ArrayList<>(((Map<?, ?>) muonGroup.get("muon_core_settings")).keySet()));
         assertEquals(0.02, muonGroup.get("lr"));
         assertEquals(TorchFiles.tuple(3.4445, -4.775, 2.0315), muonGroup.get("ns_coefficients"));

@@ -2,6 +2,7 @@ package dev.muon;
 
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
+import dev.muon.orthogonalize.NsPreconditioning;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -19,7 +20,7 @@ class UpdateRecipeTest {
     void defaults_areMuonsPlainUpdate() {
         UpdateRecipe recipe = UpdateRecipe.of(MuonConfig.defaults());
         assertEquals(new UpdateRecipe(UpdateRecipe.Momentum.EMA, UpdateRecipe.Orthogonalizer.NEWTON_SCHULZ,
-                NsPrecision.FLOAT32, NsAlgorithm.AUTO, UpdateRecipe.RowScaling.NONE,
+                NsPrecision.FLOAT32, NsAlgorithm.AUTO, NsPreconditioning.FROBENIUS, UpdateRecipe.RowScaling.NONE,
                 UpdateRecipe.Applier.DECOUPLED_DECAY, UpdateRecipe.WeightHook.NONE), recipe);
         assertEquals(List.of(UpdateRecipe.Momentum.EMA, UpdateRecipe.Orthogonalizer.NEWTON_SCHULZ,
                 UpdateRecipe.RowScaling.NONE, UpdateRecipe.Applier.DECOUPLED_DECAY, UpdateRecipe.WeightHook.NONE),
@@ -65,5 +66,7 @@ class UpdateRecipeTest {
                 .withNsAlgorithm(NsAlgorithm.GRAM));
         assertEquals(NsPrecision.BFLOAT16, recipe.nsPrecision());
         assertEquals(NsAlgorithm.GRAM, recipe.nsAlgorithm());
+        assertEquals(NsPreconditioning.FROBENIUS, recipe.nsPreconditioning());
+        assertEquals(NsPreconditioning.AOL, UpdateRecipe.of(MuonConfig.defaults().withAol()).nsPreconditioning());
     }
 }

@@ -97,6 +97,11 @@ final class BlasKernels {
      * product's on four spectra, docs/benchmarks.md).
      */
     Tensor gram(NewtonSchulzConfig config) {
+        return gram(config, null);
+    }
+
+    /** {@link #gram(NewtonSchulzConfig)} with a preconditioning of the first Gram matrix and the input. */
+    Tensor gram(NewtonSchulzConfig config, java.util.function.BiConsumer<Tensor, Tensor> precondition) {
         GramSchedule.Products<Tensor> steps = new GramSchedule.Products<>() {
             @Override
             public void gram(Tensor out, Tensor x) {
@@ -125,6 +130,6 @@ final class BlasKernels {
                 products.times(out, q, x);
             }
         };
-        return GramIteration.run(steps, config.nsSteps(), ws);
+        return GramIteration.run(steps, config.nsSteps(), ws, precondition);
     }
 }

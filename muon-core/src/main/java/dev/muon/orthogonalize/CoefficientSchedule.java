@@ -143,6 +143,20 @@ public record CoefficientSchedule(String name, List<Coefficients> coefficients, 
         return polarExpress("polar-express-8", 8);
     }
 
+    /**
+     * Turbo-Muon's four per-step triples for AOL-preconditioned Newton–Schulz ({@link NsPreconditioning#AOL}):
+     * the last four of the five-step schedule it starts from (Dion's), as Turbo-Muon's reference takes them
+     * (modded-nanogpt record 2025-11-11; arXiv 2512.04632): the preconditioning brings the spectrum closer to 1
+     * than the first polynomial would, so that one is dropped.
+     *
+     * @return the schedule, 4 steps
+     */
+    public static CoefficientSchedule turboMuon4() {
+        return new CoefficientSchedule("turbo-muon-4", List.of(new Coefficients(3.9505, -6.3029, 2.6377),
+                new Coefficients(3.7418, -5.5913, 2.3037), new Coefficients(2.8769, -3.1427, 1.2046),
+                new Coefficients(2.8366, -3.0525, 1.2012)), false, 1.0);
+    }
+
     private static CoefficientSchedule polarExpress(String name, int steps) {
         List<Coefficients> list = new ArrayList<>();
         for (int i = 0; i < steps; i++) {

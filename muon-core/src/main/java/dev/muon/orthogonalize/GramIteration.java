@@ -62,6 +62,15 @@ final class GramIteration {
      * returns the buffer holding the result.
      */
     Tensor iterate(int steps, Scalar[] linear, Scalar[] cubic, Scalar[] quintic) {
+        return iterate(steps, linear, cubic, quintic, null);
+    }
+
+    /**
+     * {@link #iterate(int, Scalar[], Scalar[], Scalar[])} with a preconditioning of the first Gram matrix and the
+     * input ({@link GramSchedule#run(GramSchedule.Products, int, GramSchedule.Buffers, java.util.function.BiConsumer)}).
+     */
+    Tensor iterate(int steps, Scalar[] linear, Scalar[] cubic, Scalar[] quintic,
+                   java.util.function.BiConsumer<Tensor, Tensor> precondition) {
         GramSchedule.Products<Tensor> products = new GramSchedule.Products<>() {
             @Override
             public void gram(Tensor out, Tensor x) {
@@ -89,7 +98,7 @@ final class GramIteration {
                 fullProducts.multiply(out, q, x);
             }
         };
-        return run(products, steps, ws);
+        return run(products, steps, ws, precondition);
     }
 
     /**
@@ -97,9 +106,10 @@ final class GramIteration {
      * entry, and the result is returned in {@code ws.x} or {@code ws.y}. Besides {@code ws.a}, {@code ws.t} and
      * {@code ws.b} it uses {@link Workspace#gramSquares()}.
      */
-    static Tensor run(GramSchedule.Products<Tensor> p, int steps, Workspace ws) {
+    static Tensor run(GramSchedule.Products<Tensor> p, int steps, Workspace ws,
+                      java.util.function.BiConsumer<Tensor, Tensor> precondition) {
         Tensor[] extra = ws.gramSquares();
         return GramSchedule.run(p, steps, new GramSchedule.Buffers<>(ws.x, ws.y,
-                new Tensor[] {ws.a, extra[0], ws.t, extra[1], ws.b, extra[2]}));
+                new Tensor[] {ws.a, extra[0], ws.t, extra[1], ws.b, extra[2]}), precondition);
     }
 }

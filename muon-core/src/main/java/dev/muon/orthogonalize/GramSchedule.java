@@ -56,6 +56,18 @@ final class GramSchedule {
      * that holds the result ({@code x} or {@code y}).
      */
     static <M> M run(Products<M> p, int steps, Buffers<M> buffers) {
+        return run(p, steps, buffers, null);
+    }
+
+    /**
+     * {@link #run(Products, int, Buffers)} with a preconditioning of the first Gram matrix and the input: called as
+     * {@code precondition.accept(R_0, X_r)} right after {@code R_0 = X_r·X_rᵀ}, before the first polynomial, it may
+     * rescale both in place (AOL: {@code X_r ← diag(s)·X_r}, {@code R_0 ← diag(s)·R_0·diag(s)}), which keeps
+     * {@code R_0 = X_r·X_rᵀ}.
+     *
+     * @param precondition the preconditioning, or null for none
+     */
+    static <M> M run(Products<M> p, int steps, Buffers<M> buffers, java.util.function.BiConsumer<M, M> precondition) {
         M x = buffers.x();
         M y = buffers.y();
         M source = x;
@@ -66,6 +78,9 @@ final class GramSchedule {
         M qk = buffers.squares()[4];
         M qSpare = buffers.squares()[5];
         p.gram(rk, source);
+        if (precondition != null) {
+            precondition.accept(rk, source);
+        }
         boolean qIsIdentity = true;
         for (int k = 0; k < steps; k++) {
             if (k > 0 && k % RESTART_EVERY == 0) {

@@ -11,7 +11,10 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 
@@ -110,6 +113,8 @@ public final class NewtonSchulz implements Orthogonalizer {
     public static final int BFLOAT16_ONE_PASS_MAX_ROWS = SymmetricIteration.ONE_PASS_MAX_ROWS;
 
     private static final long[] LAST_TWO_DIMS = {-2, -1};
+    private static final long[] LAST_DIM_ARRAY = {-1};
+    private static final long[] SECOND_LAST_DIM_ARRAY = {-2};
 
     /** The stages of a call of {@link #orthogonalize(Tensor)}: all of them on libtorch ops. */
     private static final NewtonSchulzKernels LIBTORCH_ONLY = new NewtonSchulzKernels() {
@@ -136,6 +141,8 @@ public final class NewtonSchulz implements Orthogonalizer {
     private final Scalar two;
     private final Scalar eps;
     private final Scalar normSafety;
+    /** With AOL: the iterations after the first, as settings of their own (schedule shifted by one); else null. */
+    private final NewtonSchulzConfig afterFirst;
     private final Map<Workspace.Key, ShapeKernels> byShape = new HashMap<>();
 
     /**
@@ -158,6 +165,17 @@ public final class NewtonSchulz implements Orthogonalizer {
         two = scalar(2.0);
         eps = scalar(config.eps());
         normSafety = scalar(config.nsCoefficients().normalizationSafety());
+        afterFirst = config.nsPreconditioning() == NsPreconditioning.AOL && steps > 1 ? afterFirst(config) : null;
+    }
+
+    /** The iterations after the first: a per-step schedule of steps 1 … nsSteps − 1, no preconditioning. */
+    private static NewtonSchulzConfig afterFirst(NewtonSchulzConfig config) {
+        List<Coefficients> rest = new ArrayList<>();
+        for (int k = 1; k < config.nsSteps(); k++) {
+            rest.add(config.nsCoefficients().at(k));
+        }
+        return new NewtonSchulzConfig(CoefficientSchedule.perStep(rest), rest.size(), config.eps(),
+                config.nsPrecision(), config.nsAlgorithm(), NsPreconditioning.FROBENIUS);
     }
 
     /**
@@ -204,7 +222,9 @@ public final class NewtonSchulz implements Orthogonalizer {
 
         boolean float64 = config.nsPrecision() == NsPrecision.FLOAT64;
         Tensor x;
-        if (kernel != NsAlgorithm.GEMM && usesOpenBlas(update)) {
+        if (config.nsPreconditioning() == NsPreconditioning.AOL) {
+            x = aol(g, kernel, kernels, device, usesOpenBlas(update));
+        } else if (kernel != NsAlgorithm.GEMM && usesOpenBlas(update)) {
             BlasKernels blas = kernels.blas(float64);
             if (!blas.normalize(update, tall, config)) {
                 normalizeInto(ws.x, g);
@@ -225,10 +245,79 @@ public final class NewtonSchulz implements Orthogonalizer {
         return tall ? x.mT() : x;
     }
 
+    /**
+     * AOL-preconditioned Newton–Schulz ({@link NsPreconditioning#AOL}) on the wide input {@code g}. The Gram
+     * kernel rescales its first Gram matrix and the input in place and runs the whole schedule. The plain and
+     * symmetric kernels run the first iteration on the full products, with the AOL rescaling of {@code X} and of
+     * its Gram matrix between the Gram product and the polynomial (a row reduction of {@code A} and two diagonal
+     * scalings, on libtorch's ops in float32, float64 for a float64 iteration), then the remaining iterations on
+     * their own kernel from the first iterate, with the schedule's remaining triples (the symmetric kernel's
+     * one-pass bfloat16 step fuses the Gram product with the polynomial, so the first iteration cannot run on it).
+     */
+    private Tensor aol(Tensor g, NsAlgorithm kernel, ShapeKernels kernels, NewtonSchulzKernels device,
+                       boolean openBlas) {
+        Workspace ws = kernels.ws;
+        MatrixProducts products = kernels.products;
+        ws.x.copy_(g);
+        if (kernel == NsAlgorithm.GRAM) {
+            // Gram Newton–Schulz forms X·Xᵀ first anyway: AOL rescales it and X there, and the whole schedule,
+            // restarts included, runs as without it.
+            return openBlas ? kernels.blas(config.nsPrecision() == NsPrecision.FLOAT64).gram(config, this::aolRescale)
+                    : kernels.gram().iterate(config.nsSteps(), linear, cubic, quintic, this::aolRescale);
+        }
+        if (!device.gramInto(ws.a, ws.x)) {
+            products.multiply(ws.a, ws.x, ws.x.mT());
+        }
+        aolRescale(ws.a, ws.x);
+        if (!device.polynomialInto(ws.b, ws.a, 0)) {
+            polynomialInto(ws.b, ws.a, ws.t, 0, products);
+        }
+        products.multiply(ws.y, ws.b, ws.x);
+        if (afterFirst == null) {
+            return ws.y;
+        }
+        // Every kernel starts from the workspace's x.
+        ws.x.copy_(ws.y);
+        int rest = afterFirst.nsSteps();
+        if (kernel == NsAlgorithm.SYMMETRIC && openBlas) {
+            return kernels.blas(config.nsPrecision() == NsPrecision.FLOAT64).symmetric(afterFirst);
+        }
+        Scalar[] l = Arrays.copyOfRange(linear, 1, 1 + rest);
+        Scalar[] c = Arrays.copyOfRange(cubic, 1, 1 + rest);
+        Scalar[] q = Arrays.copyOfRange(quintic, 1, 1 + rest);
+        return switch (kernel) {
+            case SYMMETRIC -> kernels.symmetric().iterate(rest, l, c, q);
+            case AUTO, GEMM, GRAM -> plainFrom(1, ws, products, device);
+        };
+    }
+
+    /**
+     * AOL's rescaling: {@code sᵢ = 1/√max(Σⱼ|Aᵢⱼ|, eps)}, then {@code X ← diag(s)·X} and
+     * {@code A ← diag(s)·A·diag(s)}, each matrix of a batch on its own. The row sums are taken over the upper
+     * triangle and mirrored, so that a Gram matrix a kernel filled on one side only is read right.
+     */
+    private void aolRescale(Tensor a, Tensor x) {
+        boolean wide64 = config.nsPrecision() == NsPrecision.FLOAT64;
+        Tensor abs = a.abs().to(wide64 ? ScalarType.Double : ScalarType.Float);
+        Tensor upper = abs.triu();
+        Tensor rowSums = upper.sum(LAST_DIM_ARRAY, false, new ScalarTypeOptional())
+                .add_(abs.triu(1).sum(SECOND_LAST_DIM_ARRAY, false, new ScalarTypeOptional()));
+        Tensor scale = rowSums.clamp_min_(eps).rsqrt_();
+        // Scaled in the scale's dtype and rounded once to the iteration's: a bfloat16 factor, or two roundings of
+        // A, would leave A further from X·Xᵀ, which the Gram kernel's R₀ must stay.
+        x.copy_(x.to(scale.scalar_type()).mul_(scale.unsqueeze(-1)));
+        a.copy_(a.to(scale.scalar_type()).mul_(scale.unsqueeze(-1)).mul_(scale.unsqueeze(-2)));
+    }
+
     private Tensor plain(Workspace ws, MatrixProducts products, NewtonSchulzKernels device) {
+        return plainFrom(0, ws, products, device);
+    }
+
+    /** The plain iteration's steps {@code first … nsSteps − 1}, from the workspace's {@code x}. */
+    private Tensor plainFrom(int first, Workspace ws, MatrixProducts products, NewtonSchulzKernels device) {
         Tensor x = ws.x;
         Tensor next = ws.y;
-        for (int k = 0; k < config.nsSteps(); k++) {
+        for (int k = first; k < config.nsSteps(); k++) {
             if (!device.gramInto(ws.a, x)) {
                 products.multiply(ws.a, x, x.mT());
             }

@@ -16,16 +16,20 @@ import java.util.Objects;
  *   <tr><td>eps</td><td>1e-7</td><td>finite, &gt; 0</td></tr>
  *   <tr><td>nsPrecision</td><td>{@link NsPrecision#FLOAT32}</td><td>non-null</td></tr>
  *   <tr><td>nsAlgorithm</td><td>{@link NsAlgorithm#AUTO}</td><td>non-null</td></tr>
+ *   <tr><td>nsPreconditioning</td><td>{@link NsPreconditioning#FROBENIUS}</td><td>non-null</td></tr>
  * </table>
  *
  * @param nsCoefficients the polynomial schedule
  * @param nsSteps        the number of iterations
- * @param eps            the floor of the input's norm: {@code X / max(s·‖X‖_F, eps)}
+ * @param eps            the floor of the input's norm: {@code X / max(s·‖X‖_F, eps)}; with AOL, of its row sums
  * @param nsPrecision    the dtype of the iteration
  * @param nsAlgorithm    which kernel runs the iteration (all compute the same function)
+ * @param nsPreconditioning how the input is brought under spectral norm 1: PyTorch's Frobenius normalization, or
+ *                       AOL rescaling in the first iteration
  */
 public record NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps, double eps,
-                                 NsPrecision nsPrecision, NsAlgorithm nsAlgorithm) {
+                                 NsPrecision nsPrecision, NsAlgorithm nsAlgorithm,
+                                 NsPreconditioning nsPreconditioning) {
     static {
         // First, in case this is the first type of ours a program touches: see TorchNatives.
         TorchNatives.extract();
@@ -43,6 +47,7 @@ public record NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps
         Objects.requireNonNull(nsCoefficients, "nsCoefficients must not be null");
         Objects.requireNonNull(nsPrecision, "nsPrecision must not be null");
         Objects.requireNonNull(nsAlgorithm, "nsAlgorithm must not be null");
+        Objects.requireNonNull(nsPreconditioning, "nsPreconditioning must not be null");
         if (nsSteps < 1 || nsSteps > MAX_STEPS) {
             throw new IllegalArgumentException("nsSteps must be in [1, " + MAX_STEPS + "], got " + nsSteps);
         }
@@ -69,7 +74,22 @@ public record NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps
      * @throws IllegalArgumentException naming the field, the rule and the value
      */
     public NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps, double eps, NsPrecision nsPrecision) {
-        this(nsCoefficients, nsSteps, eps, nsPrecision, NsAlgorithm.AUTO);
+        this(nsCoefficients, nsSteps, eps, nsPrecision, NsAlgorithm.AUTO, NsPreconditioning.FROBENIUS);
+    }
+
+    /**
+     * Settings with PyTorch's Frobenius normalization.
+     *
+     * @param nsCoefficients the polynomial schedule
+     * @param nsSteps        the number of iterations
+     * @param eps            the floor of the input's norm
+     * @param nsPrecision    the dtype of the iteration
+     * @param nsAlgorithm    which kernel runs the iteration
+     * @throws IllegalArgumentException naming the field, the rule and the value
+     */
+    public NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps, double eps, NsPrecision nsPrecision,
+                              NsAlgorithm nsAlgorithm) {
+        this(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm, NsPreconditioning.FROBENIUS);
     }
 
     /**
@@ -90,7 +110,7 @@ public record NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps
     public NewtonSchulzConfig withNsCoefficients(CoefficientSchedule schedule) {
         Objects.requireNonNull(schedule, "nsCoefficients must not be null");
         return new NewtonSchulzConfig(schedule, schedule.fixedLength().orElse(nsSteps), eps, nsPrecision,
-                nsAlgorithm);
+                nsAlgorithm, nsPreconditioning);
     }
 
     /**
@@ -100,7 +120,7 @@ public record NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps
      * @return the copy
      */
     public NewtonSchulzConfig withNsSteps(int steps) {
-        return new NewtonSchulzConfig(nsCoefficients, steps, eps, nsPrecision, nsAlgorithm);
+        return new NewtonSchulzConfig(nsCoefficients, steps, eps, nsPrecision, nsAlgorithm, nsPreconditioning);
     }
 
     /**
@@ -110,7 +130,7 @@ public record NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps
      * @return the copy
      */
     public NewtonSchulzConfig withEps(double value) {
-        return new NewtonSchulzConfig(nsCoefficients, nsSteps, value, nsPrecision, nsAlgorithm);
+        return new NewtonSchulzConfig(nsCoefficients, nsSteps, value, nsPrecision, nsAlgorithm, nsPreconditioning);
     }
 
     /**
@@ -120,7 +140,7 @@ public record NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps
      * @return the copy
      */
     public NewtonSchulzConfig withNsPrecision(NsPrecision precision) {
-        return new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, precision, nsAlgorithm);
+        return new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, precision, nsAlgorithm, nsPreconditioning);
     }
 
     /**
@@ -130,6 +150,17 @@ public record NewtonSchulzConfig(CoefficientSchedule nsCoefficients, int nsSteps
      * @return the copy
      */
     public NewtonSchulzConfig withNsAlgorithm(NsAlgorithm algorithm) {
-        return new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, algorithm);
+        return new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, algorithm, nsPreconditioning);
+    }
+
+    /**
+     * A copy with another preconditioning.
+     *
+     * @param value the preconditioning
+     * @return the copy
+     */
+    public NewtonSchulzConfig withNsPreconditioning(NsPreconditioning value) {
+        Objects.requireNonNull(value, "nsPreconditioning must not be null");
+        return new NewtonSchulzConfig(nsCoefficients, nsSteps, eps, nsPrecision, nsAlgorithm, value);
     }
 }

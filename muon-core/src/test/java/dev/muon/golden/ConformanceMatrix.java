@@ -13,6 +13,7 @@ import dev.muon.UpdateFloorConfig;
 import dev.muon.UpdateRecipe;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
+import dev.muon.orthogonalize.NsPreconditioning;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -169,6 +170,12 @@ public final class ConformanceMatrix {
                 case AUTO -> { }
                 case GEMM, SYMMETRIC, GRAM -> out.add(new Choice("nsAlgorithm", v.name(),
                         c -> c.withNsAlgorithm(v), null));
+            }
+        }
+        for (NsPreconditioning v : NsPreconditioning.values()) {
+            switch (v) {
+                case FROBENIUS -> { }
+                case AOL -> out.add(new Choice("nsPreconditioning", "AOL", MuonConfig::withAol, null));
             }
         }
         for (UpdateRecipe.RowScaling v : UpdateRecipe.RowScaling.values()) {

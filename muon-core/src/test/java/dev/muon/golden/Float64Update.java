@@ -6,6 +6,7 @@ import dev.muon.MuonConfig;
 import dev.muon.MuownConfig;
 import dev.muon.Orthogonalization;
 import dev.muon.orthogonalize.Coefficients;
+import dev.muon.orthogonalize.NsPreconditioning;
 
 import java.util.Random;
 
@@ -398,23 +399,45 @@ public final class Float64Update {
     public static double[][] newtonSchulz(double[][] u, MuonConfig c) {
         boolean tall = u.length > u[0].length;
         double[][] x = tall ? transpose(u) : copy(u);
-        double norm = 0;
-        for (double[] row : x) {
-            for (double value : row) {
-                norm += value * value;
+        boolean aol = c.nsPreconditioning() == NsPreconditioning.AOL;
+        if (!aol) {
+            double norm = 0;
+            for (double[] row : x) {
+                for (double value : row) {
+                    norm += value * value;
+                }
             }
-        }
-        // A schedule's safety factor damps the normalisation: X / max(s·‖X‖_F, eps).
-        norm = Math.max(c.nsCoefficients().normalizationSafety() * Math.sqrt(norm), c.eps());
-        for (double[] row : x) {
-            for (int j = 0; j < row.length; j++) {
-                row[j] /= norm;
+            // A schedule's safety factor damps the normalisation: X / max(s·‖X‖_F, eps).
+            norm = Math.max(c.nsCoefficients().normalizationSafety() * Math.sqrt(norm), c.eps());
+            for (double[] row : x) {
+                for (int j = 0; j < row.length; j++) {
+                    row[j] /= norm;
+                }
             }
         }
         for (int s = 0; s < c.nsSteps(); s++) {
             Coefficients abc = c.nsCoefficients().coefficients()
                     .get(c.nsCoefficients().repeating() ? s % c.nsCoefficients().coefficients().size() : s);
             double[][] a = multiply(x, transpose(x));
+            if (aol && s == 0) {
+                // AOL (Turbo-Muon): s_i = 1/sqrt(max(sum_j |A_ij|, eps)); X <- diag(s) X; A <- diag(s) A diag(s).
+                double[] scale = new double[a.length];
+                for (int i = 0; i < a.length; i++) {
+                    double sum = 0;
+                    for (int j = 0; j < a.length; j++) {
+                        sum += Math.abs(a[i][j]);
+                    }
+                    scale[i] = 1 / Math.sqrt(Math.max(sum, c.eps()));
+                }
+                for (int i = 0; i < a.length; i++) {
+                    for (int j = 0; j < x[0].length; j++) {
+                        x[i][j] *= scale[i];
+                    }
+                    for (int j = 0; j < a.length; j++) {
+                        a[i][j] *= scale[i] * scale[j];
+                    }
+                }
+            }
             double[][] aa = multiply(a, a);
             double[][] poly = new double[a.length][a.length];
             for (int i = 0; i < a.length; i++) {

@@ -114,8 +114,8 @@ class ConfigFieldsTest {
     @Test
     void keys_areTheRecordsFields_newtonSchulzsOneByOne() {
         assertEquals(List.of("lr", "weightDecay", "momentum", "nesterov", "nsCoefficients", "nsSteps", "eps",
-                "nsPrecision", "nsAlgorithm", "adjustLr", "extraScale", "convWeights", "stackedWeights",
-                "orthogonalization", "batchSameShape", "norMuon", "cautiousWeightDecay", "momentumPrecision",
+                "nsPrecision", "nsAlgorithm", "nsPreconditioning", "adjustLr", "extraScale", "convWeights",
+                "stackedWeights", "orthogonalization", "batchSameShape", "norMuon", "cautiousWeightDecay", "momentumPrecision",
                 "hyperball", "radialBrake", "relativeUpdate", "updateFloor", "muown"),
                 ConfigFields.MUON.stream().map(ConfigFields.Field::key).toList());
         assertEquals(List.of("lr", "beta1", "beta2", "eps", "weightDecay"),

@@ -172,6 +172,11 @@ final class MuonStep {
             // SYMMETRIC and GRAM run muon-core's native float32 kernels: NsKernels refuses them where those cannot.
             case AUTO, GEMM, SYMMETRIC, GRAM -> { }
         }
+        switch (recipe.nsPreconditioning()) {
+            case FROBENIUS -> { }
+            case AOL -> throw UpdateRecipe.refused("nsPreconditioning = AOL", BINDING, "muon-djl's Newton-Schulz "
+                    + "normalizes by the Frobenius norm and has no AOL rescaling yet; muon-core runs it");
+        }
     }
 
     /**
