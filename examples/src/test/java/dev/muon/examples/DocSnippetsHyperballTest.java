@@ -2,12 +2,8 @@ package dev.muon.examples;
 
 import dev.muon.Muon;
 import org.bytedeco.javacpp.PointerScope;
-import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.global.torch;
 import org.junit.jupiter.api.Test;
-
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -20,23 +16,14 @@ class DocSnippetsHyperballTest {
     @Test
     void sphereSnippet_trains_andKeepsEachWeightsNorm() {
         try (PointerScope scope = new PointerScope()) {
-            torch.manual_seed(8);
-            Tensor w = torch.randn(64, 32).requires_grad_(true);
-            Tensor target = torch.randn(64, 32);
+            SquaredLossRun run = SquaredLossRun.seeded(8, 1, 64, 32);
+            Tensor w = run.weights().get(0);
             double norm = w.norm().item_double();
-            Muon muon = DocSnippets.sphereMuon(List.of(w));
-            double first = Double.NaN;
-            double last = Double.NaN;
-            for (int step = 0; step < 5; step++) {
-                muon.zeroGrad();
-                Tensor loss = w.sub(target).pow(new Scalar(2)).sum();
-                last = loss.item_double();
-                first = step == 0 ? last : first;
-                loss.backward();
-                muon.step();
-            }
+            Muon muon = DocSnippets.sphereMuon(run.weights());
+            SquaredLossRun.Losses losses = run.train(5, muon::zeroGrad, muon::step);
             assertEquals(norm, w.norm().item_double(), 1e-4 * norm, "the weight stays on its sphere");
-            assertTrue(last < first, "five steps lower the loss: " + first + " -> " + last);
+            assertTrue(losses.last() < losses.first(), "five steps lower the loss: " + losses.first() + " -> "
+                    + losses.last());
         }
     }
 }

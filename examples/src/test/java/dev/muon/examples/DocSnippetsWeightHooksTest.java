@@ -21,20 +21,10 @@ class DocSnippetsWeightHooksTest {
     @Test
     void hookSnippet_trains_andTheFloorHoldsPerRow() {
         try (PointerScope scope = new PointerScope()) {
-            torch.manual_seed(9);
-            Tensor braked = torch.randn(32, 16).requires_grad_(true);
-            Tensor floored = torch.randn(32, 16).requires_grad_(true);
-            Tensor target = torch.randn(32, 16);
-            List<Muon> muons = DocSnippetsWeightHooks.hookedMuons(List.of(braked, floored));
-            double first = Double.NaN;
-            double last = Double.NaN;
-            for (int step = 0; step < 5; step++) {
-                muons.forEach(Muon::zeroGrad);
-                Tensor loss = braked.sub(target).pow(new Scalar(2)).sum().add(floored.sub(target).pow(new Scalar(2))
-                        .sum());
-                last = loss.item_double();
-                first = step == 0 ? last : first;
-                loss.backward();
+            SquaredLossRun run = SquaredLossRun.seeded(9, 2, 32, 16);
+            Tensor floored = run.weights().get(1);
+            List<Muon> muons = DocSnippetsWeightHooks.hookedMuons(run.weights());
+            SquaredLossRun.Losses losses = run.train(5, () -> muons.forEach(Muon::zeroGrad), () -> {
                 Tensor before = floored.detach().clone();
                 muons.forEach(Muon::step);
                 Tensor moved = torch.linalg_vector_norm(floored.detach().sub(before), new Scalar(2), new long[]{1},
@@ -45,8 +35,9 @@ class DocSnippetsWeightHooksTest {
                 // norm too, at most against Δ: ‖Δ + lr·wd·p‖ ≥ (0.35 − 0.02·0.1)·‖p‖ (float32 rounding aside).
                 assertTrue(moved.div(rows).min().item_double() >= (0.35 - 0.02 * 0.1) * (1 - 1e-5),
                         "every row moves by at least the floor: " + moved.div(rows).min().item_double());
-            }
-            assertTrue(last < first, "five steps lower the loss: " + first + " -> " + last);
+            });
+            assertTrue(losses.last() < losses.first(), "five steps lower the loss: " + losses.first() + " -> "
+                    + losses.last());
         }
     }
 }
