@@ -82,12 +82,7 @@ public final class CudaNewtonSchulz implements Orthogonalizer {
      */
     public CudaNewtonSchulz(NewtonSchulzConfig config, Device device) {
         this.config = Objects.requireNonNull(config, "config");
-        Objects.requireNonNull(device, "device");
-        if (!device.is_cuda()) {
-            throw new IllegalArgumentException("device must be a CUDA device, got " + device.str().getString());
-        }
-        CudaSupport.ensureAvailable();
-        this.deviceIndex = device.has_index() ? device.index() : 0;
+        this.deviceIndex = CudaSupport.kernelDeviceIndex(device);
         this.libtorch = new NewtonSchulz(config);
         this.kernels = new CudaKernels(deviceIndex);
         this.policy = Boolean.getBoolean(CudaSupport.FORCE_PROPERTY)

@@ -1,7 +1,10 @@
 package dev.muon.cuda;
 
 import dev.muon.internal.TorchNatives;
+import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.global.torch_cuda;
+
+import java.util.Objects;
 
 import static org.bytedeco.cuda.global.cudart.CUDA_SUCCESS;
 import static org.bytedeco.cuda.global.cudart.cuInit;
@@ -72,6 +75,24 @@ public final class CudaSupport {
             throw new UnsupportedOperationException("muon-cuda kernels are unavailable: "
                     + UNAVAILABILITY_CAUSE.getMessage(), UNAVAILABILITY_CAUSE);
         }
+    }
+
+    /**
+     * The index of the device an object loads its kernels on, once it is known to be a CUDA device and the kernels
+     * to run here.
+     *
+     * @param device the device; without an index, device 0
+     * @return its index
+     * @throws IllegalArgumentException      if {@code device} is not a CUDA device
+     * @throws UnsupportedOperationException if {@link #isAvailable()} is false
+     */
+    static int kernelDeviceIndex(Device device) {
+        Objects.requireNonNull(device, "device");
+        if (!device.is_cuda()) {
+            throw new IllegalArgumentException("device must be a CUDA device, got " + device.str().getString());
+        }
+        ensureAvailable();
+        return device.has_index() ? device.index() : 0;
     }
 
     /**

@@ -6,8 +6,6 @@ import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.cuda.CUDAGuard;
 
-import java.util.Objects;
-
 /**
  * The two memory-bound stages of a Muon step around the orthogonalization, each one pass over memory:
  *
@@ -47,12 +45,7 @@ public final class FusedUpdates {
      * @throws UnsupportedOperationException if {@link CudaSupport#isAvailable()} is false
      */
     public FusedUpdates(Device device) {
-        Objects.requireNonNull(device, "device");
-        if (!device.is_cuda()) {
-            throw new IllegalArgumentException("device must be a CUDA device, got " + device.str().getString());
-        }
-        CudaSupport.ensureAvailable();
-        this.deviceIndex = device.has_index() ? device.index() : 0;
+        this.deviceIndex = CudaSupport.kernelDeviceIndex(device);
         this.kernels = new CudaKernels(deviceIndex);
     }
 
