@@ -107,20 +107,26 @@ class HyperballDtypesTest {
 
     @Test
     void float32_staysOnTheSphereOverManySteps() {
-        Random random = new Random(3);
-        long[] shape = {16, 24};
+        assertStaysOnTheSphere(new Random(3), new long[]{16, 24}, HyperballConfig.radius(5), 50, 5e-5);
+    }
+
+    /**
+     * Draws a float32 parameter of {@code shape}, then steps {@code hyperball}'s Muon on it with {@code steps} random
+     * float32 gradients and checks after each that its norm is the radius within {@code tolerance}.
+     */
+    private static void assertStaysOnTheSphere(Random random, long[] shape, HyperballConfig hyperball, int steps,
+                                               double tolerance) {
         try (NDManager scope = manager.get().newSubManager()) {
             NDArray weight = scope.create(Float64Update.gaussian(random, shape), new Shape(shape))
                     .toType(DataType.FLOAT32, false);
             ParamBlock block = new ParamBlock().param("hidden", weight);
-            Muon muon = Muon.builder().optBlock(block).optConfig(BASE.withHyperball(HyperballConfig.radius(5)))
-                    .build();
+            Muon muon = Muon.builder().optBlock(block).optConfig(BASE.withHyperball(hyperball)).build();
             String id = block.getParameters().get(0).getValue().getId();
-            for (int step = 0; step < 50; step++) {
+            for (int step = 0; step < steps; step++) {
                 muon.update(id, weight, scope.create(Float64Update.gaussian(random, shape), new Shape(shape))
                         .toType(DataType.FLOAT32, false));
                 double norm = Math.sqrt(Arrays.stream(Measures.values(weight)).map(v -> v * v).sum());
-                assertEquals(5, norm, 5e-5, "step " + step + ": the norm left the sphere");
+                assertEquals(hyperball.radius(), norm, tolerance, "step " + step + ": the norm left the sphere");
             }
         }
     }
@@ -160,22 +166,8 @@ class HyperballDtypesTest {
     @ParameterizedTest(name = "radius {0}")
     @org.junit.jupiter.params.provider.ValueSource(doubles = {2e19, 1e30, 1e-25})
     void anExtremeRadius_keepsAFloat32ParameterOnItsSphere(double radius) {
-        Random random = new Random(14);
-        long[] shape = {6, 10};
-        try (NDManager scope = manager.get().newSubManager()) {
-            NDArray weight = scope.create(Float64Update.gaussian(random, shape), new Shape(shape))
-                    .toType(DataType.FLOAT32, false);
-            ParamBlock block = new ParamBlock().param("hidden", weight);
-            Muon muon = Muon.builder().optBlock(block).optConfig(BASE.withHyperball(
-                    new HyperballConfig(radius, Math.min(1e-8, radius * 1e-10)))).build();
-            String id = block.getParameters().get(0).getValue().getId();
-            for (int step = 0; step < 3; step++) {
-                muon.update(id, weight, scope.create(Float64Update.gaussian(random, shape), new Shape(shape))
-                        .toType(DataType.FLOAT32, false));
-                double norm = Math.sqrt(Arrays.stream(Measures.values(weight)).map(v -> v * v).sum());
-                assertEquals(radius, norm, 1e-5 * radius, "step " + step + ": the norm left the sphere");
-            }
-        }
+        assertStaysOnTheSphere(new Random(14), new long[]{6, 10},
+                new HyperballConfig(radius, Math.min(1e-8, radius * 1e-10)), 3, 1e-5 * radius);
     }
 
     /** A zero update where lr·R/eps is beyond float32's range: the factor is clamped, the parameter stays finite. */
