@@ -114,13 +114,19 @@ class AssignmentOnDjlBlocksTest {
                 "02Linear_bias ADAMW fewer than 2 dims"), rows(opt.assignment()));
     }
 
-    /** A Conv1d filter [out, in, k] is a conv filter as a Conv2d one is: flattened to [out, in·k] on Muon. */
-    @Test
-    void conv1dFilter_isFlattenedLikeA2dOne() {
+    /** A Conv1d layer of six filters of width 3 over 4 channels of 10, then a linear layer: initialized. */
+    private SequentialBlock conv1dNet() {
         SequentialBlock block = new SequentialBlock()
                 .add(Conv1d.builder().setKernelShape(new Shape(3)).setFilters(6).build())
                 .add(Blocks.batchFlattenBlock()).add(Linear.builder().setUnits(2).build());
         block.initialize(manager, DataType.FLOAT32, new Shape(1, 4, 10));
+        return block;
+    }
+
+    /** A Conv1d filter [out, in, k] is a conv filter as a Conv2d one is: flattened to [out, in·k] on Muon. */
+    @Test
+    void conv1dFilter_isFlattenedLikeA2dOne() {
+        SequentialBlock block = conv1dNet();
         MuonAdamW opt = MuonAdamW.builder().optBlock(block).build();
         assertEquals("01Conv1d_weight MUON hidden matrix", rows(opt.assignment()).get(0));
         double ratio = opt.assignment().rows().get(0).lr() / opt.muonConfig().lr();
@@ -140,10 +146,7 @@ class AssignmentOnDjlBlocksTest {
      */
     @Test
     void conv1dFilter_withNorMuon_isRefusedAtBuild_namingIt() {
-        SequentialBlock block = new SequentialBlock()
-                .add(Conv1d.builder().setKernelShape(new Shape(3)).setFilters(6).build())
-                .add(Blocks.batchFlattenBlock()).add(Linear.builder().setUnits(2).build());
-        block.initialize(manager, DataType.FLOAT32, new Shape(1, 4, 10));
+        SequentialBlock block = conv1dNet();
         MuonConfig norMuon = MuonConfig.dropIn(1e-2, 0.01).withNorMuon(NorMuonConfig.defaults());
         String message = "parameter '01Conv1d_weight' of shape [6, 4, 3], taken by Muon as a 6 x 12 matrix, would "
                 + "keep its NorMuon second moment of shape [6], which checkpoints cannot describe (they read a "
