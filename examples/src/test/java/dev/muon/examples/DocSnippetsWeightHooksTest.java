@@ -22,8 +22,8 @@ class DocSnippetsWeightHooksTest {
     void hookSnippet_trains_andTheFloorHoldsPerRow() {
         try (PointerScope scope = new PointerScope()) {
             SquaredLossRun run = SquaredLossRun.seeded(9, 2, 32, 16);
-            Tensor floored = run.weights().get(1);
             List<Muon> muons = DocSnippetsWeightHooks.hookedMuons(run.weights());
+            Tensor floored = run.weights().get(1);
             SquaredLossRun.Losses losses = run.train(5, () -> muons.forEach(Muon::zeroGrad), () -> {
                 Tensor before = floored.detach().clone();
                 muons.forEach(Muon::step);
