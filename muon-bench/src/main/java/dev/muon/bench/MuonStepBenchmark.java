@@ -1,9 +1,15 @@
 package dev.muon.bench;
 
+import dev.muon.HyperballConfig;
 import dev.muon.MomentumPrecision;
 import dev.muon.Muon;
 import dev.muon.MuonAdamW;
 import dev.muon.MuonConfig;
+import dev.muon.MuownConfig;
+import dev.muon.NorMuonConfig;
+import dev.muon.RadialBrakeConfig;
+import dev.muon.RelativeUpdateConfig;
+import dev.muon.UpdateFloorConfig;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
 import org.bytedeco.javacpp.PointerScope;
@@ -84,6 +90,9 @@ public class MuonStepBenchmark {
     static final String RESIDENT_OUT = "muon.bench.residentOut";
     /** muon-core's switch that keeps a new optimizer's CPU momentum and update on libtorch's ops. */
     private static final String DISABLE_UPDATE_STAGES = "dev.muon.native.disableUpdateStages";
+    /** The update variants {@link #variant} takes. */
+    static final List<String> VARIANTS = List.of("plain", "cautious-wd", "bf16-momentum", "normuon", "hyperball",
+            "radial-brake", "relative-update", "update-floor", "muown", "aol");
 
     /** The parameter set (see the class javadoc; {@code block-D} sets are given with {@code -p}). */
     @Param({"gpt2-small-width", "small-24x256"})
@@ -107,7 +116,10 @@ public class MuonStepBenchmark {
 
     /**
      * An update variant on the Muon side, to measure what it costs: {@code plain} (the default), {@code cautious-wd}
-     * ({@link MuonConfig#withCautiousWeightDecay}) or {@code bf16-momentum} ({@link MomentumPrecision#BFLOAT16}).
+     * ({@link MuonConfig#withCautiousWeightDecay}), {@code bf16-momentum} ({@link MomentumPrecision#BFLOAT16}),
+     * {@code normuon}, {@code hyperball}, {@code radial-brake}, {@code relative-update}, {@code update-floor} (per
+     * row), {@code muown} (Nesterov off, as it requires) or {@code aol} ({@link MuonConfig#withAol}: AOL, four
+     * steps); each with its defaults.
      */
     @Param({"plain"})
     public String variant;
@@ -156,8 +168,14 @@ public class MuonStepBenchmark {
             case "plain" -> config;
             case "cautious-wd" -> config.withCautiousWeightDecay(true);
             case "bf16-momentum" -> config.withMomentumPrecision(MomentumPrecision.BFLOAT16);
-            default -> throw new IllegalArgumentException("variant must be plain, cautious-wd or bf16-momentum, got "
-                    + variant);
+            case "normuon" -> config.withNorMuon(NorMuonConfig.defaults());
+            case "hyperball" -> config.withWeightDecay(0).withHyperball(HyperballConfig.defaults());
+            case "radial-brake" -> config.withRadialBrake(RadialBrakeConfig.defaults());
+            case "relative-update" -> config.withRelativeUpdate(RelativeUpdateConfig.defaults());
+            case "update-floor" -> config.withUpdateFloor(UpdateFloorConfig.defaults().withPerRow(true));
+            case "muown" -> config.withNesterov(false).withMuown(MuownConfig.defaults());
+            case "aol" -> config.withAol();
+            default -> throw new IllegalArgumentException("variant must be one of " + VARIANTS + ", got " + variant);
         };
         switch (updateStages) {
             case "native" -> System.clearProperty(DISABLE_UPDATE_STAGES);
