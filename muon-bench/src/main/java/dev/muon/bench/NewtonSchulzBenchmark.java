@@ -1,9 +1,11 @@
 package dev.muon.bench;
 
+import dev.muon.orthogonalize.CoefficientSchedule;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
+import dev.muon.orthogonalize.NsPreconditioning;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
@@ -70,6 +72,14 @@ public class NewtonSchulzBenchmark {
     @Param({"ns-auto", "ns-gemm", "ns-symmetric", "ns-gram", "gemm", "naive", "torch-reference"})
     public String variant;
 
+    /**
+     * The {@code ns-*} variants' iteration: {@code plain} (PyTorch's: Frobenius normalization, five steps of Keller
+     * Jordan's triple), {@code plain-4} (the same, four steps) or {@code aol} (Turbo-Muon's: AOL preconditioning,
+     * four steps of {@link CoefficientSchedule#turboMuon4()}).
+     */
+    @Param({"plain"})
+    public String iteration;
+
     private PointerScope scope;
     private Tensor input;
     private NewtonSchulz newtonSchulz;
@@ -92,9 +102,17 @@ public class NewtonSchulzBenchmark {
         boolean bf16 = dtype.equals("bfloat16");
         ScalarType type = bf16 ? ScalarType.BFloat16 : ScalarType.Float;
         input = torch.randn(rows, cols);
-        newtonSchulz = new NewtonSchulz(NewtonSchulzConfig.defaults()
+        NewtonSchulzConfig config = NewtonSchulzConfig.defaults()
                 .withNsPrecision(bf16 ? NsPrecision.BFLOAT16 : NsPrecision.FLOAT32)
-                .withNsAlgorithm(algorithmOf(variant)));
+                .withNsAlgorithm(algorithmOf(variant));
+        newtonSchulz = new NewtonSchulz(switch (iteration) {
+            case "plain" -> config;
+            case "plain-4" -> config.withNsSteps(4);
+            case "aol" -> config.withNsCoefficients(CoefficientSchedule.turboMuon4())
+                    .withNsPreconditioning(NsPreconditioning.AOL);
+            default -> throw new IllegalArgumentException("iteration must be plain, plain-4 or aol, got "
+                    + iteration);
+        });
         long m = Math.min(rows, cols);
         long n = Math.max(rows, cols);
         x = torch.randn(m, n).div_(new Scalar(Math.sqrt((double) m * n))).to(type);
