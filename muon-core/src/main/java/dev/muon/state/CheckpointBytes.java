@@ -7,8 +7,6 @@ import dev.muon.internal.TorchNatives;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
@@ -52,6 +50,8 @@ public final class CheckpointBytes {
     /** The format's version: 3, the safetensors layout (1 and 2 were libtorch archives, no longer read). */
     public static final String FORMAT_VERSION = "3";
     static final String WHAT = "checkpoint";
+    private static final Safetensors.Stamp STAMP = new Safetensors.Stamp(FORMAT, FORMAT_VERSION,
+            "a Muon checkpoint", " (this library reads version " + FORMAT_VERSION + " only)");
 
     private CheckpointBytes() {
     }
@@ -276,9 +276,7 @@ public final class CheckpointBytes {
      */
     static <T> void write(Path file, CheckpointDocument document, Map<String, T> tensors, TensorIo<T> io,
                           AtomicFile.Opener opener) {
-        Map<String, String> metadata = new LinkedHashMap<>();
-        metadata.put("format", FORMAT);
-        metadata.put("format_version", FORMAT_VERSION);
+        Map<String, String> metadata = STAMP.metadata();
         metadata.put("state", Json.write(document.toJson()));
         AtomicFile.write(file, WHAT, channel -> Safetensors.write(channel, metadata, tensors, io), opener);
     }
@@ -316,21 +314,16 @@ public final class CheckpointBytes {
      */
     static <T> Read<T> read(Path file, Consumer<CheckpointDocument> beforeTensors, TensorIo<T> io) {
         Objects.requireNonNull(beforeTensors, "beforeTensors must not be null");
-        if (!Files.isRegularFile(file)) {
-            throw new StateFileException(WHAT, file, "the file", "does not exist or is not a regular file", null);
-        }
+        return StateFileRead.read(file, WHAT, () -> readChecked(file, beforeTensors, io));
+    }
+
+    /** {@link #read(Path, Consumer, TensorIo)} on an existing file: a document that is no state is named so. */
+    private static <T> Read<T> readChecked(Path file, Consumer<CheckpointDocument> beforeTensors, TensorIo<T> io)
+            throws IOException {
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
             Safetensors.Header header = Safetensors.readHeader(channel);
             Map<String, String> meta = header.metadata();
-            if (!FORMAT.equals(meta.get("format"))) {
-                throw new FormatException("__metadata__.format", "must be '" + FORMAT + "', got "
-                        + quoted(meta.get("format")) + " (not a Muon checkpoint)");
-            }
-            if (!FORMAT_VERSION.equals(meta.get("format_version"))) {
-                throw new FormatException("__metadata__.format_version", "must be " + FORMAT_VERSION + ", got "
-                        + quoted(meta.get("format_version")) + " (this library reads version " + FORMAT_VERSION
-                        + " only)");
-            }
+            STAMP.check(meta);
             String text = meta.get("state");
             if (text == null) {
                 throw new FormatException("__metadata__.state", "is missing");
@@ -375,14 +368,8 @@ public final class CheckpointBytes {
             }
             beforeTensors.accept(document);
             return new Read<>(document, Safetensors.readTensors(channel, header, io));
-        } catch (FormatException e) {
-            throw new StateFileException(WHAT, file, e.entry(), e.rule(), e);
         } catch (IllegalArgumentException e) {
             throw new StateFileException(WHAT, file, "__metadata__.state", "is invalid: " + e.getMessage(), e);
-        } catch (NoSuchFileException e) {
-            throw new StateFileException(WHAT, file, "the file", "does not exist", e);
-        } catch (IOException e) {
-            throw new StateFileException(WHAT, file, "the file", "cannot be read: " + e.getMessage(), e);
         }
     }
 
@@ -422,9 +409,5 @@ public final class CheckpointBytes {
         } catch (IOException e) {
             throw new StateFileException(WHAT, file, "the file", "cannot be read: " + e.getMessage(), e);
         }
-    }
-
-    private static String quoted(String s) {
-        return s == null ? "none" : "'" + Messages.shortened(s) + "'";
     }
 }

@@ -6,8 +6,6 @@ import org.bytedeco.pytorch.Tensor;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.LinkedHashMap;
@@ -29,6 +27,8 @@ public final class EmaNesterovStateFile {
     private static final String WHAT = "EMA-Nesterov state";
     private static final String FORMAT = "muon-ema-nesterov";
     private static final String FORMAT_VERSION = "1";
+    private static final Safetensors.Stamp STAMP = new Safetensors.Stamp(FORMAT, FORMAT_VERSION,
+            "an EMA-Nesterov state file", "");
     private static final String PREFIX = "ema/";
 
     /**
@@ -66,9 +66,7 @@ public final class EmaNesterovStateFile {
      * @throws UncheckedIOException if the file cannot be written; {@code file} is then unchanged
      */
     public static void write(Path file, Contents contents) {
-        Map<String, String> metadata = new LinkedHashMap<>();
-        metadata.put("format", FORMAT);
-        metadata.put("format_version", FORMAT_VERSION);
+        Map<String, String> metadata = STAMP.metadata();
         metadata.put("step", Long.toString(contents.step()));
         metadata.put("reference_lr", Double.toString(contents.referenceLr()));
         Map<String, Tensor> tensors = new LinkedHashMap<>();
@@ -86,20 +84,14 @@ public final class EmaNesterovStateFile {
      *                            the entry and the rule
      */
     public static Contents read(Path file) {
-        if (!Files.isRegularFile(file)) {
-            throw new StateFileException(WHAT, file, "the file", "does not exist or is not a regular file", null);
-        }
+        return StateFileRead.read(file, WHAT, () -> readChecked(file));
+    }
+
+    private static Contents readChecked(Path file) throws IOException {
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
             Safetensors.Header header = Safetensors.readHeader(channel);
             Map<String, String> meta = header.metadata();
-            if (!FORMAT.equals(meta.get("format"))) {
-                throw new FormatException("__metadata__.format", "must be '" + FORMAT + "', got "
-                        + quoted(meta.get("format")) + " (not an EMA-Nesterov state file)");
-            }
-            if (!FORMAT_VERSION.equals(meta.get("format_version"))) {
-                throw new FormatException("__metadata__.format_version", "must be " + FORMAT_VERSION + ", got "
-                        + quoted(meta.get("format_version")));
-            }
+            STAMP.check(meta);
             long step = parseStep(meta.get("step"));
             double lr = parseLr(meta.get("reference_lr"));
             for (Safetensors.Entry e : header.entries()) {
@@ -112,12 +104,6 @@ public final class EmaNesterovStateFile {
             Safetensors.readTensors(channel, header, TensorBytes.TORCH)
                     .forEach((name, t) -> ema.put(name.substring(PREFIX.length()), t));
             return new Contents(step, lr, ema);
-        } catch (FormatException e) {
-            throw new StateFileException(WHAT, file, e.entry(), e.rule(), e);
-        } catch (NoSuchFileException e) {
-            throw new StateFileException(WHAT, file, "the file", "does not exist", e);
-        } catch (IOException e) {
-            throw new StateFileException(WHAT, file, "the file", "cannot be read: " + e.getMessage(), e);
         }
     }
 

@@ -92,6 +92,50 @@ final class Safetensors {
         }
     }
 
+    /**
+     * The format name and version a file of ours records in its metadata ({@code format}, {@code format_version}),
+     * and how its reader refuses a file of another.
+     *
+     * @param format      the format's name
+     * @param version     the one version written and read
+     * @param kind        what a file of the format is, as a refusal names it ({@code a Muon checkpoint})
+     * @param versionNote what a refusal of another version adds, or {@code ""}
+     */
+    record Stamp(String format, String version, String kind, String versionNote) {
+        /**
+         * New metadata holding the stamp, for a writer to add its own keys to.
+         *
+         * @return {@code format} and {@code format_version}, in that order
+         */
+        Map<String, String> metadata() {
+            Map<String, String> metadata = new LinkedHashMap<>();
+            metadata.put("format", format);
+            metadata.put("format_version", version);
+            return metadata;
+        }
+
+        /**
+         * Checks a read header's stamp.
+         *
+         * @param metadata the header's metadata
+         * @throws FormatException naming the key, the rule and the value found
+         */
+        void check(Map<String, String> metadata) {
+            if (!format.equals(metadata.get("format"))) {
+                throw new FormatException(METADATA + ".format", "must be '" + format + "', got "
+                        + quoted(metadata.get("format")) + " (not " + kind + ")");
+            }
+            if (!version.equals(metadata.get("format_version"))) {
+                throw new FormatException(METADATA + ".format_version", "must be " + version + ", got "
+                        + quoted(metadata.get("format_version")) + versionNote);
+            }
+        }
+
+        private static String quoted(String s) {
+            return s == null ? "none" : "'" + Messages.shortened(s) + "'";
+        }
+    }
+
     // ------------------------------------------------------------------ writing
 
     /**

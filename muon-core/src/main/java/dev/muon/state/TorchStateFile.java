@@ -16,10 +16,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 
-import java.io.IOException;
 import java.nio.channels.Channels;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -101,17 +98,10 @@ public final class TorchStateFile {
      *                            does not fit the template, naming the entry and the rule
      */
     public static OptimizerState read(Path file, OptimizerState template) {
-        if (!Files.isRegularFile(file)) {
-            throw new StateFileException(TorchStateFormat.WHAT, file, "the file", "does not exist or is not a regular file", null);
-        }
-        try (TorchLoad load = TorchLoad.open(file)) {
-            return new TorchStateReader(file, template, load).read(load.root());
-        } catch (FormatException e) {
-            throw new StateFileException(TorchStateFormat.WHAT, file, e.entry(), e.rule(), e);
-        } catch (NoSuchFileException e) {
-            throw new StateFileException(TorchStateFormat.WHAT, file, "the file", "does not exist", e);
-        } catch (IOException e) {
-            throw new StateFileException(TorchStateFormat.WHAT, file, "the file", "cannot be read: " + e.getMessage(), e);
-        }
+        return StateFileRead.read(file, TorchStateFormat.WHAT, () -> {
+            try (TorchLoad load = TorchLoad.open(file)) {
+                return new TorchStateReader(file, template, load).read(load.root());
+            }
+        });
     }
 }
