@@ -163,34 +163,37 @@ public final class MuonUpdate {
      */
     private static UpdateRecipe checkedRecipe(MuonConfig config) {
         UpdateRecipe recipe = UpdateRecipe.of(config);
-        switch (recipe.momentum()) {
-            case EMA -> {
-            }
-            case EMA_BFLOAT16_STORED -> throw UpdateRecipe.refused(recipe.momentum(), ENTRY, "its buffer is stored "
-                    + "in bfloat16, not in the parameter's dtype; keep momentumPrecision = PARAMETER, or use Muon");
-        }
-        switch (recipe.orthogonalizer()) {
-            case NEWTON_SCHULZ, EXACT_SVD -> {
-            }
-        }
-        switch (recipe.rowScaling()) {
-            case NONE -> {
-            }
-            case NORMUON -> throw UpdateRecipe.refused(recipe.rowScaling(), ENTRY, "its per-row second moment is "
-                    + "state that apply has no argument for; use Muon");
-        }
-        switch (recipe.applier()) {
-            case DECOUPLED_DECAY, CAUTIOUS_DECAY -> {
-            }
-        }
-        switch (recipe.weightHook()) {
+        // One exhaustive switch expression per element: an element added to the recipe is a compile error here
+        // until it is accepted (null) or refused with its reason.
+        refuseIf(recipe.momentum(), switch (recipe.momentum()) {
+            case EMA, MUOWN_DIRECTION -> null;
+            case EMA_BFLOAT16_STORED -> "its buffer is stored in bfloat16, not in the parameter's dtype; keep "
+                    + "momentumPrecision = PARAMETER, or use Muon";
+        });
+        refuseIf(recipe.orthogonalizer(), switch (recipe.orthogonalizer()) {
+            case NEWTON_SCHULZ, EXACT_SVD -> null;
+        });
+        refuseIf(recipe.rowScaling(), switch (recipe.rowScaling()) {
+            case NONE -> null;
+            case NORMUON -> "its per-row second moment is state that apply has no argument for; use Muon";
+        });
+        refuseIf(recipe.applier(), switch (recipe.applier()) {
+            case DECOUPLED_DECAY, CAUTIOUS_DECAY, MUOWN -> null;
+        });
+        refuseIf(recipe.weightHook(), switch (recipe.weightHook()) {
             // The other hooks keep no state: each measures the parameter within the call.
-            case NONE, RADIAL_BRAKE, RELATIVE_UPDATE, UPDATE_FLOOR, UPDATE_FLOOR_PER_ROW -> {
-            }
-            case HYPERBALL -> throw UpdateRecipe.refused(recipe.weightHook(), ENTRY, "its radius is each "
-                    + "parameter's norm when an optimizer is built, state that apply has no argument for; use Muon");
-        }
+            case NONE, RADIAL_BRAKE, RELATIVE_UPDATE, UPDATE_FLOOR, UPDATE_FLOOR_PER_ROW -> null;
+            case HYPERBALL -> "its radius is each parameter's norm when an optimizer is built, state that apply has "
+                    + "no argument for; use Muon";
+        });
         return recipe;
+    }
+
+    /** Throws {@code element}'s refusal when there is a reason, in the order the elements run. */
+    private static void refuseIf(UpdateRecipe.Element element, String reason) {
+        if (reason != null) {
+            throw UpdateRecipe.refused(element, ENTRY, reason);
+        }
     }
 
     /**
