@@ -187,15 +187,7 @@ final class UpdatePlan {
      * The momentum on libtorch's ops, PyTorch's formulas: {@code B = B.lerp(g, 1 − μ)}, then {@code U = B}, or with
      * Nesterov {@code U = g.lerp(B, μ)}.
      */
-    private static final class LibtorchMomentum implements Momentum {
-        private final Scratch scratch;
-        private final BufferSpec buffer;
-
-        LibtorchMomentum(Scratch scratch, BufferSpec buffer) {
-            this.scratch = scratch;
-            this.buffer = buffer;
-        }
-
+    private record LibtorchMomentum(Scratch scratch, BufferSpec buffer) implements Momentum {
         @Override
         public Tensor advance(Tensor grad, ParameterState state, Tensor target, Step step) {
             Tensor buffer = state.bufferMatrix(this.buffer);
@@ -225,15 +217,7 @@ final class UpdatePlan {
      * (float64 for a float64 parameter), advanced there with PyTorch's formula, used as the update in that
      * precision, and stored back rounded to bfloat16. A float16 parameter's gradient is widened first (exactly).
      */
-    private static final class BfloatMomentum implements Momentum {
-        private final Scratch scratch;
-        private final BufferSpec buffer;
-
-        BfloatMomentum(Scratch scratch, BufferSpec buffer) {
-            this.scratch = scratch;
-            this.buffer = buffer;
-        }
-
+    private record BfloatMomentum(Scratch scratch, BufferSpec buffer) implements Momentum {
         @Override
         public Tensor advance(Tensor grad, ParameterState state, Tensor target, Step step) {
             Tensor stored = state.bufferMatrix(buffer);
@@ -254,19 +238,8 @@ final class UpdatePlan {
      * the
      * cast to the update dtype in one call), falling back to libtorch's ops for every call the kernel declines.
      */
-    private static final class FusedMomentum implements Momentum {
-        private final FusedUpdateKernels kernels;
-        private final LibtorchMomentum fallback;
-        private final Scratch scratch;
-        private final BufferSpec buffer;
-
-        FusedMomentum(FusedUpdateKernels kernels, LibtorchMomentum fallback, Scratch scratch, BufferSpec buffer) {
-            this.kernels = kernels;
-            this.fallback = fallback;
-            this.scratch = scratch;
-            this.buffer = buffer;
-        }
-
+    private record FusedMomentum(FusedUpdateKernels kernels, LibtorchMomentum fallback, Scratch scratch,
+                                 BufferSpec buffer) implements Momentum {
         @Override
         public Tensor advance(Tensor grad, ParameterState state, Tensor target, Step step) {
             Tensor out = target != null ? target
