@@ -7,6 +7,7 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.Objects;
 import java.util.function.Consumer;
+import java.util.function.DoublePredicate;
 
 /**
  * A tensor as muon-core's files hold it, without libtorch: its dtype's name, its shape, and its elements'
@@ -156,51 +157,22 @@ public record RawTensor(String dtype, long[] shape, ByteBuffer data) {
         @Override
         public boolean allFinite(RawTensor tensor) {
             ByteBuffer b = tensor.data();
-            switch (TensorKind.ofDtypeName(tensor.dtype)) {
-                case FLOAT64 -> {
-                    for (int i = 0; i < b.limit(); i += 8) {
-                        if (!Double.isFinite(b.getDouble(i))) {
-                            return false;
-                        }
-                    }
-                }
-                case FLOAT32 -> {
-                    for (int i = 0; i < b.limit(); i += 4) {
-                        if (!Float.isFinite(b.getFloat(i))) {
-                            return false;
-                        }
-                    }
-                }
-                case FLOAT16 -> {
-                    return halvesFinite(b, FLOAT16_INFINITY);
-                }
-                case BFLOAT16 -> {
-                    return halvesFinite(b, BFLOAT16_INFINITY);
-                }
-                case INT64 -> {
-                    return true;
-                }
-            }
-            return true;
+            TensorKind kind = TensorKind.ofDtypeName(tensor.dtype);
+            return switch (kind) {
+                case FLOAT64, FLOAT32 -> !anyWide(b, kind, v -> !Double.isFinite(v));
+                case FLOAT16 -> halvesFinite(b, FLOAT16_INFINITY);
+                case BFLOAT16 -> halvesFinite(b, BFLOAT16_INFINITY);
+                case INT64 -> true;
+            };
         }
 
         @Override
         public boolean anyNegative(RawTensor tensor) {
             ByteBuffer b = tensor.data();
-            switch (TensorKind.ofDtypeName(tensor.dtype)) {
-                case FLOAT64 -> {
-                    for (int i = 0; i < b.limit(); i += 8) {
-                        if (b.getDouble(i) < 0) {
-                            return true;
-                        }
-                    }
-                }
-                case FLOAT32 -> {
-                    for (int i = 0; i < b.limit(); i += 4) {
-                        if (b.getFloat(i) < 0) {
-                            return true;
-                        }
-                    }
+            TensorKind kind = TensorKind.ofDtypeName(tensor.dtype);
+            switch (kind) {
+                case FLOAT64, FLOAT32 -> {
+                    return anyWide(b, kind, v -> v < 0);
                 }
                 case FLOAT16 -> {
                     return halvesAnyNegative(b, FLOAT16_INFINITY);
@@ -225,6 +197,22 @@ public record RawTensor(String dtype, long[] shape, ByteBuffer data) {
     /** The bits of +infinity, which are also every exponent bit: 5 of float16's, 8 of bfloat16's. */
     private static final int FLOAT16_INFINITY = 0x7C00;
     private static final int BFLOAT16_INFINITY = 0x7F80;
+
+    /**
+     * Whether a float64 or float32 element of {@code b} passes {@code test}: each is read as a double, which holds a
+     * float exactly (its sign, finiteness and order included).
+     *
+     * @param kind {@link TensorKind#FLOAT64} or {@link TensorKind#FLOAT32}
+     */
+    private static boolean anyWide(ByteBuffer b, TensorKind kind, DoublePredicate test) {
+        int width = kind.bytes();
+        for (int i = 0; i < b.limit(); i += width) {
+            if (test.test(kind == TensorKind.FLOAT64 ? b.getDouble(i) : b.getFloat(i))) {
+                return true;
+            }
+        }
+        return false;
+    }
 
     /**
      * Whether every 16-bit float of {@code b} is finite: an infinity or NaN has every exponent bit set.
