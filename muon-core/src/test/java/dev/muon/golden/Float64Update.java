@@ -366,18 +366,7 @@ public final class Float64Update {
     public static double[][] polarFactor(double[][] u) {
         boolean tall = u.length > u[0].length;
         double[][] x = tall ? transpose(u) : copy(u);
-        double norm = 0;
-        for (double[] row : x) {
-            for (double value : row) {
-                norm += value * value;
-            }
-        }
-        norm = Math.sqrt(norm);
-        for (double[] row : x) {
-            for (int j = 0; j < row.length; j++) {
-                row[j] /= norm;
-            }
-        }
+        divide(x, Math.sqrt(sumOfSquares(x)));
         for (int s = 0; s < 200; s++) {
             double[][] xxx = multiply(multiply(x, transpose(x)), x);
             double change = 0;
@@ -399,27 +388,15 @@ public final class Float64Update {
     public static double[][] newtonSchulz(double[][] u, MuonConfig c) {
         boolean tall = u.length > u[0].length;
         double[][] x = tall ? transpose(u) : copy(u);
-        boolean aol = c.nsPreconditioning() == NsPreconditioning.AOL;
-        if (!aol) {
-            double norm = 0;
-            for (double[] row : x) {
-                for (double value : row) {
-                    norm += value * value;
-                }
-            }
+        if (c.nsPreconditioning() != NsPreconditioning.AOL) {
             // A schedule's safety factor damps the normalisation: X / max(s·‖X‖_F, eps).
-            norm = Math.max(c.nsCoefficients().normalizationSafety() * Math.sqrt(norm), c.eps());
-            for (double[] row : x) {
-                for (int j = 0; j < row.length; j++) {
-                    row[j] /= norm;
-                }
-            }
+            divide(x, Math.max(c.nsCoefficients().normalizationSafety() * Math.sqrt(sumOfSquares(x)), c.eps()));
         }
         for (int s = 0; s < c.nsSteps(); s++) {
             Coefficients abc = c.nsCoefficients().coefficients()
                     .get(c.nsCoefficients().repeating() ? s % c.nsCoefficients().coefficients().size() : s);
             double[][] a = multiply(x, transpose(x));
-            if (aol && s == 0) {
+            if (c.nsPreconditioning() == NsPreconditioning.AOL && s == 0) {
                 // AOL (Turbo-Muon): s_i = 1/sqrt(max(sum_j |A_ij|, eps)); X <- diag(s) X; A <- diag(s) A diag(s).
                 double[] scale = new double[a.length];
                 for (int i = 0; i < a.length; i++) {
@@ -453,6 +430,26 @@ public final class Float64Update {
             }
         }
         return tall ? transpose(x) : x;
+    }
+
+    /** ‖x‖_F², summed row by row. */
+    private static double sumOfSquares(double[][] x) {
+        double sum = 0;
+        for (double[] row : x) {
+            for (double value : row) {
+                sum += value * value;
+            }
+        }
+        return sum;
+    }
+
+    /** Divides every element of {@code x} by {@code norm}, in place. */
+    private static void divide(double[][] x, double norm) {
+        for (double[] row : x) {
+            for (int j = 0; j < row.length; j++) {
+                row[j] /= norm;
+            }
+        }
     }
 
     private static double[][] multiply(double[][] a, double[][] b) {
