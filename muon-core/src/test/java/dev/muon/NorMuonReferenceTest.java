@@ -67,14 +67,14 @@ class NorMuonReferenceTest {
         List<ReferenceParameter> reference = new ArrayList<>();
         Random random = new Random(17);
         for (long[] shape : setting.shapes()) {
-            double[] values = gaussian(random, shape);
+            double[] values = Float64Update.gaussian(random, shape);
             params.add(Tensors.of(values, shape, ScalarType.Double).requires_grad_(true));
             reference.add(new ReferenceParameter(values, shape));
         }
         Muon muon = Muon.of(params, config);
         for (int step = 1; step <= STEPS; step++) {
             for (int i = 0; i < params.size(); i++) {
-                double[] g = gaussian(random, setting.shapes().get(i));
+                double[] g = Float64Update.gaussian(random, setting.shapes().get(i));
                 params.get(i).mutable_grad().put(Tensors.of(g, setting.shapes().get(i), ScalarType.Double));
                 reference.get(i).step(g, config);
             }
@@ -99,12 +99,12 @@ class NorMuonReferenceTest {
         MuonConfig config = MuonConfig.defaults().withLr(0.02).withNsPrecision(NsPrecision.FLOAT64);
         long[] shape = {3, 5};
         Random random = new Random(3);
-        double[] values = gaussian(random, shape);
+        double[] values = Float64Update.gaussian(random, shape);
         Tensor p = Tensors.of(values, shape, ScalarType.Double).requires_grad_(true);
         ReferenceParameter ref = new ReferenceParameter(values, shape);
         Muon plain = Muon.of(List.of(p), config);
         for (int step = 0; step < STEPS; step++) {
-            double[] g = gaussian(random, shape);
+            double[] g = Float64Update.gaussian(random, shape);
             p.mutable_grad().put(Tensors.of(g, shape, ScalarType.Double));
             ref.step(g, config.withNorMuon(NorMuonConfig.defaults()));
             plain.step();
@@ -128,18 +128,6 @@ class NorMuonReferenceTest {
         muon.step();
         assertEquals(0.0, Tensors.maxAbsError(p, new double[]{1, 2, 3, 4, 5, 6}));
         assertEquals(0.0, Tensors.maxAbsError(muon.secondMoment(p).orElseThrow(), new double[2]));
-    }
-
-    private static double[] gaussian(Random random, long[] shape) {
-        long n = 1;
-        for (long s : shape) {
-            n *= s;
-        }
-        double[] out = new double[(int) n];
-        for (int k = 0; k < out.length; k++) {
-            out[k] = random.nextGaussian();
-        }
-        return out;
     }
 
     /**

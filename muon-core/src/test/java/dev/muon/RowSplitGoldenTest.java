@@ -1,5 +1,6 @@
 package dev.muon;
 
+import dev.muon.golden.Float64Update;
 import dev.muon.golden.GoldenCase;
 import dev.muon.golden.GoldenConfigs;
 import dev.muon.golden.GoldenReader;
@@ -253,68 +254,12 @@ class RowSplitGoldenTest {
 
         static double[][] orthogonalize(double[][] g, double a, double b, double c, int steps, double eps) {
             boolean tall = g.length > g[0].length;
-            double[][] x = tall ? transpose(g) : copy(g);
-            double norm = 0;
-            for (double[] row : x) {
-                for (double v : row) {
-                    norm += v * v;
-                }
-            }
-            double divisor = Math.max(Math.sqrt(norm), eps);
-            for (double[] row : x) {
-                for (int j = 0; j < row.length; j++) {
-                    row[j] /= divisor;
-                }
-            }
+            double[][] x = tall ? Float64Update.transpose(g) : Float64Update.copy(g);
+            Float64Update.divide(x, Math.max(Math.sqrt(Float64Update.sumOfSquares(x)), eps));
             for (int s = 0; s < steps; s++) {
-                double[][] gram = multiply(x, transpose(x));
-                double[][] gram2 = multiply(gram, gram);
-                double[][] poly = new double[gram.length][gram.length];
-                for (int i = 0; i < gram.length; i++) {
-                    for (int j = 0; j < gram.length; j++) {
-                        poly[i][j] = b * gram[i][j] + c * gram2[i][j];
-                    }
-                }
-                double[][] px = multiply(poly, x);
-                for (int i = 0; i < x.length; i++) {
-                    for (int j = 0; j < x[0].length; j++) {
-                        x[i][j] = a * x[i][j] + px[i][j];
-                    }
-                }
+                Float64Update.nsStep(x, a, b, c);
             }
-            return tall ? transpose(x) : x;
-        }
-
-        private static double[][] multiply(double[][] l, double[][] r) {
-            double[][] out = new double[l.length][r[0].length];
-            for (int i = 0; i < l.length; i++) {
-                for (int j = 0; j < r[0].length; j++) {
-                    double sum = 0;
-                    for (int k = 0; k < r.length; k++) {
-                        sum += l[i][k] * r[k][j];
-                    }
-                    out[i][j] = sum;
-                }
-            }
-            return out;
-        }
-
-        private static double[][] transpose(double[][] m) {
-            double[][] t = new double[m[0].length][m.length];
-            for (int i = 0; i < m.length; i++) {
-                for (int j = 0; j < m[0].length; j++) {
-                    t[j][i] = m[i][j];
-                }
-            }
-            return t;
-        }
-
-        private static double[][] copy(double[][] m) {
-            double[][] out = new double[m.length][];
-            for (int i = 0; i < m.length; i++) {
-                out[i] = m[i].clone();
-            }
-            return out;
+            return tall ? Float64Update.transpose(x) : x;
         }
     }
 }

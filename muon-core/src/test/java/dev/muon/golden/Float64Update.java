@@ -395,45 +395,52 @@ public final class Float64Update {
         for (int s = 0; s < c.nsSteps(); s++) {
             Coefficients abc = c.nsCoefficients().coefficients()
                     .get(c.nsCoefficients().repeating() ? s % c.nsCoefficients().coefficients().size() : s);
-            double[][] a = multiply(x, transpose(x));
             if (c.nsPreconditioning() == NsPreconditioning.AOL && s == 0) {
-                // AOL (Turbo-Muon): s_i = 1/sqrt(max(sum_j |A_ij|, eps)); X <- diag(s) X; A <- diag(s) A diag(s).
-                double[] scale = new double[a.length];
-                for (int i = 0; i < a.length; i++) {
-                    double sum = 0;
-                    for (int j = 0; j < a.length; j++) {
-                        sum += Math.abs(a[i][j]);
-                    }
-                    scale[i] = 1 / Math.sqrt(Math.max(sum, c.eps()));
-                }
-                for (int i = 0; i < a.length; i++) {
-                    for (int j = 0; j < x[0].length; j++) {
-                        x[i][j] *= scale[i];
-                    }
-                    for (int j = 0; j < a.length; j++) {
-                        a[i][j] *= scale[i] * scale[j];
-                    }
-                }
+                aolRescale(x, c.eps());
             }
-            double[][] aa = multiply(a, a);
-            double[][] poly = new double[a.length][a.length];
-            for (int i = 0; i < a.length; i++) {
-                for (int j = 0; j < a.length; j++) {
-                    poly[i][j] = abc.b() * a[i][j] + abc.c() * aa[i][j];
-                }
-            }
-            double[][] px = multiply(poly, x);
-            for (int i = 0; i < x.length; i++) {
-                for (int j = 0; j < x[0].length; j++) {
-                    x[i][j] = abc.a() * x[i][j] + px[i][j];
-                }
-            }
+            nsStep(x, abc.a(), abc.b(), abc.c());
         }
         return tall ? transpose(x) : x;
     }
 
+    /** One Newton–Schulz step on a wide {@code x}, in place: {@code X ← a·X + (b·A + c·A²)·X} with {@code A = X Xᵀ}. */
+    /**
+     * AOL (Turbo-Muon) before the first step: {@code A = X·Xᵀ}, {@code sᵢ = 1/√max(Σⱼ|Aᵢⱼ|, eps)},
+     * {@code X ← diag(s)·X}; the step then forms {@code diag(s)·A·diag(s)} from the rescaled {@code X}.
+     */
+    private static void aolRescale(double[][] x, double eps) {
+        double[][] a = multiply(x, transpose(x));
+        for (int i = 0; i < a.length; i++) {
+            double sum = 0;
+            for (int j = 0; j < a.length; j++) {
+                sum += Math.abs(a[i][j]);
+            }
+            double scale = 1 / Math.sqrt(Math.max(sum, eps));
+            for (int j = 0; j < x[0].length; j++) {
+                x[i][j] *= scale;
+            }
+        }
+    }
+
+    public static void nsStep(double[][] x, double a, double b, double c) {
+        double[][] gram = multiply(x, transpose(x));
+        double[][] gram2 = multiply(gram, gram);
+        double[][] poly = new double[gram.length][gram.length];
+        for (int i = 0; i < gram.length; i++) {
+            for (int j = 0; j < gram.length; j++) {
+                poly[i][j] = b * gram[i][j] + c * gram2[i][j];
+            }
+        }
+        double[][] px = multiply(poly, x);
+        for (int i = 0; i < x.length; i++) {
+            for (int j = 0; j < x[0].length; j++) {
+                x[i][j] = a * x[i][j] + px[i][j];
+            }
+        }
+    }
+
     /** ‖x‖_F², summed row by row. */
-    private static double sumOfSquares(double[][] x) {
+    public static double sumOfSquares(double[][] x) {
         double sum = 0;
         for (double[] row : x) {
             for (double value : row) {
@@ -444,7 +451,7 @@ public final class Float64Update {
     }
 
     /** Divides every element of {@code x} by {@code norm}, in place. */
-    private static void divide(double[][] x, double norm) {
+    public static void divide(double[][] x, double norm) {
         for (double[] row : x) {
             for (int j = 0; j < row.length; j++) {
                 row[j] /= norm;
@@ -452,7 +459,8 @@ public final class Float64Update {
         }
     }
 
-    private static double[][] multiply(double[][] a, double[][] b) {
+    /** The matrix product {@code a b}, each element summed in the order of the inner index. */
+    public static double[][] multiply(double[][] a, double[][] b) {
         double[][] out = new double[a.length][b[0].length];
         for (int i = 0; i < a.length; i++) {
             for (int l = 0; l < b.length; l++) {
@@ -464,7 +472,8 @@ public final class Float64Update {
         return out;
     }
 
-    private static double[][] transpose(double[][] a) {
+    /** A new transposed copy. */
+    public static double[][] transpose(double[][] a) {
         double[][] out = new double[a[0].length][a.length];
         for (int i = 0; i < a.length; i++) {
             for (int j = 0; j < a[0].length; j++) {
@@ -474,7 +483,8 @@ public final class Float64Update {
         return out;
     }
 
-    private static double[][] copy(double[][] a) {
+    /** A deep copy. */
+    public static double[][] copy(double[][] a) {
         double[][] out = new double[a.length][];
         for (int i = 0; i < a.length; i++) {
             out[i] = a[i].clone();
