@@ -128,13 +128,7 @@ class WeightsOnlyUnpicklerTest {
     /** Lists nested 100,000 deep: refused at the bound, without a stack overflow. */
     @Test
     void deepNesting_isRefused_atTheBound() {
-        PickleBytes p = PickleBytes.protocol2();
-        for (int i = 0; i < 100_000; i++) {
-            p.op(']');
-        }
-        for (int i = 0; i < 99_999; i++) {
-            p.op('a');
-        }
+        PickleBytes p = nestedLists(100_000);
         FormatException e = assertThrows(FormatException.class, () -> WeightsOnlyUnpickler.read(p.stop()));
         assertEquals("nests lists, dicts and tuples deeper than 32", e.rule());
 
@@ -148,17 +142,26 @@ class WeightsOnlyUnpicklerTest {
 
     @Test
     void nestingAtTheBound_isRead() {
-        PickleBytes p = PickleBytes.protocol2();
-        for (int i = 0; i < 32; i++) {
-            p.op(']');
-        }
-        for (int i = 0; i < 31; i++) {
-            p.op('a');
-        }
+        PickleBytes p = nestedLists(32);
         Object v = WeightsOnlyUnpickler.read(p.stop());
         for (int d = 0; d < 31; d++) {
             v = ((List<?>) v).get(0);
         }
         assertEquals(List.of(), v);
+    }
+
+    /**
+     * Lists nested {@code depth} deep: {@code depth} EMPTY_LISTs, then {@code depth − 1} APPENDs, each list into the
+     * one below it.
+     */
+    private static PickleBytes nestedLists(int depth) {
+        PickleBytes p = PickleBytes.protocol2();
+        for (int i = 0; i < depth; i++) {
+            p.op(']');
+        }
+        for (int i = 0; i < depth - 1; i++) {
+            p.op('a');
+        }
+        return p;
     }
 }
