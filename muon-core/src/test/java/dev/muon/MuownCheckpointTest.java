@@ -37,20 +37,9 @@ class MuownCheckpointTest {
             muon.step();
         }
         assertEquals(2, muon.state().entry("b").orElseThrow().buffer(UpdateRecipe.MUOWN_STEP.key()).item_double());
-        Path file = dir.resolve(format.equals("checkpoint") ? "state.ckpt" : "optimizer.pt");
-        if (format.equals("checkpoint")) {
-            muon.save(file);
-        } else {
-            muon.exportTorchStateDict(file);
-        }
+        Path file = SavedMuon.save(muon, dir, format);
         List<Tensor> copies = new ArrayList<>();
-        params.forEach(p -> copies.add(p.detach().clone().requires_grad_(true)));
-        Muon resumed = Muon.builder().addGroup(copies, CONFIG).names(List.of("a", "b")).build();
-        if (format.equals("checkpoint")) {
-            resumed.load(file);
-        } else {
-            resumed.importTorchStateDict(file);
-        }
+        Muon resumed = SavedMuon.resumed(params, copies, CONFIG, file, format);
         for (int step = 0; step < 3; step++) {
             grads(params, 40 + step, false);
             muon.step();

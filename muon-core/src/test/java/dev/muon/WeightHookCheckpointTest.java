@@ -52,16 +52,9 @@ class WeightHookCheckpointTest {
             grads(params, 20 + step);
             muon.step();
         }
-        Path file = dir.resolve(format.equals("checkpoint") ? "state.ckpt" : "optimizer.pt");
-        if (format.equals("checkpoint")) {
-            muon.save(file);
-        } else {
-            muon.exportTorchStateDict(file);
-        }
+        Path file = SavedMuon.save(muon, dir, format);
         List<Tensor> copies = new ArrayList<>();
-        params.forEach(p -> copies.add(p.detach().clone().requires_grad_(true)));
-        Muon resumed = Muon.builder().addGroup(copies, config).names(List.of("a", "b")).build();
-        load(resumed, file, format);
+        Muon resumed = SavedMuon.resumed(params, copies, config, file, format);
         for (int step = 0; step < 3; step++) {
             grads(params, 40 + step);
             muon.step();
@@ -77,16 +70,9 @@ class WeightHookCheckpointTest {
                 ? BASE.withRelativeUpdate(RelativeUpdateConfig.defaults())
                 : BASE.withRadialBrake(RadialBrakeConfig.defaults());
         Muon mismatched = Muon.builder().addGroup(others, other).names(List.of("a", "b")).build();
-        StateMismatchException e = assertThrows(StateMismatchException.class, () -> load(mismatched, file, format));
+        StateMismatchException e = assertThrows(StateMismatchException.class,
+                () -> SavedMuon.load(mismatched, file, format));
         assertTrue(e.getMessage().contains("radialBrake"), e.getMessage());
-    }
-
-    private static void load(Muon muon, Path file, String format) {
-        if (format.equals("checkpoint")) {
-            muon.load(file);
-        } else {
-            muon.importTorchStateDict(file);
-        }
     }
 
     private static void grads(List<Tensor> params, int seed) {
