@@ -115,6 +115,13 @@ public final class PickleBytes {
     }
 
     static void stored(ZipOutputStream zip, String name, byte[] data) throws IOException {
+        zip.putNextEntry(storedEntry(name, data));
+        zip.write(data);
+        zip.closeEntry();
+    }
+
+    /** A zip entry that stores {@code data} uncompressed, as {@code torch.save} does: its sizes and CRC set. */
+    static ZipEntry storedEntry(String name, byte[] data) {
         ZipEntry entry = new ZipEntry(name);
         entry.setMethod(ZipEntry.STORED);
         entry.setSize(data.length);
@@ -122,8 +129,6 @@ public final class PickleBytes {
         CRC32 crc = new CRC32();
         crc.update(data);
         entry.setCrc(crc.getValue());
-        zip.putNextEntry(entry);
-        zip.write(data);
-        zip.closeEntry();
+        return entry;
     }
 }

@@ -17,7 +17,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.zip.CRC32;
 import java.util.zip.ZipEntry;
 import java.util.zip.ZipFile;
 import java.util.zip.ZipInputStream;
@@ -102,13 +101,7 @@ class TorchSaveTest {
              ZipOutputStream out = new ZipOutputStream(file)) {
             for (ZipEntry e; (e = in.getNextEntry()) != null; ) {
                 byte[] data = in.readAllBytes();
-                ZipEntry copy = new ZipEntry(e.getName());
-                copy.setMethod(ZipEntry.STORED);
-                copy.setSize(data.length);
-                copy.setCompressedSize(data.length);
-                CRC32 crc = new CRC32();
-                crc.update(data);
-                copy.setCrc(crc.getValue());
+                ZipEntry copy = PickleBytes.storedEntry(e.getName(), data);
                 copy.setTimeLocal(time);
                 out.putNextEntry(copy);
                 out.write(data);
