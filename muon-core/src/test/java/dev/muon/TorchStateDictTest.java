@@ -53,6 +53,13 @@ class TorchStateDictTest {
         TestModels.train(opt, named, 500, steps);
     }
 
+    /** Exports the optimizer's state to {@code state.pt} in this test's directory. */
+    private Path exportedFile(MuonAdamW opt) {
+        Path file = dir.resolve("state.pt");
+        opt.exportTorchStateDict(file);
+        return file;
+    }
+
     /** Everything an import restores: buffers, moments and step counts by name, configs and the step count. */
     static Map<String, Object> restoredOf(MuonAdamW opt) {
         Map<String, Object> out = new LinkedHashMap<>();
@@ -92,8 +99,7 @@ class TorchStateDictTest {
         MuonAdamW opt = optimizer(named, noDecayBelow2D);
         train(opt, named, 3);
         Map<String, Object> exported = restoredOf(opt);
-        Path file = dir.resolve("state.pt");
-        opt.exportTorchStateDict(file);
+        Path file = exportedFile(opt);
 
         train(opt, named, 2);
         opt.setLr(MuonAdamW.MUON_GROUP, 0.5);
@@ -109,8 +115,7 @@ class TorchStateDictTest {
         MuonAdamW straight = optimizer(named, true);
         train(straight, named, 3);
         ParameterSnapshot atExport = ParameterSnapshot.of(named);
-        Path file = dir.resolve("state.pt");
-        straight.exportTorchStateDict(file);
+        Path file = exportedFile(straight);
         train(straight, named, 3);
         ParameterSnapshot expected = ParameterSnapshot.of(named);
 
@@ -130,8 +135,7 @@ class TorchStateDictTest {
         Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
         MuonAdamW opt = optimizer(named, true);
         train(opt, named, 2);
-        Path file = dir.resolve("state.pt");
-        opt.exportTorchStateDict(file);
+        Path file = exportedFile(opt);
 
         Map<?, ?> root = (Map<?, ?>) TorchFiles.read(file);
         assertEquals(List.of("format", "param_names", "step", "muon", "adamw"), new ArrayList<>(root.keySet()));
@@ -197,8 +201,7 @@ class TorchStateDictTest {
         MuonAdamW opt = optimizer(named, false);
         train(opt, named, 2);
         Map<String, Object> exported = restoredOf(opt);
-        Path file = dir.resolve("state.pt");
-        opt.exportTorchStateDict(file);
+        Path file = exportedFile(opt);
         // Python's two optimizers number their own parameters from 0, and the format key is ours only.
         Map<String, Object> root = edited(file, r -> {
             r.remove("format");
@@ -357,8 +360,7 @@ class TorchStateDictTest {
         Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
         MuonAdamW opt = optimizer(named, false);
         train(opt, named, 2);
-        Path file = dir.resolve("state.pt");
-        opt.exportTorchStateDict(file);
+        Path file = exportedFile(opt);
         TorchFiles.write(file, edited(file, bad.edit()));
         train(opt, named, 1);
         Map<String, Object> before = restoredOf(opt);
@@ -386,8 +388,7 @@ class TorchStateDictTest {
         Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
         MuonAdamW opt = optimizer(named, false);
         train(opt, named, 2);
-        Path file = dir.resolve("state.pt");
-        opt.exportTorchStateDict(file);
+        Path file = exportedFile(opt);
         Files.write(file, bytes.apply(Files.readAllBytes(file)));
         Map<String, Object> before = restoredOf(opt);
 
@@ -411,8 +412,7 @@ class TorchStateDictTest {
         Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
         MuonAdamW twoGroups = optimizer(named, true);
         train(twoGroups, named, 1);
-        Path file = dir.resolve("state.pt");
-        twoGroups.exportTorchStateDict(file);
+        Path file = exportedFile(twoGroups);
         MuonAdamW oneGroup = optimizer(named, false);
         IllegalStateException e = assertThrows(IllegalStateException.class,
                 () -> oneGroup.importTorchStateDict(file));
@@ -425,8 +425,7 @@ class TorchStateDictTest {
         Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
         MuonAdamW opt = optimizer(named, true);
         train(opt, named, 1);
-        Path file = dir.resolve("state.pt");
-        opt.exportTorchStateDict(file);
+        Path file = exportedFile(opt);
         TorchFiles.write(file, edited(file, r -> group(r, "adamw", 1).put("weight_decay", 0.1)));
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> opt.importTorchStateDict(file));
         assertTrue(e.getMessage().contains("adamw.param_groups[1].weight_decay must be 0"), e.getMessage());
@@ -458,8 +457,7 @@ class TorchStateDictTest {
     void import_adoptsGroupHyperparameters_likeLoadStateDict() throws IOException {
         Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
         MuonAdamW opt = optimizer(named, false);
-        Path file = dir.resolve("state.pt");
-        opt.exportTorchStateDict(file);
+        Path file = exportedFile(opt);
         TorchFiles.write(file, edited(file, r -> {
             Map<String, Object> m = group(r, "muon", 0);
             m.put("lr", 0.05);
@@ -491,8 +489,7 @@ class TorchStateDictTest {
         Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
         MuonAdamW opt = optimizer(named, false);
         train(opt, named, 1);
-        Path file = dir.resolve("state.pt");
-        opt.exportTorchStateDict(file);
+        Path file = exportedFile(opt);
         TorchFiles.write(file, edited(file, r -> {
             Map<String, Object> m = group(r, "muon", 0);
             m.put("ns_coefficients", TorchFiles.tuple(2.0, -1.5, 0.5));
