@@ -4,6 +4,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import dev.muon.djl.Muon;
+import dev.muon.golden.Float64Update;
 import dev.muon.djl.ParamBlock;
 import dev.muon.orthogonalize.NsPrecision;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -50,7 +51,7 @@ class NorMuonDjlReferenceTest {
             List<NDArray> params = new ArrayList<>();
             List<NorMuonReferenceTest.ReferenceParameter> reference = new ArrayList<>();
             for (int i = 0; i < shapes.size(); i++) {
-                double[] values = gaussian(random, shapes.get(i));
+                double[] values = Float64Update.gaussian(random, shapes.get(i));
                 NDArray p = manager.create(values, new Shape(shapes.get(i)));
                 params.add(p);
                 block.param("p" + i, p);
@@ -61,7 +62,7 @@ class NorMuonDjlReferenceTest {
             block.getParameters().forEach(pair -> ids.add(pair.getValue().getId()));
             for (int step = 1; step <= STEPS; step++) {
                 for (int i = 0; i < params.size(); i++) {
-                    double[] g = gaussian(random, shapes.get(i));
+                    double[] g = Float64Update.gaussian(random, shapes.get(i));
                     reference.get(i).step(g, config);
                     muon.update(ids.get(i), params.get(i), manager.create(g, new Shape(shapes.get(i))));
                 }
@@ -80,17 +81,5 @@ class NorMuonDjlReferenceTest {
                 }
             }
         }
-    }
-
-    private static double[] gaussian(Random random, long[] shape) {
-        long n = 1;
-        for (long s : shape) {
-            n *= s;
-        }
-        double[] out = new double[(int) n];
-        for (int k = 0; k < out.length; k++) {
-            out[k] = random.nextGaussian();
-        }
-        return out;
     }
 }
