@@ -1,6 +1,7 @@
 package dev.muon;
 
 import dev.muon.golden.NativeScopePerTest;
+import dev.muon.golden.Refusals;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
@@ -224,12 +225,7 @@ class BindingErrorTableTest {
 
         RuntimeException e = assertThrows(type, scene.call(), label);
 
-        String got = e.getMessage();
-        assertFalse(got.contains("\n"), "a one-line message: " + got);
-        assertEquals(message, got);
-        if (parameter != null) {
-            assertTrue(got.contains(parameter), "names " + parameter + ": " + got);
-        }
+        Refusals.assertOneLineNaming(e, message, parameter);
         assertEquals(steps, scene.steps().getAsLong(), "the step count");
         assertSameBits(before, scene.snapshot().get());
     }

@@ -16,6 +16,7 @@ import dev.muon.MuownConfig;
 import dev.muon.NonFinitePolicy;
 import dev.muon.Orthogonalization;
 import dev.muon.StackedWeights;
+import dev.muon.golden.Refusals;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
 import org.junit.jupiter.api.Test;
@@ -35,7 +36,6 @@ import java.util.stream.Stream;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Bad input to muon-djl's two optimizers, side by side: one row per bad input and binding, in the categories of
@@ -251,12 +251,7 @@ class DjlErrorTableTest {
 
             RuntimeException e = assertThrows(type, scene.call(), label);
 
-            String got = e.getMessage();
-            assertFalse(got.contains("\n"), "a one-line message: " + got);
-            assertEquals(message, got);
-            if (parameter != null) {
-                assertTrue(got.contains(parameter), "names " + parameter + ": " + got);
-            }
+            Refusals.assertOneLineNaming(e, message, parameter);
             assertEquals(before, snapshot(scene), "the refused call changed nothing");
         }
     }
