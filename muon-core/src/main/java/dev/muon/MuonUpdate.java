@@ -166,9 +166,11 @@ public final class MuonUpdate {
         // One exhaustive switch expression per element: an element added to the recipe is a compile error here
         // until it is accepted (null) or refused with its reason.
         refuseIf(recipe.momentum(), switch (recipe.momentum()) {
-            case EMA, MUOWN_DIRECTION -> null;
+            case EMA -> null;
             case EMA_BFLOAT16_STORED -> "its buffer is stored in bfloat16, not in the parameter's dtype; keep "
                     + "momentumPrecision = PARAMETER, or use Muon";
+            case MUOWN_DIRECTION -> "its row magnitudes, their Adam moments and its step count are state that apply "
+                    + "has no argument for; use Muon";
         });
         refuseIf(recipe.orthogonalizer(), switch (recipe.orthogonalizer()) {
             case NEWTON_SCHULZ, EXACT_SVD -> null;
@@ -178,6 +180,7 @@ public final class MuonUpdate {
             case NORMUON -> "its per-row second moment is state that apply has no argument for; use Muon";
         });
         refuseIf(recipe.applier(), switch (recipe.applier()) {
+            // Muown is refused with its momentum element above.
             case DECOUPLED_DECAY, CAUTIOUS_DECAY, MUOWN -> null;
         });
         refuseIf(recipe.weightHook(), switch (recipe.weightHook()) {

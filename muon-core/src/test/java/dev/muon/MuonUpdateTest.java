@@ -161,6 +161,10 @@ class MuonUpdateTest {
                                 .withHyperball(HyperballConfig.defaults()),
                         "hyperball = on is not supported by MuonUpdate.apply: its radius is each parameter's norm "
                                 + "when an optimizer is built, state that apply has no argument for; use Muon"),
+                row("muown_isRefused", in -> in.config = in.config.withNesterov(false)
+                                .withMuown(MuownConfig.defaults()),
+                        "muown = on is not supported by MuonUpdate.apply: its row magnitudes, their Adam moments and "
+                                + "its step count are state that apply has no argument for; use Muon"),
                 row("bfloat16Momentum_isRefused",
                         in -> in.config = in.config.withMomentumPrecision(MomentumPrecision.BFLOAT16),
                         "momentumPrecision = BFLOAT16 is not supported by MuonUpdate.apply: its buffer is stored "
