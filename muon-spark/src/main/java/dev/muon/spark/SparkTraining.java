@@ -54,15 +54,17 @@ public final class SparkTraining {
      * repartitioned to {@code worldSize} first, through a shuffle whose record order Spark does not fix: for a
      * bit-exact resume, hand in {@code worldSize} partitions.
      *
+     * <p>When the stage fails more often than Spark retries it, Spark's {@code SparkException} comes out of this
+     * call as out of Spark's own {@code collect()} (undeclared, as Scala throws it); its message holds the last
+     * failure, e.g. the join's deadline naming the rank that never arrived.
+     *
      * @param data     the training data
      * @param config   the ranks, the checkpoint directory, the timeout
      * @param function each rank's training
      * @param <T>      the data's element type
      * @param <R>      the result's type
      * @return rank 0's result (null if it returned null)
-     * @throws IllegalStateException     if barrier mode cannot run here, naming the setting
-     * @throws org.apache.spark.SparkException if the stage failed more often than Spark retries it; the message
-     *                                   holds the last failure, e.g. the join's deadline naming the missing rank
+     * @throws IllegalStateException if barrier mode cannot run here, naming the setting
      */
     public static <T, R extends Serializable> R run(JavaRDD<T> data, SparkTrainingConfig config,
                                                     RankFunction<T, R> function) {
