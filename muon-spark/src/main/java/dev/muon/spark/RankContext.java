@@ -38,12 +38,14 @@ public final class RankContext {
     private final int threads;
     private final int attempt;
     private final Path checkpoint;
+    private final long rendezvousMillis;
 
-    RankContext(DistributedGroup group, int threads, int attempt, Path checkpointDir) {
+    RankContext(DistributedGroup group, int threads, int attempt, Path checkpointDir, long rendezvousMillis) {
         this.group = Objects.requireNonNull(group, "group must not be null");
         this.threads = threads;
         this.attempt = attempt;
         this.checkpoint = checkpointDir.resolve(CHECKPOINT_FILE);
+        this.rendezvousMillis = rendezvousMillis;
     }
 
     /**
@@ -91,6 +93,16 @@ public final class RankContext {
      */
     public int attempt() {
         return attempt;
+    }
+
+    /**
+     * How long this rank's rendezvous took, from its task's start to the joined group: the port's exchange through
+     * Spark's {@code allGather}, which waits for every task of the stage, and {@code DistributedGroup.join}.
+     *
+     * @return milliseconds
+     */
+    public long rendezvousMillis() {
+        return rendezvousMillis;
     }
 
     /**

@@ -69,6 +69,7 @@ final class RankRunner<T, R extends Serializable>
     }
 
     private List<RankResult<R>> runRank(Iterator<T> shard) throws Exception {
+        long started = System.nanoTime();
         BarrierTaskContext task = BarrierTaskContext.get();
         int rank = task.partitionId();
         int attempt = task.stageAttemptNumber();
@@ -89,7 +90,8 @@ final class RankRunner<T, R extends Serializable>
         OpenBlasThreads.set(threads);
         try (DistributedGroup group = DistributedGroup.join(GroupConfig.of(host, port, rank, config.worldSize())
                 .withTimeout(config.timeout()))) {
-            R value = function.train(new RankContext(group, threads, attempt, dir), shard);
+            long rendezvous = (System.nanoTime() - started) / 1_000_000;
+            R value = function.train(new RankContext(group, threads, attempt, dir, rendezvous), shard);
             return rank == 0 ? List.of(new RankResult<>(rank, attempt, value)) : Collections.emptyList();
         } finally {
             torch.set_num_threads(torchBefore);

@@ -33,7 +33,7 @@ public final class HandLaunchedRank {
         try (DistributedGroup group = DistributedGroup.join(GroupConfig.of("127.0.0.1", port, rank, world)
                 .withTimeout(Duration.ofSeconds(60)))) {
             TrainingRun.Result result = TrainingRun.sharded(steps)
-                    .train(new RankContext(group, 1, 0, dir.resolve("checkpoints")), shard.iterator());
+                    .train(new RankContext(group, 1, 0, dir.resolve("checkpoints"), 0), shard.iterator());
             if (rank == 0) {
                 try (ObjectOutputStream out = new ObjectOutputStream(Files.newOutputStream(
                         dir.resolve("result-hand.bin")))) {

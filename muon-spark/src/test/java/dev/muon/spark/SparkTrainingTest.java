@@ -188,6 +188,15 @@ class SparkTrainingTest {
     }
 
     @Test
+    void docSnippet_trainsOnTwoRanks() throws Exception {
+        Path dir = newDir("doc-snippet");
+        DocSnippetsSpark.Report report = DocSnippetsSpark.sparkRun(twoPartitions(), dir.toString(), 12);
+        assertEquals(12, report.steps());
+        assertTrue(Double.isFinite(report.loss()), String.valueOf(report.loss()));
+        assertTrue(Files.isRegularFile(dir.resolve("checkpoint.muon")), "the step-10 checkpoint");
+    }
+
+    @Test
     void moreRanksThanSlots_isRefusedBeforeTheStage() {
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> SparkTraining.run(
                 twoPartitions(), SparkTrainingConfig.of(3, tmp.resolve("three").toString()),
