@@ -46,9 +46,17 @@ class DocSnippetsTest {
         return Files.readString(path, StandardCharsets.UTF_8);
     }
 
+    /**
+     * muon-spark's snippets: compiled and run in that module (Spark is not on this one's class path), checked here as
+     * text with the rest of distributed.md.
+     */
+    private static final Path SPARK_SNIPPETS = Path.of("..", "muon-spark", "src", "test", "java", "dev", "muon",
+            "spark", "DocSnippetsSpark.java");
+
     /** Every DocSnippets*.java source but the tests: a feature may keep its snippets in a file of its own. */
     private static String readSnippets() throws IOException {
         StringBuilder all = new StringBuilder();
+        all.append(read(SPARK_SNIPPETS)).append('\n');
         try (java.util.stream.Stream<Path> files = Files.list(SOURCES.resolve("test/java/dev/muon/examples"))) {
             for (Path p : files.filter(f -> f.getFileName().toString().matches("DocSnippets\\w*(?<!Test)\\.java"))
                     .sorted().toList()) {
