@@ -7,6 +7,8 @@ import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.SparkSession;
+import org.bytedeco.openblas.global.openblas_nolapack;
+import org.bytedeco.pytorch.global.torch;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -194,6 +196,15 @@ class SparkTrainingTest {
         assertEquals(12, report.steps());
         assertTrue(Double.isFinite(report.loss()), String.valueOf(report.loss()));
         assertTrue(Files.isRegularFile(dir.resolve("checkpoint.muon")), "the step-10 checkpoint");
+    }
+
+    @Test
+    void taskCores_reachLibtorchAndOpenBlas() throws Exception {
+        // spark.task.cpus is 1 here; libtorch and OpenBLAS would start with one thread per core (2) on their own.
+        int[] seen = SparkTraining.run(twoPartitions(), SparkTrainingConfig.of(2, newDir("threads").toString()),
+                (rank, shard) -> new int[] {rank.threads(), torch.get_num_threads(),
+                        openblas_nolapack.blas_get_num_threads()});
+        assertArrayEquals(new int[] {1, 1, 1}, seen);
     }
 
     @Test
