@@ -35,7 +35,7 @@ class ReleaseMetadataIT {
 
     static Stream<Arguments> publishedModules() {
         return Stream.of(Arguments.of("muon-core", "dev.muon.core"), Arguments.of("muon-cuda", "dev.muon.cuda"),
-                Arguments.of("muon-djl", "dev.muon.djl"));
+                Arguments.of("muon-djl", "dev.muon.djl"), Arguments.of("muon-spark", "dev.muon.spark"));
     }
 
     @Test
@@ -74,6 +74,7 @@ class ReleaseMetadataIT {
         assertEquals("${project.version}", managedVersion(bom, "muon-core"));
         assertEquals("${project.version}", managedVersion(bom, "muon-cuda"));
         assertEquals("${project.version}", managedVersion(bom, "muon-djl"));
+        assertEquals("${project.version}", managedVersion(bom, "muon-spark"));
     }
 
     @ParameterizedTest
