@@ -126,6 +126,7 @@ class LayeringTest {
         assertTrue(shared.size() >= 5, "the scan found internal's public classes: " + shared);
         Map<String, Set<String>> users = new TreeMap<>();
         for (Path module : List.of(ROOT.resolve("muon-core"), ROOT.resolve("muon-cuda"), ROOT.resolve("muon-djl"),
+                ROOT.resolve("muon-spark"),
                 ROOT.resolve("muon-bench"), ROOT.resolve("examples"))) {
             Path main = module.resolve("src/main/java");
             if (!Files.isDirectory(main)) {
