@@ -2,6 +2,7 @@ package dev.muon.spark;
 
 import dev.muon.distributed.DistributedGroup;
 import dev.muon.distributed.GroupConfig;
+import dev.muon.internal.TorchNatives;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.BarrierTaskInfo;
 import org.bytedeco.pytorch.global.torch;
@@ -35,6 +36,12 @@ final class RankRunner<T, R extends Serializable>
         extends AbstractFunction1<scala.collection.Iterator<T>, scala.collection.Iterator<RankResult<R>>>
         implements Serializable {
     private static final long serialVersionUID = 1L;
+
+    static {
+        // The first class of ours an executor loads (Spark deserializes it with the task), before it touches
+        // libtorch: see TorchNatives.
+        TorchNatives.extract();
+    }
 
     /** A test's way to hold a rank back before it joins; a no-op otherwise. */
     @FunctionalInterface
