@@ -27,8 +27,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * (plain, symmetric, Gram) and precision (float64, float32, bfloat16), wide, square and tall inputs and a batch,
  * against the float64 reference written from the formula ({@link Float64Update#newtonSchulz}: {@code A = X·Xᵀ},
  * {@code sᵢ = 1/√max(Σⱼ|Aᵢⱼ|, eps)}, {@code X ← diag(s)X}, {@code A ← diag(s)A diag(s)} in the first iteration, no
- * Frobenius normalization). The native kernels' variant is the process's: CI runs the suite again with the AVX2
- * variant forced. Bounds: float64 1e-10 relative; float32 1e-5; bfloat16 5e-2 (the golden suite's).
+ * Frobenius normalization). The native kernels' variant is the process's: CI runs this class again with the AVX2
+ * variant forced (.ci/run). Bounds: float64 1e-10 relative; float32 1e-5; bfloat16 5e-2 (the golden suite's).
  */
 @ExtendWith(NativeScopePerTest.class)
 class AolNewtonSchulzTest {
