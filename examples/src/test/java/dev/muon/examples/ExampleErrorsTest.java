@@ -69,6 +69,7 @@ public class ExampleErrorsTest {
                 new Example("TinyGpt", () -> ExampleCli.commandLine(new TinyGpt.Options())),
                 new Example("JmhQuickstart", () -> ExampleCli.commandLine(new JmhQuickstart())),
                 new Example("QuickStart", () -> ExampleCli.commandLine(new QuickStart())),
+                new Example("OrthogonalityTable", () -> ExampleCli.commandLine(new OrthogonalityTable())),
                 new Example("MuonStudy", () -> ExampleCli.commandLine(new MuonStudy())));
     }
 
