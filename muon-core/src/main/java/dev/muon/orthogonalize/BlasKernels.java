@@ -68,11 +68,22 @@ final class BlasKernels {
 
     /** The symmetric iteration: half of {@code X·Xᵀ} and of {@code A·A}, then a symmetric product. */
     Tensor symmetric(NewtonSchulzConfig config) {
+        return symmetric(config, null);
+    }
+
+    /**
+     * {@link #symmetric(NewtonSchulzConfig)} with a preconditioning of the first Gram matrix and the input, called
+     * as {@code precondition.accept(A, X)} right after the first {@code A = X·Xᵀ} (AOL).
+     */
+    Tensor symmetric(NewtonSchulzConfig config, java.util.function.BiConsumer<Tensor, Tensor> precondition) {
         Tensor x = ws.x;
         Tensor next = ws.y;
         for (int k = 0; k < config.nsSteps(); k++) {
             Coefficients c = config.nsCoefficients().at(k);
             products.gram(ws.a, x);
+            if (k == 0 && precondition != null) {
+                precondition.accept(ws.a, x);
+            }
             products.polynomial(ws.b, ws.a, c);
             products.symmetricTimes(next, ws.b, x);
             Tensor done = x;

@@ -11,12 +11,10 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.BiConsumer;
 
 /**
  * Newton–Schulz orthogonalization on libtorch ops, for CPU tensors and as the portable fallback on any device.
@@ -141,8 +139,6 @@ public final class NewtonSchulz implements Orthogonalizer {
     private final Scalar two;
     private final Scalar eps;
     private final Scalar normSafety;
-    /** With AOL: the iterations after the first, as settings of their own (schedule shifted by one); else null. */
-    private final NewtonSchulzConfig afterFirst;
     private final Map<Workspace.Key, ShapeKernels> byShape = new HashMap<>();
 
     /**
@@ -165,17 +161,6 @@ public final class NewtonSchulz implements Orthogonalizer {
         two = scalar(2.0);
         eps = scalar(config.eps());
         normSafety = scalar(config.nsCoefficients().normalizationSafety());
-        afterFirst = config.nsPreconditioning() == NsPreconditioning.AOL && steps > 1 ? afterFirst(config) : null;
-    }
-
-    /** The iterations after the first: a per-step schedule of steps 1 … nsSteps − 1, no preconditioning. */
-    private static NewtonSchulzConfig afterFirst(NewtonSchulzConfig config) {
-        List<Coefficients> rest = new ArrayList<>();
-        for (int k = 1; k < config.nsSteps(); k++) {
-            rest.add(config.nsCoefficients().at(k));
-        }
-        return new NewtonSchulzConfig(CoefficientSchedule.perStep(rest), rest.size(), config.eps(),
-                config.nsPrecision(), config.nsAlgorithm(), NsPreconditioning.FROBENIUS);
     }
 
     /**
@@ -240,54 +225,34 @@ public final class NewtonSchulz implements Orthogonalizer {
             if (!device.normalizeInto(ws.x, update)) {
                 normalizeInto(ws.x, g);
             }
-            x = plain(ws, kernels.products, device);
+            x = plain(ws, kernels.products, device, null);
         }
         return tall ? x.mT() : x;
     }
 
     /**
-     * AOL-preconditioned Newton–Schulz ({@link NsPreconditioning#AOL}) on the wide input {@code g}. The Gram
-     * kernel rescales its first Gram matrix and the input in place and runs the whole schedule. The plain and
-     * symmetric kernels run the first iteration on the full products, with the AOL rescaling of {@code X} and of
-     * its Gram matrix between the Gram product and the polynomial (a row reduction of {@code A} and two diagonal
-     * scalings, on libtorch's ops in float32, float64 for a float64 iteration), then the remaining iterations on
-     * their own kernel from the first iterate, with the schedule's remaining triples (the symmetric kernel's
-     * one-pass bfloat16 step fuses the Gram product with the polynomial, so the first iteration cannot run on it).
+     * AOL-preconditioned Newton–Schulz ({@link NsPreconditioning#AOL}) on the wide input {@code g}, no Frobenius
+     * normalization: every kernel calls the AOL rescaling of its first Gram matrix and the input right after it
+     * forms {@code A = X·Xᵀ} (a row reduction of {@code A} and two diagonal scalings, on libtorch's ops in float32,
+     * float64 for a float64 iteration), then runs its whole schedule as it would (the symmetric kernel's one-pass
+     * bfloat16 step fuses that product with the polynomial, so its first step runs on the half products).
      */
     private Tensor aol(Tensor g, NsAlgorithm kernel, ShapeKernels kernels, NewtonSchulzKernels device,
                        boolean openBlas) {
         Workspace ws = kernels.ws;
-        MatrixProducts products = kernels.products;
+        if (openBlas) {
+            // What BlasKernels.normalize does first, which AOL skips: OpenBLAS's pool at libtorch's size.
+            OpenBlas.followTorchThreads();
+        }
         ws.x.copy_(g);
-        if (kernel == NsAlgorithm.GRAM) {
-            // Gram Newton–Schulz forms X·Xᵀ first anyway: AOL rescales it and X there, and the whole schedule,
-            // restarts included, runs as without it.
-            return openBlas ? kernels.blas(config.nsPrecision() == NsPrecision.FLOAT64).gram(config, this::aolRescale)
-                    : kernels.gram().iterate(config.nsSteps(), linear, cubic, quintic, this::aolRescale);
-        }
-        if (!device.gramInto(ws.a, ws.x)) {
-            products.multiply(ws.a, ws.x, ws.x.mT());
-        }
-        aolRescale(ws.a, ws.x);
-        if (!device.polynomialInto(ws.b, ws.a, 0)) {
-            polynomialInto(ws.b, ws.a, ws.t, 0, products);
-        }
-        products.multiply(ws.y, ws.b, ws.x);
-        if (afterFirst == null) {
-            return ws.y;
-        }
-        // Every kernel starts from the workspace's x.
-        ws.x.copy_(ws.y);
-        int rest = afterFirst.nsSteps();
-        if (kernel == NsAlgorithm.SYMMETRIC && openBlas) {
-            return kernels.blas(config.nsPrecision() == NsPrecision.FLOAT64).symmetric(afterFirst);
-        }
-        Scalar[] l = Arrays.copyOfRange(linear, 1, 1 + rest);
-        Scalar[] c = Arrays.copyOfRange(cubic, 1, 1 + rest);
-        Scalar[] q = Arrays.copyOfRange(quintic, 1, 1 + rest);
+        BiConsumer<Tensor, Tensor> precondition = this::aolRescale;
+        boolean float64 = config.nsPrecision() == NsPrecision.FLOAT64;
         return switch (kernel) {
-            case SYMMETRIC -> kernels.symmetric().iterate(rest, l, c, q);
-            case AUTO, GEMM, GRAM -> plainFrom(1, ws, products, device);
+            case GRAM -> openBlas ? kernels.blas(float64).gram(config, precondition)
+                    : kernels.gram().iterate(config.nsSteps(), linear, cubic, quintic, precondition);
+            case SYMMETRIC -> openBlas ? kernels.blas(float64).symmetric(config, precondition)
+                    : kernels.symmetric().iterate(config.nsSteps(), linear, cubic, quintic, precondition);
+            case AUTO, GEMM -> plain(ws, kernels.products, device, precondition);
         };
     }
 
@@ -309,17 +274,20 @@ public final class NewtonSchulz implements Orthogonalizer {
         a.copy_(a.to(scale.scalar_type()).mul_(scale.unsqueeze(-1)).mul_(scale.unsqueeze(-2)));
     }
 
-    private Tensor plain(Workspace ws, MatrixProducts products, NewtonSchulzKernels device) {
-        return plainFrom(0, ws, products, device);
-    }
-
-    /** The plain iteration's steps {@code first … nsSteps − 1}, from the workspace's {@code x}. */
-    private Tensor plainFrom(int first, Workspace ws, MatrixProducts products, NewtonSchulzKernels device) {
+    /**
+     * The plain iteration from the workspace's {@code x}; a preconditioning, if any, is called as
+     * {@code precondition.accept(A, X)} right after the first {@code A = X·Xᵀ} (AOL).
+     */
+    private Tensor plain(Workspace ws, MatrixProducts products, NewtonSchulzKernels device,
+                         BiConsumer<Tensor, Tensor> precondition) {
         Tensor x = ws.x;
         Tensor next = ws.y;
-        for (int k = first; k < config.nsSteps(); k++) {
+        for (int k = 0; k < config.nsSteps(); k++) {
             if (!device.gramInto(ws.a, x)) {
                 products.multiply(ws.a, x, x.mT());
+            }
+            if (k == 0 && precondition != null) {
+                precondition.accept(ws.a, x);
             }
             if (!device.polynomialInto(ws.b, ws.a, k)) {
                 polynomialInto(ws.b, ws.a, ws.t, k, products);

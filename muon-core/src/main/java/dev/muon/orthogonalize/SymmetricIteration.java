@@ -90,13 +90,30 @@ final class SymmetricIteration {
      * {@code ws.b}.
      */
     Tensor iterate(int steps, Scalar[] linear, Scalar[] cubic, Scalar[] quintic) {
-        if (onePass) {
-            return onePassIterate(steps, linear, cubic, quintic);
+        return iterate(steps, linear, cubic, quintic, null);
+    }
+
+    /**
+     * {@link #iterate(int, Scalar[], Scalar[], Scalar[])} with a preconditioning of the first Gram matrix and the
+     * input, called as {@code precondition.accept(A, X)} right after the first {@code A = X·Xᵀ} (AOL). The one-pass
+     * step fuses that product with the polynomial, so with a preconditioning the first step runs on the half
+     * products and the rest one pass each.
+     */
+    Tensor iterate(int steps, Scalar[] linear, Scalar[] cubic, Scalar[] quintic,
+                   java.util.function.BiConsumer<Tensor, Tensor> precondition) {
+        if (onePass && precondition == null) {
+            return onePassIterate(ws.x, ws.y, 0, steps, linear, cubic, quintic);
         }
         Tensor x = ws.x;
         Tensor next = ws.y;
         for (int k = 0; k < steps; k++) {
+            if (onePass && k == 1) {
+                return onePassIterate(x, next, 1, steps, linear, cubic, quintic);
+            }
             gram.into(ws.a, x);
+            if (k == 0 && precondition != null) {
+                precondition.accept(ws.a, x);
+            }
             gram.polynomialInto(ws.b, ws.a, ws.t, linear[k], cubic[k], quintic[k]);
             products.multiply(next, ws.b, x);
             Tensor done = x;
@@ -106,9 +123,11 @@ final class SymmetricIteration {
         return x;
     }
 
-    private Tensor onePassIterate(int steps, Scalar[] linear, Scalar[] cubic, Scalar[] quintic) {
-        Tensor x = ws.x;
-        Tensor next = ws.y;
+    /** Steps {@code first … steps − 1}, one native pass each, from {@code x} (the other wide buffer {@code next}). */
+    private Tensor onePassIterate(Tensor from, Tensor other, int first, int steps, Scalar[] linear, Scalar[] cubic,
+                                  Scalar[] quintic) {
+        Tensor x = from;
+        Tensor next = other;
         int m = Math.toIntExact(x.size(0));
         int n = Math.toIntExact(x.size(1));
         if ((long) m * n == 0) {
@@ -116,7 +135,7 @@ final class SymmetricIteration {
         }
         long scratchAddress = scratch.address(NativeKernels.bfloat16SymmetricStepBytes(m, n));
         int threads = torch.get_num_threads();
-        for (int k = 0; k < steps; k++) {
+        for (int k = first; k < steps; k++) {
             // The kernel reads and writes raw memory; the workspace is contiguous by construction.
             NativeKernels.bfloat16SymmetricStep(x.data_ptr().address(), m, n, ws.a.data_ptr().address(),
                     ws.b.data_ptr().address(), next.data_ptr().address(), scratchAddress, threads,
