@@ -112,7 +112,6 @@ public final class NewtonSchulz implements Orthogonalizer {
 
     private static final long[] LAST_TWO_DIMS = {-2, -1};
     private static final long[] LAST_DIM_ARRAY = {-1};
-    private static final long[] SECOND_LAST_DIM_ARRAY = {-2};
 
     /** The stages of a call of {@link #orthogonalize(Tensor)}: all of them on libtorch ops. */
     private static final NewtonSchulzKernels LIBTORCH_ONLY = new NewtonSchulzKernels() {
@@ -258,20 +257,17 @@ public final class NewtonSchulz implements Orthogonalizer {
 
     /**
      * AOL's rescaling: {@code sᵢ = 1/√max(Σⱼ|Aᵢⱼ|, eps)}, then {@code X ← diag(s)·X} and
-     * {@code A ← diag(s)·A·diag(s)}, each matrix of a batch on its own. The row sums are taken over the upper
-     * triangle and mirrored, so that a Gram matrix a kernel filled on one side only is read right.
+     * {@code A ← diag(s)·A·diag(s)}, each matrix of a batch on its own. Every kernel's first Gram matrix holds both
+     * triangles here. The sums and factors are float32 (float64 for a float64 iteration), and each in-place product
+     * computes in that dtype and rounds once to the iteration's: two bfloat16 roundings of {@code A} would leave it
+     * further from {@code X·Xᵀ}, which the Gram kernel's {@code R₀} must stay.
      */
     private void aolRescale(Tensor a, Tensor x) {
-        boolean wide64 = config.nsPrecision() == NsPrecision.FLOAT64;
-        Tensor abs = a.abs().to(wide64 ? ScalarType.Double : ScalarType.Float);
-        Tensor upper = abs.triu();
-        Tensor rowSums = upper.sum(LAST_DIM_ARRAY, false, new ScalarTypeOptional())
-                .add_(abs.triu(1).sum(SECOND_LAST_DIM_ARRAY, false, new ScalarTypeOptional()));
-        Tensor scale = rowSums.clamp_min_(eps).rsqrt_();
-        // Scaled in the scale's dtype and rounded once to the iteration's: a bfloat16 factor, or two roundings of
-        // A, would leave A further from X·Xᵀ, which the Gram kernel's R₀ must stay.
-        x.copy_(x.to(scale.scalar_type()).mul_(scale.unsqueeze(-1)));
-        a.copy_(a.to(scale.scalar_type()).mul_(scale.unsqueeze(-1)).mul_(scale.unsqueeze(-2)));
+        ScalarType wide = config.nsPrecision() == NsPrecision.FLOAT64 ? ScalarType.Double : ScalarType.Float;
+        Tensor scale = a.abs().sum(LAST_DIM_ARRAY, false, new ScalarTypeOptional(wide)).clamp_min_(eps).rsqrt_();
+        Tensor rows = scale.unsqueeze(-1);
+        x.mul_(rows);
+        a.mul_(rows.mul(scale.unsqueeze(-2)));
     }
 
     /**
