@@ -1,6 +1,7 @@
 package dev.muon.state;
 
 import dev.muon.internal.Messages;
+import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.Tensor;
 
 import java.io.IOException;
@@ -24,6 +25,11 @@ import java.util.Map;
  * </pre>
  */
 public final class EmaNesterovStateFile {
+    static {
+        // First, in case this is the first type of ours a program touches: see TorchNatives.
+        TorchNatives.extract();
+    }
+
     private static final String WHAT = "EMA-Nesterov state";
     private static final String FORMAT = "muon-ema-nesterov";
     private static final String FORMAT_VERSION = "1";
@@ -39,6 +45,11 @@ public final class EmaNesterovStateFile {
      * @param ema         the EMA per parameter name, in file order
      */
     public record Contents(long step, double referenceLr, Map<String, Tensor> ema) {
+        static {
+            // First, in case this is the first type of ours a program touches: see TorchNatives.
+            TorchNatives.extract();
+        }
+
         /**
          * Copies the map.
          *
