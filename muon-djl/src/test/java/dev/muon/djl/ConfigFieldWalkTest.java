@@ -21,6 +21,7 @@ import dev.muon.orthogonalize.CoefficientSchedule;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
+import dev.muon.orthogonalize.NsPreconditioning;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -113,6 +114,11 @@ class ConfigFieldWalkTest {
         rows.add(refused("newtonSchulz.nsAlgorithm", "GRAM", c -> c.withNsAlgorithm(NsAlgorithm.GRAM),
                 "nsAlgorithm = GRAM is not supported by muon-djl with nsPrecision = FLOAT64: its Gram kernel "
                         + "is muon-core's native float32 one (use FLOAT32, or AUTO or GEMM)"));
+        rows.add(runs("newtonSchulz.nsPreconditioning", "FROBENIUS",
+                c -> c.withNsPreconditioning(NsPreconditioning.FROBENIUS)));
+        rows.add(refused("newtonSchulz.nsPreconditioning", "AOL", MuonConfig::withAol,
+                "nsPreconditioning = AOL is not supported by muon-djl: muon-djl's Newton-Schulz normalizes by the "
+                        + "Frobenius norm and has no AOL rescaling yet; muon-core runs it"));
         for (AdjustLr adjust : AdjustLr.values()) {
             rows.add(runs("adjustLr", adjust.name(), c -> c.withAdjustLr(adjust)));
         }
