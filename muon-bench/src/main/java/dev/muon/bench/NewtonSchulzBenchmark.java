@@ -78,7 +78,7 @@ public class NewtonSchulzBenchmark {
      * four steps of {@link CoefficientSchedule#turboMuon4()}).
      */
     @Param({"plain"})
-    public String iteration;
+    public String iteration = "plain";
 
     private PointerScope scope;
     private Tensor input;
