@@ -204,59 +204,41 @@ public final class NewtonSchulz implements Orthogonalizer {
                 update.device());
         Workspace ws = kernels.ws;
 
-        boolean float64 = config.nsPrecision() == NsPrecision.FLOAT64;
-        Tensor x;
+        boolean openBlas = kernel != NsAlgorithm.GEMM && usesOpenBlas(update);
+        BlasKernels blas = openBlas ? kernels.blas(config.nsPrecision() == NsPrecision.FLOAT64) : null;
+        // The input's scale: PyTorch's Frobenius normalization into the workspace, or, with AOL, the input as it is
+        // and the rescaling of the first Gram matrix inside the kernel.
+        BiConsumer<Tensor, Tensor> precondition = null;
         if (config.nsPreconditioning() == NsPreconditioning.AOL) {
-            x = aol(g, kernel, kernels, device, usesOpenBlas(update));
-        } else if (kernel != NsAlgorithm.GEMM && usesOpenBlas(update)) {
-            BlasKernels blas = kernels.blas(float64);
+            if (openBlas) {
+                // What BlasKernels.normalize does first: OpenBLAS's pool at libtorch's size.
+                OpenBlas.followTorchThreads();
+            }
+            ws.x.copy_(g);
+            precondition = this::aolRescale;
+        } else if (openBlas) {
             if (!blas.normalize(update, tall, config)) {
                 normalizeInto(ws.x, g);
             }
-            x = kernel == NsAlgorithm.SYMMETRIC ? blas.symmetric(config) : blas.gram(config);
-        } else if (kernel == NsAlgorithm.GRAM) {
+        } else if (kernel != NsAlgorithm.GEMM || !device.normalizeInto(ws.x, update)) {
+            // A device's normalization stage serves the plain kernel only.
             normalizeInto(ws.x, g);
-            x = kernels.gram().iterate(config.nsSteps(), linear, cubic, quintic);
-        } else if (kernel == NsAlgorithm.SYMMETRIC) {
-            normalizeInto(ws.x, g);
-            x = kernels.symmetric().iterate(config.nsSteps(), linear, cubic, quintic);
-        } else {
-            if (!device.normalizeInto(ws.x, update)) {
-                normalizeInto(ws.x, g);
-            }
-            x = plain(ws, kernels.products, device, null);
         }
+        Tensor x = switch (kernel) {
+            case GRAM -> openBlas ? blas.gram(config, precondition)
+                    : kernels.gram().iterate(config.nsSteps(), linear, cubic, quintic, precondition);
+            case SYMMETRIC -> openBlas ? blas.symmetric(config, precondition)
+                    : kernels.symmetric().iterate(config.nsSteps(), linear, cubic, quintic, precondition);
+            case AUTO, GEMM -> plain(ws, kernels.products, device, precondition);
+        };
         return tall ? x.mT() : x;
     }
 
     /**
-     * AOL-preconditioned Newton–Schulz ({@link NsPreconditioning#AOL}) on the wide input {@code g}, no Frobenius
-     * normalization: every kernel calls the AOL rescaling of its first Gram matrix and the input right after it
-     * forms {@code A = X·Xᵀ} (a row reduction of {@code A} and two diagonal scalings, on libtorch's ops in float32,
-     * float64 for a float64 iteration), then runs its whole schedule as it would (the symmetric kernel's one-pass
-     * bfloat16 step fuses that product with the polynomial, so its first step runs on the half products).
-     */
-    private Tensor aol(Tensor g, NsAlgorithm kernel, ShapeKernels kernels, NewtonSchulzKernels device,
-                       boolean openBlas) {
-        Workspace ws = kernels.ws;
-        if (openBlas) {
-            // What BlasKernels.normalize does first, which AOL skips: OpenBLAS's pool at libtorch's size.
-            OpenBlas.followTorchThreads();
-        }
-        ws.x.copy_(g);
-        BiConsumer<Tensor, Tensor> precondition = this::aolRescale;
-        boolean float64 = config.nsPrecision() == NsPrecision.FLOAT64;
-        return switch (kernel) {
-            case GRAM -> openBlas ? kernels.blas(float64).gram(config, precondition)
-                    : kernels.gram().iterate(config.nsSteps(), linear, cubic, quintic, precondition);
-            case SYMMETRIC -> openBlas ? kernels.blas(float64).symmetric(config, precondition)
-                    : kernels.symmetric().iterate(config.nsSteps(), linear, cubic, quintic, precondition);
-            case AUTO, GEMM -> plain(ws, kernels.products, device, precondition);
-        };
-    }
-
-    /**
-     * AOL's rescaling: {@code sᵢ = 1/√max(Σⱼ|Aᵢⱼ|, eps)}, then {@code X ← diag(s)·X} and
+     * AOL's rescaling ({@link NsPreconditioning#AOL}), which every kernel calls right after it forms its first Gram
+     * matrix {@code A = X·Xᵀ} of the unnormalized wide input, then running its whole schedule as it would (the
+     * symmetric kernel's one-pass bfloat16 step fuses that product with the polynomial, so its first step runs on
+     * the half products): {@code sᵢ = 1/√max(Σⱼ|Aᵢⱼ|, eps)}, then {@code X ← diag(s)·X} and
      * {@code A ← diag(s)·A·diag(s)}, each matrix of a batch on its own. Every kernel's first Gram matrix holds both
      * triangles here. The sums and factors are float32 (float64 for a float64 iteration), and each in-place product
      * computes in that dtype and rounds once to the iteration's: two bfloat16 roundings of {@code A} would leave it
