@@ -112,7 +112,8 @@ final class HyperballApplier implements UpdateSlots.Applier {
     private void project(Tensor p, Tensor o, double lr) {
         Tensor radius = config.fixedRadius() ? null : norm(p);
         // −lr·R / max(‖O‖, eps), a 0-dim tensor on the device.
-        Tensor step = normOfUpdate(o).clamp_min_(new Scalar(config.eps())).reciprocal_();
+        // ‖O‖ of a float64 O (a float64 iteration, or the exact SVD, on a narrower parameter) in float64, narrowed.
+        Tensor step = WeightHookApplier.norm(o, normType, false).clamp_min_(new Scalar(config.eps())).reciprocal_();
         if (radius == null) {
             step.mul_(new Scalar(-lr * config.radius()));
         } else {
@@ -132,17 +133,6 @@ final class HyperballApplier implements UpdateSlots.Applier {
     /** The Frobenius norm of a whole tensor, in {@link #normType}, a 0-dim tensor on its device. */
     private Tensor norm(Tensor t) {
         return norm(t, normType);
-    }
-
-    /**
-     * ‖O‖ in {@link #normType}: an {@code O} in float64 (a float64 iteration, or the exact SVD, on a narrower
-     * parameter) is measured in float64 and the norm narrowed, since libtorch's norm does not narrow its input.
-     */
-    private Tensor normOfUpdate(Tensor o) {
-        if (o.scalar_type().value == ScalarType.Double.value && normType.value != ScalarType.Double.value) {
-            return norm(o, ScalarType.Double).to(normType);
-        }
-        return norm(o);
     }
 
     private static Tensor norm(Tensor t, ScalarType type) {

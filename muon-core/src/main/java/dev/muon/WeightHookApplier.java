@@ -137,12 +137,18 @@ final class WeightHookApplier implements UpdateSlots.Applier {
                 new ScalarOptional(new Scalar(paramLargest)));
     }
 
-    /**
-     * The Frobenius norm of a whole tensor, or of each row (along its last dim, kept), in {@link #normType} on its
-     * device. A float64 {@code O} (a float64 iteration or the exact SVD on a narrower parameter) is measured in
-     * float64 and the norm narrowed, since libtorch's norm does not narrow its input.
-     */
+    /** {@link #norm(Tensor, ScalarType, boolean)} in {@link #normType}. */
     private Tensor norm(Tensor t, boolean perRow) {
+        return norm(t, normType, perRow);
+    }
+
+    /**
+     * The Frobenius norm of a whole tensor, or of each row (along its last dim, kept), in {@code normType} on its
+     * device. A float64 {@code O} (a float64 iteration or the exact SVD on a narrower parameter) is measured in
+     * float64 and the norm narrowed, since libtorch's norm does not narrow its input. Hyperball's applier measures
+     * its update with it too.
+     */
+    static Tensor norm(Tensor t, ScalarType normType, boolean perRow) {
         boolean wider = t.scalar_type().value == ScalarType.Double.value && normType.value != ScalarType.Double.value;
         ScalarTypeOptional type = new ScalarTypeOptional(wider ? ScalarType.Double : normType);
         Tensor norm = perRow ? torch.linalg_vector_norm(t, new Scalar(2.0), LAST_DIM, true, type)

@@ -278,7 +278,7 @@ final class MuonStep {
         NDArray radius = h.fixedRadius() ? null : normOf(weight, normType);
         // −lr·R / max(‖O‖, eps), each factor clamped to the finite range, as muon-core does.
         // ‖O‖ of a float64 O (a float64 iteration on a narrower parameter) in float64, then narrowed, as muon-core.
-        NDArray oNorm = o.getDataType() == DataType.FLOAT64 ? o.norm().toType(normType, false) : normOf(o, normType);
+        NDArray oNorm = updateNorm(o, normType, null);
         NDArray step = NDArrays.div(1, oNorm.maximum(h.eps()));
         step = radius == null ? step.muli(-lr * h.radius()) : step.muli(radius).minimum(normLargest).muli(-lr);
         step = step.clip(-paramLargest, paramLargest);
