@@ -1,6 +1,7 @@
 package dev.muon;
 
 import dev.muon.internal.NativeLifetime;
+import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.PointerPointer;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.DeviceGuardImplInterface;
@@ -207,7 +208,7 @@ interface DeviceTransfers {
 
         /** One event of the device, recorded again and again. */
         private static final class Event implements Marker {
-            final PointerPointer<?> handle = NativeLifetime.outliveScope(new PointerPointer<>(1L));
+            final PointerPointer<?> handle = NativeLifetime.outliveScope(emptyEventSlot());
         }
 
         SideStream(Device device) {
@@ -280,6 +281,18 @@ interface DeviceTransfers {
             }
             all.clear();
             free.clear();
+        }
+
+        /**
+         * A slot for one event handle, holding null: c10's {@code record} creates the event when the slot is null and
+         * takes anything else for an event. JavaCPP's {@code PointerPointer(n)} is C++'s {@code new void*[n]}, which is
+         * not zeroed: from recycled memory the slot holds a stale pointer, and recording it crashed the JVM in
+         * {@code cudaEventRecord} (first seen on an H200, in the offloaded state's step-time check).
+         */
+        static PointerPointer<?> emptyEventSlot() {
+            PointerPointer<?> slot = new PointerPointer<>(1L);
+            slot.put(0, (Pointer) null);
+            return slot;
         }
 
         private Event record(Stream stream) {
