@@ -47,6 +47,9 @@ import java.util.Objects;
  *   <tr><td>nsCoefficients, nsSteps, eps</td><td>all schedules, including per-step ones and Polar Express's
  *       normalisation safety</td></tr>
  *   <tr><td>nsPrecision</td><td>BFLOAT16 on the kernels; FLOAT32 and FLOAT64 go to libtorch whole</td></tr>
+ *   <tr><td>nsPreconditioning</td><td>FROBENIUS (the normalization kernel) and AOL (no normalization; the kernels
+ *       form every Gram matrix and polynomial, and {@link NewtonSchulz}'s AOL rescaling of the first Gram matrix and
+ *       the input runs between them on libtorch's ops)</td></tr>
  * </table>
  *
  * <pre>{@code

@@ -4,7 +4,6 @@ import dev.muon.internal.TorchNatives;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
 import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
-import dev.muon.orthogonalize.NsPreconditioning;
 import dev.muon.orthogonalize.Orthogonalizer;
 import dev.muon.orthogonalize.OrthogonalizerProvider;
 import org.bytedeco.pytorch.Device;
@@ -17,8 +16,8 @@ import java.util.Optional;
  * Muon uses the kernels for CUDA parameters with no change to user code.
  *
  * <p>It serves CUDA devices when {@link CudaSupport#isAvailable()} and the settings ask for bfloat16
- * iterations (the kernels' precision) with {@code nsAlgorithm} AUTO or SYMMETRIC and PyTorch's Frobenius
- * normalization (not AOL); otherwise it returns empty, muon-core uses libtorch's
+ * iterations (the kernels' precision) with {@code nsAlgorithm} AUTO or SYMMETRIC, with either preconditioning (with
+ * AOL the kernels form the products and muon-core's rescaling runs between them); otherwise it returns empty, muon-core uses libtorch's
  * {@code NewtonSchulz}, and the reason is logged once.
  */
 public final class CudaOrthogonalizerProvider implements OrthogonalizerProvider {
@@ -57,12 +56,6 @@ public final class CudaOrthogonalizerProvider implements OrthogonalizerProvider 
             // GEMM asks for plain products and GRAM for another iteration: both are libtorch's to run.
             CudaSupport.logFallbackOnce("nsAlgorithm is " + config.nsAlgorithm()
                     + "; set it to AUTO or SYMMETRIC to use the symmetric kernels");
-            return Optional.empty();
-        }
-        if (config.nsPreconditioning() != NsPreconditioning.FROBENIUS) {
-            // The kernels normalize by the Frobenius norm; AOL's rescaling runs in muon-core's iteration.
-            CudaSupport.logFallbackOnce("nsPreconditioning is " + config.nsPreconditioning()
-                    + "; the kernels normalize by the Frobenius norm, so libtorch's iteration runs AOL");
             return Optional.empty();
         }
         try {
