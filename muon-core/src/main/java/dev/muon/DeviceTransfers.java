@@ -80,6 +80,19 @@ interface DeviceTransfers {
     void close();
 
     /**
+     * Copies each source tensor into its destination, in order.
+     *
+     * @param to          the destinations
+     * @param from        the sources, of the same shapes
+     * @param nonBlocking whether a copy between host and device may run asynchronously to the host
+     */
+    static void copyAll(Tensor[] to, Tensor[] from, boolean nonBlocking) {
+        for (int i = 0; i < to.length; i++) {
+            to[i].copy_(from[i], nonBlocking);
+        }
+    }
+
+    /**
      * The transfers for a device.
      *
      * @param device    the parameters' device
@@ -100,9 +113,7 @@ interface DeviceTransfers {
 
         @Override
         public Marker copyIn(Tensor[] device, Tensor[] host) {
-            for (int i = 0; i < device.length; i++) {
-                device[i].copy_(host[i]);
-            }
+            copyAll(device, host, false);
             return DONE;
         }
 
@@ -116,9 +127,7 @@ interface DeviceTransfers {
 
         @Override
         public void copyOut(Tensor[] host, Tensor[] device) {
-            for (int i = 0; i < host.length; i++) {
-                host[i].copy_(device[i]);
-            }
+            copyAll(host, device, false);
         }
 
         @Override
@@ -153,9 +162,7 @@ interface DeviceTransfers {
 
         @Override
         public Marker copyIn(Tensor[] deviceTensors, Tensor[] host) {
-            for (int i = 0; i < deviceTensors.length; i++) {
-                deviceTensors[i].copy_(host[i], true);
-            }
+            copyAll(deviceTensors, host, true);
             return IN_ORDER;
         }
 
@@ -171,9 +178,7 @@ interface DeviceTransfers {
 
         @Override
         public void copyOut(Tensor[] host, Tensor[] deviceTensors) {
-            for (int i = 0; i < host.length; i++) {
-                host[i].copy_(deviceTensors[i], true);
-            }
+            copyAll(host, deviceTensors, true);
         }
 
         @Override
@@ -220,9 +225,7 @@ interface DeviceTransfers {
         @Override
         public Marker copyIn(Tensor[] deviceTensors, Tensor[] host) {
             try (OptionalStreamGuard onTransfer = new OptionalStreamGuard(transfer)) {
-                for (int i = 0; i < deviceTensors.length; i++) {
-                    deviceTensors[i].copy_(host[i], true);
-                }
+                copyAll(deviceTensors, host, true);
             }
             return record(transfer);
         }
@@ -247,9 +250,7 @@ interface DeviceTransfers {
             impl.block(computed.handle.get(0), transfer);
             free.push(computed);
             try (OptionalStreamGuard onTransfer = new OptionalStreamGuard(transfer)) {
-                for (int i = 0; i < host.length; i++) {
-                    host[i].copy_(deviceTensors[i], true);
-                }
+                copyAll(host, deviceTensors, true);
             }
         }
 

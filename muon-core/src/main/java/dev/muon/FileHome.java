@@ -577,13 +577,7 @@ final class FileHome implements StateHome {
 
     @Override
     public long storedBytes(ParameterState state) {
-        long bytes = 0;
-        for (Entry entry : entries.of(state)) {
-            if (entry.current >= 0) {
-                bytes += entry.buffer.bytes();
-            }
-        }
-        return bytes;
+        return entries.heldBytes(state, entry -> entry.current >= 0);
     }
 
     @Override

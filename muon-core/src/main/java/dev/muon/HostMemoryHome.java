@@ -265,13 +265,7 @@ final class HostMemoryHome implements StateHome {
 
     @Override
     public long storedBytes(ParameterState state) {
-        long bytes = 0;
-        for (Entry entry : entries.of(state)) {
-            if (entry.host != null) {
-                bytes += entry.buffer.bytes();
-            }
-        }
-        return bytes;
+        return entries.heldBytes(state, entry -> entry.host != null);
     }
 
     @Override

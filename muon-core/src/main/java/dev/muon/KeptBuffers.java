@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
+import java.util.function.Predicate;
 
 /**
  * The buffers a state home keeps away from their parameters, as the home's entries: per parameter in the optimizer's
@@ -81,6 +82,23 @@ final class KeptBuffers<E> {
             }
         }
         return null;
+    }
+
+    /**
+     * The bytes of a parameter's buffers that its home holds now (the homes' {@code storedBytes}).
+     *
+     * @param state a parameter
+     * @param held  whether an entry's buffer is held in the home now (written once, not dropped)
+     * @return the bytes
+     */
+    long heldBytes(ParameterState state, Predicate<E> held) {
+        long bytes = 0;
+        for (E entry : of(state)) {
+            if (held.test(entry)) {
+                bytes += bufferOf.apply(entry).bytes();
+            }
+        }
+        return bytes;
     }
 
     /** Every entry, in the optimizer's parameter order, then declared order. */
