@@ -3,6 +3,7 @@ package dev.muon.orthogonalize;
 import dev.muon.internal.TorchNatives;
 
 import java.nio.ByteBuffer;
+import java.nio.FloatBuffer;
 import java.util.Objects;
 
 /**
@@ -63,12 +64,38 @@ public final class BufferNewtonSchulz {
      */
     public ByteBuffer symmetric(ByteBuffer g, int rows, int cols, float[][] steps, double safety, double eps,
                                 int threads) {
-        int m = normalize(g, rows, cols, safety, eps, threads, 2);
+        return symmetric(g, rows, cols, steps, safety, eps, threads, NsPreconditioning.FROBENIUS);
+    }
+
+    /**
+     * {@link #symmetric(ByteBuffer, int, int, float[][], double, double, int)} with a choice of the input's scaling:
+     * with {@link NsPreconditioning#AOL} the input is not normalized ({@code safety} unused) and AOL's rescaling
+     * ({@link #aolRescale}) runs between the first {@code A = X·Xᵀ} and its polynomial, as muon-core's
+     * {@code NewtonSchulz} runs it.
+     *
+     * @param g                 the matrix, {@code rows·cols} floats in a direct buffer of native order; never written
+     * @param rows              its rows
+     * @param cols              its columns
+     * @param steps             each step's coefficients {@code (a, b, c)}, in order
+     * @param safety            the normalisation's factor on the norm (Frobenius only)
+     * @param eps               the normalisation's smallest denominator; with AOL, the floor of the row sums
+     * @param threads           the OpenMP threads the products use
+     * @param preconditioning   how the input is scaled
+     * @return the wide result, valid until this iteration's next call
+     */
+    public ByteBuffer symmetric(ByteBuffer g, int rows, int cols, float[][] steps, double safety, double eps,
+                                int threads, NsPreconditioning preconditioning) {
+        boolean aol = aol(preconditioning);
+        int m = prepare(g, rows, cols, safety, eps, threads, 2, aol);
         int n = Math.max(rows, cols);
         ByteBuffer current = x;
         ByteBuffer next = y;
-        for (float[] c : steps) {
+        for (int k = 0; k < steps.length; k++) {
+            float[] c = steps[k];
             BufferKernels.selfProduct(current, m, n, squares[0], packed, threads);
+            if (k == 0 && aol) {
+                aolRescale(squares[0], current, m, n, eps);
+            }
             BufferKernels.polynomial(squares[0], m, squares[1], packed, threads, c[0], c[1], c[2]);
             BufferKernels.symmetricTimes(squares[1], current, m, n, next, packed, threads);
             ByteBuffer done = current;
@@ -93,7 +120,29 @@ public final class BufferNewtonSchulz {
      */
     public ByteBuffer gram(ByteBuffer g, int rows, int cols, float[][] steps, double safety, double eps,
                            int threads) {
-        int m = normalize(g, rows, cols, safety, eps, threads, squares.length);
+        return gram(g, rows, cols, steps, safety, eps, threads, NsPreconditioning.FROBENIUS);
+    }
+
+    /**
+     * {@link #gram(ByteBuffer, int, int, float[][], double, double, int)} with a choice of the input's scaling: with
+     * {@link NsPreconditioning#AOL} the input is not normalized ({@code safety} unused) and AOL's rescaling
+     * ({@link #aolRescale}) runs on the first Gram matrix and the input before the schedule goes on, as muon-core's
+     * Gram kernel runs it.
+     *
+     * @param g                 the matrix, {@code rows·cols} floats in a direct buffer of native order; never written
+     * @param rows              its rows
+     * @param cols              its columns
+     * @param steps             each step's coefficients {@code (a, b, c)}, in order
+     * @param safety            the normalisation's factor on the norm (Frobenius only)
+     * @param eps               the normalisation's smallest denominator; with AOL, the floor of the row sums
+     * @param threads           the OpenMP threads the products use
+     * @param preconditioning   how the input is scaled
+     * @return the wide result, valid until this iteration's next call
+     */
+    public ByteBuffer gram(ByteBuffer g, int rows, int cols, float[][] steps, double safety, double eps,
+                           int threads, NsPreconditioning preconditioning) {
+        boolean aol = aol(preconditioning);
+        int m = prepare(g, rows, cols, safety, eps, threads, squares.length, aol);
         int n = Math.max(rows, cols);
         GramSchedule.Products<ByteBuffer> products = new GramSchedule.Products<>() {
             @Override
@@ -123,17 +172,54 @@ public final class BufferNewtonSchulz {
                 BufferKernels.times(q, source, m, n, out, packed, threads);
             }
         };
-        ByteBuffer out = GramSchedule.run(products, steps.length, new GramSchedule.Buffers<>(x, y, squares));
+        ByteBuffer out = GramSchedule.run(products, steps.length, new GramSchedule.Buffers<>(x, y, squares),
+                aol ? (a, source) -> aolRescale(a, source, m, n, eps) : null);
         return result(out, m, n);
     }
 
+    private static boolean aol(NsPreconditioning preconditioning) {
+        return Objects.requireNonNull(preconditioning, "preconditioning must not be null") == NsPreconditioning.AOL;
+    }
+
     /**
-     * Checks the arguments, makes the workspace ready with {@code squareCount} square buffers, and writes the
-     * normalised wide input into {@code x}.
+     * AOL's rescaling of the first Gram matrix {@code A = X·Xᵀ} (both triangles) and the wide input {@code X}, in
+     * place: {@code sᵢ = 1/√max(Σⱼ|Aᵢⱼ|, eps)}, {@code X ← diag(s)·X}, {@code A ← diag(s)·A·diag(s)}, each product
+     * in float32 as muon-core's {@code NewtonSchulz} forms it on tensors (its row sums are summed in double here, then
+     * rounded to float32, so a sum may differ from libtorch's in its last bit).
+     */
+    static void aolRescale(ByteBuffer a, ByteBuffer x, int m, int n, double eps) {
+        FloatBuffer gram = a.duplicate().order(a.order()).clear().asFloatBuffer();
+        FloatBuffer wide = x.duplicate().order(x.order()).clear().asFloatBuffer();
+        float floor = (float) eps;
+        float[] scale = new float[m];
+        for (int i = 0; i < m; i++) {
+            double sum = 0;
+            for (int j = 0; j < m; j++) {
+                sum += Math.abs(gram.get(i * m + j));
+            }
+            scale[i] = (float) (1.0 / Math.sqrt(Math.max((float) sum, floor)));
+        }
+        for (int i = 0; i < m; i++) {
+            for (int j = 0; j < n; j++) {
+                int at = i * n + j;
+                wide.put(at, wide.get(at) * scale[i]);
+            }
+            for (int j = 0; j < m; j++) {
+                int at = i * m + j;
+                gram.put(at, gram.get(at) * (scale[i] * scale[j]));
+            }
+        }
+    }
+
+    /**
+     * Checks the arguments, makes the workspace ready with {@code squareCount} square buffers, and writes the wide
+     * input into {@code x}: normalised, or as it is for AOL (the kernel's denominator is then
+     * {@code max(0·‖G‖, 1) = 1}, which copies {@code G} exactly).
      *
      * @return the short side {@code m}
      */
-    private int normalize(ByteBuffer g, int rows, int cols, double safety, double eps, int threads, int squareCount) {
+    private int prepare(ByteBuffer g, int rows, int cols, double safety, double eps, int threads, int squareCount,
+                        boolean aol) {
         Objects.requireNonNull(g, "g must not be null");
         BufferKernels.ensureAvailable();
         if (rows <= 0 || cols <= 0) {
@@ -142,7 +228,7 @@ public final class BufferNewtonSchulz {
         int m = Math.min(rows, cols);
         int n = Math.max(rows, cols);
         ensureWorkspace(m, n, squareCount);
-        BufferKernels.normalize(g, m, n, rows > cols, x, packed, threads, safety, eps);
+        BufferKernels.normalize(g, m, n, rows > cols, x, packed, threads, aol ? 0.0 : safety, aol ? 1.0 : eps);
         return m;
     }
 

@@ -64,6 +64,57 @@ class BufferNewtonSchulzTest {
         }
     }
 
+    static Stream<Arguments> aolShapes() {
+        return Stream.of(NsAlgorithm.SYMMETRIC, NsAlgorithm.GRAM).flatMap(a -> Stream.of(
+                Arguments.of(a, 48, 160), Arguments.of(a, 200, 64), Arguments.of(a, 96, 96)));
+    }
+
+    /**
+     * With AOL (Turbo-Muon's four steps) the buffer iterations match the float64 formula within muon-core's float32
+     * bound, as {@code NewtonSchulz}'s own AOL does (AolNewtonSchulzTest), and differ from the Frobenius-normalized
+     * iteration: the preconditioning ran.
+     */
+    @ParameterizedTest(name = "{0} {1}x{2}")
+    @MethodSource("aolShapes")
+    void aol_matchesTheFloat64Formula(NsAlgorithm algorithm, int rows, int cols) {
+        dev.muon.MuonConfig muon = dev.muon.MuonConfig.defaults().withAol().withNsPrecision(NsPrecision.FLOAT32)
+                .withNsAlgorithm(algorithm);
+        NewtonSchulzConfig config = muon.newtonSchulz();
+        Tensor g = torch.randn(rows, cols);
+        float[] wide = run(new BufferNewtonSchulz(), algorithm, g, rows, cols, config);
+        float[] got = rows > cols ? transposed(wide, cols, rows) : wide;
+        float[] input = floats(g);
+        double[][] u = new double[rows][cols];
+        for (int i = 0; i < rows; i++) {
+            for (int j = 0; j < cols; j++) {
+                u[i][j] = input[i * cols + j];
+            }
+        }
+        double[][] expected = dev.muon.golden.Float64Update.newtonSchulz(u, muon);
+        double diff = 0;
+        double norm = 0;
+        for (int i = 0; i < rows; i++) {
+            for (int j = 0; j < cols; j++) {
+                double d = got[i * cols + j] - expected[i][j];
+                diff += d * d;
+                norm += expected[i][j] * expected[i][j];
+            }
+        }
+        double error = Math.sqrt(diff / norm);
+        assertTrue(error <= 1e-5, algorithm + " " + rows + "x" + cols + ": relative error " + error);
+        float[] frobenius = run(new BufferNewtonSchulz(), algorithm, g, rows, cols,
+                config.withNsPreconditioning(NsPreconditioning.FROBENIUS));
+        assertTrue(!java.util.Arrays.equals(frobenius, wide), "AOL gave the Frobenius iteration's result");
+    }
+
+    @Test
+    void aNullPreconditioning_isRefused_namingIt() {
+        ByteBuffer g = BufferKernels.allocate(64);
+        NullPointerException e = assertThrows(NullPointerException.class,
+                () -> new BufferNewtonSchulz().symmetric(g, 4, 4, new float[][] {{1, 0, 0}}, 1.0, 1e-7, 1, null));
+        assertEquals("preconditioning must not be null", e.getMessage());
+    }
+
     @Test
     void oneWorkspace_servesShapesAndAlgorithmsInTurn() {
         // Grown for the large shape, then reused for a smaller one and the other algorithm: a stale entry of the
@@ -102,8 +153,8 @@ class BufferNewtonSchulzTest {
         int threads = CpuContention.threadsFor(torch.get_num_threads());
         double safety = config.nsCoefficients().normalizationSafety();
         ByteBuffer out = algorithm == NsAlgorithm.GRAM
-                ? ns.gram(input, rows, cols, steps, safety, config.eps(), threads)
-                : ns.symmetric(input, rows, cols, steps, safety, config.eps(), threads);
+                ? ns.gram(input, rows, cols, steps, safety, config.eps(), threads, config.nsPreconditioning())
+                : ns.symmetric(input, rows, cols, steps, safety, config.eps(), threads, config.nsPreconditioning());
         FloatBuffer floats = out.asFloatBuffer();
         float[] result = new float[rows * cols];
         floats.get(result);

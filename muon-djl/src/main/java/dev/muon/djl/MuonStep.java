@@ -173,9 +173,8 @@ final class MuonStep {
             case AUTO, GEMM, SYMMETRIC, GRAM -> { }
         }
         switch (recipe.nsPreconditioning()) {
-            case FROBENIUS -> { }
-            case AOL -> throw UpdateRecipe.refused("nsPreconditioning = AOL", BINDING, "muon-djl's Newton-Schulz "
-                    + "normalizes by the Frobenius norm and has no AOL rescaling yet; muon-core runs it");
+            // AOL: NsIteration's rescaling on DJL's arrays, BufferNewtonSchulz's on the native kernels' buffers.
+            case FROBENIUS, AOL -> { }
         }
     }
 

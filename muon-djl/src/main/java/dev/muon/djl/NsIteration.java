@@ -7,6 +7,7 @@ import dev.muon.orthogonalize.CoefficientSchedule;
 import dev.muon.orthogonalize.Coefficients;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
 import dev.muon.orthogonalize.NsPrecision;
+import dev.muon.orthogonalize.NsPreconditioning;
 
 /**
  * The Newton–Schulz iteration of muon-core's {@code NewtonSchulz} on DJL arrays, with plain matrix products (its
@@ -14,7 +15,9 @@ import dev.muon.orthogonalize.NsPrecision;
  * <pre>
  *   X = G, transposed when taller than wide
  *   X = X / max(s·‖X‖_F, eps)        the norm in float32, float64 when G or the precision is float64
+ *                                    (with AOL: X as it is)
  *   repeat nsSteps times:  A = X Xᵀ;  B = b·A + c·A A;  X = a·X + B X
+ *     with AOL, in the first step, between A and B: sᵢ = 1/√max(Σⱼ|Aᵢⱼ|, eps), X ← diag(s)·X, A ← diag(s)·A·diag(s)
  *   transpose back
  * </pre>
  * with the step's coefficients {@code (a, b, c)} and the schedule's normalisation safety {@code s}. It runs in
@@ -44,16 +47,34 @@ final class NsIteration {
             x = swapLast(x);
         }
         CoefficientSchedule schedule = config.nsCoefficients();
-        NDArray norm = frobenius(x);
-        if (schedule.normalizationSafety() != 1.0) {
-            norm = norm.mul(schedule.normalizationSafety());
+        boolean aol = config.nsPreconditioning() == NsPreconditioning.AOL;
+        if (aol) {
+            // Unnormalized: AOL's rescaling of the first Gram matrix bounds the spectrum instead.
+            x = x.toType(work, false);
+        } else {
+            NDArray norm = frobenius(x);
+            if (schedule.normalizationSafety() != 1.0) {
+                norm = norm.mul(schedule.normalizationSafety());
+            }
+            // Clamped, not added: a zero input gives zeros, never NaN (muon-core's golden README).
+            x = x.div(norm.maximum(config.eps())).toType(work, false);
         }
-        // Clamped, not added: a zero input gives zeros, never NaN (muon-core's golden README).
-        x = x.div(norm.maximum(config.eps())).toType(work, false);
         for (int step = 0; step < config.nsSteps(); step++) {
             Coefficients c = schedule.at(step);
-            try (NDArray a = x.matMul(swapLast(x)); NDArray aa = a.matMul(a)) {
-                NDArray b = a.muli(c.b()).addi(aa.muli(c.c()));
+            NDArray a = x.matMul(swapLast(x));
+            if (step == 0 && aol) {
+                // sᵢ = 1/√max(Σⱼ|Aᵢⱼ|, eps); X ← diag(s)·X (a new array: g is never written); A ← diag(s)·A·diag(s).
+                try (NDArray scale = a.abs().sum(new int[] {a.getShape().dimension() - 1}).maximum(config.eps())
+                        .sqrt().pow(-1)) {
+                    NDArray rows = scale.expandDims(-1);
+                    x = x.mul(rows);
+                    NDArray raw = a;
+                    a = raw.mul(rows.mul(scale.expandDims(-2)));
+                    raw.close();
+                }
+            }
+            try (NDArray gram = a; NDArray aa = gram.matMul(gram)) {
+                NDArray b = gram.muli(c.b()).addi(aa.muli(c.c()));
                 try (NDArray bx = b.matMul(x)) {
                     x = x.muli(c.a()).addi(bx);
                 }

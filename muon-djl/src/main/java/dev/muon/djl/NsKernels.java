@@ -220,8 +220,9 @@ final class NsKernels {
         }
         double safety = config.nsCoefficients().normalizationSafety();
         ByteBuffer wide = kernel == Kernel.GRAM
-                ? buffers.gram(input, rows, cols, steps, safety, config.eps(), threads)
-                : buffers.symmetric(input, rows, cols, steps, safety, config.eps(), threads);
+                ? buffers.gram(input, rows, cols, steps, safety, config.eps(), threads, config.nsPreconditioning())
+                : buffers.symmetric(input, rows, cols, steps, safety, config.eps(), threads,
+                        config.nsPreconditioning());
         int m = Math.min(rows, cols);
         int n = Math.max(rows, cols);
         // The workspace is reused at the next call: the result is copied out of it into memory of DJL's.

@@ -116,9 +116,10 @@ class ConfigFieldWalkTest {
                         + "is muon-core's native float32 one (use FLOAT32, or AUTO or GEMM)"));
         rows.add(runs("newtonSchulz.nsPreconditioning", "FROBENIUS",
                 c -> c.withNsPreconditioning(NsPreconditioning.FROBENIUS)));
-        rows.add(refused("newtonSchulz.nsPreconditioning", "AOL", MuonConfig::withAol,
-                "nsPreconditioning = AOL is not supported by muon-djl: muon-djl's Newton-Schulz normalizes by the "
-                        + "Frobenius norm and has no AOL rescaling yet; muon-core runs it"));
+        // AOL on DJL's arrays (the float64 iteration) and on muon-core's native float32 kernels (AUTO in float32).
+        rows.add(runs("newtonSchulz.nsPreconditioning", "AOL", MuonConfig::withAol));
+        rows.add(new Row("newtonSchulz.nsPreconditioning", "AOL (float32)", c -> c.withAol()
+                .withNsPrecision(NsPrecision.FLOAT32), null, FLOAT32_REL));
         for (AdjustLr adjust : AdjustLr.values()) {
             rows.add(runs("adjustLr", adjust.name(), c -> c.withAdjustLr(adjust)));
         }

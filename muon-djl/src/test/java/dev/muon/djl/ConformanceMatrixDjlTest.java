@@ -57,7 +57,7 @@ class ConformanceMatrixDjlTest {
     /**
      * What muon-djl refuses, by cell, as a part of the message: bfloat16 parameters (DJL's bfloat16 arrays abort the
      * JVM), the settings DJL has no operation for (the exact SVD, bfloat16 iterations or momentum), the native
-     * symmetric and Gram kernels in a float64 iteration (they are float32 kernels), Muown and AOL (not mapped), and the
+     * symmetric and Gram kernels in a float64 iteration (they are float32 kernels), Muown (not mapped), and the
      * config's own refusals (Hyperball with cautious decay; Muown with bfloat16 momentum or a weight hook).
      */
     static String refusal(Row row, Dtype dtype) {
@@ -86,9 +86,6 @@ class ConformanceMatrixDjlTest {
         }
         if (c.nsPrecision() == NsPrecision.BFLOAT16) {
             return "nsPrecision = BFLOAT16 is not supported by muon-djl";
-        }
-        if (c.nsPreconditioning() == dev.muon.orthogonalize.NsPreconditioning.AOL) {
-            return "nsPreconditioning = AOL is not supported by muon-djl";
         }
         if (c.nsPrecision() == NsPrecision.FLOAT64
                 && (c.nsAlgorithm() == NsAlgorithm.SYMMETRIC || c.nsAlgorithm() == NsAlgorithm.GRAM)) {

@@ -205,9 +205,6 @@ class DjlErrorTableTest {
                 refusedSetting("momentumPrecision BFLOAT16", c -> c.withMomentumPrecision(MomentumPrecision.BFLOAT16),
                         MOMENTUM_BFLOAT16),
                 refusedSetting("Muown", c -> c.withNesterov(false).withMuown(MuownConfig.defaults()), MUOWN),
-                refusedSetting("AOL Newton-Schulz", MuonConfig::withAol, "nsPreconditioning = AOL is not supported "
-                        + "by muon-djl: muon-djl's Newton-Schulz normalizes by the Frobenius norm and has no AOL "
-                        + "rescaling yet; muon-core runs it"),
                 refusedSetting("the symmetric kernel in float64", c -> c.withNsAlgorithm(NsAlgorithm.SYMMETRIC)
                         .withNsPrecision(NsPrecision.FLOAT64), SYMMETRIC_FLOAT64),
                 Stream.of(row("setting", "Muon", "DJL's L2 weight decay",
