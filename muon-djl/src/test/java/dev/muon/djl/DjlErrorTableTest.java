@@ -380,54 +380,61 @@ class DjlErrorTableTest {
 
     /** Muon over {@link #matrices} after one good step; the next step's gradients, spoiled, on the arrays. */
     private static Scene muonStep(NDManager m, NonFinitePolicy policy, Spoil spoil) {
-        ParamBlock block = matrices(m);
-        Map<String, String> ids = new LinkedHashMap<>();
-        Map<String, NDArray> arrays = arrays(block, ids);
-        Muon opt = Muon.builder().optBlock(block).optNonFinitePolicy(policy).build();
-        stepOnce(opt, arrays, ids, gradients(m, arrays, 10));
-        Map<String, NDArray> grads = gradients(m, arrays, 20);
-        spoil.accept(arrays, grads);
-        attach(arrays, grads);
-        return new Scene(() -> arrays.forEach((name, a) -> opt.update(ids.get(name), a, a.getGradient())), opt, block,
-                List.of());
+        return spoiledStep(m, matrices(m), block -> Muon.builder().optBlock(block).optNonFinitePolicy(policy).build(),
+                spoil);
     }
 
     /** MuonAdamW over {@link TinyModel} after one good step; the next step's gradients, spoiled, on the arrays. */
     private static Scene hybridStep(NDManager m, NonFinitePolicy policy, Spoil spoil) {
-        ParamBlock block = new TinyModel(m, false).block;
-        Map<String, String> ids = new LinkedHashMap<>();
-        Map<String, NDArray> arrays = arrays(block, ids);
-        MuonAdamW opt = MuonAdamW.builder().optBlock(block).optNonFinitePolicy(policy).build();
-        stepOnce(opt, arrays, ids, gradients(m, arrays, 10));
-        Map<String, NDArray> grads = gradients(m, arrays, 20);
-        spoil.accept(arrays, grads);
-        attach(arrays, grads);
-        return new Scene(() -> arrays.forEach((name, a) -> opt.update(ids.get(name), a, a.getGradient())), opt, block,
-                List.of());
+        return spoiledStep(m, new TinyModel(m, false).block,
+                block -> MuonAdamW.builder().optBlock(block).optNonFinitePolicy(policy).build(), spoil);
     }
 
     /** Muon after one good step; then {@code name} is handed over with {@code bad(its good gradient)}. */
     private static Scene muonHandOver(NDManager m, String name, UnaryOperator<NDArray> bad) {
-        ParamBlock block = matrices(m);
-        Map<String, String> ids = new LinkedHashMap<>();
-        Map<String, NDArray> arrays = arrays(block, ids);
-        Muon opt = Muon.builder().optBlock(block).build();
-        stepOnce(opt, arrays, ids, gradients(m, arrays, 10));
-        attach(arrays, gradients(m, arrays, 20));
-        NDArray grad = bad.apply(arrays.get(name).getGradient());
-        return new Scene(() -> opt.update(ids.get(name), arrays.get(name), grad), opt, block, List.of(grad));
+        return handOver(m, matrices(m), block -> Muon.builder().optBlock(block).build(), name, bad);
     }
 
     /** MuonAdamW after one good step; then {@code name} is handed over with {@code bad(its good gradient)}. */
     private static Scene hybridHandOver(NDManager m, String name, UnaryOperator<NDArray> bad) {
-        ParamBlock block = new TinyModel(m, false).block;
+        return handOver(m, new TinyModel(m, false).block, block -> MuonAdamW.builder().optBlock(block).build(), name,
+                bad);
+    }
+
+    /** The optimizer a build made, after one good step through every parameter: its arrays by name, their ids. */
+    private record Stepped(Optimizer opt, Map<String, NDArray> arrays, Map<String, String> ids) {
+    }
+
+    private static Stepped afterOneStep(NDManager m, ParamBlock block, Function<ParamBlock, Optimizer> build) {
         Map<String, String> ids = new LinkedHashMap<>();
         Map<String, NDArray> arrays = arrays(block, ids);
-        MuonAdamW opt = MuonAdamW.builder().optBlock(block).build();
+        Optimizer opt = build.apply(block);
         stepOnce(opt, arrays, ids, gradients(m, arrays, 10));
-        attach(arrays, gradients(m, arrays, 20));
-        NDArray grad = bad.apply(arrays.get(name).getGradient());
-        return new Scene(() -> opt.update(ids.get(name), arrays.get(name), grad), opt, block, List.of(grad));
+        return new Stepped(opt, arrays, ids);
+    }
+
+    /** After one good step, the next step's gradients, spoiled, on the arrays; the call updates every parameter. */
+    private static Scene spoiledStep(NDManager m, ParamBlock block, Function<ParamBlock, Optimizer> build,
+                                     Spoil spoil) {
+        Stepped s = afterOneStep(m, block, build);
+        Map<String, NDArray> grads = gradients(m, s.arrays(), 20);
+        spoil.accept(s.arrays(), grads);
+        attach(s.arrays(), grads);
+        return new Scene(() -> s.arrays().forEach((name, a) -> s.opt().update(s.ids().get(name), a, a.getGradient())),
+                s.opt(), block, List.of());
+    }
+
+    /**
+     * After one good step, the next step's gradients on the arrays; the call hands {@code name} over with
+     * {@code bad(its good gradient)}.
+     */
+    private static Scene handOver(NDManager m, ParamBlock block, Function<ParamBlock, Optimizer> build, String name,
+                                  UnaryOperator<NDArray> bad) {
+        Stepped s = afterOneStep(m, block, build);
+        attach(s.arrays(), gradients(m, s.arrays(), 20));
+        NDArray grad = bad.apply(s.arrays().get(name).getGradient());
+        return new Scene(() -> s.opt().update(s.ids().get(name), s.arrays().get(name), grad), s.opt(), block,
+                List.of(grad));
     }
 
     /**
