@@ -111,7 +111,7 @@ class NativeKernelsTest {
         // dimensions (even and odd).
         int[][] shapes = {{1, 1}, {1, 9}, {7, 3}, {8, 8}, {6, 17}, {16, 16}, {17, 7}, {31, 64}, {33, 65}, {100, 1},
                 {257, 300}, {130, 1001}, {33, 8192}, {40, 9001}};
-        return NativeVariants.all().flatMap(v -> Arrays.stream(shapes).map(s -> Arguments.of(v, s[0], s[1])));
+        return everyVariantWith(shapes);
     }
 
     @ParameterizedTest(name = "{0} {1}x{2}")
@@ -119,9 +119,7 @@ class NativeKernelsTest {
     void halfProduct_isWithinOneRoundingOfFloat64_andExactlySymmetric(NativeKernels.Variant variant, int m, int k) {
         NativeVariants.assumeRuns(variant);
         Tensor x = torch.randn(m, k).to(ScalarType.BFloat16);
-        // NaN in the output, as a reused workspace may hold: every entry must be overwritten.
-        Tensor out = torch.full(new long[]{m, m}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
-        halfProduct(m, x, variant).into(out, x);
+        Tensor out = nativeHalfProduct(x, variant);
 
         Tensor x64 = x.to(ScalarType.Double);
         Tensor exact = x64.matmul(x64.t());
@@ -129,7 +127,7 @@ class NativeKernelsTest {
         // |fl32(sum) - sum| <= k u sum|terms|, then one rounding: |out - e| <= 2^-8 (|e| + err32) + err32.
         Tensor err32 = magnitudes.mul(new Scalar(k * FLOAT32_ROUNDOFF));
         assertWithin(out, exact, exact.abs().add(err32).mul(new Scalar(HALF_ULP)).add(err32), m + "x" + k);
-        assertEquals(0.0, out.sub(out.t()).abs().max().item_double(), "the result is not exactly symmetric");
+        assertExactlySymmetric(out);
     }
 
     static Stream<Arguments> polynomialSides() {
@@ -145,7 +143,7 @@ class NativeKernelsTest {
         double c = 2.0315;
         Tensor g = torch.randn(m, m).to(ScalarType.Double).div(new Scalar(Math.sqrt(m)));
         Tensor s = g.add(g.t()).to(ScalarType.BFloat16); // exactly symmetric: each entry rounds the same sum
-        Tensor out = torch.full(new long[]{m, m}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
+        Tensor out = nanFilled(m);
         halfProduct(m, s, variant).fusedPolynomialInto(out, s, a, b, c);
 
         Tensor s64 = s.to(ScalarType.Double);
@@ -158,7 +156,7 @@ class NativeKernelsTest {
         Tensor err32 = squareMagnitudes.mul(new Scalar(m * FLOAT32_ROUNDOFF))
                 .add(termMagnitudes.mul(new Scalar(2 * FLOAT32_ROUNDOFF)));
         assertWithin(out, exact, exact.abs().add(err32).mul(new Scalar(HALF_ULP)).add(err32), m + "x" + m);
-        assertEquals(0.0, out.sub(out.t()).abs().max().item_double(), "the result is not exactly symmetric");
+        assertExactlySymmetric(out);
     }
 
     @ParameterizedTest(name = "{0}")
@@ -171,8 +169,7 @@ class NativeKernelsTest {
         double h = Math.pow(2, -4);
         Tensor x = torch.tensor(new float[]{1, (float) h, 0, 0, 1, (float) h, (float) h, (float) h})
                 .reshape(2, 4).to(ScalarType.BFloat16);
-        Tensor out = torch.full(new long[]{2, 2}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
-        halfProduct(2, x, variant).into(out, x);
+        Tensor out = nativeHalfProduct(x, variant);
         double[] values = Tensors.values(out.to(ScalarType.Double));
         assertEquals(1.0, values[0], "1 + 2^-8");
         assertEquals(1.0, values[1], "1 + 2^-8 (off the diagonal)");
@@ -195,16 +192,14 @@ class NativeKernelsTest {
         float subnormal = (float) Math.pow(2, -130);
         Tensor x = torch.tensor(new float[]{subnormal, 0, (float) Math.pow(2, 60), 0}).reshape(2, 2)
                 .to(ScalarType.BFloat16);
-        Tensor out = torch.full(new long[]{2, 2}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
-        halfProduct(2, x, variant).into(out, x);
+        Tensor out = nativeHalfProduct(x, variant);
         double[] values = Tensors.values(out.to(ScalarType.Double));
         assertEquals(expected, values[1], "2^-130 * 2^60");
         assertEquals(expected, values[2], "its mirror");
     }
 
     static Stream<Arguments> emptyShapes() {
-        int[][] shapes = {{0, 5}, {5, 0}, {0, 0}};
-        return NativeVariants.all().flatMap(v -> Arrays.stream(shapes).map(s -> Arguments.of(v, s[0], s[1])));
+        return everyVariantWith(new int[][]{{0, 5}, {5, 0}, {0, 0}});
     }
 
     @ParameterizedTest(name = "{0} {1}x{2}")
@@ -212,8 +207,7 @@ class NativeKernelsTest {
     void halfProduct_ofAnEmptyMatrix_isEmptyOrZero(NativeKernels.Variant variant, int m, int k) {
         NativeVariants.assumeRuns(variant);
         Tensor x = torch.randn(m, k).to(ScalarType.BFloat16);
-        Tensor out = torch.full(new long[]{m, m}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
-        halfProduct(m, x, variant).into(out, x);
+        Tensor out = nativeHalfProduct(x, variant);
         // x·xᵀ over an empty inner dimension is the zero matrix, as libtorch's GEMM gives it.
         assertTrue(torch.equal(out, torch.zeros(m, m).to(ScalarType.BFloat16)), m + "x" + k);
         if (m == k) {
@@ -221,6 +215,28 @@ class NativeKernelsTest {
             halfProduct(0, x, variant).fusedPolynomialInto(poly, x, 1, 2, 3);
             assertEquals(0, poly.numel());
         }
+    }
+
+    /** Every variant with every {@code {m, k}} of {@code shapes}. */
+    private static Stream<Arguments> everyVariantWith(int[][] shapes) {
+        return NativeVariants.all().flatMap(v -> Arrays.stream(shapes).map(s -> Arguments.of(v, s[0], s[1])));
+    }
+
+    /** A bfloat16 {@code m × m} output of NaN, as a reused workspace may hold: every entry must be overwritten. */
+    private static Tensor nanFilled(int m) {
+        return torch.full(new long[]{m, m}, new Scalar(Double.NaN)).to(ScalarType.BFloat16);
+    }
+
+    /** {@code x·xᵀ} of a bfloat16 {@code x} by {@code variant}'s half product, into a {@link #nanFilled} output. */
+    private static Tensor nativeHalfProduct(Tensor x, NativeKernels.Variant variant) {
+        int m = (int) x.size(0);
+        Tensor out = nanFilled(m);
+        halfProduct(m, x, variant).into(out, x);
+        return out;
+    }
+
+    private static void assertExactlySymmetric(Tensor out) {
+        assertEquals(0.0, out.sub(out.t()).abs().max().item_double(), "the result is not exactly symmetric");
     }
 
     private static void assertWithin(Tensor out, Tensor exact, Tensor bound, String what) {
