@@ -65,6 +65,12 @@ class StateFilesFaultsTest {
                 .stateDisk(disk).build();
     }
 
+    /** A MuonAdamW with {@code p}, as {@code fc.weight}, on Muon. */
+    private static MuonAdamW muonAdamW(Tensor p, StateStorage storage) {
+        return MuonAdamW.builder(java.util.Map.of("fc.weight", p)).muonWhen((n, t) -> true).outputLayerOnAdamW(false)
+                .muonStateStorage(storage).build();
+    }
+
     private List<Path> files() throws IOException {
         try (Stream<Path> list = Files.list(dir)) {
             return list.toList();
@@ -351,18 +357,10 @@ class StateFilesFaultsTest {
     void alteredStateFile_isRefused_namingTheBuffer() throws IOException {
         SteppedTwice run = steppedTwiceInAFile();
         Path file = run.file();
-        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            ByteBuffer one = ByteBuffer.allocate(1);
-            channel.read(one, dataOf(1) + 17);
-            one.put(0, (byte) (one.get(0) ^ 0x10)).rewind();
-            channel.write(one, dataOf(1) + 17);
-        }
+        flip(file, 0, 1);
         // The buffer is read before its parameter's update: with one parameter, nothing changed.
         IllegalStateException e = refusedThirdStep(run.muon(), run.p(), IllegalStateException.class);
-        assertTrue(e.getMessage().startsWith("Muon state file " + file + ": the momentum buffer of parameter 0 of "
-                + "group 0 (slot 1) does not match the checksum this run wrote (CRC-32C 0x"), e.getMessage());
-        assertTrue(e.getMessage().endsWith("read): it was altered or damaged since; nothing was changed"),
-                e.getMessage());
+        assertChecksumRefused(e, file, 0, "nothing was changed");
         restoredGoesOn(run.muon(), run.p(), run.saved(), 3);
     }
 
@@ -386,6 +384,25 @@ class StateFilesFaultsTest {
         gradient(ps[0], step);
         torch.manual_seed(80 + step);
         ps[1].mutable_grad().put(torch.randn(SHAPE));
+    }
+
+    /**
+     * The refusal of slot 1 of parameter {@code parameter}'s momentum buffer, altered since this run wrote it,
+     * ending in {@code wayOn}.
+     */
+    private static void assertChecksumRefused(RuntimeException e, Path file, int parameter, String wayOn) {
+        assertTrue(e.getMessage().startsWith("Muon state file " + file + ": the momentum buffer of parameter "
+                + parameter + " of group 0 (slot 1) does not match the checksum this run wrote (CRC-32C 0x"),
+                e.getMessage());
+        assertTrue(e.getMessage().endsWith("read): it was altered or damaged since; " + wayOn), e.getMessage());
+    }
+
+    /** Steps with the two parameters' gradients 1 to {@code steps}. */
+    private static void steps(Muon muon, Tensor[] ps, int steps) {
+        for (int step = 1; step <= steps; step++) {
+            gradients(ps, step);
+            muon.step();
+        }
     }
 
     /** Flips one bit of entry {@code entry}'s data in {@code slot}; returns the byte as it was. */
@@ -423,10 +440,7 @@ class StateFilesFaultsTest {
             throws IOException {
         Tensor[] ps = twoParameters();
         Muon muon = twoParameters(ps[0], ps[1], StateStorage.files(dir), readAhead);
-        for (int step = 1; step <= 2; step++) {
-            gradients(ps, step);
-            muon.step();
-        }
+        steps(muon, ps, 2);
         Tensor a = ps[0].clone();
         Tensor b = ps[1].clone();
         Tensor momentumA = muon.momentumBuffer(ps[0]).orElseThrow().clone();
@@ -436,10 +450,7 @@ class StateFilesFaultsTest {
         gradients(ps, 3);
 
         StateFileException e = assertThrows(StateFileException.class, muon::step);
-        assertTrue(e.getMessage().startsWith("Muon state file " + file + ": the momentum buffer of parameter 0 of "
-                + "group 0 (slot 1) does not match the checksum this run wrote (CRC-32C 0x"), e.getMessage());
-        assertTrue(e.getMessage().endsWith("read): it was altered or damaged since; nothing was changed"),
-                e.getMessage());
+        assertChecksumRefused(e, file, 0, "nothing was changed");
         assertTrue(ps[0].equal(a) && ps[1].equal(b), "the refused step changed a parameter");
         assertTrue(muon.momentumBuffer(ps[1]).orElseThrow().equal(momentumB), "the refused step changed a buffer");
         assertEquals(2, muon.stepCount());
@@ -450,10 +461,7 @@ class StateFilesFaultsTest {
         assertEquals(3, muon.stepCount());
         Tensor[] unharmed = twoParameters();
         Muon resident = twoParameters(unharmed[0], unharmed[1], StateStorage.withParameter(), readAhead);
-        for (int step = 1; step <= 3; step++) {
-            gradients(unharmed, step);
-            resident.step();
-        }
+        steps(resident, unharmed, 3);
         assertTrue(ps[0].equal(unharmed[0]) && ps[1].equal(unharmed[1]),
                 "after the repair the run differs from one without a fault");
         assertTrue(muon.momentumBuffer(ps[0]).orElseThrow().equal(resident.momentumBuffer(unharmed[0]).orElseThrow())
@@ -471,10 +479,7 @@ class StateFilesFaultsTest {
     void alteredBufferReadAfterAnUpdate_leavesTheStepPartWay(boolean readAhead) throws IOException {
         Tensor[] ps = twoParameters();
         Muon muon = twoParameters(ps[0], ps[1], StateStorage.files(dir), readAhead);
-        for (int step = 1; step <= 2; step++) {
-            gradients(ps, step);
-            muon.step();
-        }
+        steps(muon, ps, 2);
         OptimizerState saved = muon.state();
         Tensor a = ps[0].clone();
         Path file = stateFile(muon);
@@ -483,10 +488,7 @@ class StateFilesFaultsTest {
 
         IllegalStateException e = assertThrows(IllegalStateException.class, muon::step);
         assertFalse(e instanceof StateFileException, e.getMessage());
-        assertTrue(e.getMessage().startsWith("Muon state file " + file + ": the momentum buffer of parameter 1 of "
-                + "group 0 (slot 1) does not match the checksum this run wrote (CRC-32C 0x"), e.getMessage());
-        assertTrue(e.getMessage().endsWith("read): it was altered or damaged since; restore a saved state (load or "
-                + "restore) to go on"), e.getMessage());
+        assertChecksumRefused(e, file, 1, "restore a saved state (load or restore) to go on");
         assertFalse(ps[0].equal(a), "the first parameter's update ran before the altered buffer was read");
         IllegalStateException refused = assertThrows(IllegalStateException.class, muon::step);
         assertTrue(refused.getMessage().startsWith("Muon.step() refused: step 3 failed after it had begun changing "
@@ -606,9 +608,7 @@ class StateFilesFaultsTest {
         assertThrows(IllegalStateException.class, () -> muon.momentumBuffer(p));
         muon.close();
 
-        MuonAdamW adamW = MuonAdamW.builder(java.util.Map.of("fc.weight", parameter().requires_grad_(true)))
-                .muonWhen((n, t) -> true).outputLayerOnAdamW(false).muonStateStorage(StateStorage.files(dir))
-                .build();
+        MuonAdamW adamW = muonAdamW(parameter().requires_grad_(true), StateStorage.files(dir));
         assertEquals(1, files().size());
         adamW.close();
         assertEquals(List.of(), files(), "MuonAdamW.close() left the state file");
@@ -626,8 +626,7 @@ class StateFilesFaultsTest {
         List<Path> before = files();
         Tensor p = parameter().requires_grad_(true);
         TrainingOptimizer optimizer = kind.equals("Muon") ? muon(p, StateStorage.files(dir), FileHome.REAL)
-                : MuonAdamW.builder(java.util.Map.of("fc.weight", p)).muonWhen((n, t) -> true)
-                        .outputLayerOnAdamW(false).muonStateStorage(StateStorage.files(dir)).build();
+                : muonAdamW(p, StateStorage.files(dir));
         steps(optimizer, p, 1);
         List<Path> made = new java.util.ArrayList<>(files());
         made.removeAll(before);
