@@ -16,6 +16,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
 
+import static dev.muon.golden.ErrorMeasures.minus;
+import static dev.muon.golden.ErrorMeasures.recoveredUpdate;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -129,23 +131,5 @@ class MuonGoldenTest {
                         + p.name() + ": displacement rel error " + displacementError);
             }
         }
-    }
-
-    private static double[] recoveredUpdate(double[] before, double[] after, MuonConfig config, long[] shape) {
-        double decay = 1 - config.lr() * config.weightDecay();
-        double scaledLr = config.lr() * config.adjustLr().ratio(shape[0], shape[1]);
-        double[] o = new double[before.length];
-        for (int j = 0; j < o.length; j++) {
-            o[j] = (before[j] * decay - after[j]) / scaledLr;
-        }
-        return o;
-    }
-
-    private static double[] minus(double[] a, double[] b) {
-        double[] d = new double[a.length];
-        for (int j = 0; j < d.length; j++) {
-            d[j] = a[j] - b[j];
-        }
-        return d;
     }
 }

@@ -21,6 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
 
+import static dev.muon.golden.ErrorMeasures.minus;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -416,14 +417,6 @@ class MuonSameShapeBatchingTest {
                 assertTrue(momentumError <= tolerance, where + " parameter " + i + ": momentum rel error "
                         + momentumError);
             }
-        }
-
-        private static double[] minus(double[] a, double[] b) {
-            double[] d = new double[a.length];
-            for (int j = 0; j < d.length; j++) {
-                d[j] = a[j] - b[j];
-            }
-            return d;
         }
     }
 }

@@ -36,7 +36,7 @@ public final class Tensors {
     /** max |got − expected|. */
     public static double maxAbsError(Tensor got, double[] expected) {
         double[] g = values(got);
-        check(g, expected);
+        ErrorMeasures.checkLengths(g, expected);
         double max = 0;
         for (int i = 0; i < g.length; i++) {
             double d = Math.abs(g[i] - expected[i]);
@@ -49,19 +49,6 @@ public final class Tensors {
 
     /** ‖a − b‖_F / ‖b‖_F for plain arrays. */
     public static double relativeError(double[] got, double[] expected) {
-        check(got, expected);
-        double diff = 0;
-        double ref = 0;
-        for (int i = 0; i < got.length; i++) {
-            diff += (got[i] - expected[i]) * (got[i] - expected[i]);
-            ref += expected[i] * expected[i];
-        }
-        return ref == 0 ? Math.sqrt(diff) : Math.sqrt(diff / ref);
-    }
-
-    private static void check(double[] got, double[] expected) {
-        if (got.length != expected.length) {
-            throw new AssertionError("got " + got.length + " values, expected " + expected.length);
-        }
+        return ErrorMeasures.relativeError(got, expected);
     }
 }

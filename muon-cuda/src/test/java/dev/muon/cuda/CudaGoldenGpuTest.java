@@ -31,6 +31,7 @@ import java.util.Map;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
 
+import static dev.muon.golden.ErrorMeasures.recoveredUpdate;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -219,16 +220,5 @@ class CudaGoldenGpuTest {
                     .forParameter(p, setting.bf16() ? ScalarType.BFloat16 : ScalarType.Float).isPresent());
             assertEquals(setting.fused, served, setting + ": fused stages served");
         }
-    }
-
-    /** {@code O = (p_{k−1}·(1 − lr·wd) − p_k) / (lr·ratio)}, in float64, as muon-core's MuonGoldenTest recovers it. */
-    private static double[] recoveredUpdate(double[] before, double[] after, MuonConfig config, long[] shape) {
-        double decay = 1 - config.lr() * config.weightDecay();
-        double scaledLr = config.lr() * config.adjustLr().ratio(shape[0], shape[1]);
-        double[] o = new double[before.length];
-        for (int j = 0; j < o.length; j++) {
-            o[j] = (before[j] * decay - after[j]) / scaledLr;
-        }
-        return o;
     }
 }

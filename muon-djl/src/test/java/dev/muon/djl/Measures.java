@@ -2,6 +2,7 @@ package dev.muon.djl;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
+import dev.muon.golden.ErrorMeasures;
 
 /** The error measures of muon-core's golden README, on DJL arrays read back as doubles. */
 final class Measures {
@@ -16,13 +17,7 @@ final class Measures {
     /** ‖got − expected‖_F / ‖expected‖_F (or the absolute norm when expected is zero). */
     static double relativeError(double[] got, double[] expected) {
         check(got, expected);
-        double diff = 0;
-        double ref = 0;
-        for (int i = 0; i < got.length; i++) {
-            diff += (got[i] - expected[i]) * (got[i] - expected[i]);
-            ref += expected[i] * expected[i];
-        }
-        return ref == 0 ? Math.sqrt(diff) : Math.sqrt(diff / ref);
+        return ErrorMeasures.relativeError(got, expected);
     }
 
     /** max |got − expected|. */
@@ -33,15 +28,6 @@ final class Measures {
             max = Math.max(max, Math.abs(got[i] - expected[i]));
         }
         return max;
-    }
-
-    /** {@code a − b}. */
-    static double[] minus(double[] a, double[] b) {
-        double[] d = new double[a.length];
-        for (int i = 0; i < d.length; i++) {
-            d[i] = a[i] - b[i];
-        }
-        return d;
     }
 
     private static void check(double[] got, double[] expected) {

@@ -20,6 +20,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.stream.Stream;
 
+import static dev.muon.golden.ErrorMeasures.minus;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -85,8 +86,8 @@ class MuonGoldenTest {
             }
             for (GoldenCase.Param p : c.params()) {
                 double[] start = c.tensor("param", p.name(), 0).data();
-                double error = Measures.relativeError(Measures.minus(Measures.values(params.get(p.name())), start),
-                        Measures.minus(c.tensor("param", p.name(), steps).data(), start));
+                double error = Measures.relativeError(minus(Measures.values(params.get(p.name())), start),
+                        minus(c.tensor("param", p.name(), steps).data(), start));
                 assertTrue(error <= precision.displacementRel(), c.name() + " " + precision + " " + p.name()
                         + ": displacement rel error " + error);
             }
