@@ -51,8 +51,7 @@ class MuonGoldenTest {
             Double.NaN, 0.25, 0.25, 1e-5);
 
     static Stream<Arguments> cases() {
-        List<GoldenCase> cases = GoldenReader.cases(n -> n.startsWith("muon_"));
-        return cases.stream().flatMap(c -> Stream.of(FLOAT64, FLOAT32, BF16_NS).map(p -> Arguments.of(c, p)));
+        return GoldenReader.casesWith("muon_", FLOAT64, FLOAT32, BF16_NS);
     }
 
     @ParameterizedTest(name = "{0} {1}")

@@ -1,5 +1,7 @@
 package dev.muon.golden;
 
+import org.junit.jupiter.params.provider.Arguments;
+
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
@@ -11,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Predicate;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * Reads the golden cases from the class path ({@code /golden/index.txt} lists them), following the format
@@ -26,6 +29,15 @@ public final class GoldenReader {
                 .filter(f -> nameFilter.test(f.replace(".txt", "")))
                 .map(GoldenReader::read)
                 .collect(Collectors.toList());
+    }
+
+    /**
+     * The arguments {@code (case, setting)} of every case whose name starts with {@code prefix}, each case with every
+     * setting in turn: a golden test's parameter table.
+     */
+    public static Stream<Arguments> casesWith(String prefix, Object... settings) {
+        return cases(n -> n.startsWith(prefix)).stream()
+                .flatMap(c -> Stream.of(settings).map(s -> Arguments.of(c, s)));
     }
 
     /** The case files listed in the index. */

@@ -89,22 +89,16 @@ class CudaGoldenGpuTest {
         return Tensors.of(entry, ScalarType.Float).to(cuda(), ScalarType.Float);
     }
 
-    static Stream<Arguments> cases(String prefix) {
-        return GoldenReader.cases(n -> n.startsWith(prefix)).stream()
-                .flatMap(c -> Stream.of(Setting.values()).map(s -> Arguments.of(c, s)));
-    }
-
     static Stream<Arguments> muonCases() {
-        return cases("muon_");
+        return GoldenReader.casesWith("muon_", (Object[]) Setting.values());
     }
 
     static Stream<Arguments> hybridCases() {
-        return cases("hybrid_");
+        return GoldenReader.casesWith("hybrid_", (Object[]) Setting.values());
     }
 
     static Stream<Arguments> nsCases() {
-        return GoldenReader.cases(n -> n.startsWith("ns_")).stream()
-                .flatMap(c -> Stream.of(NsPrecision.FLOAT32, NsPrecision.BFLOAT16).map(p -> Arguments.of(c, p)));
+        return GoldenReader.casesWith("ns_", NsPrecision.FLOAT32, NsPrecision.BFLOAT16);
     }
 
     @ParameterizedTest(name = "{0} {1}")

@@ -35,8 +35,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class MuonGoldenTest {
 
     static Stream<Arguments> cases() {
-        return GoldenReader.cases(n -> n.startsWith("muon_")).stream()
-                .flatMap(c -> Stream.of(GoldenPrecision.FLOAT64, GoldenPrecision.FLOAT32).map(p -> Arguments.of(c, p)));
+        return GoldenReader.casesWith("muon_", GoldenPrecision.FLOAT64, GoldenPrecision.FLOAT32);
     }
 
     @ParameterizedTest(name = "{0} {1}")

@@ -27,8 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class NsIterationGoldenTest {
 
     static Stream<Arguments> cases() {
-        return GoldenReader.cases(n -> n.startsWith("ns_")).stream()
-                .flatMap(c -> Stream.of(Arguments.of(c, DataType.FLOAT64), Arguments.of(c, DataType.FLOAT32)));
+        return GoldenReader.casesWith("ns_", DataType.FLOAT64, DataType.FLOAT32);
     }
 
     @ParameterizedTest(name = "{0} {1}")
