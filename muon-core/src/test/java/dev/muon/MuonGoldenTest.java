@@ -34,6 +34,11 @@ class MuonGoldenTest {
     /** One precision setting: parameter dtype, NS precision and its tolerances. */
     record Precision(String label, ScalarType paramType, NsPrecision ns, double paramAbs, double displacementRel,
                      double updateRel, double stateRel) {
+        /** The absolute tolerance on a parameter after {@code steps} steps: {@code paramAbs}, or 0.2·lr·steps. */
+        double paramTolerance(MuonConfig config, int steps) {
+            return Double.isNaN(paramAbs) ? 0.2 * config.lr() * steps : paramAbs;
+        }
+
         @Override
         public String toString() {
             return label;
@@ -87,8 +92,7 @@ class MuonGoldenTest {
             boolean batched = copies >= Muon.BATCH_MIN_PARAMETERS;
             assertEquals(batched, !muon.sameShapeBatches(0).isEmpty());
             int steps = c.integer("num_steps");
-            double paramTolerance = Double.isNaN(precision.paramAbs())
-                    ? 0.2 * config.lr() * steps : precision.paramAbs();
+            double paramTolerance = precision.paramTolerance(config, steps);
 
             for (int k = 1; k <= steps; k++) {
                 List<double[]> before = new ArrayList<>();

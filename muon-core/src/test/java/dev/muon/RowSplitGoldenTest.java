@@ -104,8 +104,7 @@ class RowSplitGoldenTest {
             assertEquals(form.batched(), muon.rowBlocksOf(t).batched(), form + ": batched");
         }
         int steps = c.integer("num_steps");
-        double paramTolerance = Double.isNaN(precision.paramAbs()) ? 0.2 * config.lr() * steps
-                : precision.paramAbs();
+        double paramTolerance = precision.paramTolerance(config, steps);
         for (int k = 1; k <= steps; k++) {
             List<double[]> before = new ArrayList<>();
             for (int i = 0; i < params.size(); i++) {
