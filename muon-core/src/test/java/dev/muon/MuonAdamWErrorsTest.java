@@ -14,6 +14,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
 
@@ -37,6 +38,20 @@ class MuonAdamWErrorsTest {
         return named;
     }
 
+    /** {@link #small()}, changed by {@code edit}. */
+    static Map<String, Tensor> small(Consumer<Map<String, Tensor>> edit) {
+        Map<String, Tensor> named = small();
+        edit.accept(named);
+        return named;
+    }
+
+    /** A MuonAdamW over {@link #small()} after {@code change}. */
+    static MuonAdamW changed(Consumer<MuonAdamW> change) {
+        MuonAdamW opt = MuonAdamW.builder(small()).build();
+        change.accept(opt);
+        return opt;
+    }
+
     static Stream<Arguments> invalidInputs() {
         return Stream.of(
                 row("override_inBothLists_isRejected",
@@ -50,21 +65,19 @@ class MuonAdamWErrorsTest {
                         () -> MuonAdamW.builder(small()).forceAdamW("head.weight").build(),
                         "forceAdamW names 'head.weight', which is not a parameter; parameters are "
                                 + "[embed.weight, fc1.weight, fc1.bias]"),
-                row("forceMuon_frozenName_isRejected", () -> {
-                    Map<String, Tensor> named = small();
-                    named.get("embed.weight").requires_grad_(false);
-                    return MuonAdamW.builder(named).forceMuon("embed.weight").build();
-                }, "forceMuon names 'embed.weight', which does not require grad and is left out"),
+                row("forceMuon_frozenName_isRejected",
+                        () -> MuonAdamW.builder(small(named -> named.get("embed.weight").requires_grad_(false)))
+                                .forceMuon("embed.weight").build(),
+                        "forceMuon names 'embed.weight', which does not require grad and is left out"),
                 row("forceMuon_1dParameter_isRejectedByMuonWithItsName",
                         () -> MuonAdamW.builder(small()).forceMuon("fc1.bias").build(),
                         "Muon only supports 2-D parameters; parameter 'fc1.bias' has shape [5] (sent to Muon by "
                                 + "forceMuon)"),
-                row("forceMuon_tiedWeight_isRejected", () -> {
-                    Map<String, Tensor> named = small();
-                    named.put("head.weight", named.get("embed.weight"));
-                    return MuonAdamW.builder(named).forceMuon("head.weight").build();
-                }, "parameter 'head.weight' is tied to another name and tied weights go to AdamW; "
-                        + "remove it from forceMuon"),
+                row("forceMuon_tiedWeight_isRejected",
+                        () -> MuonAdamW.builder(small(named -> named.put("head.weight", named.get("embed.weight"))))
+                                .forceMuon("head.weight").build(),
+                        "parameter 'head.weight' is tied to another name and tied weights go to AdamW; "
+                                + "remove it from forceMuon"),
                 row("orthogonalityErrorFor_adamWParameter_isRejected",
                         () -> MuonAdamW.builder(small()).orthogonalityErrorFor("fc1.bias").build(),
                         "orthogonalityErrorFor names 'fc1.bias', which is on AdamW; only Muon parameters are "
@@ -73,16 +86,14 @@ class MuonAdamWErrorsTest {
                         () -> MuonAdamW.builder(small()).orthogonalityErrorFor("fc9.weight").build(),
                         "orthogonalityErrorFor names 'fc9.weight', which is not a parameter; parameters are "
                                 + "[embed.weight, fc1.weight, fc1.bias]"),
-                row("noTrainableParameters_isRejected", () -> {
-                    Map<String, Tensor> named = small();
-                    named.values().forEach(t -> t.requires_grad_(false));
-                    return MuonAdamW.builder(named).build();
-                }, "namedParameters must hold at least one parameter that requires grad, got 3 parameters, 3 frozen"),
-                row("undefinedParameter_isRejected", () -> {
-                    Map<String, Tensor> named = small();
-                    named.put("ghost", new Tensor());
-                    return MuonAdamW.builder(named).build();
-                }, "parameter 'ghost' is null or undefined"),
+                row("noTrainableParameters_isRejected",
+                        () -> MuonAdamW.builder(small(named -> named.values().forEach(t -> t.requires_grad_(false))))
+                                .build(),
+                        "namedParameters must hold at least one parameter that requires grad, got 3 parameters, "
+                                + "3 frozen"),
+                row("undefinedParameter_isRejected",
+                        () -> MuonAdamW.builder(small(named -> named.put("ghost", new Tensor()))).build(),
+                        "parameter 'ghost' is null or undefined"),
                 row("adamW_lrNegative_isRejected", () -> AdamWConfig.defaults().withLr(-1e-3),
                         "lr must be >= 0, got -0.001"),
                 row("adamW_lrNaN_isRejected", () -> AdamWConfig.defaults().withLr(Double.NaN),
@@ -101,16 +112,10 @@ class MuonAdamWErrorsTest {
                     options.amsgrad().put(true);
                     return AdamWConfig.of(options);
                 }, "amsgrad must be false, got true: MuonAdamW does not offer AMSGrad"),
-                row("setLr_groupOutOfRange_isRejected", () -> {
-                    MuonAdamW opt = MuonAdamW.builder(small()).build();
-                    opt.setLr(2, 0.1);
-                    return opt;
-                }, "group must be 0 (Muon) or 1 (AdamW), got 2"),
-                row("setLr_negative_isRejected", () -> {
-                    MuonAdamW opt = MuonAdamW.builder(small()).build();
-                    opt.setLr(MuonAdamW.ADAMW_GROUP, -1);
-                    return opt;
-                }, "lr must be >= 0, got -1.0"),
+                row("setLr_groupOutOfRange_isRejected", () -> changed(opt -> opt.setLr(2, 0.1)),
+                        "group must be 0 (Muon) or 1 (AdamW), got 2"),
+                row("setLr_negative_isRejected", () -> changed(opt -> opt.setLr(MuonAdamW.ADAMW_GROUP, -1)),
+                        "lr must be >= 0, got -1.0"),
                 row("warmupCosine_totalNotAfterWarmup_isRejected", () -> LrSchedule.warmupCosine(100, 100, 0),
                         "totalSteps must be > warmupSteps (100), got 100"),
                 row("warmupCosine_minFactorAboveOne_isRejected", () -> LrSchedule.warmupCosine(0, 10, 1.5),
