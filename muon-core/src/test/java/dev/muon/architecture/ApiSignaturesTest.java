@@ -21,7 +21,7 @@ class ApiSignaturesTest {
 
     @Test
     void noPublicSignatureOfAnApiPackage_namesAnInternalType() throws Exception {
-        Path classes = Path.of(TorchNatives.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path classes = NativesFirst.classesOf(TorchNatives.class);
         String[] packages = NativesFirst.apiPackages(classes);
         assertTrue(List.of(packages).containsAll(List.of("dev.muon", "dev.muon.orthogonalize", "dev.muon.schedule",
                 "dev.muon.distributed", "dev.muon.state")), List.of(packages).toString());
@@ -30,7 +30,7 @@ class ApiSignaturesTest {
 
     @Test
     void theCheck_findsEveryKindOfSignature() throws Exception {
-        Path testClasses = Path.of(LeakyApi.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path testClasses = NativesFirst.classesOf(LeakyApi.class);
         String leaky = LeakyApi.class.getName();
         String ns = "dev.muon.internal.NewtonSchulzKernels";
         String update = "dev.muon.internal.FusedUpdateKernels";

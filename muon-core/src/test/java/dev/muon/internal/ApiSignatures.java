@@ -19,6 +19,9 @@ import java.util.List;
 import java.util.Set;
 import java.util.stream.Stream;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 /**
  * Which public signatures of a module name a {@code dev.muon.internal} type: a user who can call a method can
  * name its parameter and return types, so an internal type there is API in all but name. Every public type of the
@@ -31,6 +34,21 @@ public final class ApiSignatures {
     private static final String INTERNAL = "dev.muon.internal";
 
     private ApiSignatures() {
+    }
+
+    /**
+     * Checks a module as muon-core's {@code ApiSignaturesTest} checks muon-core: its API packages, found in its
+     * compiled classes, include {@code apiPackage}, and no public signature in them names an internal type.
+     *
+     * @param ofModule   a class of the module
+     * @param apiPackage a package the module's API packages must include
+     * @throws Exception if the classes cannot be found or read
+     */
+    public static void assertNoneNamesAnInternalType(Class<?> ofModule, String apiPackage) throws Exception {
+        Path classes = NativesFirst.classesOf(ofModule);
+        String[] packages = NativesFirst.apiPackages(classes);
+        assertTrue(List.of(packages).contains(apiPackage), List.of(packages).toString());
+        assertEquals(List.of(), namingInternalTypes(classes, packages));
     }
 
     /**

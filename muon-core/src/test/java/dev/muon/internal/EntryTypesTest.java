@@ -17,7 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class EntryTypesTest {
 
     private static Path classes() throws Exception {
-        return Path.of(TorchNatives.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        return NativesFirst.classesOf(TorchNatives.class);
     }
 
     @Test
@@ -40,7 +40,7 @@ class EntryTypesTest {
     @Test
     void aTypeWithoutTheCall_isFound() throws Exception {
         // NativesFirst itself never calls extract(): the check must name it, or it could never fail.
-        Path testClasses = Path.of(NativesFirst.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path testClasses = NativesFirst.classesOf(NativesFirst.class);
         assertEquals(List.of(NativesFirst.class.getName()),
                 NativesFirst.withoutExtract(testClasses, List.of(NativesFirst.class.getName())));
     }

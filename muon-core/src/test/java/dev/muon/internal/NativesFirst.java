@@ -22,6 +22,17 @@ public final class NativesFirst {
     }
 
     /**
+     * Where {@code type} was loaded from: the compiled classes of its module, a folder.
+     *
+     * @param type a class of the module
+     * @return the folder
+     * @throws java.net.URISyntaxException if the location is no URI
+     */
+    public static Path classesOf(Class<?> type) throws java.net.URISyntaxException {
+        return Path.of(type.getProtectionDomain().getCodeSource().getLocation().toURI());
+    }
+
+    /**
      * The API packages of a module: every package under {@code dev.muon} in its compiled classes that holds a class,
      * but those named {@code internal} ({@code dev.muon.internal}, {@code dev.muon.cuda.internal}), which are not
      * API. Found, not listed, so that a package added later is checked too.

@@ -17,7 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class EntryTypesTest {
     @Test
     void everyPublicType_readiesTheNatives_whenInitialized() throws Exception {
-        Path classes = Path.of(CudaSupport.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path classes = NativesFirst.classesOf(CudaSupport.class);
         List<String> types = NativesFirst.publicTypes(classes, NativesFirst.apiPackages(classes));
         assertTrue(types.containsAll(List.of("dev.muon.cuda.CudaNewtonSchulz", "dev.muon.cuda.CudaSupport")),
                 types::toString);

@@ -15,7 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  */
 class ApiSignaturesTest {
     private static Path classes() throws Exception {
-        return Path.of(SparkTraining.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        return NativesFirst.classesOf(SparkTraining.class);
     }
 
     @Test
