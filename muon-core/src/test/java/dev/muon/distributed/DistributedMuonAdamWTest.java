@@ -73,6 +73,14 @@ class DistributedMuonAdamWTest {
         }
     }
 
+    /** Every rank's parameters of run {@code run} have the bits of the single-process run's. */
+    private void assertEveryRankBitwiseEqual(int world, String run, String referenceFile, String what) {
+        Map<String, Tensor> reference = params(world, referenceFile);
+        for (int rank = 0; rank < world; rank++) {
+            assertBitwiseEqual(reference, params(world, run + "-rank" + rank + ".pt"), what + " rank " + rank);
+        }
+    }
+
     /**
      * Rank 0's parameters of run {@code run}, after checking that every other rank ended with the same bits and
      * that they lie within {@code tolerance} of the single-process run.
@@ -108,10 +116,7 @@ class DistributedMuonAdamWTest {
     @ParameterizedTest
     @ValueSource(ints = {2, 3})
     void exactGradients_everyRankEqualsSingleProcessBitForBit(int world) {
-        Map<String, Tensor> reference = params(world, "reference.pt");
-        for (int rank = 0; rank < world; rank++) {
-            assertBitwiseEqual(reference, params(world, "exact-rank" + rank + ".pt"), "W=" + world + " rank " + rank);
-        }
+        assertEveryRankBitwiseEqual(world, "exact", "reference.pt", "W=" + world);
     }
 
     /**
@@ -146,11 +151,7 @@ class DistributedMuonAdamWTest {
     @ParameterizedTest
     @ValueSource(ints = {2, 3})
     void muonAlone_distributed_matchesSingleProcess(int world) {
-        Map<String, Tensor> reference = params(world, "muon-only-reference.pt");
-        for (int rank = 0; rank < world; rank++) {
-            assertBitwiseEqual(reference, params(world, "muon-only-exact-rank" + rank + ".pt"), "W=" + world
-                    + " Muon rank " + rank);
-        }
+        assertEveryRankBitwiseEqual(world, "muon-only-exact", "muon-only-reference.pt", "W=" + world + " Muon");
         // Same argument and bound as for MuonAdamW's averaged run.
         assertRanksAgreeAndWithin(world, "muon-only-averaged", "muon-only-reference.pt", 1e-5);
     }
