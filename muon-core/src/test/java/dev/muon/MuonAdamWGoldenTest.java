@@ -13,7 +13,6 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -36,11 +35,9 @@ class MuonAdamWGoldenTest {
     }
 
     static Stream<Arguments> cases() {
-        List<GoldenCase> cases = GoldenReader.cases(n -> n.startsWith("hybrid_"));
-        return cases.stream().flatMap(c -> Stream.of(
+        return GoldenReader.casesWith("hybrid_",
                 new Precision("float64", ScalarType.Double, NsPrecision.FLOAT64, 1e-12, 1e-12),
-                new Precision("float32", ScalarType.Float, NsPrecision.FLOAT32, 1e-5, 1e-5))
-                .map(p -> Arguments.of(c, p)));
+                new Precision("float32", ScalarType.Float, NsPrecision.FLOAT32, 1e-5, 1e-5));
     }
 
     @ParameterizedTest(name = "{0} {1}")

@@ -19,7 +19,6 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
 
@@ -125,12 +124,7 @@ class OnePassStepTest {
     }
 
     static Stream<Arguments> goldenCases() {
-        List<Arguments> cases = new ArrayList<>();
-        for (GoldenCase c : GoldenReader.cases(name -> name.startsWith("ns_"))) {
-            cases.add(Arguments.of(c, true));
-            cases.add(Arguments.of(c, false));
-        }
-        return cases.stream();
+        return GoldenReader.casesWith("ns_", true, false);
     }
 
     @ParameterizedTest(name = "{0}, one pass {1}")
