@@ -7,10 +7,6 @@ import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.junit.jupiter.api.Test;
 
-import java.util.List;
-import java.util.ServiceLoader;
-import java.util.stream.Collectors;
-
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The ServiceLoader registration of the fused update stages and the decisions that need no GPU. */
@@ -20,9 +16,7 @@ class FusedUpdateKernelsProviderTest {
 
     @Test
     void serviceLoader_findsTheFusedUpdateProvider() {
-        List<String> names = ServiceLoader.load(FusedUpdateKernelsProvider.class).stream()
-                .map(p -> p.type().getName()).collect(Collectors.toList());
-        assertTrue(names.contains(CudaFusedUpdateKernelsProvider.class.getName()), names.toString());
+        ServiceRegistrations.assertFound(FusedUpdateKernelsProvider.class, CudaFusedUpdateKernelsProvider.class);
     }
 
     @Test

@@ -10,10 +10,7 @@ import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.global.torch;
 import org.junit.jupiter.api.Test;
 
-import java.util.List;
 import java.util.Optional;
-import java.util.ServiceLoader;
-import java.util.stream.Collectors;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -27,9 +24,7 @@ class ProviderTest {
 
     @Test
     void serviceLoader_findsTheCudaProvider() {
-        List<String> names = ServiceLoader.load(OrthogonalizerProvider.class).stream()
-                .map(p -> p.type().getName()).collect(Collectors.toList());
-        assertTrue(names.contains(CudaOrthogonalizerProvider.class.getName()), names.toString());
+        ServiceRegistrations.assertFound(OrthogonalizerProvider.class, CudaOrthogonalizerProvider.class);
     }
 
     @Test
