@@ -28,7 +28,8 @@ import java.util.Objects;
  *
  * <pre>{@code
  * BufferNewtonSchulz ns = new BufferNewtonSchulz();
- * ByteBuffer x = ns.gram(g, 768, 3072, steps, 1.0, 1e-7, threads);   // 768 x 3072, valid until the next call
+ * ByteBuffer x = ns.gram(g, 768, 3072, steps, 1.0, 1e-7, threads, NsPreconditioning.FROBENIUS);
+ * // x: 768 x 3072, valid until the next call
  * }</pre>
  */
 public final class BufferNewtonSchulz {
@@ -48,30 +49,9 @@ public final class BufferNewtonSchulz {
     }
 
     /**
-     * Orthogonalizes a row-major float32 matrix with the symmetric iteration.
-     *
-     * @param g        the matrix, {@code rows·cols} floats in a direct buffer of native order; never written
-     * @param rows     its rows
-     * @param cols     its columns
-     * @param steps    each step's coefficients {@code (a, b, c)}, in order
-     * @param safety   the normalisation's factor on the norm
-     * @param eps      the normalisation's smallest denominator
-     * @param threads  the OpenMP threads the products use
-     * @return the wide result, {@code min(rows, cols) × max(rows, cols)} floats from position 0: this iteration's
-     *         workspace, valid until its next call
-     * @throws UnsupportedOperationException if the native kernels do not run here
-     * @throws IllegalArgumentException      if {@code g} is not such a buffer, or a size is not positive
-     */
-    public ByteBuffer symmetric(ByteBuffer g, int rows, int cols, float[][] steps, double safety, double eps,
-                                int threads) {
-        return symmetric(g, rows, cols, steps, safety, eps, threads, NsPreconditioning.FROBENIUS);
-    }
-
-    /**
-     * {@link #symmetric(ByteBuffer, int, int, float[][], double, double, int)} with a choice of the input's scaling:
-     * with {@link NsPreconditioning#AOL} the input is not normalized ({@code safety} unused) and AOL's rescaling
-     * ({@link #aolRescale}) runs between the first {@code A = X·Xᵀ} and its polynomial, as muon-core's
-     * {@code NewtonSchulz} runs it.
+     * Orthogonalizes a row-major float32 matrix with the symmetric iteration. With {@link NsPreconditioning#AOL} the
+     * input is not normalized ({@code safety} unused) and AOL's rescaling ({@link #aolRescale}) runs between the
+     * first {@code A = X·Xᵀ} and its polynomial, as muon-core's {@code NewtonSchulz} runs it.
      *
      * @param g                 the matrix, {@code rows·cols} floats in a direct buffer of native order; never written
      * @param rows              its rows
@@ -81,7 +61,11 @@ public final class BufferNewtonSchulz {
      * @param eps               the normalisation's smallest denominator; with AOL, the floor of the row sums
      * @param threads           the OpenMP threads the products use
      * @param preconditioning   how the input is scaled
-     * @return the wide result, valid until this iteration's next call
+     * @return the wide result, {@code min(rows, cols) × max(rows, cols)} floats from position 0: this iteration's
+     *         workspace, valid until its next call
+     * @throws UnsupportedOperationException if the native kernels do not run here
+     * @throws IllegalArgumentException      if {@code g} is not such a buffer, or a size is not positive
+     * @throws NullPointerException          if {@code preconditioning} is null
      */
     public ByteBuffer symmetric(ByteBuffer g, int rows, int cols, float[][] steps, double safety, double eps,
                                 int threads, NsPreconditioning preconditioning) {
@@ -106,37 +90,12 @@ public final class BufferNewtonSchulz {
     }
 
     /**
-     * Orthogonalizes a row-major float32 matrix with the Gram iteration; arguments, result and exceptions as for
-     * {@link #symmetric}.
+     * Orthogonalizes a row-major float32 matrix with the Gram iteration. With {@link NsPreconditioning#AOL} the input
+     * is not normalized and AOL's rescaling ({@link #aolRescale}) runs on the first Gram matrix and the input before
+     * the schedule goes on, as muon-core's Gram kernel runs it. The other arguments, the result and the exceptions are those of
+     * {@link #symmetric(ByteBuffer, int, int, float[][], double, double, int, NsPreconditioning)}.
      *
-     * @param g        the matrix, {@code rows·cols} floats in a direct buffer of native order; never written
-     * @param rows     its rows
-     * @param cols     its columns
-     * @param steps    each step's coefficients {@code (a, b, c)}, in order
-     * @param safety   the normalisation's factor on the norm
-     * @param eps      the normalisation's smallest denominator
-     * @param threads  the OpenMP threads the products use
-     * @return the wide result, valid until this iteration's next call
-     */
-    public ByteBuffer gram(ByteBuffer g, int rows, int cols, float[][] steps, double safety, double eps,
-                           int threads) {
-        return gram(g, rows, cols, steps, safety, eps, threads, NsPreconditioning.FROBENIUS);
-    }
-
-    /**
-     * {@link #gram(ByteBuffer, int, int, float[][], double, double, int)} with a choice of the input's scaling: with
-     * {@link NsPreconditioning#AOL} the input is not normalized ({@code safety} unused) and AOL's rescaling
-     * ({@link #aolRescale}) runs on the first Gram matrix and the input before the schedule goes on, as muon-core's
-     * Gram kernel runs it.
-     *
-     * @param g                 the matrix, {@code rows·cols} floats in a direct buffer of native order; never written
-     * @param rows              its rows
-     * @param cols              its columns
-     * @param steps             each step's coefficients {@code (a, b, c)}, in order
-     * @param safety            the normalisation's factor on the norm (Frobenius only)
-     * @param eps               the normalisation's smallest denominator; with AOL, the floor of the row sums
-     * @param threads           the OpenMP threads the products use
-     * @param preconditioning   how the input is scaled
+     * @param preconditioning how the input is scaled
      * @return the wide result, valid until this iteration's next call
      */
     public ByteBuffer gram(ByteBuffer g, int rows, int cols, float[][] steps, double safety, double eps,

@@ -136,7 +136,8 @@ class BufferNewtonSchulzTest {
     void aSizeBelowOne_isRefused_namingBoth() {
         ByteBuffer g = BufferKernels.allocate(64);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new BufferNewtonSchulz().gram(g, 0, 4, new float[][] {{1, 0, 0}}, 1.0, 1e-7, 1));
+                () -> new BufferNewtonSchulz().gram(g, 0, 4, new float[][] {{1, 0, 0}}, 1.0, 1e-7, 1,
+                        NsPreconditioning.FROBENIUS));
         assertEquals("rows and cols must be > 0, got 0 and 4", e.getMessage());
     }
 
