@@ -1,6 +1,7 @@
 package dev.muon.examples;
 
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
@@ -45,11 +46,8 @@ public final class Replot implements Callable<Integer> {
         Path summary;
         @Option(names = "--model", defaultValue = "mlp", description = "mlp or cnn (default: ${DEFAULT-VALUE})")
         String model;
-        @Option(names = "--seconds-note", defaultValue = "", paramLabel = "TEXT",
-                description = "what to say about the machine the seconds were measured on")
-        String secondsNote;
-        @Option(names = "--out", required = true, paramLabel = "PNG", description = "the figure to write")
-        Path out;
+        @Mixin
+        FigureOptions figure = new FigureOptions();
 
         @Override
         public Integer call() throws IOException {
@@ -57,8 +55,8 @@ public final class Replot implements Callable<Integer> {
             double baseLr = results.stream().mapToDouble(FashionMnist.Result::lr).min().orElseThrow();
             int epochCount = results.get(0).epochs().size();
             long stepsPerEpoch = results.get(0).steps().size() / epochCount;
-            write(out, p -> ComparisonPlot.write(p, "Fashion-MNIST, " + FashionMnist.modelTitle(model), results,
-                    baseLr, stepsPerEpoch, secondsNote));
+            figure.write(p -> ComparisonPlot.write(p, "Fashion-MNIST, " + FashionMnist.modelTitle(model), results,
+                    baseLr, stepsPerEpoch, figure.secondsNote));
             return 0;
         }
     }
@@ -71,34 +69,44 @@ public final class Replot implements Callable<Integer> {
         Path csv;
         @Option(names = "--title", defaultValue = "TinyGpt", description = "the figure's title")
         String title;
+        @Mixin
+        FigureOptions figure = new FigureOptions();
+
+        @Override
+        public Integer call() throws IOException {
+            List<TinyGpt.Run> runs = TinyGptCurves.read(csv);
+            figure.write(p -> CurvesFigure.write(runs, p, title, figure.secondsNote));
+            return 0;
+        }
+    }
+
+    /**
+     * The options every figure takes, declared once so that the sub-commands cannot drift apart; declared last in
+     * each sub-command, where they stood, so that picocli lists and reports them in the same order.
+     */
+    static final class FigureOptions {
         @Option(names = "--seconds-note", defaultValue = "", paramLabel = "TEXT",
                 description = "what to say about the machine the seconds were measured on")
         String secondsNote;
         @Option(names = "--out", required = true, paramLabel = "PNG", description = "the figure to write")
         Path out;
 
-        @Override
-        public Integer call() throws IOException {
-            List<TinyGpt.Run> runs = TinyGptCurves.read(csv);
-            write(out, p -> CurvesFigure.write(runs, p, title, secondsNote));
-            return 0;
+        /** Draws into {@code --out}, its folder made first, and says where it went. */
+        void write(Drawing drawing) {
+            System.setProperty("java.awt.headless", "true");
+            Path file = out.toAbsolutePath().normalize();
+            try {
+                Files.createDirectories(file.getParent());
+                drawing.draw(file);
+            } catch (IOException e) {
+                throw new DataError(file + ": cannot write it (" + DataError.reason(e) + ")", e);
+            }
+            System.out.println("wrote " + file);
         }
     }
 
     /** Something that draws into a file. */
     private interface Drawing {
         void draw(Path png) throws IOException;
-    }
-
-    private static void write(Path png, Drawing drawing) {
-        System.setProperty("java.awt.headless", "true");
-        Path file = png.toAbsolutePath().normalize();
-        try {
-            Files.createDirectories(file.getParent());
-            drawing.draw(file);
-        } catch (IOException e) {
-            throw new DataError(file + ": cannot write it (" + DataError.reason(e) + ")", e);
-        }
-        System.out.println("wrote " + file);
     }
 }
