@@ -173,13 +173,24 @@ class DocSnippetsTest {
     @Test
     void checkpointSnippet_resumesFromTheSavedStep(@TempDir Path dir) {
         try (PointerScope scope = new PointerScope()) {
-            torch.manual_seed(2);
+            SeededBatch run = SeededBatch.of(2);
+            Path ckpt = dir.resolve("run.ckpt");
+            DocSnippets.resumableRun(run.model(), run.images(), run.labels(), ckpt, 2).save(ckpt);
+            assertEquals(4, DocSnippets.resumableRun(run.model(), run.images(), run.labels(), ckpt, 4).stepCount());
+        }
+    }
+
+    /**
+     * What the checkpoint snippets train on: an MLP and one batch of 16 random images with their labels, drawn in
+     * that order after the seed, so that the seed alone decides them.
+     */
+    private record SeededBatch(FashionMlp model, Tensor images, Tensor labels) {
+        static SeededBatch of(long seed) {
+            torch.manual_seed(seed);
             FashionMlp model = new FashionMlp();
             Tensor images = torch.randn(16, 1, 28, 28);
             Tensor labels = torch.randint(10, new long[] {16});
-            Path ckpt = dir.resolve("run.ckpt");
-            DocSnippets.resumableRun(model, images, labels, ckpt, 2).save(ckpt);
-            assertEquals(4, DocSnippets.resumableRun(model, images, labels, ckpt, 4).stepCount());
+            return new SeededBatch(model, images, labels);
         }
     }
 
@@ -198,19 +209,16 @@ class DocSnippetsTest {
     @Test
     void distributedSnippet_trainsAndSaves(@TempDir Path dir) throws Exception {
         try (PointerScope scope = new PointerScope()) {
-            torch.manual_seed(3);
-            FashionMlp model = new FashionMlp();
-            Tensor images = torch.randn(16, 1, 28, 28);
-            Tensor labels = torch.randint(10, new long[] {16});
+            SeededBatch run = SeededBatch.of(3);
             Path ckpt = dir.resolve("dist.ckpt");
             int port;
             try (java.net.ServerSocket socket = new java.net.ServerSocket(0)) {
                 port = socket.getLocalPort();
             }
-            MuonAdamW trained = DocSnippets.distributedRun(GroupConfig.of("127.0.0.1", port, 0, 1), model, images,
-                    labels, ckpt, 3);
+            MuonAdamW trained = DocSnippets.distributedRun(GroupConfig.of("127.0.0.1", port, 0, 1), run.model(),
+                    run.images(), run.labels(), ckpt, 3);
             assertEquals(3, trained.stepCount());
-            MuonAdamW plain = MuonAdamW.builder(model.named_parameters()).build();
+            MuonAdamW plain = MuonAdamW.builder(run.model().named_parameters()).build();
             plain.load(ckpt);
             assertEquals(3, plain.stepCount());
         }
