@@ -115,6 +115,13 @@ public class ExampleErrorsTest {
         return data;
     }
 
+    /** {@link #dataSet} with one file's contents replaced by an IDX file, as {@code --data DIR}. */
+    private List<String> dataSetWith(String name, String file, byte[] idx) throws IOException {
+        Path data = dataSet(name);
+        IdxFileTest.write(data.resolve(file), idx);
+        return List.of("--data", data.toString());
+    }
+
     /** How a row breaks the data or the output: returns the arguments, {DIR} standing for the temp folder. */
     interface Breakage {
         List<String> apply(ExampleErrorsTest test) throws IOException;
@@ -149,25 +156,16 @@ public class ExampleErrorsTest {
                     Files.writeString(data.resolve("train-labels-idx1-ubyte.gz"), "plain text");
                     return List.of("--data", data.toString());
                 }, ExampleCli.DATA, "{DIR}/not-gzip/train-labels-idx1-ubyte.gz: not a valid gzip file"),
-                row("image and label counts differ", t -> {
-                    Path data = t.dataSet("counts");
-                    IdxFileTest.write(data.resolve("t10k-labels-idx1-ubyte.gz"), IdxFileTest.idx(0x08,
-                            new int[] {3}, new byte[] {0, 1, 2}));
-                    return List.of("--data", data.toString());
-                }, ExampleCli.DATA, "{DIR}/counts/t10k-images-idx3-ubyte.gz holds 2 images and "
+                row("image and label counts differ", t -> t.dataSetWith("counts", "t10k-labels-idx1-ubyte.gz",
+                        IdxFileTest.idx(0x08, new int[] {3}, new byte[] {0, 1, 2})), ExampleCli.DATA,
+                        "{DIR}/counts/t10k-images-idx3-ubyte.gz holds 2 images and "
                         + "{DIR}/counts/t10k-labels-idx1-ubyte.gz 3 labels: the counts must match"),
-                row("a header that is not IDX", t -> {
-                    Path data = t.dataSet("header");
-                    IdxFileTest.write(data.resolve("t10k-images-idx3-ubyte.gz"), IdxFileTest.idx(0x0D,
-                            new int[] {2, 28, 28}, new byte[2 * 28 * 28 * 4]));
-                    return List.of("--data", data.toString());
-                }, ExampleCli.DATA, "{DIR}/header/t10k-images-idx3-ubyte.gz: not an IDX file of unsigned bytes"),
-                row("a label above 9", t -> {
-                    Path data = t.dataSet("label");
-                    IdxFileTest.write(data.resolve("train-labels-idx1-ubyte.gz"), IdxFileTest.idx(0x08,
-                            new int[] {3}, new byte[] {0, 1, 12}));
-                    return List.of("--data", data.toString());
-                }, ExampleCli.DATA, "{DIR}/label/train-labels-idx1-ubyte.gz: label 2 is 12, labels must be 0 to 9"),
+                row("a header that is not IDX", t -> t.dataSetWith("header", "t10k-images-idx3-ubyte.gz",
+                        IdxFileTest.idx(0x0D, new int[] {2, 28, 28}, new byte[2 * 28 * 28 * 4])), ExampleCli.DATA,
+                        "{DIR}/header/t10k-images-idx3-ubyte.gz: not an IDX file of unsigned bytes"),
+                row("a label above 9", t -> t.dataSetWith("label", "train-labels-idx1-ubyte.gz",
+                        IdxFileTest.idx(0x08, new int[] {3}, new byte[] {0, 1, 12})), ExampleCli.DATA,
+                        "{DIR}/label/train-labels-idx1-ubyte.gz: label 2 is 12, labels must be 0 to 9"),
                 row("--out under a file", t -> List.of("--data", t.dataSet("ok").toString(), "--out",
                         Files.writeString(t.dir.resolve("plain"), "x").resolve("run").toString()),
                         ExampleCli.DATA, "--out {DIR}/plain/run: cannot make the folder"),
