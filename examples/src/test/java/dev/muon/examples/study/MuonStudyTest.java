@@ -58,9 +58,9 @@ class MuonStudyTest {
     @Test
     void cell_trainsOneRun_andWritesItsRow() {
         Path results = dir.resolve("one");
-        ExampleErrorsTest.Outcome o = study(args("cell", List.of(), "--optimizer", "muon", "--lr", "3e-3",
-                "--muon-lr", "3e-3", "--width", "16", "--batch", "4", "--steps", "6", "--results",
-                results.toString()));
+        String[] muonCell = args("cell", List.of(), "--optimizer", "muon", "--lr", "3e-3", "--muon-lr", "3e-3",
+                "--width", "16", "--batch", "4", "--steps", "6", "--results", results.toString());
+        ExampleErrorsTest.Outcome o = study(muonCell);
         assertEquals(0, o.exitCode(), o.err());
         StudyCsv.Contents rows = StudyCsv.read(results.resolve(StudyCsv.FILE));
         assertEquals(1, rows.results().size());
@@ -74,9 +74,7 @@ class MuonStudyTest {
         assertFalse(r.machine().commit().isEmpty() || r.machine().cpu().isEmpty());
         assertEquals("tiny.dict.dz", r.corpus());
         // The same cell again is found in the file and not run.
-        ExampleErrorsTest.Outcome again = study(args("cell", List.of(), "--optimizer", "muon", "--lr", "3e-3",
-                "--muon-lr", "3e-3", "--width", "16", "--batch", "4", "--steps", "6", "--results",
-                results.toString()));
+        ExampleErrorsTest.Outcome again = study(muonCell);
         assertEquals(0, again.exitCode(), again.err());
         assertEquals(1, StudyCsv.read(results.resolve(StudyCsv.FILE)).results().size());
     }
@@ -106,9 +104,10 @@ class MuonStudyTest {
         assertEquals(List.of(5), contents.skippedLines());
         assertEquals(18, contents.results().size());
         assertEquals(18, contents.byKey().size());
-        StudyPlan plan = new StudyPlan(List.of(StudyPlan.setting("16x4", "--settings", 1, 4, 16, 384, 2, 0.1)),
-                List.of(StudyPlan.setting("16x4", "--settings", 1, 4, 16, 384, 2, 0.1)), List.of(1e-3, 3e-3),
-                List.of(1e-3, 3e-3), List.of(1L, 2L), 0);
+        // TINY_PLAN as a plan: its one setting, which is also where the variants run.
+        StudySetting tiny = StudyPlan.setting("16x4", "--settings", 1, 4, 16, 384, 2, 0.1);
+        StudyPlan plan = new StudyPlan(List.of(tiny), List.of(tiny), List.of(1e-3, 3e-3), List.of(1e-3, 3e-3),
+                List.of(1L, 2L), 0);
         assertEquals(List.of(), plan.pending(contents.byKey()));
         // A third run finds nothing to do.
         ExampleErrorsTest.Outcome third = study(args("sweep", TINY_PLAN, "--results", results.toString()));
