@@ -199,10 +199,10 @@ public final class DistributedMuonBenchmark implements Callable<Integer> {
             json.put("owned", plan.ownedBy(rank).size());
             json.put("nsFlopsShare", round(plan.flops(rank) / (double) total(plan), 4));
             json.put("imbalance", round(plan.imbalance(), 4));
-            json.put("nsMs", round(median(nsMs), 1));
+            json.put("nsMs", round(Median.of(nsMs), 1));
             json.put("nsMsMin", round(min(nsMs), 1));
             json.put("nsMsMax", round(max(nsMs), 1));
-            json.put("stepMs", round(median(stepMs), 1));
+            json.put("stepMs", round(Median.of(stepMs), 1));
             json.put("stepMsMin", round(min(stepMs), 1));
             json.put("stepMsMax", round(max(stepMs), 1));
             json.put("bytesPerStep", bytes[0]);
@@ -223,12 +223,6 @@ public final class DistributedMuonBenchmark implements Callable<Integer> {
             sum += plan.flops(r);
         }
         return sum;
-    }
-
-    private static double median(double[] v) {
-        double[] s = v.clone();
-        Arrays.sort(s);
-        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
     }
 
     private static double min(double[] v) {

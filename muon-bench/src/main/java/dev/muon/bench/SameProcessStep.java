@@ -166,11 +166,12 @@ public final class SameProcessStep implements Callable<Integer> {
             }
             double[] sorted = ratios.clone();
             Arrays.sort(sorted);
+            double median = Median.ofSorted(sorted);
             System.out.println(String.format(Locale.ROOT, "%s: reference / ours %.3f (median of %d runs; %.3f to "
-                    + "%.3f)", dtypeName(precision), median(ratios), runs, sorted[0], sorted[sorted.length - 1]));
+                    + "%.3f)", dtypeName(precision), median, runs, sorted[0], sorted[sorted.length - 1]));
             Map<String, Object> result = new LinkedHashMap<>();
             result.put("runs", perRun);
-            result.put("ratio_median", median(ratios));
+            result.put("ratio_median", median);
             result.put("ratio_min", sorted[0]);
             result.put("ratio_max", sorted[sorted.length - 1]);
             return result;
@@ -196,12 +197,5 @@ public final class SameProcessStep implements Callable<Integer> {
             ms[side] = (System.nanoTime() - t0) / 1e6;
         }
         return ms;
-    }
-
-    static double median(double[] values) {
-        double[] sorted = values.clone();
-        Arrays.sort(sorted);
-        int n = sorted.length;
-        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
     }
 }

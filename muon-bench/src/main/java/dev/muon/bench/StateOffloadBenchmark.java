@@ -203,8 +203,7 @@ public final class StateOffloadBenchmark implements Callable<Integer> {
             json.put("matrices", params.size());
             json.put("threads", torch.get_num_threads());
             json.put("steps", steps);
-            json.put("stepMs", round(sorted.length % 2 == 1 ? sorted[sorted.length / 2]
-                    : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2));
+            json.put("stepMs", round(Median.ofSorted(sorted)));
             json.put("stepMsMin", round(sorted[0]));
             json.put("stepMsMax", round(sorted[sorted.length - 1]));
             json.put("muonStateMiB", round(muon.stateBytes() / 1048576.0));

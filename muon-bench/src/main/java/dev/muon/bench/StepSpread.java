@@ -32,9 +32,8 @@ public record StepSpread(double median, double p90, double p99, double max) {
                 throw new IllegalArgumentException("step times must be finite, got " + t);
             }
         }
-        int n = sorted.length;
-        double median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-        return new StepSpread(median, nearestRank(sorted, 90), nearestRank(sorted, 99), sorted[n - 1]);
+        return new StepSpread(Median.ofSorted(sorted), nearestRank(sorted, 90), nearestRank(sorted, 99),
+                sorted[sorted.length - 1]);
     }
 
     /** The {@code p}-th percentile by nearest rank: the value at rank ⌈p·n/100⌉ of the sorted times. */
