@@ -86,6 +86,21 @@ final class StudyCsv {
     }
 
     /**
+     * The lines of one of the study's CSV files (the results and the timing), read whole.
+     *
+     * @param csv the file, which exists
+     * @return its lines
+     * @throws DataError naming the file, if it cannot be read
+     */
+    static List<String> readLines(Path csv) {
+        try {
+            return Files.readAllLines(csv, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new DataError(csv + ": cannot read it (" + DataError.reason(e) + ")", e);
+        }
+    }
+
+    /**
      * Reads the finished runs of a results file.
      *
      * @param csv the file
@@ -96,12 +111,7 @@ final class StudyCsv {
         if (!Files.exists(csv)) {
             return new Contents(List.of(), List.of());
         }
-        List<String> lines;
-        try {
-            lines = Files.readAllLines(csv, StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new DataError(csv + ": cannot read it (" + DataError.reason(e) + ")", e);
-        }
+        List<String> lines = readLines(csv);
         if (lines.isEmpty()) {
             return new Contents(List.of(), List.of());
         }

@@ -225,12 +225,7 @@ final class StudyTiming {
         if (!Files.exists(csv)) {
             return List.of();
         }
-        List<String> lines;
-        try {
-            lines = Files.readAllLines(csv, StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new DataError(csv + ": cannot read it (" + DataError.reason(e) + ")", e);
-        }
+        List<String> lines = StudyCsv.readLines(csv);
         if (lines.isEmpty() || !Arrays.asList(lines.get(0).split(",", -1)).equals(HEADER)) {
             throw new DataError(csv + ": its header is not a timing file's (expected " + String.join(",", HEADER)
                     + ")");
