@@ -64,10 +64,11 @@ public class DjlStepBenchmark {
 
     /**
      * Which optimizer steps: {@code muon-adamw} (muon-djl's hybrid, its Newton–Schulz on muon-core's native float32
-     * kernels where they run, as {@code AUTO} picks), {@code muon-adamw-ndarray} (the same on DJL's NDArray products,
-     * {@code GEMM}) or {@code adam} (DJL's).
+     * kernels where they run, as {@code AUTO} picks), {@code muon-adamw-aol} (the same with Turbo-Muon's AOL
+     * preconditioning and four iterations, {@code withAol()}), {@code muon-adamw-ndarray} (the first on DJL's NDArray
+     * products, {@code GEMM}) or {@code adam} (DJL's).
      */
-    @Param({"muon-adamw", "muon-adamw-ndarray", "adam"})
+    @Param({"muon-adamw", "muon-adamw-aol", "muon-adamw-ndarray", "adam"})
     public String optimizer;
 
     /**
@@ -123,6 +124,9 @@ public class DjlStepBenchmark {
         MuonConfig muon = MuonConfig.dropIn(AdamWConfig.defaults().lr(),
                 AdamWConfig.defaults().weightDecay()).withNsAlgorithm(
                 optimizer.equals("muon-adamw-ndarray") ? NsAlgorithm.GEMM : NsAlgorithm.AUTO);
+        if (optimizer.equals("muon-adamw-aol")) {
+            muon = muon.withAol();
+        }
         step = optimizer.equals("adam") ? Optimizer.adam().optLearningRateTracker(lr).build()
                 : MuonAdamW.builder().optBlock(block).optMuon(muon).optLearningRateTracker(lr)
                 .optOutputLayerOnAdamW(model.equals("mnist-mlp")).build();
