@@ -2,68 +2,33 @@ package dev.muon.examples.study;
 
 import dev.muon.examples.CharCorpus;
 import dev.muon.examples.DataError;
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Locale;
-import java.util.Map;
-import java.util.TreeMap;
 import java.util.regex.Pattern;
-import java.util.zip.CRC32;
-import java.util.zip.GZIPInputStream;
-import java.util.zip.ZipException;
 
 /**
- * The text of {@link MuonStudy}: the entries of a dictd dictionary, by default Debian's {@code dict-gcide}
- * ({@value #DEFAULT_DICT}, the Collaborative International Dictionary of English: Webster's 1913 and WordNet
- * definitions, etymologies and quotations), cleaned of the dictionary's markup and split by headword into training
- * and validation text.
- *
- * <p>A dictd dictionary is two files: the text ({@code NAME.dict}, or {@code NAME.dict.dz}, gzip with dictzip's
- * random-access table in the header, which {@link GZIPInputStream} skips) and {@code NAME.index}, one line per
- * headword: the headword, the entry's byte offset and its length, both numbers in dictd's base 64
- * ({@code A-Z a-z 0-9 + /}, most significant digit first). Entries are read through the index, so that each is
- * one document; several headwords that point to one entry count it once, under the first of them in the index.
- * dictd's own header entries (headwords {@code 00-...} and {@code 00database...}) are left out.
+ * The text of {@link MuonStudy} and of the second study's GCIDE stages: the entries of a dictd dictionary, by
+ * default Debian's {@code dict-gcide} ({@value #DEFAULT_DICT}, the Collaborative International Dictionary of
+ * English: Webster's 1913 and WordNet definitions, etymologies and quotations), cleaned of the dictionary's markup
+ * and split by headword into training and validation text. {@link DictdCorpus} reads the files and makes the split
+ * (CRC-32 of the headword); this class holds what is GCIDE's own, its cleaning.
  *
  * <p>Cleaning, per entry: lines that hold only a bracketed source tag ({@code [1913 Webster]},
  * {@code [WordNet 1.5]}, {@code [PJC]}, ...: a fifth of the file's lines) are dropped, pronunciations between
  * backslashes ({@code \Co*ag"u*late\}) and the braces of cross-references ({@code {Cogent}}) removed, the
  * indentation and runs of spaces collapsed, and the hard-wrapped lines of a paragraph joined with a space; a
  * paragraph ends at a blank line. Entries are separated by a blank line. GCIDE's accent codes
- * ({@code [a^]}, under 1 % of the text) stay.
- *
- * <p>The split: an entry goes to validation when the CRC-32 of its lower-cased headword is divisible by
- * {@value #VALIDATION_MODULUS} (about a tenth of the entries), so that all senses of a word land on the same side
- * and the split depends on nothing but the file. The vocabulary is byte-level: every byte is one token (the file is
- * read as ISO-8859-1, one character per byte); GCIDE's cleaned text has 96 distinct bytes.
+ * ({@code [a^]}, under 1 % of the text) stay. The vocabulary is byte-level; GCIDE's cleaned text has 96 distinct
+ * bytes.
  */
 final class GcideCorpus {
     /** Where Debian's {@code dict-gcide} puts the dictionary text ({@code dpkg -L dict-gcide}). */
     static final String DEFAULT_DICT = "/usr/share/dictd/gcide.dict.dz";
-    /** One entry in this many goes to validation, chosen by the CRC-32 of its headword. */
-    static final int VALIDATION_MODULUS = 10;
-    private static final String INSTALL = "apt-get install dict-gcide";
-    private static final String BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    /** The Debian package. */
+    static final String PACKAGE = "dict-gcide";
     private static final Pattern TAG_LINE = Pattern.compile("\\[[^\\]]*\\]");
     private static final Pattern PRONUNCIATION = Pattern.compile("[ \\t]*\\\\[^\\\\\\n]*\\\\");
-    private static final Pattern SPACES = Pattern.compile("[ \\t]{2,}");
 
     private GcideCorpus() {
-    }
-
-    /** One dictionary entry: its headword (the first in the index that points to it) and its cleaned text. */
-    record Entry(String headword, String text) {
-        /** Whether the entry belongs to the validation text. */
-        boolean validation() {
-            return isValidation(headword);
-        }
     }
 
     /**
@@ -87,166 +52,19 @@ final class GcideCorpus {
      * @return the corpus
      */
     static CharCorpus load(Path dict, Path defaultDict) {
-        Path file = dict == null ? defaultDict : dict;
-        String option = dict == null ? "" : "--data ";
-        if (!Files.isRegularFile(file)) {
-            throw new DataError(dict == null
-                    ? "no corpus: " + defaultDict + " is not installed; install it with '" + INSTALL
-                            + "', or pass --data FILE (a dictd .dict.dz or .dict file with its .index beside it)"
-                    : option + file + ": no such file; it must be a dictd .dict.dz or .dict file with its .index "
-                            + "beside it (Debian's dict-gcide: " + INSTALL + ")");
-        }
-        Path index = indexOf(file, option);
-        List<Entry> entries = entries(read(file, option), readIndex(index, option), file, index, option);
-        StringBuilder training = new StringBuilder();
-        StringBuilder validation = new StringBuilder();
-        int validationEntries = 0;
-        for (Entry e : entries) {
-            StringBuilder side = e.validation() ? validation : training;
-            side.append(e.text()).append("\n\n");
-            validationEntries += e.validation() ? 1 : 0;
-        }
-        if (training.length() == 0 || validation.length() == 0) {
-            throw new DataError(option + file + ": its " + entries.size() + " entries give " + validationEntries
-                    + " validation entries and " + (entries.size() - validationEntries) + " training entries; "
-                    + "the headword split (CRC-32 divisible by " + VALIDATION_MODULUS + ") needs both");
-        }
-        String source = String.format(Locale.ROOT, "%s (%,d entries: %,d training, %,d validation, split by "
-                + "headword)", dict == null ? "Debian dict-gcide, " + defaultDict : file.toString(), entries.size(),
-                entries.size() - validationEntries, validationEntries);
-        return CharCorpus.split(source, training.toString(), validation.toString());
+        return load(dict, defaultDict, "--data");
     }
 
     /**
-     * Whether an entry of this headword goes to validation: its lower-cased CRC-32 is divisible by
-     * {@value #VALIDATION_MODULUS}.
+     * {@link #load(Path, Path)} for a command whose option naming the file is {@code option}.
      *
-     * @param headword the headword
-     * @return true for validation
+     * @param dict        the file the option named, or null
+     * @param defaultDict where the package puts the dictionary
+     * @param option      the option, such as {@code --gcide}, for messages
+     * @return the corpus
      */
-    static boolean isValidation(String headword) {
-        CRC32 crc = new CRC32();
-        crc.update(headword.toLowerCase(Locale.ROOT).getBytes(StandardCharsets.ISO_8859_1));
-        return crc.getValue() % VALIDATION_MODULUS == 0;
-    }
-
-    /** {@code NAME.index} beside {@code NAME.dict} or {@code NAME.dict.dz}. */
-    private static Path indexOf(Path dict, String option) {
-        String name = dict.getFileName().toString();
-        String stem = name.endsWith(".dict.dz") ? name.substring(0, name.length() - ".dict.dz".length())
-                : name.endsWith(".dict") ? name.substring(0, name.length() - ".dict".length()) : null;
-        if (stem == null || stem.isEmpty()) {
-            throw new DataError(option + dict + ": the name must end in .dict.dz or .dict, as a dictd dictionary's "
-                    + "text does (its index is NAME.index beside it)");
-        }
-        Path index = dict.resolveSibling(stem + ".index");
-        if (!Files.isRegularFile(index)) {
-            throw new DataError(option + dict + ": its index " + index + " is missing; a dictd dictionary is "
-                    + "NAME.dict.dz (or NAME.dict) and NAME.index side by side");
-        }
-        return index;
-    }
-
-    /** The dictionary's bytes as ISO-8859-1 text, one character per byte, gunzipped when the file is gzip. */
-    private static String read(Path file, String option) {
-        try (InputStream raw = Files.newInputStream(file)) {
-            byte[] head = raw.readNBytes(2);
-            boolean gzip = head.length == 2 && (head[0] & 0xff) == 0x1f && (head[1] & 0xff) == 0x8b;
-            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-            if (gzip) {
-                try (InputStream in = new GZIPInputStream(new java.io.SequenceInputStream(
-                        new java.io.ByteArrayInputStream(head), raw))) {
-                    in.transferTo(bytes);
-                }
-            } else {
-                bytes.write(head);
-                raw.transferTo(bytes);
-            }
-            return bytes.toString(StandardCharsets.ISO_8859_1);
-        } catch (ZipException | java.io.EOFException e) {
-            throw new DataError(option + file + ": damaged gzip data (" + DataError.reason(e) + "); reinstall it ("
-                    + INSTALL + ") or pass another --data", e);
-        } catch (IOException e) {
-            throw new DataError(option + file + ": cannot read it (" + DataError.reason(e) + ")", e);
-        }
-    }
-
-    /** The index's lines, one string each. */
-    private static List<String> readIndex(Path index, String option) {
-        try {
-            return Files.readAllLines(index, StandardCharsets.ISO_8859_1);
-        } catch (IOException e) {
-            throw new DataError(option + index + ": cannot read it (" + DataError.reason(e) + ")", e);
-        }
-    }
-
-    /**
-     * The entries the index points to, in the order of the text, cleaned; entries that clean to nothing are left
-     * out.
-     *
-     * @param text      the dictionary text, one character per byte
-     * @param index     the index's lines
-     * @param dict      the text's file, for messages
-     * @param indexFile the index's file, for messages
-     * @param option    {@code "--data "} when the user named the file, for messages
-     * @return the entries
-     * @throws DataError naming the index line, if a line is malformed or points outside the text
-     */
-    static List<Entry> entries(String text, List<String> index, Path dict, Path indexFile, String option) {
-        // Offset -> headword, the first index line for each entry; sorted by offset = the text's order.
-        Map<Long, String> headwords = new TreeMap<>();
-        Map<Long, Long> lengths = new LinkedHashMap<>();
-        for (int i = 0; i < index.size(); i++) {
-            String line = index.get(i);
-            if (line.isEmpty()) {
-                continue;
-            }
-            String[] fields = line.split("\t");
-            String where = option + indexFile + " line " + (i + 1) + ": ";
-            if (fields.length < 3) {
-                throw new DataError(where + "has " + fields.length + " tab-separated fields; an index line is "
-                        + "headword, offset and length");
-            }
-            String headword = fields[0];
-            if (headword.startsWith("00-") || headword.startsWith("00database")) {
-                continue;
-            }
-            long offset = base64(fields[1], where + "offset");
-            long length = base64(fields[2], where + "length");
-            if (offset + length > text.length()) {
-                throw new DataError(where + "the entry at " + offset + " of length " + length + " ends past the "
-                        + "end of " + dict + " (" + text.length() + " bytes): the index is not that file's");
-            }
-            headwords.putIfAbsent(offset, headword);
-            lengths.putIfAbsent(offset, length);
-        }
-        List<Entry> entries = new ArrayList<>();
-        for (Map.Entry<Long, String> e : headwords.entrySet()) {
-            int start = Math.toIntExact(e.getKey());
-            String cleaned = clean(text.substring(start, start + Math.toIntExact(lengths.get(e.getKey()))));
-            if (!cleaned.isEmpty()) {
-                entries.add(new Entry(e.getValue(), cleaned));
-            }
-        }
-        return entries;
-    }
-
-    /** A number in dictd's base 64, most significant digit first. */
-    private static long base64(String digits, String what) {
-        if (digits.isEmpty() || digits.length() > 10) {
-            throw new DataError(what + " '" + digits + "' is not a dictd base-64 number (1 to 10 digits of "
-                    + "A-Z a-z 0-9 + /)");
-        }
-        long value = 0;
-        for (int i = 0; i < digits.length(); i++) {
-            int digit = BASE64.indexOf(digits.charAt(i));
-            if (digit < 0) {
-                throw new DataError(what + " '" + digits + "' is not a dictd base-64 number (digits A-Z a-z "
-                        + "0-9 + /)");
-            }
-            value = value * 64 + digit;
-        }
-        return value;
+    static CharCorpus load(Path dict, Path defaultDict, String option) {
+        return DictdCorpus.load(dict, new DictdCorpus.Source(PACKAGE, defaultDict, option, GcideCorpus::clean));
     }
 
     /**
@@ -259,27 +77,6 @@ final class GcideCorpus {
     static String clean(String entry) {
         String text = PRONUNCIATION.matcher(entry).replaceAll("").replace("{", "").replace("}", "")
                 .replace("\r", "");
-        StringBuilder out = new StringBuilder();
-        StringBuilder paragraph = new StringBuilder();
-        for (String line : text.split("\n", -1)) {
-            String s = SPACES.matcher(line.strip()).replaceAll(" ");
-            if (TAG_LINE.matcher(s).matches()) {
-                continue;
-            }
-            if (s.isEmpty()) {
-                flush(out, paragraph);
-            } else {
-                paragraph.append(paragraph.length() == 0 ? "" : " ").append(s);
-            }
-        }
-        flush(out, paragraph);
-        return out.toString();
-    }
-
-    private static void flush(StringBuilder out, StringBuilder paragraph) {
-        if (paragraph.length() > 0) {
-            out.append(out.length() == 0 ? "" : "\n").append(paragraph);
-            paragraph.setLength(0);
-        }
+        return DictdCorpus.joinParagraphs(text, line -> TAG_LINE.matcher(line).matches());
     }
 }

@@ -46,19 +46,19 @@ class GcideCorpusTest {
     void load_splitsByHeadword_everySenseOnOneSide_andTheTextIsClean() throws IOException {
         Path dict = TinyDictionary.write(dir, "tiny", 300);
         String text = new String(TinyDictionary.gzipped(dict), StandardCharsets.ISO_8859_1);
-        List<GcideCorpus.Entry> entries = GcideCorpus.entries(text, Files.readAllLines(dir.resolve("tiny.index"),
-                StandardCharsets.ISO_8859_1), dict, dir.resolve("tiny.index"), "--data ");
+        List<DictdCorpus.Entry> entries = DictdCorpus.entries(text, Files.readAllLines(dir.resolve("tiny.index"),
+                StandardCharsets.ISO_8859_1), dict, dir.resolve("tiny.index"), "--data ", GcideCorpus::clean);
         // The header entry is left out; every generated entry is there once, in the text's order.
         assertEquals(300, entries.size());
         assertEquals(TinyDictionary.headword(0), entries.get(0).headword());
         assertEquals(TinyDictionary.headword(299), entries.get(299).headword());
-        long validation = entries.stream().filter(GcideCorpus.Entry::validation).count();
+        long validation = entries.stream().filter(DictdCorpus.Entry::validation).count();
         assertTrue(validation > 10 && validation < 60, validation + " of 300 entries in validation");
 
         CharCorpus corpus = GcideCorpus.load(dict, dir.resolve("no-default.dict.dz"));
         StringBuilder expectedTraining = new StringBuilder();
         StringBuilder expectedValidation = new StringBuilder();
-        for (GcideCorpus.Entry e : entries) {
+        for (DictdCorpus.Entry e : entries) {
             (e.validation() ? expectedValidation : expectedTraining).append(e.text()).append("\n\n");
         }
         assertEquals(expectedTraining.length(), corpus.trainLength());
@@ -76,10 +76,10 @@ class GcideCorpusTest {
         java.util.zip.CRC32 crc = new java.util.zip.CRC32();
         crc.update("lash".getBytes(StandardCharsets.ISO_8859_1));
         boolean expected = crc.getValue() % 10 == 0;
-        assertEquals(expected, GcideCorpus.isValidation("Lash"));
-        assertEquals(expected, GcideCorpus.isValidation("LASH"));
+        assertEquals(expected, DictdCorpus.isValidation("Lash"));
+        assertEquals(expected, DictdCorpus.isValidation("LASH"));
         long inValidation = java.util.stream.IntStream.range(0, 2000)
-                .filter(i -> GcideCorpus.isValidation(TinyDictionary.headword(i))).count();
+                .filter(i -> DictdCorpus.isValidation(TinyDictionary.headword(i))).count();
         assertTrue(inValidation > 150 && inValidation < 250, inValidation + " of 2000");
     }
 
