@@ -1,15 +1,7 @@
 package dev.muon.examples.study;
 
 import dev.muon.examples.DataError;
-import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -19,13 +11,11 @@ import java.util.stream.Collectors;
 
 /**
  * The study's results file, {@code runs.csv}: one row per finished run, appended when the run ends, so that a
- * sweep that is stopped (killed, or out of time) loses only the runs in progress and goes on where it stopped.
- *
- * <p>A row is written with one positional write at the end of the file, under an exclusive file lock, and forced
- * to disk. A row cut short by a kill during that write lacks its line break: the next append starts a new line
- * first, and {@link #read} skips any row that does not have every column or whose numbers do not parse (and
- * reports them), so that its cell runs again. The curve is in the row: {@code eval_steps}, {@code val_loss} and
- * {@code train_seconds} are lists separated by {@code ;}. No field holds a comma or a quote, so no field is quoted.
+ * sweep that is stopped (killed, or out of time) loses only the runs in progress and goes on where it stopped
+ * ({@link ResultsFile}: a row cut short by a kill is skipped when the file is read, and its cell runs again; a row
+ * that does not have every column or whose numbers do not parse counts as cut short). The curve is in the row:
+ * {@code eval_steps}, {@code val_loss} and {@code train_seconds} are lists separated by {@code ;}. No field holds a
+ * comma or a quote, so no field is quoted.
  */
 final class StudyCsv {
     /** The columns, in order. */
@@ -58,31 +48,8 @@ final class StudyCsv {
      * @param result the run
      * @throws DataError naming the file, if it cannot be written
      */
-    static synchronized void append(Path csv, StudyResult result) {
-        // synchronized: a JVM may hold a file's lock only once, and the sweep's workers share this file.
-        try (FileChannel channel = FileChannel.open(csv, StandardOpenOption.CREATE, StandardOpenOption.READ,
-                StandardOpenOption.WRITE); FileLock lock = channel.lock()) {
-            long size = channel.size();
-            StringBuilder out = new StringBuilder();
-            if (size == 0) {
-                out.append(String.join(",", HEADER)).append('\n');
-            } else {
-                ByteBuffer last = ByteBuffer.allocate(1);
-                channel.read(last, size - 1);
-                if (last.get(0) != '\n') {
-                    out.append('\n');
-                }
-            }
-            out.append(row(result)).append('\n');
-            ByteBuffer bytes = ByteBuffer.wrap(out.toString().getBytes(StandardCharsets.UTF_8));
-            long position = size;
-            while (bytes.hasRemaining()) {
-                position += channel.write(bytes, position);
-            }
-            channel.force(true);
-        } catch (IOException e) {
-            throw new DataError(csv + ": cannot append the run's row (" + DataError.reason(e) + ")", e);
-        }
+    static void append(Path csv, StudyResult result) {
+        ResultsFile.append(csv, HEADER, row(result));
     }
 
     /**
@@ -93,11 +60,7 @@ final class StudyCsv {
      * @throws DataError naming the file, if it cannot be read
      */
     static List<String> readLines(Path csv) {
-        try {
-            return Files.readAllLines(csv, StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new DataError(csv + ": cannot read it (" + DataError.reason(e) + ")", e);
-        }
+        return ResultsFile.readLines(csv);
     }
 
     /**
@@ -108,31 +71,8 @@ final class StudyCsv {
      * @throws DataError naming the file, if it cannot be read or its header is not the study's
      */
     static Contents read(Path csv) {
-        if (!Files.exists(csv)) {
-            return new Contents(List.of(), List.of());
-        }
-        List<String> lines = readLines(csv);
-        if (lines.isEmpty()) {
-            return new Contents(List.of(), List.of());
-        }
-        List<String> header = Arrays.asList(lines.get(0).split(",", -1));
-        if (!header.equals(HEADER)) {
-            throw new DataError(csv + ": its header is not a study results file's (expected "
-                    + String.join(",", HEADER) + ", got " + lines.get(0) + ")");
-        }
-        List<StudyResult> results = new ArrayList<>();
-        List<Integer> skipped = new ArrayList<>();
-        for (int i = 1; i < lines.size(); i++) {
-            if (lines.get(i).isBlank()) {
-                continue;
-            }
-            try {
-                results.add(parse(lines.get(i)));
-            } catch (IllegalArgumentException | IndexOutOfBoundsException e) {
-                skipped.add(i + 1);
-            }
-        }
-        return new Contents(List.copyOf(results), List.copyOf(skipped));
+        ResultsFile.Rows<StudyResult> rows = ResultsFile.read(csv, HEADER, "a study results file's", StudyCsv::parse);
+        return new Contents(rows.rows(), rows.skippedLines());
     }
 
     /** A row of the file. */
