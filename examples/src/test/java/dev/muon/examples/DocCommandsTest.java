@@ -1,6 +1,7 @@
 package dev.muon.examples;
 
 import dev.muon.examples.study.MuonStudy;
+import dev.muon.examples.study.SecondStudy;
 import dev.muon.examples.study.StudyArguments;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
@@ -146,6 +147,8 @@ class DocCommandsTest {
             ((JmhQuickstart) cli.getCommand()).shapeTexts.forEach(JmhQuickstart::parseShape);
         } else if (example == MuonStudy.class) {
             StudyArguments.accept(argv);
+        } else if (example == SecondStudy.class) {
+            StudyArguments.acceptSecond(argv);
         } else if (example == Replot.class) {
             CommandLine cli = ExampleCli.commandLine(new Replot());
             CommandLine.ParseResult parsed = cli.parseArgs(argv);

@@ -1,6 +1,7 @@
 package dev.muon.examples;
 
 import dev.muon.examples.study.MuonStudy;
+import dev.muon.examples.study.SecondStudy;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -70,7 +71,8 @@ public class ExampleErrorsTest {
                 new Example("JmhQuickstart", () -> ExampleCli.commandLine(new JmhQuickstart())),
                 new Example("QuickStart", () -> ExampleCli.commandLine(new QuickStart())),
                 new Example("OrthogonalityTable", () -> ExampleCli.commandLine(new OrthogonalityTable())),
-                new Example("MuonStudy", () -> ExampleCli.commandLine(new MuonStudy())));
+                new Example("MuonStudy", () -> ExampleCli.commandLine(new MuonStudy())),
+                new Example("SecondStudy", () -> ExampleCli.commandLine(new SecondStudy())));
     }
 
     @ParameterizedTest

@@ -125,7 +125,7 @@ class FoldocCorpusTest {
                 e.getMessage());
     }
 
-    /** The package itself, where it is installed: a B1 run (2,048,000 characters) reads under half its training text. */
+    /** The package itself, where installed: a B1 run (2,048,000 characters) reads under half its training text. */
     @Test
     void debianFoldoc_whenInstalled_holdsMoreThanTwiceABudgetOfTrainingText() {
         Path installed = Path.of(FoldocCorpus.DEFAULT_DICT);

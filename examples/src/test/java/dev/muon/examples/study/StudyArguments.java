@@ -3,7 +3,10 @@ package dev.muon.examples.study;
 import dev.muon.examples.ExampleCli;
 import picocli.CommandLine;
 
-/** {@code DocCommandsTest}'s check of a documented {@code MuonStudy} command, inside the study's package. */
+/**
+ * {@code DocCommandsTest}'s check of a documented {@code MuonStudy} or {@code SecondStudy} command, inside the
+ * studies' package.
+ */
 public final class StudyArguments {
     private StudyArguments() {
     }
@@ -30,5 +33,18 @@ public final class StudyArguments {
             t.model.validate(sub);
             t.planOptions.plan(sub, t.model);
         }
+    }
+
+    /**
+     * Parses and validates the arguments as {@code SecondStudy} would, without running it.
+     *
+     * @param argv the command's arguments
+     * @throws CommandLine.ParameterException if picocli or the option checks refuse them
+     */
+    public static void acceptSecond(String[] argv) {
+        SecondStudy study = new SecondStudy();
+        CommandLine cli = ExampleCli.commandLine(study);
+        cli.parseArgs(argv);
+        study.validate(cli);
     }
 }
