@@ -368,6 +368,16 @@ class SecondStudyTest {
         assertEquals(new SecondProjection.Left(1, 125), extended);
     }
 
+    @Test
+    void configuration_namesATunedArmsSettings_withoutItsSeed() {
+        assertEquals("adamw: lr 3e-3, beta2 0.99, weight decay 0.1",
+                SecondStudy.configuration(cell(SecondArm.ADAMW, 1000, 0)));
+        assertEquals("adamw_2lr: hidden lr 4e-3, rest 3e-3, beta2 0.99, weight decay 0.1",
+                SecondStudy.configuration(cell(SecondArm.ADAMW_2LR, 1000, 0)));
+        assertEquals("hyperball: lr 4e-3, AdamW side 3e-3, beta2 0.99, weight decay 0.1, radius 0.0",
+                SecondStudy.configuration(cell(SecondArm.HYPERBALL, 1000, 0)));
+    }
+
     static Stream<Arguments> usageErrors() {
         return Stream.of(
                 Arguments.of(List.of(), "SecondStudy: Missing required option: '--out=DIR'"),
