@@ -73,8 +73,11 @@ import java.util.function.LongSupplier;
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
-@Warmup(iterations = 2, time = 2)
-@Measurement(iterations = 5, time = 2)
+// Five-second iterations after three of warm-up: with two-second ones an iteration held one or two steps of up to
+// 1.7 s, so a single slow step was a fifth of the sample and the error reached 15-60 % of the mean; five seconds
+// gave 6 % (float32) and 8 % (bfloat16) in the same window (docs/benchmarks.md, "The step's spread").
+@Warmup(iterations = 3, time = 5)
+@Measurement(iterations = 5, time = 5)
 @Fork(1)
 public class MuonStepBenchmark {
     private static final int D = 768;
