@@ -52,12 +52,6 @@ record SecondResult(SecondCell cell, int[] evalSteps, double[] valLoss, double[]
 
     /** Mean training milliseconds per step, over the steps before the last finite evaluation; NaN if none. */
     double msPerStep() {
-        int last = 0;
-        for (int i = 0; i < valLoss.length; i++) {
-            if (Double.isFinite(valLoss[i])) {
-                last = i;
-            }
-        }
-        return evalSteps[last] == 0 ? Double.NaN : 1000 * trainSeconds[last] / evalSteps[last];
+        return StudyResult.msPerStep(evalSteps, valLoss, trainSeconds);
     }
 }

@@ -29,6 +29,14 @@ record StudyResult(StudyCell cell, int[] evalSteps, double[] valLoss, double[] t
 
     /** Mean training milliseconds per step, over the steps before the last finite evaluation. */
     double msPerStep() {
+        return msPerStep(evalSteps, valLoss, trainSeconds);
+    }
+
+    /**
+     * Mean training milliseconds per step of a run's curve (both studies' rows), over the steps before its last
+     * finite evaluation; NaN if there is none after step 0.
+     */
+    static double msPerStep(int[] evalSteps, double[] valLoss, double[] trainSeconds) {
         int last = 0;
         for (int i = 0; i < valLoss.length; i++) {
             if (Double.isFinite(valLoss[i])) {
