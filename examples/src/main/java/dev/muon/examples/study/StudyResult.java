@@ -54,6 +54,14 @@ record StudyResult(StudyCell cell, int[] evalSteps, double[] valLoss, double[] t
      * @return the step, fractional, or NaN
      */
     double stepsTo(double target) {
+        return stepsTo(evalSteps, valLoss, target);
+    }
+
+    /**
+     * The first step at which a run's curve (both studies' rows) is at or below {@code target}, linearly
+     * interpolated between the two evaluations around the crossing; NaN if it never gets there.
+     */
+    static double stepsTo(int[] evalSteps, double[] valLoss, double target) {
         for (int k = 1; k < valLoss.length; k++) {
             if (valLoss[k] <= target) {
                 double before = valLoss[k - 1];

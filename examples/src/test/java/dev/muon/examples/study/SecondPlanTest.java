@@ -25,7 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class SecondPlanTest {
     /** A loss with its minimum at the middle of every grid: no lr edge, no extension. */
-    private static double inside(SecondCell c) {
+    static double inside(SecondCell c) {
         double centre = switch (c.arm()) {
             case ADAMW -> 2e-3;
             case ADAMW_2LR -> 2 * c.adamwLr();
