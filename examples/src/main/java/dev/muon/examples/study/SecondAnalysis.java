@@ -213,6 +213,20 @@ final class SecondAnalysis {
      * @return the comparisons, in the family's planned order
      */
     static List<Comparison> compare(Family family, List<StageRuns> stages) {
+        return compare(family, stages, null);
+    }
+
+    /**
+     * A family's comparisons on seconds to the target, {@code steps × τ} with τ an arm's time per step from the
+     * timing pass: {@code d + ln(τ_X / τ_Y)}, with Holm's correction over the family; the time per step's own
+     * uncertainty is not carried (the step costs are reported beside).
+     *
+     * @param family    the family
+     * @param stages    the stages' runs
+     * @param msPerStep each arm's mean ms per step at one thread count, or null for steps
+     * @return the comparisons, in the family's planned order; an arm without a time is pending
+     */
+    static List<Comparison> compare(Family family, List<StageRuns> stages, Map<SecondArm, Double> msPerStep) {
         List<Planned> planned = family.planned();
         double[] p = new double[planned.size()];
         double[] finalP = new double[planned.size()];
@@ -223,8 +237,9 @@ final class SecondAnalysis {
             StageRuns s = stage(stages, c.stage());
             StudyStats.Paired t = null;
             StudyStats.Paired f = null;
-            if (s.ready(c.x(), c.y())) {
-                t = StudyStats.paired(log(s.steps(c.x())), log(s.steps(c.y())));
+            boolean timed = msPerStep == null || msPerStep.containsKey(c.x()) && msPerStep.containsKey(c.y());
+            if (s.ready(c.x(), c.y()) && timed) {
+                t = StudyStats.paired(log(s.steps(c.x()), msPerStep, c.x()), log(s.steps(c.y()), msPerStep, c.y()));
                 double[] fx = s.finals(c.x());
                 double[] fy = s.finals(c.y());
                 if (allFinite(fx) && allFinite(fy)) {
@@ -338,12 +353,26 @@ final class SecondAnalysis {
     }
 
     /**
-     * The report: the targets and tuned configurations, each family's table, and the drift.
+     * The report without a timing pass: the targets and tuned configurations, each family's table on steps, and
+     * the drift.
      *
      * @param results the results file's runs
      * @return Markdown
      */
     static String markdown(List<SecondResult> results) {
+        return markdown(results, List.of());
+    }
+
+    /**
+     * The report: the targets and tuned configurations, each family's table on steps, the drift, and, with a
+     * timing pass, each family on seconds at every thread count and every arm's step cost against
+     * {@code MuonAdamW}'s.
+     *
+     * @param results the results file's runs
+     * @param timing  the timing pass's rounds (its latest pass), empty if none
+     * @return Markdown
+     */
+    static String markdown(List<SecondResult> results, List<SecondTiming.Round> timing) {
         List<StageRuns> stages = stages(results);
         StringBuilder md = new StringBuilder("# The second study: analysis\n\n");
         md.append(String.format(Locale.ROOT, "%d runs read. Steps to the target, paired by seed over the %d "
@@ -360,26 +389,7 @@ final class SecondAnalysis {
                     .append(" | ").append(tuned.isEmpty() ? "tuning" : String.join("; ", tuned)).append(" |\n");
         }
         for (Family f : Family.values()) {
-            md.append("\n## ").append(f.title()).append("\n\n| stage | X against Y | steps ratio (95 % CI) | p | Holm p "
-                    + "| verdict | X faster on | censored X, Y | final loss X − Y (95 % CI) | Holm p |\n"
-                    + "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
-            for (Comparison c : compare(f, stages)) {
-                Planned q = c.planned();
-                md.append("| ").append(q.stage().id()).append(" | ").append(q.x().label()).append(" against ")
-                        .append(q.y().label()).append(" | ");
-                if (!c.ready()) {
-                    md.append("pending | | | | | | | |\n");
-                    continue;
-                }
-                md.append(String.format(Locale.ROOT, "%.3f (%.3f–%.3f) | %s | %s | %s%s | %d of %d | %d, %d | ",
-                        c.ratio(), c.low(), c.high(), p(c.p()), p(c.holm()), c.verdict(),
-                        c.equivalent() ? ", equivalent within 10 %" : "", c.lowerX(),
-                        SecondPlan.CONFIRMATION_SEEDS.size(), c.censoredX(), c.censoredY()));
-                StudyStats.Paired fl = c.finalLoss();
-                md.append(fl == null ? "n/a (a run diverged) | |\n" : String.format(Locale.ROOT,
-                        "%+.4f (%+.4f to %+.4f) | %s |%n", fl.difference().mean(), fl.difference().low(),
-                        fl.difference().high(), p(c.finalHolm())));
-            }
+            table(md, f.title() + ": steps to the target", compare(f, stages), true);
         }
         Drift d = drift(stages);
         md.append("\n## Drift of MuonAdamW against AdamW over GCIDE's budgets\n\n");
@@ -390,15 +400,66 @@ final class SecondAnalysis {
                     + "pairs: %+.4f (95 %% CI %+.4f to %+.4f), p %s: %s.%n", d.pairs(), d.slope(), d.low(),
                     d.high(), p(d.p()), d.verdict()));
         }
+        if (timing.isEmpty()) {
+            md.append("\nSeconds: pending the timing pass.\n");
+            return md.toString();
+        }
+        SecondTiming.times(timing).forEach((threads, times) -> {
+            Map<SecondArm, Double> means = new EnumMap<>(SecondArm.class);
+            times.forEach((arm, ms) -> means.put(arm, Arrays.stream(ms).average().orElseThrow()));
+            for (Family f : Family.values()) {
+                table(md, f.title() + ": seconds to the target at " + threads + " thread" + (threads == 1 ? "" : "s"),
+                        compare(f, stages, means), false);
+            }
+            md.append("\n## Step cost at ").append(threads).append(" thread").append(threads == 1 ? "" : "s")
+                    .append(", against MuonAdamW\n\n| arm | ms per step | over MuonAdamW's (95 % CI) |\n"
+                            + "| --- | ---: | ---: |\n");
+            if (times.containsKey(SecondArm.MUON)) {
+                for (SecondTiming.Cost c : SecondTiming.costs(times, threads)) {
+                    md.append(String.format(Locale.ROOT, "| %s | %.2f | %.3f (%.3f–%.3f) |%n", c.arm().label(),
+                            c.ms(), c.ratio(), c.low(), c.high()));
+                }
+            }
+        });
         return md.toString();
+    }
+
+    /** One family's table; the final-loss columns only with steps (they do not depend on the time per step). */
+    private static void table(StringBuilder md, String title, List<Comparison> comparisons, boolean finals) {
+        md.append("\n## ").append(title).append("\n\n| stage | X against Y | ratio (95 % CI) | p | Holm p "
+                + "| verdict | X faster on | censored X, Y |").append(finals ? " final loss X − Y (95 % CI) | Holm p |"
+                : "").append("\n| --- | --- | ---: | ---: | ---: | --- | ---: | ---: |")
+                .append(finals ? " ---: | ---: |" : "").append('\n');
+        for (Comparison c : comparisons) {
+            Planned q = c.planned();
+            md.append("| ").append(q.stage().id()).append(" | ").append(q.x().label()).append(" against ")
+                    .append(q.y().label()).append(" | ");
+            if (!c.ready()) {
+                md.append("pending | | | | | |").append(finals ? " | |" : "").append('\n');
+                continue;
+            }
+            md.append(String.format(Locale.ROOT, "%.3f (%.3f–%.3f) | %s | %s | %s%s | %d of %d | %d, %d |",
+                    c.ratio(), c.low(), c.high(), p(c.p()), p(c.holm()), c.verdict(),
+                    c.equivalent() ? ", equivalent within 10 %" : "", c.lowerX(),
+                    SecondPlan.CONFIRMATION_SEEDS.size(), c.censoredX(), c.censoredY()));
+            if (finals) {
+                StudyStats.Paired fl = c.finalLoss();
+                md.append(fl == null ? " n/a (a run diverged) | |" : String.format(Locale.ROOT,
+                        " %+.4f (%+.4f to %+.4f) | %s |", fl.difference().mean(), fl.difference().low(),
+                        fl.difference().high(), p(c.finalHolm())));
+            }
+            md.append('\n');
+        }
     }
 
     private static StageRuns stage(List<StageRuns> stages, SecondPlan.Stage stage) {
         return stages.stream().filter(s -> s.stage().equals(stage)).findFirst().orElseThrow();
     }
 
-    private static double[] log(double[] values) {
-        return Arrays.stream(values).map(Math::log).toArray();
+    /** ln of each value, plus ln of the arm's time per step when there is one. */
+    private static double[] log(double[] steps, Map<SecondArm, Double> msPerStep, SecondArm arm) {
+        double shift = msPerStep == null ? 0 : Math.log(msPerStep.get(arm));
+        return Arrays.stream(steps).map(v -> Math.log(v) + shift).toArray();
     }
 
     private static boolean allFinite(double[] values) {
