@@ -114,12 +114,8 @@ final class LaunchChecks {
     static void momentum(Operand buffer, Operand grad, Operand out, double momentum, int device) {
         onDevice(buffer, device);
         dtype(buffer, ScalarType.Float);
-        onDevice(grad, device);
-        dtype(grad, ScalarType.Float);
-        shape(grad, buffer.shape());
-        onDevice(out, device);
-        dtype(out, ScalarType.BFloat16);
-        shape(out, buffer.shape());
+        sameShapeOnDevice(grad, buffer, ScalarType.Float, device);
+        sameShapeOnDevice(out, buffer, ScalarType.BFloat16, device);
         disjoint(out, buffer);
         disjoint(out, grad);
         disjoint(grad, buffer);
@@ -139,9 +135,7 @@ final class LaunchChecks {
     static void parameterUpdate(Operand param, Operand update, int device) {
         onDevice(param, device);
         dtype(param, ScalarType.Float);
-        onDevice(update, device);
-        dtype(update, ScalarType.BFloat16);
-        shape(update, param.shape());
+        sameShapeOnDevice(update, param, ScalarType.BFloat16, device);
         disjoint(update, param);
     }
 
@@ -162,6 +156,16 @@ final class LaunchChecks {
             throw new IllegalArgumentException(t.name() + " must start on a 16-byte boundary, got address 0x"
                     + Long.toHexString(t.address()));
         }
+    }
+
+    /**
+     * An elementwise kernel's further operand: on the launch's device, of its own dtype, and of the first operand's
+     * shape, checked in that order.
+     */
+    private static void sameShapeOnDevice(Operand t, Operand first, ScalarType expected, int device) {
+        onDevice(t, device);
+        dtype(t, expected);
+        shape(t, first.shape());
     }
 
     private static void matrixOrBatch(Operand t) {
