@@ -1,5 +1,7 @@
 package dev.muon.cuda;
 
+import dev.muon.cuda.internal.CudaFusedUpdateKernelsProvider;
+import dev.muon.internal.FusedUpdateKernelsProvider;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
 import dev.muon.orthogonalize.NsPrecision;
@@ -8,23 +10,43 @@ import dev.muon.orthogonalize.OrthogonalizerProvider;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
+import java.util.List;
 import java.util.Optional;
+import java.util.ServiceLoader;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The ServiceLoader registration and the fallback decisions that need no GPU. */
+/**
+ * The ServiceLoader registrations of muon-cuda's providers (the orthogonalizer and the fused update stages) and their
+ * fallback decisions that need no GPU.
+ */
 // PointerScope and CUDAGuard work by existing: their try blocks never name them.
 @SuppressWarnings("try")
 class ProviderTest {
     private static final NewtonSchulzConfig BF16 = NewtonSchulzConfig.defaults().withNsPrecision(NsPrecision.BFLOAT16);
 
-    @Test
-    void serviceLoader_findsTheCudaProvider() {
-        ServiceRegistrations.assertFound(OrthogonalizerProvider.class, CudaOrthogonalizerProvider.class);
+    /** Each service muon-cuda implements, with the provider its {@code META-INF/services} file names. */
+    static Stream<Arguments> registrations() {
+        return Stream.of(
+                Arguments.of(OrthogonalizerProvider.class, CudaOrthogonalizerProvider.class),
+                Arguments.of(FusedUpdateKernelsProvider.class, CudaFusedUpdateKernelsProvider.class));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("registrations")
+    void serviceLoader_findsTheCudaProvider(Class<?> service, Class<?> provider) {
+        // The message lists what the loader found.
+        List<String> names = ServiceLoader.load(service).stream().map(p -> p.type().getName()).toList();
+        assertTrue(names.contains(provider.getName()), names.toString());
     }
 
     @Test
@@ -32,6 +54,14 @@ class ProviderTest {
         try (PointerScope scope = new PointerScope()) {
             Optional<Orthogonalizer> o = new CudaOrthogonalizerProvider().create(BF16, new Device(torch.DeviceType.CPU));
             assertTrue(o.isEmpty());
+        }
+    }
+
+    @Test
+    void fusedUpdates_cpuParameter_isNotServed() {
+        try (PointerScope scope = new PointerScope()) {
+            assertTrue(new CudaFusedUpdateKernelsProvider().forParameter(torch.zeros(8, 4), ScalarType.BFloat16)
+                    .isEmpty());
         }
     }
 
