@@ -26,15 +26,20 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import static dev.muon.bench.Gpt2Small.CONTEXT;
+import static dev.muon.bench.Gpt2Small.LAYERS;
+import static dev.muon.bench.Gpt2Small.VOCAB;
+import static dev.muon.bench.Gpt2Small.WIDTH;
+
 /**
  * How long do {@code save} and {@code load} of a GPT-2-small-sized {@link MuonAdamW} take?
  *
- * <p>The model: GPT-2 small's shapes (d = 768, 12 blocks, token embedding 50257×768 tied to the head, position
- * embedding 1024×768, biases and layer norms): 124 M parameters, 85 M of them in the 72 hidden matrices on Muon.
- * After one step the state holds every value, Muon's momentum and AdamW's two moments: a checkpoint of about
- * 1.15 GB. {@code save} writes it over the same file each time; {@code load} reads the file written in set-up.
- * The file lives in {@code -Dcheckpoint.dir} (default: the temporary directory); use a directory on the disk you
- * train on, and keep the page cache in mind (the file is read back warm).
+ * <p>The model: GPT-2 small's shapes ({@link Gpt2Small}: d = 768, 12 blocks, token embedding 50257×768 tied to the
+ * head, position embedding 1024×768, biases and layer norms): 124 M parameters, 85 M of them in the 72 hidden matrices
+ * on Muon. After one step the state holds every value, Muon's momentum and AdamW's two moments: a checkpoint of about
+ * 1.15 GB. {@code save} writes it over the same file each time; {@code load} reads the file written in set-up. The file
+ * lives in {@code -Dcheckpoint.dir} (default: the temporary directory); use a directory on the disk you train on, and
+ * keep the page cache in mind (the file is read back warm).
  *
  * <p>How to run: {@code java -jar muon-bench/target/benchmarks.jar CheckpointBenchmark}. The code needs only
  * {@code save} and {@code load}, so the same class measures earlier versions of the library too.
@@ -46,11 +51,6 @@ import java.util.concurrent.TimeUnit;
 @Measurement(iterations = 6)
 @Fork(1)
 public class CheckpointBenchmark {
-    private static final int D = 768;
-    private static final int LAYERS = 12;
-    private static final int VOCAB = 50257;
-    private static final int CONTEXT = 1024;
-
     private PointerScope scope;
     private MuonAdamW optimizer;
     private Path dir;
@@ -63,26 +63,26 @@ public class CheckpointBenchmark {
         scope = new PointerScope();
         torch.manual_seed(0);
         Map<String, Tensor> named = new LinkedHashMap<>();
-        Tensor wte = parameter(VOCAB, D);
+        Tensor wte = parameter(VOCAB, WIDTH);
         named.put("wte.weight", wte);
-        named.put("wpe.weight", parameter(CONTEXT, D));
+        named.put("wpe.weight", parameter(CONTEXT, WIDTH));
         for (int layer = 0; layer < LAYERS; layer++) {
             String block = "h." + layer + ".";
-            named.put(block + "ln_1.weight", parameter(D));
-            named.put(block + "ln_1.bias", parameter(D));
+            named.put(block + "ln_1.weight", parameter(WIDTH));
+            named.put(block + "ln_1.bias", parameter(WIDTH));
             for (String proj : new String[]{"q", "k", "v", "o"}) {
-                named.put(block + "attn." + proj + ".weight", parameter(D, D));
-                named.put(block + "attn." + proj + ".bias", parameter(D));
+                named.put(block + "attn." + proj + ".weight", parameter(WIDTH, WIDTH));
+                named.put(block + "attn." + proj + ".bias", parameter(WIDTH));
             }
-            named.put(block + "ln_2.weight", parameter(D));
-            named.put(block + "ln_2.bias", parameter(D));
-            named.put(block + "mlp.fc.weight", parameter(4 * D, D));
-            named.put(block + "mlp.fc.bias", parameter(4 * D));
-            named.put(block + "mlp.proj.weight", parameter(D, 4 * D));
-            named.put(block + "mlp.proj.bias", parameter(D));
+            named.put(block + "ln_2.weight", parameter(WIDTH));
+            named.put(block + "ln_2.bias", parameter(WIDTH));
+            named.put(block + "mlp.fc.weight", parameter(4 * WIDTH, WIDTH));
+            named.put(block + "mlp.fc.bias", parameter(4 * WIDTH));
+            named.put(block + "mlp.proj.weight", parameter(WIDTH, 4 * WIDTH));
+            named.put(block + "mlp.proj.bias", parameter(WIDTH));
         }
-        named.put("ln_f.weight", parameter(D));
-        named.put("ln_f.bias", parameter(D));
+        named.put("ln_f.weight", parameter(WIDTH));
+        named.put("ln_f.bias", parameter(WIDTH));
         named.put("lm_head.weight", wte);
         optimizer = MuonAdamW.builder(named).muon(MuonConfig.defaults().withLr(0.02)).build();
         for (Tensor p : named.values()) {

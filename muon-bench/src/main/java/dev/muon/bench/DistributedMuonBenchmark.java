@@ -54,8 +54,6 @@ public final class DistributedMuonBenchmark implements Callable<Integer> {
         TorchNatives.extract();
     }
 
-    private static final int D = 768;
-    private static final int LAYERS = 4;
     private static final ObjectMapper JSON = new ObjectMapper();
 
     @Option(names = "--worlds", split = ",", defaultValue = "1,2,4",
@@ -154,7 +152,7 @@ public final class DistributedMuonBenchmark implements Callable<Integer> {
                 .withTimeout(Duration.ofMinutes(5)));
              PointerScope scope = new PointerScope()) {
             List<Tensor> params = new ArrayList<>();
-            for (long[] s : HiddenShapes.of(D, LAYERS)) {
+            for (long[] s : HiddenShapes.of(Gpt2Small.WIDTH, MuonStepBenchmark.LAYERS)) {
                 params.add(torch.randn(s).mul_(new org.bytedeco.pytorch.Scalar(0.02)).requires_grad_(true));
             }
             Muon muon = Muon.builder().addGroup(params, MuonConfig.defaults().withLr(0.02))

@@ -39,6 +39,9 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
+import static dev.muon.bench.Gpt2Small.CONTEXT;
+import static dev.muon.bench.Gpt2Small.WIDTH;
+
 /**
  * What does one optimizer step cost, Muon against AdamW, and what does same-shape batching save?
  *
@@ -80,10 +83,9 @@ import java.util.function.LongSupplier;
 @Measurement(iterations = 5, time = 5)
 @Fork(1)
 public class MuonStepBenchmark {
-    private static final int D = 768;
-    private static final int LAYERS = 4;
+    /** The GPT-2-small-width set's blocks (also {@link DistributedMuonBenchmark}'s). */
+    static final int LAYERS = 4;
     private static final int VOCAB = 8192;
-    private static final int CONTEXT = 1024;
     private static final int SMALL_D = 256;
     private static final int SMALL_LAYERS = 6;
     private static final String BLOCK = "block-";
@@ -253,17 +255,17 @@ public class MuonStepBenchmark {
      */
     static void gpt2Block(List<Tensor> hidden, List<Tensor> rest, Map<String, Tensor> named) {
         for (String norm : new String[]{"ln_1", "ln_2"}) {
-            rest.add(named(named, norm + ".weight", parameter(D)));
-            rest.add(named(named, norm + ".bias", parameter(D)));
+            rest.add(named(named, norm + ".weight", parameter(WIDTH)));
+            rest.add(named(named, norm + ".bias", parameter(WIDTH)));
         }
-        hidden.add(named(named, "attn.c_attn.weight", parameter(3 * D, D)));
-        rest.add(named(named, "attn.c_attn.bias", parameter(3 * D)));
-        hidden.add(named(named, "attn.c_proj.weight", parameter(D, D)));
-        rest.add(named(named, "attn.c_proj.bias", parameter(D)));
-        hidden.add(named(named, "mlp.c_fc.weight", parameter(4 * D, D)));
-        rest.add(named(named, "mlp.c_fc.bias", parameter(4 * D)));
-        hidden.add(named(named, "mlp.c_proj.weight", parameter(D, 4 * D)));
-        rest.add(named(named, "mlp.c_proj.bias", parameter(D)));
+        hidden.add(named(named, "attn.c_attn.weight", parameter(3 * WIDTH, WIDTH)));
+        rest.add(named(named, "attn.c_attn.bias", parameter(3 * WIDTH)));
+        hidden.add(named(named, "attn.c_proj.weight", parameter(WIDTH, WIDTH)));
+        rest.add(named(named, "attn.c_proj.bias", parameter(WIDTH)));
+        hidden.add(named(named, "mlp.c_fc.weight", parameter(4 * WIDTH, WIDTH)));
+        rest.add(named(named, "mlp.c_fc.bias", parameter(4 * WIDTH)));
+        hidden.add(named(named, "mlp.c_proj.weight", parameter(WIDTH, 4 * WIDTH)));
+        rest.add(named(named, "mlp.c_proj.bias", parameter(WIDTH)));
     }
 
     /**
@@ -271,24 +273,24 @@ public class MuonStepBenchmark {
      * {@link SameProcessStep}'s).
      */
     static void gpt2SmallWidth(List<Tensor> hidden, List<Tensor> rest, Map<String, Tensor> named) {
-        rest.add(named(named, "wte.weight", parameter(VOCAB, D)));
-        rest.add(named(named, "wpe.weight", parameter(CONTEXT, D)));
+        rest.add(named(named, "wte.weight", parameter(VOCAB, WIDTH)));
+        rest.add(named(named, "wpe.weight", parameter(CONTEXT, WIDTH)));
         for (int layer = 0; layer < LAYERS; layer++) {
             String block = "blocks." + layer + ".";
             for (String proj : new String[]{"q", "k", "v", "o"}) {
-                hidden.add(named(named, block + "attn." + proj + ".weight", parameter(D, D)));
-                rest.add(named(named, block + "attn." + proj + ".bias", parameter(D)));
+                hidden.add(named(named, block + "attn." + proj + ".weight", parameter(WIDTH, WIDTH)));
+                rest.add(named(named, block + "attn." + proj + ".bias", parameter(WIDTH)));
             }
-            hidden.add(named(named, block + "mlp.fc.weight", parameter(4 * D, D)));
-            rest.add(named(named, block + "mlp.fc.bias", parameter(4 * D)));
-            hidden.add(named(named, block + "mlp.proj.weight", parameter(D, 4 * D)));
-            rest.add(named(named, block + "mlp.proj.bias", parameter(D)));
+            hidden.add(named(named, block + "mlp.fc.weight", parameter(4 * WIDTH, WIDTH)));
+            rest.add(named(named, block + "mlp.fc.bias", parameter(4 * WIDTH)));
+            hidden.add(named(named, block + "mlp.proj.weight", parameter(WIDTH, 4 * WIDTH)));
+            rest.add(named(named, block + "mlp.proj.bias", parameter(WIDTH)));
             for (String norm : new String[]{"ln1", "ln2"}) {
-                rest.add(named(named, block + norm + ".weight", parameter(D)));
-                rest.add(named(named, block + norm + ".bias", parameter(D)));
+                rest.add(named(named, block + norm + ".weight", parameter(WIDTH)));
+                rest.add(named(named, block + norm + ".bias", parameter(WIDTH)));
             }
         }
-        rest.add(named(named, "lm_head.weight", parameter(VOCAB, D)));
+        rest.add(named(named, "lm_head.weight", parameter(VOCAB, WIDTH)));
     }
 
     /** The batching set: 6 blocks of q, k, v, o of 256×256, all on Muon's side. */
