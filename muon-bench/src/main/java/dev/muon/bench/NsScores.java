@@ -49,21 +49,14 @@ final class NsScores {
 
     /** Every {@code NewtonSchulzBenchmark.orthogonalize} record of a JMH JSON result file, in file order. */
     static List<Score> readJmh(Path file) throws IOException {
-        JsonNode root = JSON.readTree(file.toFile());
-        if (root == null || !root.isArray()) {
-            throw new IllegalArgumentException(file + " is not a JMH JSON result (expected an array of records)");
-        }
         List<Score> out = new ArrayList<>();
-        for (JsonNode record : root) {
-            if (!BENCHMARK.equals(record.path("benchmark").asText())) {
+        for (JmhResult record : JmhResult.readAll(file)) {
+            if (!BENCHMARK.equals(record.benchmark())) {
                 continue;
             }
-            JsonNode params = record.path("params");
-            JsonNode metric = record.path("primaryMetric");
-            // JMH writes "NaN" (a string) for the error of a single iteration: no margin known, drawn as none.
-            double error = metric.path("scoreError").asDouble(Double.NaN);
+            JsonNode params = record.params();
             out.add(new Score(params.path("dtype").asText(), params.path("variant").asText(),
-                    params.path("shape").asText(), metric.path("score").asDouble(), Double.isFinite(error) ? error : 0));
+                    params.path("shape").asText(), record.score(), record.error()));
         }
         if (out.isEmpty()) {
             throw new IllegalArgumentException("no NewtonSchulzBenchmark results in " + file);

@@ -110,21 +110,15 @@ final class ScaleScores {
 
     /** "D/dtype" to {ms, error} of every {@code block-D} Muon step in a JMH JSON file. */
     private static Map<String, double[]> readOurs(Path file) throws IOException {
-        JsonNode root = JSON.readTree(file.toFile());
-        if (root == null || !root.isArray()) {
-            throw new IllegalArgumentException(file + " is not a JMH JSON result (expected an array of records)");
-        }
         Map<String, double[]> out = new LinkedHashMap<>();
-        for (JsonNode record : root) {
-            JsonNode params = record.path("params");
+        for (JmhResult record : JmhResult.readAll(file)) {
+            JsonNode params = record.params();
             String key = key(params.path("model").asText(), params.path("nsPrecision").asText());
-            if (!BENCHMARK.equals(record.path("benchmark").asText()) || key == null
+            if (!BENCHMARK.equals(record.benchmark()) || key == null
                     || !params.path("optimizer").asText().equals("muon")) {
                 continue;
             }
-            JsonNode metric = record.path("primaryMetric");
-            double error = metric.path("scoreError").asDouble(Double.NaN);
-            out.put(key, new double[]{metric.path("score").asDouble(), Double.isFinite(error) ? error : 0});
+            out.put(key, new double[]{record.score(), record.error()});
         }
         return out;
     }
