@@ -37,7 +37,9 @@ import java.util.concurrent.Callable;
  * the medians (reference / ours: above 1 is faster than PyTorch's formulas), then the median and the range of the
  * runs' ratios. The machine's load moves both sides of a pair alike, which is what makes this ratio steadier than one
  * taken between processes run minutes apart (the PyTorch peer's); it does not replace that one, which is what users
- * compare against. {@code --out} writes every step's time as JSON ({@code muon-bench/peer/ratios.py} reads it).
+ * compare against. {@code --out} writes every step's time as JSON ({@code muon-bench/peer/ratios.py} reads it),
+ * with what the kernel says the step lost to others ({@link StolenTime}: the CPUs' steal time and our threads'
+ * run-queue wait), which tells a slow step the host caused from one of ours.
  *
  * <p>How to run ({@code muon-bench/peer/compare.sh} runs it in every run, in our side's environment):
  * <pre>
@@ -133,16 +135,22 @@ public final class SameProcessStep implements Callable<Integer> {
                     new AdamWOptions(1e-3));
             Runnable[] sides = {ours::step, reference::step};
             for (int i = 0; i < warmup; i++) {
-                timePair(sides, i);
+                timePair(sides, i, new StolenTime[2]);
             }
             List<Map<String, Object>> perRun = new ArrayList<>();
             double[] ratios = new double[runs];
             for (int run = 0; run < runs; run++) {
                 double[][] ms = new double[2][steps];
+                double[][] steal = new double[2][steps];
+                double[][] wait = new double[2][steps];
                 for (int i = 0; i < steps; i++) {
-                    double[] pair = timePair(sides, i);
-                    ms[0][i] = pair[0];
-                    ms[1][i] = pair[1];
+                    StolenTime[] lost = new StolenTime[2];
+                    double[] pair = timePair(sides, i, lost);
+                    for (int side = 0; side < 2; side++) {
+                        ms[side][i] = pair[side];
+                        steal[side][i] = lost[side].stealMs();
+                        wait[side][i] = lost[side].runQueueWaitMs();
+                    }
                 }
                 StepSpread oursSpread = StepSpread.of(ms[0]);
                 StepSpread referenceSpread = StepSpread.of(ms[1]);
@@ -152,6 +160,11 @@ public final class SameProcessStep implements Callable<Integer> {
                 Map<String, Object> entry = new LinkedHashMap<>();
                 entry.put("ours_ms", ms[0]);
                 entry.put("reference_ms", ms[1]);
+                // What the kernel says each step lost to others (StolenTime): the control with no code of ours.
+                entry.put("ours_steal_ms", steal[0]);
+                entry.put("reference_steal_ms", steal[1]);
+                entry.put("ours_runqueue_wait_ms", wait[0]);
+                entry.put("reference_runqueue_wait_ms", wait[1]);
                 entry.put("ours_median_ms", oursMedian);
                 entry.put("reference_median_ms", referenceMedian);
                 spread(entry, "ours", oursSpread);
@@ -185,16 +198,22 @@ public final class SameProcessStep implements Callable<Integer> {
         entry.put(side + "_max_ms", spread.max());
     }
 
-    /** One step of each side, ms each; pair {@code i} runs ours first when even, the reference first when odd. */
-    private static double[] timePair(Runnable[] sides, int i) {
+    /**
+     * One step of each side, ms each; pair {@code i} runs ours first when even, the reference first when odd. Each
+     * side's {@link StolenTime} over its step goes into {@code lost}; reading it (a few files of {@code /proc}) is
+     * outside the timed interval.
+     */
+    private static double[] timePair(Runnable[] sides, int i, StolenTime[] lost) {
         double[] ms = new double[2];
         for (int j = 0; j < 2; j++) {
             int side = (i + j) % 2;
+            StolenTime before = StolenTime.now();
             long t0 = System.nanoTime();
             try (PointerScope call = new PointerScope()) {
                 sides[side].run();
             }
             ms[side] = (System.nanoTime() - t0) / 1e6;
+            lost[side] = StolenTime.now().since(before);
         }
         return ms;
     }
