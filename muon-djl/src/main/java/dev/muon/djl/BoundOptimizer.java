@@ -1,27 +1,81 @@
 package dev.muon.djl;
 
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDScope;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.Trainer;
 import ai.djl.training.listener.TrainingListener;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
+import dev.muon.NonFinitePolicy;
+
+import java.util.function.Consumer;
+import java.util.function.Function;
 
 /**
- * What {@link Muon} and {@link MuonAdamW} share as DJL optimizers that bind themselves to the model they train
- * ({@link ModelBinding}): the training config that registers the optimizer as a training listener, and the
- * listener's calls, of which only the first does anything.
+ * What {@link Muon} and {@link MuonAdamW} share as DJL optimizers that bind themselves to the model they train: the
+ * binding ({@link ModelBinding}) and the driver of DJL's calls ({@link StepDriver}), made once here; the training
+ * config that registers the optimizer as a training listener, and the listener's calls, of which only the first does
+ * anything; and the counts of the steps.
  */
 abstract class BoundOptimizer extends Optimizer implements TrainingListener {
-    BoundOptimizer(OptimizerBuilder<?> builder) {
+    /** The binding of this optimizer to its block. */
+    final ModelBinding binding;
+    /** What every call of {@link #update} does around the update itself; it counts the steps. */
+    final StepDriver driver;
+    /** The builder's {@code optBeginNumUpdate}, which a checkpoint's step must match when set. */
+    final int beginNumUpdate;
+
+    /**
+     * Makes the binding and the driver; the subclass checks its settings and binds a block given at build.
+     *
+     * @param builder        DJL's settings (rescale, clip, weight decays)
+     * @param name           the optimizer's class's simple name, for messages and log lines
+     * @param policy         what a non-finite gradient does
+     * @param beginNumUpdate the steps applied before this run
+     */
+    BoundOptimizer(OptimizerBuilder<?> builder, String name, NonFinitePolicy policy, int beginNumUpdate) {
         super(builder);
+        this.binding = new ModelBinding(name, this::checkNames, this::setUp);
+        this.driver = new StepDriver(name, policy, binding::model, beginNumUpdate);
+        this.beginNumUpdate = beginNumUpdate;
     }
 
     /**
-     * The binding of this optimizer to its block.
+     * Checks what the block's names alone allow, when the optimizer binds to a block; nothing by default.
      *
-     * @return the binding
+     * @param model the block's parameters
+     * @throws IllegalArgumentException where the names are refused
      */
-    abstract ModelBinding binding();
+    void checkNames(ModelParameters model) {
+    }
+
+    /**
+     * Checks the bound block's parameters once they have shapes, and sets the optimizer up for them
+     * ({@link ModelBinding.Setup}).
+     *
+     * @param model   the block's parameters
+     * @param dtypeOf each parameter's dtype
+     * @param arrayOf each parameter's array
+     * @throws IllegalArgumentException where the parameters are refused; nothing is set up then
+     */
+    abstract void setUp(ModelParameters model, Function<ModelParameters.Entry, DataType> dtypeOf,
+                        Function<ModelParameters.Entry, NDArray> arrayOf);
+
+    /**
+     * Runs an update on the gradient as DJL's optimizers take it ({@link StepDriver#prepared}, with this optimizer's
+     * {@code rescaleGrad} and {@code clipGrad}), inside a scope that frees every temporary of the update.
+     *
+     * @param grad   the gradient, never written
+     * @param update the update, given the prepared gradient
+     */
+    void withPreparedGradient(NDArray grad, Consumer<NDArray> update) {
+        try (NDScope scope = new NDScope()) {
+            scope.suppressNotUsedWarning();
+            update.accept(StepDriver.prepared(grad, rescaleGrad, clipGrad));
+        }
+    }
 
     /**
      * A DJL training config that trains with this optimizer: {@code new DefaultTrainingConfig(loss)} with this
@@ -47,7 +101,25 @@ abstract class BoundOptimizer extends Optimizer implements TrainingListener {
      */
     @Override
     public void onTrainingBegin(Trainer trainer) {
-        binding().bind(trainer.getModel().getBlock());
+        binding.bind(trainer.getModel().getBlock());
+    }
+
+    /**
+     * The steps applied so far (skipped ones not counted).
+     *
+     * @return the count
+     */
+    public long stepCount() {
+        return driver.stepCount();
+    }
+
+    /**
+     * The steps skipped whole because a gradient held NaN or Inf ({@link NonFinitePolicy#SKIP}).
+     *
+     * @return the count
+     */
+    public long skippedSteps() {
+        return driver.skippedSteps();
     }
 
     /**

@@ -2,7 +2,6 @@ package dev.muon.djl;
 
 import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDScope;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.nn.Block;
 import ai.djl.training.DefaultTrainingConfig;
@@ -13,7 +12,6 @@ import dev.muon.AssignmentRule;
 import dev.muon.MuonConfig;
 import dev.muon.NonFinitePolicy;
 import dev.muon.StateStorage;
-import dev.muon.state.CheckpointDocument;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -64,12 +62,9 @@ import java.util.function.Function;
  */
 public final class Muon extends BoundOptimizer {
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(Muon.class);
-    private MuonConfig config;
-    private final int beginNumUpdate;
     private final ParameterTracker lrTracker;
-    private final ModelBinding binding;
+    /** The update, and the owner of the config (a checkpoint's load changes its hyperparameters). */
     private final MuonStep step;
-    private final StepDriver driver;
     /** Saves and loads the state of {@link #driver} and {@link #step}. */
     private final StateTransfer state;
     /** The matrix view of every trainable parameter by id, checked once all exist; null before. */
@@ -78,15 +73,11 @@ public final class Muon extends BoundOptimizer {
     private List<String> names = List.of();
 
     private Muon(Builder b) {
-        super(b);
+        super(b, "Muon", b.policy, b.beginNumUpdate);
         DjlSupport.requireDjlDefaults(getWeightDecay(), b.beginNumUpdate, "optConfig(MuonConfig.withWeightDecay)",
                 b.stateStorage);
-        this.config = b.config;
-        this.beginNumUpdate = b.beginNumUpdate;
         this.lrTracker = b.lrTracker;
-        this.step = new MuonStep(config);
-        this.binding = new ModelBinding("Muon", m -> { }, this::setUp);
-        this.driver = new StepDriver("Muon", b.policy, binding::model, b.beginNumUpdate);
+        this.step = new MuonStep(b.config);
         this.state = new StateTransfer(binding, driver, step, null);
         if (b.block != null) {
             binding.bind(b.block);
@@ -100,11 +91,6 @@ public final class Muon extends BoundOptimizer {
      */
     public static Builder builder() {
         return new Builder();
-    }
-
-    @Override
-    ModelBinding binding() {
-        return binding;
     }
 
     /**
@@ -128,20 +114,19 @@ public final class Muon extends BoundOptimizer {
             throw new IllegalArgumentException(binding.notOurs(parameterId, weight));
         }
         // Before anything changes: a tracker's lr is checked as a config's is.
+        MuonConfig config = step.config();
         double lr = lrTracker == null ? config.lr() : config.withLr(
                 lrTracker.getNewValue(parameterId, (int) driver.upcomingStep(parameterId, weight))).lr();
         driver.call(parameterId, weight, grad, (key, home, count, stepNumber) -> {
             MuonStep.State state = step.state(key, weight, matrix, home);
-            try (NDScope scope = new NDScope()) {
-                scope.suppressNotUsedWarning();
-                step.apply(weight, StepDriver.prepared(grad, rescaleGrad, clipGrad), state, matrix, lr);
-            }
+            withPreparedGradient(grad, g -> step.apply(weight, g, state, matrix, lr));
         });
     }
 
     /** Every trainable parameter's matrix view, or a refusal of the first one Muon cannot take; then the set-up. */
-    private void setUp(ModelParameters model, Function<ModelParameters.Entry, DataType> dtypeOf,
-                       Function<ModelParameters.Entry, NDArray> arrayOf) {
+    @Override
+    void setUp(ModelParameters model, Function<ModelParameters.Entry, DataType> dtypeOf,
+               Function<ModelParameters.Entry, NDArray> arrayOf) {
         Map<String, AssignmentRule.Matrix> out = new HashMap<>();
         Map<String, NDArray> weights = new LinkedHashMap<>();
         for (ModelParameters.Entry e : model.entries()) {
@@ -151,7 +136,7 @@ public final class Muon extends BoundOptimizer {
             String label = "parameter '" + e.name() + "'";
             try {
                 DjlSupport.requireSupported(dtypeOf.apply(e), label);
-                out.put(e.id(), AssignmentRule.matrixOf(e.shape(), config, label, e.convFilter()));
+                out.put(e.id(), AssignmentRule.matrixOf(e.shape(), step.config(), label, e.convFilter()));
             } catch (IllegalArgumentException refused) {
                 if (e.shape().length >= 2) {
                     throw refused;
@@ -187,7 +172,7 @@ public final class Muon extends BoundOptimizer {
      * @throws java.io.UncheckedIOException if the file cannot be written; {@code path} is then unchanged
      */
     public void save(Path path) {
-        state.save(path, this::named, config, null);
+        state.save(path, this::named, null);
     }
 
     /**
@@ -201,9 +186,7 @@ public final class Muon extends BoundOptimizer {
      *                                               exist yet; in every case nothing changes
      */
     public void load(Path path) {
-        CheckpointDocument read = state.load(path, this::named, config, null, beginNumUpdate);
-        config = config.withHyperparameters(read.muonConfigs().get(0).hyperparameters());
-        step.hyperparameters(config.hyperparameters());
+        state.load(path, this::named, null, beginNumUpdate);
     }
 
     /** Every trainable parameter, under its first name, in the block's order. */
@@ -221,25 +204,7 @@ public final class Muon extends BoundOptimizer {
      * @return the config
      */
     public MuonConfig config() {
-        return config;
-    }
-
-    /**
-     * The steps applied so far (skipped ones not counted).
-     *
-     * @return the count
-     */
-    public long stepCount() {
-        return driver.stepCount();
-    }
-
-    /**
-     * The steps skipped whole because a gradient held NaN or Inf ({@link NonFinitePolicy#SKIP}).
-     *
-     * @return the count
-     */
-    public long skippedSteps() {
-        return driver.skippedSteps();
+        return step.config();
     }
 
     /**

@@ -3,7 +3,6 @@ package dev.muon.djl;
 import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
-import ai.djl.ndarray.NDScope;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
@@ -88,29 +87,25 @@ import java.util.function.Function;
 public final class MuonAdamW extends BoundOptimizer {
     private static final Logger LOG = LoggerFactory.getLogger(MuonAdamW.class);
 
-    private MuonConfig muonConfig;
     private AdamWConfig adamWConfig;
-    private final int beginNumUpdate;
     private final ParameterTracker muonTracker;
     private final ParameterTracker adamWTracker;
     private final ParameterAssignment.Rules rules;
     private final boolean allowEmptyMuon;
-    private final ModelBinding binding;
+    /** The Muon update, and the owner of the Muon config (a checkpoint's load changes its hyperparameters). */
     private final MuonStep muon;
     private final AdamWStep adamW = new AdamWStep();
-    private final StepDriver driver;
     /** Saves and loads the state of {@link #driver}, {@link #muon} and {@link #adamW}. */
     private final StateTransfer state;
     private ParameterAssignment assignment;
 
     private MuonAdamW(Builder b) {
-        super(b);
+        super(b, "MuonAdamW", b.policy, b.beginNumUpdate);
         this.adamWConfig = b.adamWConfig;
-        this.muonConfig = b.muonConfig != null ? b.muonConfig : MuonConfig.dropIn(adamWConfig.lr(),
+        MuonConfig muonConfig = b.muonConfig != null ? b.muonConfig : MuonConfig.dropIn(adamWConfig.lr(),
                 adamWConfig.weightDecay());
         DjlSupport.requireDjlDefaults(getWeightDecay(), b.beginNumUpdate,
                 "optMuon(MuonConfig.withWeightDecay) and optAdamW(AdamWConfig.withWeightDecay)", b.muonStateStorage);
-        this.beginNumUpdate = b.beginNumUpdate;
         this.muonTracker = b.muonTracker;
         this.adamWTracker = b.adamWTracker;
         // Copies in the builder's order, so that a message names the first bad name given.
@@ -118,8 +113,6 @@ public final class MuonAdamW extends BoundOptimizer {
                 b.forceMuon)), Collections.unmodifiableSet(new LinkedHashSet<>(b.forceAdamW)), b.outputLayer);
         this.allowEmptyMuon = b.allowEmptyMuon;
         this.muon = new MuonStep(muonConfig);
-        this.binding = new ModelBinding("MuonAdamW", m -> ParameterAssignment.checkNames(m, rules), this::setUp);
-        this.driver = new StepDriver("MuonAdamW", b.policy, binding::model, b.beginNumUpdate);
         this.state = new StateTransfer(binding, driver, muon, adamW);
         if (b.block != null) {
             binding.bind(b.block);
@@ -135,15 +128,17 @@ public final class MuonAdamW extends BoundOptimizer {
         return new Builder();
     }
 
+    /** The override lists' names, against the block ({@link ParameterAssignment#checkNames}). */
     @Override
-    ModelBinding binding() {
-        return binding;
+    void checkNames(ModelParameters model) {
+        ParameterAssignment.checkNames(model, rules);
     }
 
     /** Classifies the bound block's parameters once they have shapes, checks them, and logs the table. */
-    private void setUp(ModelParameters model, Function<ModelParameters.Entry, DataType> dtypeOf,
-                       Function<ModelParameters.Entry, NDArray> arrayOf) {
-        ParameterAssignment table = ParameterAssignment.classify(model, rules, muonConfig, dtypeOf,
+    @Override
+    void setUp(ModelParameters model, Function<ModelParameters.Entry, DataType> dtypeOf,
+               Function<ModelParameters.Entry, NDArray> arrayOf) {
+        ParameterAssignment table = ParameterAssignment.classify(model, rules, muon.config(), dtypeOf,
                 (kind, id) -> learningRate(kind, id, 1));
         table.requireMuon(allowEmptyMuon);
         Map<String, NDArray> weights = new LinkedHashMap<>();
@@ -193,17 +188,10 @@ public final class MuonAdamW extends BoundOptimizer {
             if (kind == OptimizerKind.MUON) {
                 AssignmentRule.Matrix matrix = assignment.matrixOf(parameterId);
                 MuonStep.State state = muon.state(key, weight, matrix, home);
-                try (NDScope scope = new NDScope()) {
-                    scope.suppressNotUsedWarning();
-                    muon.apply(weight, StepDriver.prepared(grad, rescaleGrad, clipGrad), state, matrix, lr);
-                }
+                withPreparedGradient(grad, g -> muon.apply(weight, g, state, matrix, lr));
             } else {
                 NDList moments = adamW.moments(key, weight, home);
-                try (NDScope scope = new NDScope()) {
-                    scope.suppressNotUsedWarning();
-                    AdamWStep.apply(weight, StepDriver.prepared(grad, rescaleGrad, clipGrad), moments, adamWConfig,
-                            lr, count);
-                }
+                withPreparedGradient(grad, g -> AdamWStep.apply(weight, g, moments, adamWConfig, lr, count));
             }
         });
     }
@@ -214,6 +202,7 @@ public final class MuonAdamW extends BoundOptimizer {
      */
     private double learningRate(OptimizerKind kind, String parameterId, long step) {
         if (kind == OptimizerKind.MUON) {
+            MuonConfig muonConfig = muon.config();
             return muonTracker == null ? muonConfig.lr()
                     : muonConfig.withLr(muonTracker.getNewValue(parameterId, (int) step)).lr();
         }
@@ -250,7 +239,7 @@ public final class MuonAdamW extends BoundOptimizer {
      * @throws java.io.UncheckedIOException if the file cannot be written; {@code path} is then unchanged
      */
     public void save(Path path) {
-        state.save(path, this::named, muonConfig, adamWConfig);
+        state.save(path, this::named, adamWConfig);
     }
 
     /**
@@ -269,9 +258,7 @@ public final class MuonAdamW extends BoundOptimizer {
      *                                               exist yet; in every case nothing changes
      */
     public void load(Path path) {
-        CheckpointDocument read = state.load(path, this::named, muonConfig, adamWConfig, beginNumUpdate);
-        muonConfig = muonConfig.withHyperparameters(read.muonConfigs().get(0).hyperparameters());
-        muon.hyperparameters(muonConfig.hyperparameters());
+        CheckpointDocument read = state.load(path, this::named, adamWConfig, beginNumUpdate);
         adamWConfig = read.adamWConfig();
         LOG.info("MuonAdamW: restored step {} from {}", read.step(), path);
     }
@@ -292,7 +279,7 @@ public final class MuonAdamW extends BoundOptimizer {
      * @return the config
      */
     public MuonConfig muonConfig() {
-        return muonConfig;
+        return muon.config();
     }
 
     /**
@@ -302,24 +289,6 @@ public final class MuonAdamW extends BoundOptimizer {
      */
     public AdamWConfig adamWConfig() {
         return adamWConfig;
-    }
-
-    /**
-     * The steps applied so far (skipped ones not counted).
-     *
-     * @return the count
-     */
-    public long stepCount() {
-        return driver.stepCount();
-    }
-
-    /**
-     * The steps skipped whole because a gradient held NaN or Inf ({@link NonFinitePolicy#SKIP}).
-     *
-     * @return the count
-     */
-    public long skippedSteps() {
-        return driver.skippedSteps();
     }
 
     /**

@@ -400,6 +400,11 @@ final class MuonStep {
         weight.subi(o.toType(weight.getDataType(), false).muli(scaledLr));
     }
 
+    /**
+     * The config: the build's, with the hyperparameters of the last checkpoint loaded ({@link #hyperparameters}).
+     *
+     * @return the config
+     */
     MuonConfig config() {
         return config;
     }

@@ -20,9 +20,9 @@ import java.util.function.Supplier;
 /**
  * How {@link Muon} and {@link MuonAdamW} save their state to a checkpoint ({@link DjlCheckpoint}) and load it
  * back, written once: the state comes from and goes to the step driver (values and counts), the Muon step (its
- * buffers) and, for MuonAdamW, the AdamW step (moments); the optimizer passes its named parameters and configs and
- * takes the loaded document's hyperparameters itself. As {@link ModelBinding} does for the binding, it serves both
- * optimizers and holds neither.
+ * config and buffers) and, for MuonAdamW, the AdamW step (moments); the optimizer passes its named parameters and
+ * its AdamW config, and takes the loaded document's AdamW hyperparameters itself. As {@link ModelBinding} does for
+ * the binding, it serves both optimizers and holds neither.
  */
 final class StateTransfer {
     private final ModelBinding binding;
@@ -39,24 +39,25 @@ final class StateTransfer {
     }
 
     /**
-     * Writes the checkpoint: the step count, the configs, and per named parameter its value and state.
+     * Writes the checkpoint: the step count, the configs (the Muon step's, and {@code adamWConfig}), and per named
+     * parameter its value and state.
      *
      * @param named       the optimizer's named parameters in the checkpoint's order, asked once the binding is ready
      * @param adamWConfig the AdamW group's config, null for Muon
      * @throws IllegalStateException if the optimizer is bound to no block, or its parameters do not exist yet
      */
-    void save(Path path, Supplier<List<DjlCheckpoint.Named>> named, MuonConfig muonConfig, AdamWConfig adamWConfig) {
+    void save(Path path, Supplier<List<DjlCheckpoint.Named>> named, AdamWConfig adamWConfig) {
         Objects.requireNonNull(path, "path must not be null");
         binding.requireReady();
         List<DjlCheckpoint.Named> parameters = named.get();
         Map<String, DjlCheckpoint.Held> held = held(parameters);
-        DjlCheckpoint.write(path, DjlCheckpoint.document(driver.stepCount(), muonConfig, adamWConfig, parameters,
+        DjlCheckpoint.write(path, DjlCheckpoint.document(driver.stepCount(), muon.config(), adamWConfig, parameters,
                 held), parameters, held);
     }
 
     /**
-     * Reads a checkpoint, checks everything, then takes the values, the buffers, the moments and the counts; the
-     * configs are the caller's to take from the returned document.
+     * Reads a checkpoint, checks everything, then takes the values, the buffers, the moments, the counts and the
+     * Muon hyperparameters (into the Muon step); the AdamW config is the caller's to take from the returned document.
      *
      * @param named          as for {@link #save}
      * @param adamWConfig    the AdamW group's config, null for Muon
@@ -65,11 +66,12 @@ final class StateTransfer {
      * @throws IllegalStateException if the optimizer is bound to no block or its parameters do not exist yet; a
      *                               failed load changes nothing
      */
-    CheckpointDocument load(Path path, Supplier<List<DjlCheckpoint.Named>> named, MuonConfig muonConfig,
-                            AdamWConfig adamWConfig, int beginNumUpdate) {
+    CheckpointDocument load(Path path, Supplier<List<DjlCheckpoint.Named>> named, AdamWConfig adamWConfig,
+                            int beginNumUpdate) {
         Objects.requireNonNull(path, "path must not be null");
         binding.requireReady();
         List<DjlCheckpoint.Named> parameters = named.get();
+        MuonConfig muonConfig = muon.config();
         CheckpointDocument mine = DjlCheckpoint.document(driver.stepCount(), muonConfig, adamWConfig, parameters,
                 Map.of());
         CheckpointBytes.Contents read = DjlCheckpoint.read(path, mine, beginNumUpdate);
@@ -83,6 +85,7 @@ final class StateTransfer {
             adamW.restore(moments);
         }
         driver.restore(read.document().step(), loaded.adamWSteps);
+        muon.hyperparameters(read.document().muonConfigs().get(0).hyperparameters());
         return read.document();
     }
 
