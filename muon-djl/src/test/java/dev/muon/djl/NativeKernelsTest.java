@@ -66,22 +66,17 @@ class NativeKernelsTest {
             NsKernels auto = new NsKernels(config.newtonSchulz());
             // muon-core's aspect rule on the CPU: the Gram iteration from an aspect ratio of 2, the symmetric below
             // it; at every size (muon-core starts at 256 rows, where its plain iteration's GEMMs stop winning).
-            assertEquals(NsKernels.Kernel.GRAM, auto.kernelFor(new AssignmentRule.Matrix(0, 640, 256),
-                    DataType.FLOAT32));
-            assertEquals(NsKernels.Kernel.GRAM, auto.kernelFor(new AssignmentRule.Matrix(0, 256, 512),
-                    DataType.FLOAT32));
-            assertEquals(NsKernels.Kernel.SYMMETRIC, auto.kernelFor(new AssignmentRule.Matrix(0, 256, 511),
-                    DataType.FLOAT32));
-            assertEquals(NsKernels.Kernel.GRAM, auto.kernelFor(new AssignmentRule.Matrix(0, 128, 784),
-                    DataType.FLOAT32), "below muon-core's threshold too");
-            assertEquals(NsKernels.Kernel.SYMMETRIC, auto.kernelFor(new AssignmentRule.Matrix(0, 64, 100),
-                    DataType.FLOAT32));
-            assertEquals(NsKernels.Kernel.NDARRAY, auto.kernelFor(new AssignmentRule.Matrix(0, 640, 256),
-                    DataType.FLOAT64));
-            assertEquals(NsKernels.Kernel.NDARRAY, auto.kernelFor(new AssignmentRule.Matrix(2, 640, 256),
-                    DataType.FLOAT32), "a stack runs DJL's batched products, as muon-core batches");
-            assertEquals(NsKernels.Kernel.NDARRAY, new NsKernels(config.withNsAlgorithm(NsAlgorithm.GEMM)
-                    .newtonSchulz()).kernelFor(new AssignmentRule.Matrix(0, 640, 256), DataType.FLOAT32));
+            assertEquals(NsKernels.Kernel.GRAM, kernelFor(auto, 0, 640, 256, DataType.FLOAT32));
+            assertEquals(NsKernels.Kernel.GRAM, kernelFor(auto, 0, 256, 512, DataType.FLOAT32));
+            assertEquals(NsKernels.Kernel.SYMMETRIC, kernelFor(auto, 0, 256, 511, DataType.FLOAT32));
+            assertEquals(NsKernels.Kernel.GRAM, kernelFor(auto, 0, 128, 784, DataType.FLOAT32),
+                    "below muon-core's threshold too");
+            assertEquals(NsKernels.Kernel.SYMMETRIC, kernelFor(auto, 0, 64, 100, DataType.FLOAT32));
+            assertEquals(NsKernels.Kernel.NDARRAY, kernelFor(auto, 0, 640, 256, DataType.FLOAT64));
+            assertEquals(NsKernels.Kernel.NDARRAY, kernelFor(auto, 2, 640, 256, DataType.FLOAT32),
+                    "a stack runs DJL's batched products, as muon-core batches");
+            NsKernels gemm = new NsKernels(config.withNsAlgorithm(NsAlgorithm.GEMM).newtonSchulz());
+            assertEquals(NsKernels.Kernel.NDARRAY, kernelFor(gemm, 0, 640, 256, DataType.FLOAT32));
             for (long[] shape : new long[][] {{640, 256}, {300, 256}, {64, 100}}) {
                 NDArray g = manager.randomNormal(new Shape(shape));
                 AssignmentRule.Matrix matrix = new AssignmentRule.Matrix(0, shape[0], shape[1]);
@@ -95,6 +90,11 @@ class NativeKernelsTest {
                 assertTrue(Measures.relativeError(products, exact) <= 1e-5);
             }
         }
+    }
+
+    /** The kernel {@code kernels} picks for a {@code rows × cols} matrix, or a stack of {@code batch} of them. */
+    private static NsKernels.Kernel kernelFor(NsKernels kernels, long batch, long rows, long cols, DataType dtype) {
+        return kernels.kernelFor(new AssignmentRule.Matrix(batch, rows, cols), dtype);
     }
 
     @Test
