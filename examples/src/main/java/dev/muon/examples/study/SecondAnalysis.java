@@ -34,23 +34,22 @@ final class SecondAnalysis {
     /** The families of tests decided in advance, each corrected by Holm's method on its own. */
     enum Family {
         /** {@code muon} against {@code adamw} at every stage. */
-        PRIMARY("MuonAdamW against AdamW"),
+        PRIMARY,
         /** {@code muon} against {@code adamw_2lr} at every stage: is the gain Muon's or two lrs'. */
-        CONTROL("MuonAdamW against AdamW-2lr"),
+        CONTROL,
         /** {@code adamw_2lr} against {@code adamw} at every stage: what two lrs alone give. */
-        TWO_LRS("AdamW-2lr against AdamW"),
+        TWO_LRS,
         /** Each variant against {@code muon} at GCIDE {@code B1}. */
-        VARIANTS("variants against MuonAdamW");
-
-        private final String title;
-
-        Family(String title) {
-            this.title = title;
-        }
+        VARIANTS;
 
         /** The family's heading in the report. */
         String title() {
-            return title;
+            return switch (this) {
+                case PRIMARY -> "MuonAdamW against AdamW";
+                case CONTROL -> "MuonAdamW against AdamW-2lr";
+                case TWO_LRS -> "AdamW-2lr against AdamW";
+                case VARIANTS -> "variants against MuonAdamW";
+            };
         }
 
         /** The planned comparisons, arm X against arm Y at a stage, in the report's order. */
