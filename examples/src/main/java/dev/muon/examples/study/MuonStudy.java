@@ -15,25 +15,15 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
-import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorCompletionService;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 
 /**
  * Does Muon pay on this library? The study of docs/examples.md ("MuonStudy"): TinyGpt's model
@@ -303,14 +293,7 @@ public final class MuonStudy implements Callable<Integer> {
                 printProgress(plan, read(csv), true);
                 return 0;
             }
-            try (FileChannel lockFile = FileChannel.open(folder.resolve("sweep.lock"), StandardOpenOption.CREATE,
-                    StandardOpenOption.WRITE); FileLock lock = lockFile.tryLock()) {
-                if (lock == null) {
-                    throw new DataError("--results " + folder + ": another sweep is running on this folder (it "
-                            + "holds " + folder.resolve("sweep.lock") + ")");
-                }
-                return AssignmentLog.quietly(() -> sweep(plan, csv));
-            }
+            return SweepLoop.locked(folder, "--results", () -> sweep(plan, csv));
         }
 
         private Integer sweep(StudyPlan plan, Path csv) {
@@ -319,58 +302,15 @@ public final class MuonStudy implements Callable<Integer> {
             Data data = Data.load(model);
             System.out.printf(Locale.ROOT, "sweep: %d worker(s), %d libtorch thread(s) each; results %s%n", workers,
                     model.threads, csv);
-            ExecutorService pool = Executors.newFixedThreadPool(workers, r -> {
-                Thread t = new Thread(r, "study-worker");
-                t.setDaemon(true);
-                return t;
-            });
-            ExecutorCompletionService<StudyResult> completion = new ExecutorCompletionService<>(pool);
-            Set<String> running = new LinkedHashSet<>();
-            Map<Future<StudyResult>, StudyCell> futures = new HashMap<>();
-            int started = 0;
-            int finished = 0;
-            Exception failure = null;
-            try {
-                while (true) {
-                    List<StudyCell> next = failure != null || (maxRuns > 0 && started >= maxRuns) ? List.of()
-                            : plan.pending(done).stream().filter(c -> !running.contains(c.key())).toList();
-                    if (!next.isEmpty() && running.size() < workers) {
-                        StudyCell cell = next.get(0);
-                        running.add(cell.key());
-                        started++;
-                        futures.put(completion.submit(() -> runOne(data, cell, csv)), cell);
-                        continue;
-                    }
-                    if (running.isEmpty()) {
-                        break;
-                    }
-                    Future<StudyResult> f = completion.take();
-                    StudyCell cell = futures.remove(f);
-                    running.remove(cell.key());
-                    try {
-                        StudyResult r = f.get();
+            int started = new SweepLoop<StudyCell, StudyResult>("study-worker", workers, maxRuns).run(
+                    () -> plan.pending(done), StudyCell::key, cell -> runOne(data, cell, csv), (finished, cell, r) -> {
                         // As the file has it (rounded): a resumed sweep then picks the same best lrs as one that
                         // ran through.
                         done.put(cell.key(), StudyCsv.parse(StudyCsv.row(r)));
-                        finished++;
                         System.out.printf(Locale.ROOT, "done %d: %s: final val %.4f%s, %.1f ms/step, %.0f s%n",
                                 finished, cell, r.finalValLoss(), r.diverged() ? " (diverged)" : "", r.msPerStep(),
                                 r.wallSeconds());
-                    } catch (ExecutionException e) {
-                        failure = e.getCause() instanceof Exception ex ? ex : e;
-                    }
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("the sweep was interrupted", e);
-            } finally {
-                pool.shutdownNow();
-            }
-            if (failure instanceof RuntimeException re) {
-                throw re;
-            } else if (failure != null) {
-                throw new IllegalStateException(failure);
-            }
+                    });
             List<StudyCell> left = plan.pending(done);
             if (left.isEmpty()) {
                 System.out.println("sweep complete: " + done.size() + " runs in " + csv);

@@ -1,7 +1,5 @@
 package dev.muon.examples.study;
 
-import dev.muon.examples.AssignmentLog;
-import dev.muon.examples.DataError;
 import dev.muon.examples.ExampleCli;
 import org.bytedeco.javacpp.PointerScope;
 import picocli.CommandLine;
@@ -9,23 +7,13 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 import java.io.PrintWriter;
-import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorCompletionService;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 
 /**
  * The second study's sweep (docs/examples.md, "The second study: protocol"): asks {@link SecondPlan} for the cells
@@ -112,14 +100,7 @@ public final class SecondStudy implements Callable<Integer> {
             return 0;
         }
         Path folder = MuonStudy.folder(out, "--out");
-        try (FileChannel lockFile = FileChannel.open(folder.resolve("sweep.lock"), StandardOpenOption.CREATE,
-                StandardOpenOption.WRITE); FileLock lock = lockFile.tryLock()) {
-            if (lock == null) {
-                throw new DataError("--out " + folder + ": another sweep is running on this folder (it holds "
-                        + folder.resolve("sweep.lock") + ")");
-            }
-            return AssignmentLog.quietly(() -> sweep(csv));
-        }
+        return SweepLoop.locked(folder, "--out", () -> sweep(csv));
     }
 
     /**
@@ -169,56 +150,14 @@ public final class SecondStudy implements Callable<Integer> {
         Map<String, SecondData> data = load();
         log.printf(Locale.ROOT, "sweep: %d worker(s), %d libtorch thread each; results %s%n", workers,
                 THREADS, csv);
-        ExecutorService pool = Executors.newFixedThreadPool(workers, r -> {
-            Thread t = new Thread(r, "second-study-worker");
-            t.setDaemon(true);
-            return t;
-        });
-        ExecutorCompletionService<SecondResult> completion = new ExecutorCompletionService<>(pool);
-        Set<String> running = new LinkedHashSet<>();
-        Map<Future<SecondResult>, SecondCell> futures = new HashMap<>();
-        int started = 0;
-        int done = 0;
-        Exception failure = null;
-        try {
-            while (true) {
-                List<SecondCell> next = failure != null || (maxRuns > 0 && started >= maxRuns) ? List.of()
-                        : SecondPlan.pending(finals).stream().filter(c -> !running.contains(c.key())).toList();
-                if (!next.isEmpty() && running.size() < workers) {
-                    SecondCell cell = next.get(0);
-                    running.add(cell.key());
-                    started++;
-                    futures.put(completion.submit(() -> runOne(data.get(cell.corpus()), cell, csv)), cell);
-                    continue;
-                }
-                if (running.isEmpty()) {
-                    break;
-                }
-                Future<SecondResult> f = completion.take();
-                SecondCell cell = futures.remove(f);
-                running.remove(cell.key());
-                try {
-                    SecondResult r = f.get();
+        int started = new SweepLoop<SecondCell, SecondResult>("second-study-worker", workers, maxRuns).run(
+                () -> SecondPlan.pending(finals), SecondCell::key, cell -> runOne(data.get(cell.corpus()), cell, csv),
+                (done, cell, r) -> {
                     finished.add(r);
-                    done++;
                     log.printf(Locale.ROOT, "done %d: %s: final val %.4f%s, %.1f ms/step, %.0f s%n", done,
                             cell, r.finalValLoss(), r.diverged() ? " (diverged)" : "", r.msPerStep(),
                             r.wallSeconds());
-                } catch (ExecutionException e) {
-                    failure = e.getCause() instanceof Exception ex ? ex : e;
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("the sweep was interrupted", e);
-        } finally {
-            pool.shutdownNow();
-        }
-        if (failure instanceof RuntimeException re) {
-            throw re;
-        } else if (failure != null) {
-            throw new IllegalStateException(failure);
-        }
+                });
         if (SecondPlan.pending(finals).isEmpty()) {
             log.println("sweep complete: " + finals.size() + " runs in " + csv);
         } else {
