@@ -9,7 +9,6 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -66,9 +65,7 @@ class FoldocCorpusTest {
     @Test
     void load_splitsByTheHeadwordsCrc_asGcideIs_eachEntryOnce_andTheTextIsClean() throws IOException {
         Path dict = TinyFoldoc.write(dir, "foldoc", 300);
-        String text = new String(TinyDictionary.gzipped(dict), StandardCharsets.ISO_8859_1);
-        List<DictdCorpus.Entry> entries = DictdCorpus.entries(text, Files.readAllLines(dir.resolve("foldoc.index"),
-                StandardCharsets.ISO_8859_1), dict, dir.resolve("foldoc.index"), "--foldoc ", FoldocCorpus::clean);
+        List<DictdCorpus.Entry> entries = TinyDictionary.entries(dir, "foldoc", "--foldoc ", FoldocCorpus::clean);
         // One entry per definition, the synonyms' index lines included once, under the first name in the index.
         assertEquals(300, entries.size());
         assertEquals("ka", entries.get(0).headword());

@@ -45,9 +45,7 @@ class GcideCorpusTest {
     @Test
     void load_splitsByHeadword_everySenseOnOneSide_andTheTextIsClean() throws IOException {
         Path dict = TinyDictionary.write(dir, "tiny", 300);
-        String text = new String(TinyDictionary.gzipped(dict), StandardCharsets.ISO_8859_1);
-        List<DictdCorpus.Entry> entries = DictdCorpus.entries(text, Files.readAllLines(dir.resolve("tiny.index"),
-                StandardCharsets.ISO_8859_1), dict, dir.resolve("tiny.index"), "--data ", GcideCorpus::clean);
+        List<DictdCorpus.Entry> entries = TinyDictionary.entries(dir, "tiny", "--data ", GcideCorpus::clean);
         // The header entry is left out; every generated entry is there once, in the text's order.
         assertEquals(300, entries.size());
         assertEquals(TinyDictionary.headword(0), entries.get(0).headword());

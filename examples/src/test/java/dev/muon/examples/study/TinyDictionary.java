@@ -9,6 +9,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.function.IntFunction;
+import java.util.function.UnaryOperator;
 import java.util.zip.GZIPOutputStream;
 
 /**
@@ -59,14 +61,36 @@ final class TinyDictionary {
      */
     static Path write(Path dir, String name, int entries) throws IOException {
         Random random = new Random(7);
+        return write(dir, name, "\n00-database-short\n   A tiny dictionary made by a test\n", entries,
+                i -> entry(i, random), i -> List.of(headword(i)));
+    }
+
+    /**
+     * Writes a dictionary of a header entry and {@code entries} entries into {@code dir}, in the text's order, each
+     * under its names in the index (sorted, as dictd's is); GCIDE's layout and FOLDOC's ({@link TinyFoldoc}) differ
+     * only in the entries and their names.
+     *
+     * @param dir     the folder
+     * @param name    the dictionary's name: the files are NAME.dict.dz and NAME.index
+     * @param header  dictd's {@code 00-database-short} entry
+     * @param entries how many entries
+     * @param entry   entry {@code i}'s text, asked once for each i in order
+     * @param names   entry {@code i}'s index names
+     * @return the {@code .dict.dz} file
+     * @throws IOException if a file cannot be written
+     */
+    static Path write(Path dir, String name, String header, int entries, IntFunction<String> entry,
+                      IntFunction<List<String>> names) throws IOException {
         StringBuilder text = new StringBuilder();
         List<String> index = new ArrayList<>();
-        String header = "\n00-database-short\n   A tiny dictionary made by a test\n";
         index.add("00-database-short\t" + base64(0) + "\t" + base64(header.length()));
         text.append(header);
         for (int i = 0; i < entries; i++) {
-            String e = entry(i, random);
-            index.add(headword(i) + "\t" + base64(text.length()) + "\t" + base64(e.length()));
+            String e = entry.apply(i);
+            String where = "\t" + base64(text.length()) + "\t" + base64(e.length());
+            for (String n : names.apply(i)) {
+                index.add(n + where);
+            }
             text.append(e);
         }
         index.sort(null);
@@ -89,6 +113,25 @@ final class TinyDictionary {
         Files.write(dict, gzip(text));
         Files.writeString(dir.resolve(name + ".index"), index, StandardCharsets.ISO_8859_1);
         return dict;
+    }
+
+    /**
+     * The entries of a dictionary written here, as {@link DictdCorpus#entries} reads them from its two files.
+     *
+     * @param dir      the folder
+     * @param name     the dictionary's name
+     * @param option   the option and a space, for messages
+     * @param cleaning the dictionary's cleaning of one entry
+     * @return the entries, in the text's order
+     * @throws IOException if a file cannot be read
+     */
+    static List<DictdCorpus.Entry> entries(Path dir, String name, String option, UnaryOperator<String> cleaning)
+            throws IOException {
+        Path dict = dir.resolve(name + ".dict.dz");
+        Path index = dir.resolve(name + ".index");
+        String text = new String(gzipped(dict), StandardCharsets.ISO_8859_1);
+        return DictdCorpus.entries(text, Files.readAllLines(index, StandardCharsets.ISO_8859_1), dict, index, option,
+                cleaning);
     }
 
     /** The uncompressed bytes of a {@code .dict.dz} file. */

@@ -1,9 +1,7 @@
 package dev.muon.examples.study;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 
@@ -53,22 +51,10 @@ final class TinyFoldoc {
      */
     static Path write(Path dir, String name, int entries) throws IOException {
         Random random = new Random(11);
-        StringBuilder text = new StringBuilder();
-        List<String> index = new ArrayList<>();
-        String header = "\n00-database-short\n     A tiny FOLDOC made by a test\n";
-        index.add("00-database-short\t" + TinyDictionary.base64(0) + "\t" + TinyDictionary.base64(header.length()));
-        text.append(header);
-        for (int i = 0; i < entries; i++) {
-            String e = entry(i, random);
-            String where = "\t" + TinyDictionary.base64(text.length()) + "\t" + TinyDictionary.base64(e.length());
-            index.add(TinyDictionary.headword(i).toLowerCase(java.util.Locale.ROOT) + where);
-            if (i % 3 == 0) {
-                index.add(synonym(i).toLowerCase(java.util.Locale.ROOT) + where);
-            }
-            text.append(e);
-        }
-        index.sort(null);
-        return TinyDictionary.write(dir, name, text.toString().getBytes(StandardCharsets.ISO_8859_1),
-                String.join("\n", index) + "\n");
+        return TinyDictionary.write(dir, name, "\n00-database-short\n     A tiny FOLDOC made by a test\n", entries,
+                i -> entry(i, random), i -> {
+                    String word = TinyDictionary.headword(i).toLowerCase(java.util.Locale.ROOT);
+                    return i % 3 == 0 ? List.of(word, synonym(i).toLowerCase(java.util.Locale.ROOT)) : List.of(word);
+                });
     }
 }
