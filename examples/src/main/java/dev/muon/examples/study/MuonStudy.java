@@ -307,9 +307,7 @@ public final class MuonStudy implements Callable<Integer> {
                         // As the file has it (rounded): a resumed sweep then picks the same best lrs as one that
                         // ran through.
                         done.put(cell.key(), StudyCsv.parse(StudyCsv.row(r)));
-                        System.out.printf(Locale.ROOT, "done %d: %s: final val %.4f%s, %.1f ms/step, %.0f s%n",
-                                finished, cell, r.finalValLoss(), r.diverged() ? " (diverged)" : "", r.msPerStep(),
-                                r.wallSeconds());
+                        System.out.println(SweepLoop.doneLine(finished, cell, r));
                     });
             List<StudyCell> left = plan.pending(done);
             if (left.isEmpty()) {

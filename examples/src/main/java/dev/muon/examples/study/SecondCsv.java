@@ -2,12 +2,8 @@ package dev.muon.examples.study;
 
 import dev.muon.examples.DataError;
 import java.nio.file.Path;
-import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
-import java.util.stream.Collectors;
 
 /**
  * The second study's results file, {@code runs.csv}: one row per finished run, appended and forced to disk when
@@ -40,20 +36,12 @@ final class SecondCsv {
          * takes them; a cell written twice counts once, its first row.
          */
         Map<String, Double> finals() {
-            Map<String, Double> out = new LinkedHashMap<>();
-            for (SecondResult r : results) {
-                out.putIfAbsent(r.cell().key(), r.finalValLoss());
-            }
-            return out;
+            return ResultsFile.firstByKey(results, r -> r.cell().key(), SecondResult::finalValLoss);
         }
 
         /** The finished runs' cells by key; a cell written twice counts once. */
         Map<String, SecondCell> cells() {
-            Map<String, SecondCell> out = new LinkedHashMap<>();
-            for (SecondResult r : results) {
-                out.putIfAbsent(r.cell().key(), r.cell());
-            }
-            return out;
+            return ResultsFile.firstByKey(results, r -> r.cell().key(), SecondResult::cell);
         }
     }
 
@@ -84,16 +72,9 @@ final class SecondCsv {
     /** A row of the file. */
     static String row(SecondResult r) {
         SecondCell c = r.cell();
-        StudyMachine m = r.machine();
         return String.join(",", c.arm().id(), c.corpus(), Integer.toString(c.steps()), Double.toString(c.adamwLr()),
                 Double.toString(c.beta2()), Double.toString(c.weightDecay()), Double.toString(c.lr2()),
-                Double.toString(c.radius()), Long.toString(c.seed()), number(r.finalValLoss(), "%.6f"),
-                Boolean.toString(r.diverged()),
-                Arrays.stream(r.evalSteps()).mapToObj(Integer::toString).collect(Collectors.joining(";")),
-                list(r.valLoss(), "%.6f"), list(r.trainSeconds(), "%.4f"), number(r.msPerStep(), "%.3f"),
-                number(r.wallSeconds(), "%.3f"), Integer.toString(r.threads()), Integer.toString(r.workers()),
-                number(r.loadStart(), "%.2f"), number(r.loadEnd(), "%.2f"), StudyMachine.clean(m.cpu()),
-                StudyMachine.clean(m.commit()), StudyMachine.clean(r.corpusFile()), r.startedUtc());
+                Double.toString(c.radius()), Long.toString(c.seed()), ResultsFile.runColumns(r, r.corpusFile()));
     }
 
     /**
@@ -111,32 +92,21 @@ final class SecondCsv {
         SecondCell cell = new SecondCell(SecondArm.of(f[0]), f[1], Integer.parseInt(f[2]), Double.parseDouble(f[3]),
                 Double.parseDouble(f[4]), Double.parseDouble(f[5]), Double.parseDouble(f[6]),
                 Double.parseDouble(f[7]), Long.parseLong(f[8]));
-        if (!f[10].equals("true") && !f[10].equals("false")) {
-            throw new IllegalArgumentException("diverged must be true or false, got " + f[10]);
-        }
-        int[] steps = Arrays.stream(f[11].split(";")).mapToInt(Integer::parseInt).toArray();
-        double[] loss = Arrays.stream(f[12].split(";")).mapToDouble(Double::parseDouble).toArray();
-        double[] seconds = Arrays.stream(f[13].split(";")).mapToDouble(Double::parseDouble).toArray();
+        ResultsFile.RunColumns run = ResultsFile.runColumns(f, 9);
+        int[] steps = run.evalSteps();
         if (steps[steps.length - 1] > cell.steps()) {
             throw new IllegalArgumentException("the last evaluation step " + steps[steps.length - 1]
                     + " is past the cell's " + cell.steps() + " steps");
         }
         try {
             // The last column: a row cut inside it has every other column, and only this check refuses it.
-            java.time.Instant.parse(f[23]);
+            java.time.Instant.parse(run.startedUtc());
         } catch (java.time.format.DateTimeParseException e) {
-            throw new IllegalArgumentException("started_utc must be an ISO-8601 instant, got '" + f[23] + "'", e);
+            throw new IllegalArgumentException("started_utc must be an ISO-8601 instant, got '" + run.startedUtc()
+                    + "'", e);
         }
-        return new SecondResult(cell, steps, loss, seconds, Boolean.parseBoolean(f[10]), Double.parseDouble(f[15]),
-                Integer.parseInt(f[16]), Integer.parseInt(f[17]), Double.parseDouble(f[18]),
-                Double.parseDouble(f[19]), new StudyMachine(f[21], f[20], 0), f[22], f[23]);
-    }
-
-    private static String number(double value, String format) {
-        return Double.isFinite(value) ? String.format(Locale.ROOT, format, value) : Double.toString(value);
-    }
-
-    private static String list(double[] values, String format) {
-        return Arrays.stream(values).mapToObj(v -> number(v, format)).collect(Collectors.joining(";"));
+        return new SecondResult(cell, steps, run.valLoss(), run.trainSeconds(), run.diverged(), run.wallSeconds(),
+                run.threads(), run.workers(), run.loadStart(), run.loadEnd(), run.machine(), run.corpusFile(),
+                run.startedUtc());
     }
 }

@@ -21,7 +21,7 @@ package dev.muon.examples.study;
  */
 record SecondResult(SecondCell cell, int[] evalSteps, double[] valLoss, double[] trainSeconds, boolean diverged,
                     double wallSeconds, int threads, int workers, double loadStart, double loadEnd,
-                    StudyMachine machine, String corpusFile, String startedUtc) {
+                    StudyMachine machine, String corpusFile, String startedUtc) implements FinishedRun {
     /**
      * Validates the curve's shape.
      *
@@ -43,26 +43,5 @@ record SecondResult(SecondCell cell, int[] evalSteps, double[] valLoss, double[]
                         + java.util.Arrays.toString(evalSteps));
             }
         }
-    }
-
-    /** The validation loss after the last step; NaN for a run that diverged. */
-    double finalValLoss() {
-        return valLoss[valLoss.length - 1];
-    }
-
-    /**
-     * The first step at which the validation loss is at or below {@code target}, interpolated between evaluations
-     * as in the first study; NaN if it never gets there (the analysis counts such a run as the budget).
-     *
-     * @param target the loss to reach
-     * @return the step, fractional, or NaN
-     */
-    double stepsTo(double target) {
-        return StudyResult.stepsTo(evalSteps, valLoss, target);
-    }
-
-    /** Mean training milliseconds per step, over the steps before the last finite evaluation; NaN if none. */
-    double msPerStep() {
-        return StudyResult.msPerStep(evalSteps, valLoss, trainSeconds);
     }
 }

@@ -154,9 +154,7 @@ public final class SecondStudy implements Callable<Integer> {
                 () -> SecondPlan.pending(finals), SecondCell::key, cell -> runOne(data.get(cell.corpus()), cell, csv),
                 (done, cell, r) -> {
                     finished.add(r);
-                    log.printf(Locale.ROOT, "done %d: %s: final val %.4f%s, %.1f ms/step, %.0f s%n", done,
-                            cell, r.finalValLoss(), r.diverged() ? " (diverged)" : "", r.msPerStep(),
-                            r.wallSeconds());
+                    log.println(SweepLoop.doneLine(done, cell, r));
                 });
         if (SecondPlan.pending(finals).isEmpty()) {
             log.println("sweep complete: " + finals.size() + " runs in " + csv);

@@ -3,11 +3,8 @@ package dev.muon.examples.study;
 import dev.muon.examples.DataError;
 import java.nio.file.Path;
 import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
-import java.util.stream.Collectors;
 
 /**
  * The study's results file, {@code runs.csv}: one row per finished run, appended when the run ends, so that a
@@ -33,11 +30,7 @@ final class StudyCsv {
     record Contents(List<StudyResult> results, List<Integer> skippedLines) {
         /** The runs by cell key; a cell written twice counts once, its first row. */
         Map<String, StudyResult> byKey() {
-            Map<String, StudyResult> out = new LinkedHashMap<>();
-            for (StudyResult r : results) {
-                out.putIfAbsent(r.cell().key(), r);
-            }
-            return out;
+            return ResultsFile.firstByKey(results, r -> r.cell().key(), r -> r);
         }
     }
 
@@ -78,17 +71,11 @@ final class StudyCsv {
     /** A row of the file. */
     static String row(StudyResult r) {
         StudyCell c = r.cell();
-        StudyMachine m = r.machine();
         return String.join(",", c.arm().id(), Double.toString(c.adamwLr()), Double.toString(c.muonLr()),
                 Double.toString(c.weightDecay()), Long.toString(c.seed()), Integer.toString(c.width()),
                 Integer.toString(c.layers()), Integer.toString(c.heads()), Integer.toString(c.context()),
                 Integer.toString(c.batch()), Integer.toString(c.steps()), Integer.toString(c.evals()),
-                number(r.finalValLoss(), "%.6f"), Boolean.toString(r.diverged()),
-                Arrays.stream(r.evalSteps()).mapToObj(Integer::toString).collect(Collectors.joining(";")),
-                list(r.valLoss(), "%.6f"), list(r.trainSeconds(), "%.4f"), number(r.msPerStep(), "%.3f"),
-                number(r.wallSeconds(), "%.3f"), Integer.toString(r.threads()), Integer.toString(r.workers()),
-                number(r.loadStart(), "%.2f"), number(r.loadEnd(), "%.2f"), StudyMachine.clean(m.cpu()),
-                StudyMachine.clean(m.commit()), StudyMachine.clean(r.corpus()), r.startedUtc());
+                ResultsFile.runColumns(r, r.corpus()));
     }
 
     /**
@@ -107,26 +94,14 @@ final class StudyCsv {
                 Double.parseDouble(f[3]), Long.parseLong(f[4]), Integer.parseInt(f[5]), Integer.parseInt(f[6]),
                 Integer.parseInt(f[7]), Integer.parseInt(f[8]), Integer.parseInt(f[9]), Integer.parseInt(f[10]),
                 Integer.parseInt(f[11]));
-        if (!f[13].equals("true") && !f[13].equals("false")) {
-            throw new IllegalArgumentException("diverged must be true or false, got " + f[13]);
-        }
-        int[] steps = Arrays.stream(f[14].split(";")).mapToInt(Integer::parseInt).toArray();
-        double[] loss = Arrays.stream(f[15].split(";")).mapToDouble(Double::parseDouble).toArray();
-        double[] seconds = Arrays.stream(f[16].split(";")).mapToDouble(Double::parseDouble).toArray();
-        if (!Arrays.equals(steps, cell.evalSteps()) || loss.length != steps.length
-                || seconds.length != steps.length) {
+        ResultsFile.RunColumns run = ResultsFile.runColumns(f, 12);
+        int[] steps = run.evalSteps();
+        if (!Arrays.equals(steps, cell.evalSteps()) || run.valLoss().length != steps.length
+                || run.trainSeconds().length != steps.length) {
             throw new IllegalArgumentException("the curve's lists do not match the cell's evaluation steps");
         }
-        return new StudyResult(cell, steps, loss, seconds, Boolean.parseBoolean(f[13]), Double.parseDouble(f[18]),
-                Integer.parseInt(f[19]), Integer.parseInt(f[20]), Double.parseDouble(f[21]),
-                Double.parseDouble(f[22]), new StudyMachine(f[24], f[23], 0), f[25], f[26]);
-    }
-
-    private static String number(double value, String format) {
-        return Double.isFinite(value) ? String.format(Locale.ROOT, format, value) : Double.toString(value);
-    }
-
-    private static String list(double[] values, String format) {
-        return Arrays.stream(values).mapToObj(v -> number(v, format)).collect(Collectors.joining(";"));
+        return new StudyResult(cell, steps, run.valLoss(), run.trainSeconds(), run.diverged(), run.wallSeconds(),
+                run.threads(), run.workers(), run.loadStart(), run.loadEnd(), run.machine(), run.corpusFile(),
+                run.startedUtc());
     }
 }

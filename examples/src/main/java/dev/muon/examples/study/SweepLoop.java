@@ -11,6 +11,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
@@ -115,6 +116,19 @@ record SweepLoop<C, R>(String threadName, int workers, int maxRuns) {
             throw new IllegalStateException(failure);
         }
         return started;
+    }
+
+    /**
+     * The line a sweep prints when a run ends.
+     *
+     * @param count the runs the sweep has finished, this one included
+     * @param cell  its cell
+     * @param r     the run
+     * @return the line, without a line break
+     */
+    static String doneLine(int count, Object cell, FinishedRun r) {
+        return String.format(Locale.ROOT, "done %d: %s: final val %.4f%s, %.1f ms/step, %.0f s", count, cell,
+                r.finalValLoss(), r.diverged() ? " (diverged)" : "", r.msPerStep(), r.wallSeconds());
     }
 
     /**
