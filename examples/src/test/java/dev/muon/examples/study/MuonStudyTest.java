@@ -10,10 +10,8 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -89,17 +87,14 @@ class MuonStudyTest {
         List<String> before = Files.readAllLines(csv);
         assertEquals(4, before.size(), String.join("\n", before));
         // A kill while the fourth row was being written leaves part of it, without a line break.
-        String cut = before.get(1).substring(0, 40);
-        Files.writeString(csv, cut, StandardCharsets.UTF_8, StandardOpenOption.APPEND);
+        String cut = CutRow.append(csv, before.get(1), 40);
 
         ExampleErrorsTest.Outcome rest = study(args("sweep", TINY_PLAN, "--results", results.toString(),
                 "--workers", "2"));
         assertEquals(0, rest.exitCode(), rest.err());
-        List<String> after = Files.readAllLines(csv);
         // The three finished rows are untouched, the cut row is left where it was, and every cell is there once:
         // AdamW 2 lrs, Muon 2 lrs, 5 variant configurations, 2 seeds each.
-        assertEquals(before, after.subList(0, 4));
-        assertEquals(cut, after.get(4));
+        List<String> after = CutRow.assertKeptBefore(csv, before, cut);
         StudyCsv.Contents contents = StudyCsv.read(csv);
         assertEquals(List.of(5), contents.skippedLines());
         assertEquals(18, contents.results().size());

@@ -25,10 +25,8 @@ import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -306,14 +304,11 @@ class SecondStudyTest {
         assertNotEquals(firstCell.key(), SecondCsv.parse(two.get(2)).cell().key());
 
         // A kill while the next row was being written leaves part of it, without a line break.
-        String cut = two.get(1).substring(0, 60);
-        Files.writeString(csv, cut, StandardCharsets.UTF_8, StandardOpenOption.APPEND);
+        String cut = CutRow.append(csv, two.get(1), 60);
         ExampleErrorsTest.Outcome third = study(s -> s, args(out, "--max-runs", "1"));
         assertEquals(0, third.exitCode(), third.err());
         assertTrue(third.out().contains("lines [4] are not complete rows"), third.out());
-        List<String> after = Files.readAllLines(csv);
-        assertEquals(two, after.subList(0, 3));
-        assertEquals(cut, after.get(3));
+        CutRow.assertKeptBefore(csv, two, cut);
         SecondCsv.Contents contents = SecondCsv.read(csv);
         assertEquals(List.of(4), contents.skippedLines());
         assertEquals(3, contents.results().size());
