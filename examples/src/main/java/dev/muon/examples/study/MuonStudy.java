@@ -303,7 +303,7 @@ public final class MuonStudy implements Callable<Integer> {
             System.out.printf(Locale.ROOT, "sweep: %d worker(s), %d libtorch thread(s) each; results %s%n", workers,
                     model.threads, csv);
             int started = new SweepLoop<StudyCell, StudyResult>("study-worker", workers, maxRuns).run(
-                    () -> plan.pending(done), StudyCell::key, cell -> runOne(data, cell, csv), (finished, cell, r) -> {
+                    () -> plan.pending(done), cell -> runOne(data, cell, csv), (finished, cell, r) -> {
                         // As the file has it (rounded): a resumed sweep then picks the same best lrs as one that
                         // ran through.
                         done.put(cell.key(), StudyCsv.parse(StudyCsv.row(r)));

@@ -20,7 +20,7 @@ import java.util.Locale;
  * @param seed        the seed: initial weights and batch order
  */
 record SecondCell(SecondArm arm, String corpus, int steps, double adamwLr, double beta2, double weightDecay,
-                  double lr2, double radius, long seed) {
+                  double lr2, double radius, long seed) implements SeededCell<SecondCell> {
     /** The warm-up's share of the budget. */
     static final double WARMUP_FRACTION = 0.05;
     /** The cosine's final factor on the base lr. */
@@ -83,13 +83,14 @@ record SecondCell(SecondArm arm, String corpus, int steps, double adamwLr, doubl
         return out;
     }
 
-    /** The same cell with another seed. */
-    SecondCell withSeed(long value) {
+    @Override
+    public SecondCell withSeed(long value) {
         return new SecondCell(arm, corpus, steps, adamwLr, beta2, weightDecay, lr2, radius, value);
     }
 
     /** What identifies the cell in the results; numbers in Java's shortest round-trip form. */
-    String key() {
+    @Override
+    public String key() {
         return String.join("|", arm.id(), corpus, Integer.toString(steps), Double.toString(adamwLr),
                 Double.toString(beta2), Double.toString(weightDecay), Double.toString(lr2), Double.toString(radius),
                 Long.toString(seed));

@@ -151,7 +151,7 @@ final class SecondPlan {
             return new Progress(stage, "tuning", pending, tuned);
         }
         for (SecondCell c : tuned.values()) {
-            pending.addAll(missing(c, CONFIRMATION_SEEDS, finals));
+            pending.addAll(c.missing(CONFIRMATION_SEEDS, finals));
         }
         return new Progress(stage, pending.isEmpty() ? "done" : "confirmation", pending, tuned);
     }
@@ -189,7 +189,7 @@ final class SecondPlan {
             for (int o = 0; o < others.size(); o++) {
                 for (double lr : grid.get(o)) {
                     SecondCell c = cell.apply(others.get(o), lr);
-                    missing.addAll(missing(c, TUNING_SEEDS, finals));
+                    missing.addAll(c.missing(TUNING_SEEDS, finals));
                     double mean = meanFinal(c, finals);
                     if (best == null || mean < bestMean) {
                         best = c;
@@ -231,17 +231,6 @@ final class SecondPlan {
             sum += f;
         }
         return sum / TUNING_SEEDS.size();
-    }
-
-    private static List<SecondCell> missing(SecondCell config, List<Long> seeds, Map<String, Double> finals) {
-        List<SecondCell> out = new ArrayList<>();
-        for (long seed : seeds) {
-            SecondCell c = config.withSeed(seed);
-            if (!finals.containsKey(c.key())) {
-                out.add(c);
-            }
-        }
-        return out;
     }
 
     /**

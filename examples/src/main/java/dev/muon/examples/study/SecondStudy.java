@@ -151,7 +151,7 @@ public final class SecondStudy implements Callable<Integer> {
         log.printf(Locale.ROOT, "sweep: %d worker(s), %d libtorch thread each; results %s%n", workers,
                 THREADS, csv);
         int started = new SweepLoop<SecondCell, SecondResult>("second-study-worker", workers, maxRuns).run(
-                () -> SecondPlan.pending(finals), SecondCell::key, cell -> runOne(data.get(cell.corpus()), cell, csv),
+                () -> SecondPlan.pending(finals), cell -> runOne(data.get(cell.corpus()), cell, csv),
                 (done, cell, r) -> {
                     finished.add(r);
                     log.println(SweepLoop.doneLine(done, cell, r));

@@ -21,7 +21,7 @@ import java.util.Locale;
  * @param evals       validations after step 0, evenly spaced: at {@code k·steps/evals} for k = 1..evals
  */
 record StudyCell(StudyArm arm, double adamwLr, double muonLr, double weightDecay, long seed, int width, int layers,
-                 int heads, int context, int batch, int steps, int evals) {
+                 int heads, int context, int batch, int steps, int evals) implements SeededCell<StudyCell> {
     /**
      * Validates the cell.
      *
@@ -80,8 +80,8 @@ record StudyCell(StudyArm arm, double adamwLr, double muonLr, double weightDecay
         return (long) steps * batch * context;
     }
 
-    /** The same cell with another seed. */
-    StudyCell withSeed(long value) {
+    @Override
+    public StudyCell withSeed(long value) {
         return new StudyCell(arm, adamwLr, muonLr, weightDecay, value, width, layers, heads, context, batch, steps,
                 evals);
     }
@@ -92,7 +92,8 @@ record StudyCell(StudyArm arm, double adamwLr, double muonLr, double weightDecay
      *
      * @return the key
      */
-    String key() {
+    @Override
+    public String key() {
         return String.join("|", arm.id(), Double.toString(adamwLr), Double.toString(muonLr),
                 Double.toString(weightDecay), Long.toString(seed), Integer.toString(width), Integer.toString(layers),
                 Integer.toString(heads), Integer.toString(context), Integer.toString(batch), Integer.toString(steps),

@@ -134,7 +134,7 @@ record StudyPlan(List<StudySetting> settings, List<StudySetting> variantsAt, Lis
         List<StudyCell> variants = new ArrayList<>();
         if (variantsAt.contains(s)) {
             for (StudyCell c : variantCells(s, a, m)) {
-                variants.addAll(missing(c, done));
+                variants.addAll(c.missing(seeds, done));
             }
         }
         return new Progress(s, a, m, variants, variants.isEmpty() ? "done" : "variants");
@@ -166,7 +166,7 @@ record StudyPlan(List<StudySetting> settings, List<StudySetting> variantsAt, Lis
             TreeMap<Double, double[]> finals = new TreeMap<>();
             for (double lr : lrs) {
                 StudyCell c = config.apply(lr);
-                missing.addAll(missing(c, done));
+                missing.addAll(c.missing(seeds, done));
                 finals.put(lr, finals(c, done));
             }
             if (!missing.isEmpty()) {
@@ -204,18 +204,6 @@ record StudyPlan(List<StudySetting> settings, List<StudySetting> variantsAt, Lis
             }
         }
         return bestLr;
-    }
-
-    /** A configuration's cells (one per seed) that the results lack. */
-    private List<StudyCell> missing(StudyCell config, Map<String, StudyResult> done) {
-        List<StudyCell> out = new ArrayList<>();
-        for (long seed : seeds) {
-            StudyCell c = config.withSeed(seed);
-            if (!done.containsKey(c.key())) {
-                out.add(c);
-            }
-        }
-        return out;
     }
 
     /** A configuration's final losses over the seeds (all present). */

@@ -37,7 +37,7 @@ import java.util.function.Supplier;
  * @param <C>        a cell of the plan
  * @param <R>        a finished run
  */
-record SweepLoop<C, R>(String threadName, int workers, int maxRuns) {
+record SweepLoop<C extends SeededCell<C>, R>(String threadName, int workers, int maxRuns) {
 
     /**
      * What a sweep does with a finished run: keeps it where the plan will see it, and says so.
@@ -60,14 +60,13 @@ record SweepLoop<C, R>(String threadName, int workers, int maxRuns) {
      * Runs the cells the plan asks for until it asks for none that is not running, or {@code maxRuns} have started.
      *
      * @param pending the cells the plan needs now, in the order to run them (asked again after each start and end)
-     * @param key     what identifies a cell in the results
      * @param train   trains a cell and writes its row, on a worker thread
      * @param finish  takes each finished run, on the calling thread
      * @return the runs started
      * @throws RuntimeException the first failed run's exception ({@link IllegalStateException} around a checked
      *                          one, or around an interruption of the calling thread)
      */
-    int run(Supplier<List<C>> pending, Function<C, String> key, Function<C, R> train, Finish<C, R> finish) {
+    int run(Supplier<List<C>> pending, Function<C, R> train, Finish<C, R> finish) {
         ExecutorService pool = Executors.newFixedThreadPool(workers, r -> {
             Thread t = new Thread(r, threadName);
             t.setDaemon(true);
@@ -82,10 +81,10 @@ record SweepLoop<C, R>(String threadName, int workers, int maxRuns) {
         try {
             while (true) {
                 List<C> next = failure != null || (maxRuns > 0 && started >= maxRuns) ? List.of()
-                        : pending.get().stream().filter(c -> !running.contains(key.apply(c))).toList();
+                        : pending.get().stream().filter(c -> !running.contains(c.key())).toList();
                 if (!next.isEmpty() && running.size() < workers) {
                     C cell = next.get(0);
-                    running.add(key.apply(cell));
+                    running.add(cell.key());
                     started++;
                     futures.put(completion.submit(() -> train.apply(cell)), cell);
                     continue;
@@ -95,7 +94,7 @@ record SweepLoop<C, R>(String threadName, int workers, int maxRuns) {
                 }
                 Future<R> f = completion.take();
                 C cell = futures.remove(f);
-                running.remove(key.apply(cell));
+                running.remove(cell.key());
                 try {
                     R r = f.get();
                     finished++;
