@@ -57,7 +57,8 @@ record SweepLoop<C extends SeededCell<C>, R>(String threadName, int workers, int
     }
 
     /**
-     * Runs the cells the plan asks for until it asks for none that is not running, or {@code maxRuns} have started.
+     * Runs the cells the plan asks for until none is running and none is left to start: the plan asks for no other,
+     * {@code maxRuns} have started, or a run failed.
      *
      * @param pending the cells the plan needs now, in the order to run them (asked again after each start and end)
      * @param train   trains a cell and writes its row, on a worker thread
