@@ -1,5 +1,8 @@
 package dev.muon.examples.study;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -23,6 +26,8 @@ import java.util.Map;
  * Holm's correction with p = 1, so that a partial report never adjusts less than the finished one will.
  */
 final class SecondAnalysis {
+    /** The report's name in the results folder. */
+    static final String FILE = "analysis.md";
     /** The protocol's level. */
     static final double ALPHA = StudyStats.ALPHA;
     /** A ratio whose 95 % interval lies inside [{@value}, 1/{@value}] is called equivalent within 10 %. */
@@ -448,6 +453,23 @@ final class SecondAnalysis {
                         fl.difference().high(), p(c.finalHolm())));
             }
             md.append('\n');
+        }
+    }
+
+    /**
+     * Writes {@link #markdown(List, List)} to a file.
+     *
+     * @param results the results file's runs
+     * @param timing  the timing pass's rounds, empty if none
+     * @param report  the file
+     * @throws dev.muon.examples.DataError naming the file, if it cannot be written
+     */
+    static void write(List<SecondResult> results, List<SecondTiming.Round> timing, Path report) {
+        try {
+            Files.writeString(report, markdown(results, timing));
+        } catch (IOException e) {
+            throw new dev.muon.examples.DataError(report + ": cannot write the analysis ("
+                    + dev.muon.examples.DataError.reason(e) + ")", e);
         }
     }
 

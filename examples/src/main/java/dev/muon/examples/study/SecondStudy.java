@@ -52,6 +52,14 @@ public final class SecondStudy implements Callable<Integer> {
     @Option(names = "--plan", description = "print where each stage stands, the cells ready to run and the "
             + "CPU-hours left, and run nothing")
     boolean plan;
+    @Option(names = "--analyze", description = "write the protocol's analysis of DIR/" + SecondCsv.FILE + " (and "
+            + "DIR/" + SecondTiming.FILE + " where the timing pass ran) to DIR/" + SecondAnalysis.FILE
+            + ", and run nothing")
+    boolean analyze;
+    @Option(names = "--timing", description = "run the timing pass of every arm's tuned GCIDE B1 configuration at "
+            + "one and two threads into DIR/" + SecondTiming.FILE + " (after the sweep, on a machine with nothing "
+            + "else running), instead of the sweep")
+    boolean timing;
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -88,6 +96,11 @@ public final class SecondStudy implements Callable<Integer> {
         if (maxRuns < 0) {
             throw new CommandLine.ParameterException(cli, "--max-runs must be >= 0 (0: no limit), got " + maxRuns);
         }
+        if ((plan ? 1 : 0) + (analyze ? 1 : 0) + (timing ? 1 : 0) > 1) {
+            throw new CommandLine.ParameterException(cli, "--plan, --analyze and --timing each replace the sweep; "
+                    + "name at most one, got" + (plan ? " --plan" : "") + (analyze ? " --analyze" : "")
+                    + (timing ? " --timing" : ""));
+        }
     }
 
     @Override
@@ -99,8 +112,28 @@ public final class SecondStudy implements Callable<Integer> {
             printPlan(read(csv), true);
             return 0;
         }
+        if (analyze) {
+            Path report = out.toAbsolutePath().normalize().resolve(SecondAnalysis.FILE);
+            SecondAnalysis.write(SecondCsv.read(csv).results(),
+                    SecondTiming.read(out.toAbsolutePath().normalize().resolve(SecondTiming.FILE)), report);
+            log.println("wrote " + report);
+            return 0;
+        }
         Path folder = MuonStudy.folder(out, "--out");
-        return SweepLoop.locked(folder, "--out", () -> sweep(csv));
+        return SweepLoop.locked(folder, "--out", () -> timing ? timingPass(csv, folder) : sweep(csv));
+    }
+
+    /** The timing pass, under the sweep's lock: it needs the machine to itself. */
+    private Integer timingPass(Path csv, Path folder) {
+        Map<String, Double> finals = read(csv).finals();
+        List<SecondCell> configs = SecondTiming.configurations(SecondPlan.progress(SecondPlan.STAGES.get(0), finals)
+                .tuned());
+        Path g = gcide == null ? gcideDefault : gcide;
+        SecondData data = SecondData.of("gcide", GcideCorpus.load(gcide, gcideDefault, "--gcide"), g, "--gcide",
+                scale);
+        SecondTiming.run(data, configs, scale, SecondTiming.ROUNDS, SecondTiming.STEPS_PER_ROUND,
+                SecondTiming.WARM_UP, folder.resolve(SecondTiming.FILE), log);
+        return 0;
     }
 
     /**

@@ -381,7 +381,36 @@ class SecondStudyTest {
                         "SecondStudy: Invalid value for option '--workers': 'two' is not an int"),
                 Arguments.of(List.of("--out", "x", "--max-runs", "-1"),
                         "SecondStudy: --max-runs must be >= 0 (0: no limit), got -1"),
-                Arguments.of(List.of("--out", "x", "--steps", "10"), "SecondStudy: Unknown options: '--steps', '10'"));
+                Arguments.of(List.of("--out", "x", "--steps", "10"), "SecondStudy: Unknown options: '--steps', '10'"),
+                Arguments.of(List.of("--out", "x", "--plan", "--timing"), "SecondStudy: --plan, --analyze and "
+                        + "--timing each replace the sweep; name at most one, got --plan --timing"),
+                Arguments.of(List.of("--out", "x", "--analyze", "--timing"), "SecondStudy: --plan, --analyze and "
+                        + "--timing each replace the sweep; name at most one, got --analyze --timing"));
+    }
+
+    @Test
+    void analyze_writesTheReportOfWhatIsThere_andRunsNothing() throws IOException {
+        Path out = dir.resolve("second");
+        assertEquals(0, study(s -> s, args(out, "--max-runs", "1")).exitCode());
+        List<String> rows = Files.readAllLines(out.resolve(SecondCsv.FILE));
+        ExampleErrorsTest.Outcome o = study(s -> s, "--out", out.toString(), "--analyze");
+        assertEquals(0, o.exitCode(), o.err());
+        assertEquals(rows, Files.readAllLines(out.resolve(SecondCsv.FILE)), "--analyze ran something");
+        String report = Files.readString(out.resolve(SecondAnalysis.FILE));
+        assertTrue(report.startsWith("# The second study: analysis\n\n1 runs read."), report);
+        assertTrue(report.contains("| gcide-1000 | pending | tuning |"), report);
+        assertTrue(report.contains("Seconds: pending the timing pass."), report);
+        assertTrue(o.out().contains("wrote " + out.resolve(SecondAnalysis.FILE)), o.out());
+    }
+
+    @Test
+    void timing_beforeEveryArmIsTuned_refusesNamingThem_andWritesNoTimingFile() {
+        Path out = dir.resolve("second");
+        ExampleErrorsTest.Outcome o = study(s -> s, args(out, "--timing"));
+        assertEquals(ExampleCli.DATA, o.exitCode(), o.err());
+        assertTrue(o.err().contains("the timing pass times every arm's tuned gcide-1000 configuration; not tuned "
+                + "yet: [adamw, adamw_2lr, muon, normuon,"), o.err());
+        assertFalse(Files.exists(out.resolve(SecondTiming.FILE)));
     }
 
     @ParameterizedTest
