@@ -133,11 +133,6 @@ final class FileHome implements StateHome {
         int current = -1;
         long generation;
         int crc;
-        /** A restore's write, in force once committed: its slot (-1: none staged), generation and CRC. */
-        int stagedSlot = -1;
-        long stagedGeneration;
-        int stagedCrc;
-        boolean stagedDrop;
         /** A read in flight ahead of the update, and the tensor it fills. */
         Future<?> pending;
         Tensor prefetched;
@@ -152,12 +147,17 @@ final class FileHome implements StateHome {
         }
     }
 
+    /** A restore's write of a buffer, in force once committed: the slot it went to, its generation and CRC. */
+    private record SlotWrite(int slot, long generation, int crc) {
+    }
+
     private final StateStorage storage;
     private final Path file;
     /** The file's bytes: where the slots lie, their headers and checks. */
     private final StateFileFormat format;
     private final Disk disk;
     private final KeptBuffers<Entry> entries;
+    private final StagedWrites<Entry, SlotWrite> staged;
     /** The tensors of the buffers in flight: this unit's and the next one's. */
     private final WorkingBuffers working = new WorkingBuffers(new org.bytedeco.pytorch.Device(torch.DeviceType.CPU));
     private final ExecutorService io;
@@ -172,6 +172,7 @@ final class FileHome implements StateHome {
         this.format = format;
         this.disk = disk;
         this.entries = entries;
+        this.staged = new StagedWrites<>(entries);
         entries.states().forEach(state -> state.lendFrom(spec -> {
             Entry entry = entries.find(state, spec);
             return entry != null ? take(entry) : null;
@@ -530,49 +531,32 @@ final class FileHome implements StateHome {
     @Override
     public void write(ParameterState state, BufferSpec spec, Tensor value) {
         requireOpen();
-        Entry entry = entries.find(state, spec);
-        if (entry == null) {
-            return;
-        }
-        Tensor converted = value.to(entry.buffer.dtype()).contiguous();
-        int slot = entry.current == 0 ? 1 : 0;
-        long generation = entry.generation + 1;
-        entry.stagedCrc = writeSlot(entry, slot, generation, converted);
-        entry.stagedSlot = slot;
-        entry.stagedGeneration = generation;
-        entry.stagedDrop = false;
+        staged.write(state, spec, entry -> {
+            // Into the slot not in force: the one in force stays readable until the commit.
+            Tensor converted = value.to(entry.buffer.dtype()).contiguous();
+            int slot = entry.current == 0 ? 1 : 0;
+            long generation = entry.generation + 1;
+            return new SlotWrite(slot, generation, writeSlot(entry, slot, generation, converted));
+        });
     }
 
     @Override
     public void drop(ParameterState state, BufferSpec spec) {
-        Entry entry = entries.find(state, spec);
-        if (entry != null) {
-            entry.stagedSlot = -1;
-            entry.stagedDrop = true;
-        }
+        staged.drop(state, spec);
     }
 
     @Override
     public void commitWrites() {
-        for (Entry entry : entries.all()) {
-            if (entry.stagedDrop) {
-                entry.current = -1;
-            } else if (entry.stagedSlot >= 0) {
-                entry.current = entry.stagedSlot;
-                entry.generation = entry.stagedGeneration;
-                entry.crc = entry.stagedCrc;
-            }
-            entry.stagedSlot = -1;
-            entry.stagedDrop = false;
-        }
+        staged.commit((entry, write) -> {
+            entry.current = write.slot();
+            entry.generation = write.generation();
+            entry.crc = write.crc();
+        }, entry -> entry.current = -1);
     }
 
     @Override
     public void discardWrites() {
-        for (Entry entry : entries.all()) {
-            entry.stagedSlot = -1;
-            entry.stagedDrop = false;
-        }
+        staged.discard();
     }
 
     @Override

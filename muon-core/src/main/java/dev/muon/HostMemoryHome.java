@@ -26,9 +26,6 @@ final class HostMemoryHome implements StateHome {
         final KeptBuffers.Buffer buffer;
         /** The stored buffer in host memory, or null: none stored. */
         Tensor host;
-        /** A restore's value, put in force at commit; a new host tensor already holding it where none existed. */
-        Tensor staged;
-        boolean stagedDrop;
 
         Entry(KeptBuffers.Buffer buffer) {
             this.buffer = buffer;
@@ -44,6 +41,11 @@ final class HostMemoryHome implements StateHome {
     /** Whether host buffers are pinned: not for a CPU standing in for the device (tests). */
     private final boolean pinned;
     private final KeptBuffers<Entry> entries;
+    /**
+     * A restore's values, put in force at commit: the value itself where a host tensor exists (copied into it), else
+     * a new host tensor already holding it.
+     */
+    private final StagedWrites<Entry, Tensor> staged;
     private final Map<ParameterState, InFlight> prefetched = new HashMap<>();
     /** The device tensors of the buffers in flight: this unit's and the next one's. */
     private final WorkingBuffers working;
@@ -55,6 +57,7 @@ final class HostMemoryHome implements StateHome {
         this.transfers = transfers;
         this.pinned = pinned;
         this.entries = entries;
+        this.staged = new StagedWrites<>(entries);
         this.working = new WorkingBuffers(entries.states().isEmpty()
                 ? new org.bytedeco.pytorch.Device(torch.DeviceType.CPU)
                 : entries.states().iterator().next().param.device());
@@ -218,49 +221,33 @@ final class HostMemoryHome implements StateHome {
     @Override
     public void write(ParameterState state, BufferSpec spec, Tensor value) {
         requireOpen();
-        Entry entry = entries.find(state, spec);
-        if (entry == null) {
-            return;
-        }
-        transfers.hostWaits();
-        // Where nothing is stored yet, the host tensor is made now, so that committing cannot fail.
-        entry.staged = entry.host != null ? value : newHost(entry).copy_(value);
-        entry.stagedDrop = false;
+        staged.write(state, spec, entry -> {
+            transfers.hostWaits();
+            // Where nothing is stored yet, the host tensor is made now, so that committing cannot fail.
+            return entry.host != null ? value : newHost(entry).copy_(value);
+        });
     }
 
     @Override
     public void drop(ParameterState state, BufferSpec spec) {
-        Entry entry = entries.find(state, spec);
-        if (entry != null) {
-            entry.staged = null;
-            entry.stagedDrop = true;
-        }
+        staged.drop(state, spec);
     }
 
     @Override
     public void commitWrites() {
         transfers.hostWaits();
-        for (Entry entry : entries.all()) {
-            if (entry.stagedDrop) {
-                entry.host = null;
-            } else if (entry.staged != null) {
-                if (entry.host != null) {
-                    entry.host.copy_(entry.staged);
-                } else {
-                    entry.host = entry.staged;
-                }
+        staged.commit((entry, value) -> {
+            if (entry.host != null) {
+                entry.host.copy_(value);
+            } else {
+                entry.host = value;
             }
-            entry.staged = null;
-            entry.stagedDrop = false;
-        }
+        }, entry -> entry.host = null);
     }
 
     @Override
     public void discardWrites() {
-        for (Entry entry : entries.all()) {
-            entry.staged = null;
-            entry.stagedDrop = false;
-        }
+        staged.discard();
     }
 
     @Override
