@@ -101,57 +101,29 @@ interface DeviceTransfers {
      */
     static DeviceTransfers of(Device device, boolean readAhead) {
         if (device.is_cpu()) {
-            return new Synchronous();
+            return synchronous();
         }
         return readAhead ? new SideStream(device) : new ComputeStream(device);
     }
 
-    /** Synchronous copies: a CPU standing in for the device (tests), where nothing runs ahead. */
-    final class Synchronous implements DeviceTransfers {
-        private static final Marker DONE = new Marker() {
-        };
-
-        @Override
-        public Marker copyIn(Tensor[] device, Tensor[] host) {
-            copyAll(device, host, false);
-            return DONE;
-        }
-
-        @Override
-        public void computeWaitsFor(Marker copies) {
-        }
-
-        @Override
-        public void computeWaitsForTransfers() {
-        }
-
-        @Override
-        public void copyOut(Tensor[] host, Tensor[] device) {
-            copyAll(host, device, false);
-        }
-
-        @Override
-        public void hostWaits() {
-        }
-
-        @Override
-        public void retire(Tensor t) {
-            t.close();
-        }
-
-        @Override
-        public void settle() {
-        }
-
-        @Override
-        public void close() {
-        }
+    /**
+     * Synchronous copies: a CPU standing in for the device (tests), where nothing runs ahead.
+     *
+     * @return the transfers: {@link ComputeStream} without a stream to wait for
+     */
+    static DeviceTransfers synchronous() {
+        return new ComputeStream();
     }
 
-    /** Copies in the compute stream, asynchronous to the host: no overlap with the update (read-ahead off). */
+    /**
+     * Copies in the compute stream, in order with the update: no overlap (read-ahead off). On a device they are
+     * asynchronous to the host, which waits for the stream; on a CPU standing in for the device ({@link #synchronous})
+     * they are synchronous and nothing is left to wait for.
+     */
     final class ComputeStream implements DeviceTransfers {
         private static final Marker IN_ORDER = new Marker() {
         };
+        /** The device's streams, or null on a CPU standing in for the device: copies synchronous, nothing to wait. */
         private final DeviceGuardImplInterface impl;
         private final Device device;
 
@@ -160,9 +132,15 @@ interface DeviceTransfers {
             this.device = NativeLifetime.outliveScope(new Device(device.type(), device.index()));
         }
 
+        /** On a CPU standing in for the device. */
+        private ComputeStream() {
+            this.impl = null;
+            this.device = null;
+        }
+
         @Override
         public Marker copyIn(Tensor[] deviceTensors, Tensor[] host) {
-            copyAll(deviceTensors, host, true);
+            copyAll(deviceTensors, host, impl != null);
             return IN_ORDER;
         }
 
@@ -178,12 +156,14 @@ interface DeviceTransfers {
 
         @Override
         public void copyOut(Tensor[] host, Tensor[] deviceTensors) {
-            copyAll(host, deviceTensors, true);
+            copyAll(host, deviceTensors, impl != null);
         }
 
         @Override
         public void hostWaits() {
-            impl.synchronizeStream(impl.getStream(device));
+            if (impl != null) {
+                impl.synchronizeStream(impl.getStream(device));
+            }
         }
 
         @Override

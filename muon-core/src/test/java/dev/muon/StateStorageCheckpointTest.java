@@ -55,7 +55,7 @@ class StateStorageCheckpointTest {
     private static Muon muon(List<Tensor> params, StateStorage storage, boolean cpuAsAccelerator) {
         Muon.Builder builder = Muon.builder().addGroup(params, CONFIG).stateStorage(storage);
         if (cpuAsAccelerator) {
-            builder.cpuAsAccelerator(new DeviceTransfers.Synchronous());
+            builder.cpuAsAccelerator(DeviceTransfers.synchronous());
         }
         return builder.build();
     }
@@ -187,7 +187,7 @@ class StateStorageCheckpointTest {
     private static MuonAdamW adamW(Map<String, Tensor> named, StateStorage storage, boolean cpuAsAccelerator) {
         MuonAdamW.Builder builder = MuonAdamW.builder(named).muon(CONFIG).muonStateStorage(storage);
         if (cpuAsAccelerator) {
-            builder.cpuAsAccelerator(new DeviceTransfers.Synchronous());
+            builder.cpuAsAccelerator(DeviceTransfers.synchronous());
         }
         return builder.build();
     }

@@ -122,7 +122,7 @@ public final class StateStorageEqualityWorker {
         Map<String, Tensor> named = cell.parameters(cell.initialValues(random));
         QkClip clip = cell.clip(named);
         TrainingOptimizer optimizer = cell.build(named, clip, group, sharding, storage,
-                storage.place() == StateStorage.Place.HOST_MEMORY ? new DeviceTransfers.Synchronous() : null);
+                storage.place() == StateStorage.Place.HOST_MEMORY ? DeviceTransfers.synchronous() : null);
         boolean first = storage.place() == StateStorage.Place.WITH_PARAMETER;
         for (int step = 1; step <= CombinationCase.STEPS; step++) {
             cell.gradients(random, step, named);

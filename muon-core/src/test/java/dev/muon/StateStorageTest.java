@@ -36,7 +36,7 @@ class StateStorageTest {
                 .addGroup(params, MuonConfig.defaults().withLr(0.02).withNorMuon(0.95, 1e-8))
                 .stateStorage(storage);
         if (cpuAsAccelerator) {
-            builder.cpuAsAccelerator(new DeviceTransfers.Synchronous());
+            builder.cpuAsAccelerator(DeviceTransfers.synchronous());
         }
         Muon muon = builder.build();
         for (int s = 0; s < 4; s++) {

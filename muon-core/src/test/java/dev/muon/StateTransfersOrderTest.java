@@ -31,12 +31,13 @@ class StateTransfersOrderTest {
     @TempDir
     Path dir;
 
-    /** Synchronous copies, each call logged by the shapes of its tensors. */
+    /** Synchronous copies, each call passed on to them and logged by the shapes of its tensors. */
     private static final class Recording implements DeviceTransfers {
         final List<String> log = new ArrayList<>();
-        private final DeviceTransfers copies = new DeviceTransfers.Synchronous();
+        private final DeviceTransfers copies = DeviceTransfers.synchronous();
 
-        private record Copied(String shapes) implements Marker {
+        /** The synchronous copies' marker, and what the log names it by. */
+        private record Copied(Marker copies, String shapes) implements Marker {
         }
 
         private static String shapes(Tensor[] tensors) {
@@ -45,18 +46,20 @@ class StateTransfersOrderTest {
 
         @Override
         public Marker copyIn(Tensor[] device, Tensor[] host) {
-            copies.copyIn(device, host);
+            Marker marker = copies.copyIn(device, host);
             log.add("in " + shapes(device));
-            return new Copied(shapes(device));
+            return new Copied(marker, shapes(device));
         }
 
         @Override
         public void computeWaitsFor(Marker copied) {
+            copies.computeWaitsFor(((Copied) copied).copies);
             log.add("wait " + ((Copied) copied).shapes);
         }
 
         @Override
         public void computeWaitsForTransfers() {
+            copies.computeWaitsForTransfers();
             log.add("wait for transfers");
         }
 
@@ -68,20 +71,23 @@ class StateTransfersOrderTest {
 
         @Override
         public void hostWaits() {
+            copies.hostWaits();
         }
 
         @Override
         public void retire(Tensor t) {
-            t.close();
+            copies.retire(t);
         }
 
         @Override
         public void settle() {
+            copies.settle();
             log.add("settle");
         }
 
         @Override
         public void close() {
+            copies.close();
         }
     }
 
@@ -151,7 +157,7 @@ class StateTransfersOrderTest {
             Muon.Builder builder = Muon.builder().addGroup(params, MuonConfig.defaults().withNorMuon(0.95, 1e-8)
                     .withBatchSameShape(false)).stateStorage(storage);
             if (storage.place() == StateStorage.Place.HOST_MEMORY) {
-                builder.cpuAsAccelerator(new DeviceTransfers.Synchronous());
+                builder.cpuAsAccelerator(DeviceTransfers.synchronous());
             }
             Muon muon = builder.build();
             for (int step = 1; step <= 3; step++) {
