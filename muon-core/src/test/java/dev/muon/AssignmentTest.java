@@ -44,18 +44,11 @@ class AssignmentTest {
         expected.put("wpe.weight", ADAMW);
         for (int i = 0; i < 2; i++) {
             String b = "h." + i + ".";
-            expected.put(b + "ln_1.weight", ADAMW);
-            expected.put(b + "ln_1.bias", ADAMW);
-            expected.put(b + "attn.c_attn.weight", MUON);
-            expected.put(b + "attn.c_attn.bias", ADAMW);
-            expected.put(b + "attn.c_proj.weight", MUON);
-            expected.put(b + "attn.c_proj.bias", ADAMW);
-            expected.put(b + "ln_2.weight", ADAMW);
-            expected.put(b + "ln_2.bias", ADAMW);
-            expected.put(b + "mlp.c_fc.weight", MUON);
-            expected.put(b + "mlp.c_fc.bias", ADAMW);
-            expected.put(b + "mlp.c_proj.weight", MUON);
-            expected.put(b + "mlp.c_proj.bias", ADAMW);
+            // In module order: the layer norms' gains and every bias on AdamW, the four linear weights on Muon.
+            for (String layer : List.of("ln_1", "attn.c_attn", "attn.c_proj", "ln_2", "mlp.c_fc", "mlp.c_proj")) {
+                expected.put(b + layer + ".weight", layer.startsWith("ln_") ? ADAMW : MUON);
+                expected.put(b + layer + ".bias", ADAMW);
+            }
         }
         expected.put("ln_f.weight", ADAMW);
         expected.put("ln_f.bias", ADAMW);
