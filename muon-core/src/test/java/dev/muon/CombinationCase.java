@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.function.Consumer;
 
 /**
  * One cell of the combination table of {@code docs/api.md}: two features, the config, parameters, row splits and
@@ -228,29 +229,24 @@ public final class CombinationCase {
             MuonAdamW.Builder builder = MuonAdamW.builder(named).muon(config).muonWhen((n, t) -> true)
                     .outputLayerOnAdamW(false).nonFinitePolicy(NonFinitePolicy.SKIP).muonStateStorage(storage);
             splits.forEach(builder::rowSplit);
-            if (clip != null) {
-                builder.qkClip(clip);
-            }
-            if (group != null) {
-                builder.distributed(group, sharding);
-            }
-            if (transfers != null) {
-                builder.cpuAsAccelerator(transfers);
-            }
+            ifGiven(clip, builder::qkClip);
+            ifGiven(group, g -> builder.distributed(g, sharding));
+            ifGiven(transfers, builder::cpuAsAccelerator);
             return builder.build();
         }
         Muon.Builder builder = Muon.builder().addGroup(named.values(), config).stateStorage(storage);
         splits.forEach((name, split) -> builder.rowSplit(named.get(name), split));
-        if (clip != null) {
-            builder.qkClip(clip);
-        }
-        if (group != null) {
-            builder.distributed(group, sharding);
-        }
-        if (transfers != null) {
-            builder.cpuAsAccelerator(transfers);
-        }
+        ifGiven(clip, builder::qkClip);
+        ifGiven(group, g -> builder.distributed(g, sharding));
+        ifGiven(transfers, builder::cpuAsAccelerator);
         return builder.build();
+    }
+
+    /** Sets an optional part of a build (both optimizers' builders take the same ones) only where it is given. */
+    private static <T> void ifGiven(T value, Consumer<T> set) {
+        if (value != null) {
+            set.accept(value);
+        }
     }
 
     /** Whether a step (from 1) has a NaN in one gradient: the non-finite policy skips it. */
