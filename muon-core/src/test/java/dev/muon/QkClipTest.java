@@ -113,45 +113,54 @@ class QkClipTest {
                 "a matrix no layer names must be left alone");
     }
 
+    /**
+     * A hooked model and its unhooked twin of the same values, the clip (τ = 7.5) on the hooked one, and the logits
+     * spread over τ that it is told before each step.
+     */
+    private record Twins(Layout layout, double alpha, Map<String, Tensor> hooked, Map<String, Tensor> twin,
+                         QkClip clip, double[] s) {
+        static final double TAU = 7.5;
+
+        static Twins of(Layout layout, double alpha, long seed) {
+            Map<String, Tensor> hooked = model(layout, seed);
+            return new Twins(layout, alpha, hooked, copy(hooked), QkClipTest.clip(hooked, layout, TAU, alpha),
+                    logits(layout.heads().queryHeads(), TAU));
+        }
+
+        /** One step of both optimizers on the same gradients, the logits reported first; then the reference check. */
+        void stepAndCompare(long gradientSeed, torch.ScalarType logitsDtype, TrainingOptimizer withClip,
+                            TrainingOptimizer without) {
+            sameGradients(gradientSeed, hooked, twin);
+            clip.report("attn", Tensors.of(s, new long[]{s.length}, logitsDtype));
+            withClip.step();
+            without.step();
+            assertClipped(twin, hooked, layout, s, TAU, alpha);
+        }
+    }
+
     @ParameterizedTest(name = "{0} alpha={1}")
     @MethodSource("layoutsAndAlphas")
     void muon_clipsAfterTheStep_likeTheFloat64Reference(Layout layout, double alpha) {
-        double tau = 7.5;
-        Map<String, Tensor> hooked = model(layout, 11);
-        Map<String, Tensor> twin = copy(hooked);
-        QkClip clip = clip(hooked, layout, tau, alpha);
-        Muon withClip = Muon.builder().addGroup(hooked.values(), MuonConfig.defaults().withLr(0.05)).qkClip(clip)
-                .build();
-        Muon without = Muon.of(twin.values(), MuonConfig.defaults().withLr(0.05));
-        double[] s = logits(layout.heads().queryHeads(), tau);
-        sameGradients(3, hooked, twin);
-        clip.report("attn", Tensors.of(s, new long[]{s.length}, torch.ScalarType.Float));
-        withClip.step();
-        without.step();
-        assertClipped(twin, hooked, layout, s, tau, alpha);
+        Twins t = Twins.of(layout, alpha, 11);
+        Muon withClip = Muon.builder().addGroup(t.hooked().values(), MuonConfig.defaults().withLr(0.05))
+                .qkClip(t.clip()).build();
+        Muon without = Muon.of(t.twin().values(), MuonConfig.defaults().withLr(0.05));
+        t.stepAndCompare(3, torch.ScalarType.Float, withClip, without);
     }
 
     @ParameterizedTest(name = "{0} alpha={1}")
     @MethodSource("layoutsAndAlphas")
     void muonAdamW_clipsAfterTheStep_likeTheFloat64Reference(Layout layout, double alpha) {
-        double tau = 7.5;
-        Map<String, Tensor> hooked = model(layout, 12);
-        Map<String, Tensor> twin = copy(hooked);
-        QkClip clip = clip(hooked, layout, tau, alpha);
+        Twins t = Twins.of(layout, alpha, 12);
         // W_k on AdamW where it is its own matrix, so that weights of both kinds are clipped.
         String[] onAdamW = layout.fused() ? new String[0] : new String[]{"k"};
-        MuonAdamW withClip = MuonAdamW.builder(hooked).forceAdamW(onAdamW).qkClip(clip).build();
-        MuonAdamW without = MuonAdamW.builder(twin).forceAdamW(onAdamW).build();
-        double[] s = logits(layout.heads().queryHeads(), tau);
+        MuonAdamW withClip = MuonAdamW.builder(t.hooked()).forceAdamW(onAdamW).qkClip(t.clip()).build();
+        MuonAdamW without = MuonAdamW.builder(t.twin()).forceAdamW(onAdamW).build();
         for (int step = 0; step < 2; step++) {
-            sameGradients(4 + step, hooked, twin);
-            clip.report("attn", Tensors.of(s, new long[]{s.length}, torch.ScalarType.Double));
-            withClip.step();
-            without.step();
-            assertClipped(twin, hooked, layout, s, tau, alpha);
+            t.stepAndCompare(4 + step, torch.ScalarType.Double, withClip, without);
             // The twin continues from the clipped values, so that the next step compares one step again.
             try (NoGradGuard noGrad = new NoGradGuard()) {
-                twin.forEach((name, t) -> t.copy_(hooked.get(name)));
+                t.twin().forEach((name, x) -> x.copy_(t.hooked().get(name)));
             }
         }
     }
@@ -222,33 +231,38 @@ class QkClipTest {
         }
     }
 
+    /** An MHA model of 4-wide heads with a clip at τ = 10, α = 0.5, under a Muon at lr 0: only the clip moves it. */
+    private record ClipOnly(Map<String, Tensor> model, QkClip clip, Muon muon) {
+        static ClipOnly of(int heads, long seed) {
+            Layout layout = new Layout("mha", QkClip.Heads.of(heads, 4), false);
+            Map<String, Tensor> m = QkClipTest.model(layout, seed);
+            QkClip clip = QkClipTest.clip(m, layout, 10, 0.5);
+            return new ClipOnly(m, clip, Muon.builder().addGroup(m.values(), MuonConfig.defaults().withLr(0))
+                    .qkClip(clip).build());
+        }
+    }
+
     @Test
     void reportsOfOneStep_keepTheLargerValuePerHead_andTheStepClearsThem() {
-        Layout layout = new Layout("mha", QkClip.Heads.of(3, 4), false);
-        Map<String, Tensor> m = model(layout, 15);
-        QkClip clip = clip(m, layout, 10, 0.5);
-        Muon muon = Muon.builder().addGroup(m.values(), MuonConfig.defaults().withLr(0)).qkClip(clip).build();
-        clip.report("attn", vec(40, 5, 20));
-        clip.report("attn", vec(20, 50, 1));
-        muon.step();
-        assertArrayEquals(new double[]{10.0 / 40, 10.0 / 50, 10.0 / 20}, clip.lastGammas("attn"), 0);
-        double[] q = Tensors.values(m.get("q"));
-        muon.step();
-        assertArrayEquals(new double[]{1, 1, 1}, clip.lastGammas("attn"));
-        assertArrayEquals(q, Tensors.values(m.get("q")), "a step with no report must not clip again");
+        ClipOnly c = ClipOnly.of(3, 15);
+        c.clip().report("attn", vec(40, 5, 20));
+        c.clip().report("attn", vec(20, 50, 1));
+        c.muon().step();
+        assertArrayEquals(new double[]{10.0 / 40, 10.0 / 50, 10.0 / 20}, c.clip().lastGammas("attn"), 0);
+        double[] q = Tensors.values(c.model().get("q"));
+        c.muon().step();
+        assertArrayEquals(new double[]{1, 1, 1}, c.clip().lastGammas("attn"));
+        assertArrayEquals(q, Tensors.values(c.model().get("q")), "a step with no report must not clip again");
     }
 
     @Test
     void rejectedReport_leavesThePendingReportsAsTheyWere() {
-        Layout layout = new Layout("mha", QkClip.Heads.of(2, 4), false);
-        Map<String, Tensor> m = model(layout, 16);
-        QkClip clip = clip(m, layout, 10, 0.5);
-        Muon muon = Muon.builder().addGroup(m.values(), MuonConfig.defaults().withLr(0)).qkClip(clip).build();
-        clip.report("attn", vec(20, 5));
+        ClipOnly c = ClipOnly.of(2, 16);
+        c.clip().report("attn", vec(20, 5));
         org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
-                () -> clip.report("attn", vec(100, Double.NaN)));
-        muon.step();
-        assertArrayEquals(new double[]{0.5, 1}, clip.lastGammas("attn"), 0);
+                () -> c.clip().report("attn", vec(100, Double.NaN)));
+        c.muon().step();
+        assertArrayEquals(new double[]{0.5, 1}, c.clip().lastGammas("attn"), 0);
     }
 
     @Test
