@@ -60,6 +60,21 @@ class TorchStateDictTest {
         return file;
     }
 
+    /** An optimizer over a GPT-like model, its model, and its export after some training steps. */
+    private record Exported(Map<String, Tensor> named, MuonAdamW opt, Path file) {
+        /** Imports the file (as it is now) back into the optimizer. */
+        void reimport() {
+            opt.importTorchStateDict(file);
+        }
+    }
+
+    private Exported exported(boolean noDecayBelow2D, int steps) {
+        Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
+        MuonAdamW opt = optimizer(named, noDecayBelow2D);
+        train(opt, named, steps);
+        return new Exported(named, opt, exportedFile(opt));
+    }
+
     /** Everything an import restores: buffers, moments and step counts by name, configs and the step count. */
     static Map<String, Object> restoredOf(MuonAdamW opt) {
         Map<String, Object> out = new LinkedHashMap<>();
@@ -132,14 +147,11 @@ class TorchStateDictTest {
 
     @Test
     void export_writesPyTorchLayout() throws IOException {
-        Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
-        MuonAdamW opt = optimizer(named, true);
-        train(opt, named, 2);
-        Path file = exportedFile(opt);
+        Exported saved = exported(true, 2);
 
-        Map<?, ?> root = (Map<?, ?>) TorchFiles.read(file);
+        Map<?, ?> root = (Map<?, ?>) TorchFiles.read(saved.file());
         assertEquals(List.of("format", "param_names", "step", "muon", "adamw"), new ArrayList<>(root.keySet()));
-        assertEquals(new ArrayList<>(named.keySet()), root.get("param_names"));
+        assertEquals(new ArrayList<>(saved.named().keySet()), root.get("param_names"));
         assertEquals(2L, root.get("step"));
         List<?> names = (List<?>) root.get("param_names");
 
@@ -157,13 +169,13 @@ class TorchStateDictTest {
         assertEquals(5L, muonGroup.get("ns_steps"));
         assertEquals("original", muonGroup.get("adjust_lr_fn"));
         List<?> muonIds = (List<?>) muonGroup.get("params");
-        assertEquals(opt.assignment().names(OptimizerKind.MUON),
+        assertEquals(saved.opt().assignment().names(OptimizerKind.MUON),
                 muonIds.stream().map(id -> names.get((int) (long) (Long) id)).toList());
         for (Object id : muonIds) {
             String name = (String) names.get((int) (long) (Long) id);
             Map<?, ?> s = (Map<?, ?>) ((Map<?, ?>) muon.get("state")).get(id);
             assertEquals(List.of("momentum_buffer"), new ArrayList<>(s.keySet()));
-            assertTrue(((Tensor) s.get("momentum_buffer")).equal(opt.muonState(name).orElseThrow().momentum()),
+            assertTrue(((Tensor) s.get("momentum_buffer")).equal(saved.opt().muonState(name).orElseThrow().momentum()),
                     name);
         }
 
@@ -182,7 +194,7 @@ class TorchStateDictTest {
         for (Object group : groups) {
             for (Object id : (List<?>) ((Map<?, ?>) group).get("params")) {
                 String name = (String) names.get((int) (long) (Long) id);
-                AdamWState expected = opt.adamWState(name).orElseThrow();
+                AdamWState expected = saved.opt().adamWState(name).orElseThrow();
                 Map<?, ?> s = (Map<?, ?>) ((Map<?, ?>) adamW.get("state")).get(id);
                 assertEquals(List.of("step", "exp_avg", "exp_avg_sq"), new ArrayList<>(s.keySet()));
                 Tensor step = (Tensor) s.get("step");
@@ -357,18 +369,15 @@ class TorchStateDictTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("badFiles")
     void import_badFile_isRefused_andChangesNothing(BadFile bad) throws IOException {
-        Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
-        MuonAdamW opt = optimizer(named, false);
-        train(opt, named, 2);
-        Path file = exportedFile(opt);
-        TorchFiles.write(file, edited(file, bad.edit()));
-        train(opt, named, 1);
-        Map<String, Object> before = restoredOf(opt);
+        Exported saved = exported(false, 2);
+        TorchFiles.write(saved.file(), edited(saved.file(), bad.edit()));
+        train(saved.opt(), saved.named(), 1);
+        Map<String, Object> before = restoredOf(saved.opt());
 
-        IllegalStateException e = assertThrows(IllegalStateException.class, () -> opt.importTorchStateDict(file));
+        IllegalStateException e = assertThrows(IllegalStateException.class, saved::reimport);
         assertTrue(e.getMessage().contains(bad.message()), e.getMessage());
-        assertTrue(e.getMessage().contains(file.toString()), e.getMessage());
-        assertSame(before, restoredOf(opt));
+        assertTrue(e.getMessage().contains(saved.file().toString()), e.getMessage());
+        assertSame(before, restoredOf(saved.opt()));
     }
 
     static Stream<Arguments> badBytes() {
@@ -385,16 +394,13 @@ class TorchStateDictTest {
     @MethodSource("badBytes")
     void import_corruptFile_isRefused_andChangesNothing(String name, java.util.function.UnaryOperator<byte[]> bytes,
                                                          String message) throws IOException {
-        Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
-        MuonAdamW opt = optimizer(named, false);
-        train(opt, named, 2);
-        Path file = exportedFile(opt);
-        Files.write(file, bytes.apply(Files.readAllBytes(file)));
-        Map<String, Object> before = restoredOf(opt);
+        Exported saved = exported(false, 2);
+        Files.write(saved.file(), bytes.apply(Files.readAllBytes(saved.file())));
+        Map<String, Object> before = restoredOf(saved.opt());
 
-        IllegalStateException e = assertThrows(IllegalStateException.class, () -> opt.importTorchStateDict(file));
+        IllegalStateException e = assertThrows(IllegalStateException.class, saved::reimport);
         assertTrue(e.getMessage().contains(message), e.getMessage());
-        assertSame(before, restoredOf(opt));
+        assertSame(before, restoredOf(saved.opt()));
     }
 
     @Test
@@ -409,25 +415,19 @@ class TorchStateDictTest {
 
     @Test
     void import_adamWGroupCount_fromOtherNoDecaySetting_isRefused() {
-        Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
-        MuonAdamW twoGroups = optimizer(named, true);
-        train(twoGroups, named, 1);
-        Path file = exportedFile(twoGroups);
-        MuonAdamW oneGroup = optimizer(named, false);
+        Exported saved = exported(true, 1);
+        MuonAdamW oneGroup = optimizer(saved.named(), false);
         IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> oneGroup.importTorchStateDict(file));
+                () -> oneGroup.importTorchStateDict(saved.file()));
         assertTrue(e.getMessage().contains("adamw.param_groups holds 2 group(s), this optimizer has 1"),
                 e.getMessage());
     }
 
     @Test
     void import_undecayedGroupWithDecay_isRefused() throws IOException {
-        Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
-        MuonAdamW opt = optimizer(named, true);
-        train(opt, named, 1);
-        Path file = exportedFile(opt);
-        TorchFiles.write(file, edited(file, r -> group(r, "adamw", 1).put("weight_decay", 0.1)));
-        IllegalStateException e = assertThrows(IllegalStateException.class, () -> opt.importTorchStateDict(file));
+        Exported saved = exported(true, 1);
+        TorchFiles.write(saved.file(), edited(saved.file(), r -> group(r, "adamw", 1).put("weight_decay", 0.1)));
+        IllegalStateException e = assertThrows(IllegalStateException.class, saved::reimport);
         assertTrue(e.getMessage().contains("adamw.param_groups[1].weight_decay must be 0"), e.getMessage());
     }
 
@@ -486,23 +486,20 @@ class TorchStateDictTest {
      */
     @Test
     void import_otherNewtonSchulzSettings_isRefused_listingEach() throws IOException {
-        Map<String, Tensor> named = TestModels.named(TestModels.gptLike(20, 8, 1));
-        MuonAdamW opt = optimizer(named, false);
-        train(opt, named, 1);
-        Path file = exportedFile(opt);
-        TorchFiles.write(file, edited(file, r -> {
+        Exported saved = exported(false, 1);
+        TorchFiles.write(saved.file(), edited(saved.file(), r -> {
             Map<String, Object> m = group(r, "muon", 0);
             m.put("ns_coefficients", TorchFiles.tuple(2.0, -1.5, 0.5));
             m.put("ns_steps", 3L);
         }));
-        Map<String, Object> before = restoredOf(opt);
+        Map<String, Object> before = restoredOf(saved.opt());
         dev.muon.state.StateMismatchException e = assertThrows(dev.muon.state.StateMismatchException.class,
-                () -> opt.importTorchStateDict(file));
+                saved::reimport);
         assertEquals(List.of("nsCoefficients", "nsSteps"), e.differences().stream()
                 .map(dev.muon.state.StateMismatchException.Difference::subject).toList());
-        assertTrue(e.getMessage().startsWith("torch state dict " + file + " does not fit this optimizer (2 "
+        assertTrue(e.getMessage().startsWith("torch state dict " + saved.file() + " does not fit this optimizer (2 "
                 + "differences): muon group 0 nsCoefficients: this optimizer "), e.getMessage());
-        assertSame(before, restoredOf(opt));
+        assertSame(before, restoredOf(saved.opt()));
     }
 
     @Test
