@@ -127,8 +127,19 @@ public final class TorchNatives {
      * initializers call {@link #extract()}) without bytedeco's bindings, and then there is nothing to extract.
      */
     private static boolean bindingsPresent() {
+        return onClassPath("org.bytedeco.javacpp.Loader", TorchNatives.class.getClassLoader());
+    }
+
+    /**
+     * Whether a class is on a class path, asked without initializing it, so that nothing native loads.
+     *
+     * @param className the class's binary name
+     * @param loader    the class loader to ask
+     * @return true if the loader finds it
+     */
+    static boolean onClassPath(String className, ClassLoader loader) {
         try {
-            Class.forName("org.bytedeco.javacpp.Loader", false, TorchNatives.class.getClassLoader());
+            Class.forName(className, false, loader);
             return true;
         } catch (ClassNotFoundException e) {
             return false;

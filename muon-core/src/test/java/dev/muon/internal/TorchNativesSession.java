@@ -25,11 +25,6 @@ public final class TorchNativesSession implements LauncherSessionListener {
 
     /** Whether the bindings are on the class path; asks without initializing the class, so nothing native loads. */
     private static boolean bindingsPresent() {
-        try {
-            Class.forName("org.bytedeco.pytorch.Tensor", false, TorchNativesSession.class.getClassLoader());
-            return true;
-        } catch (ClassNotFoundException e) {
-            return false;
-        }
+        return TorchNatives.onClassPath("org.bytedeco.pytorch.Tensor", TorchNativesSession.class.getClassLoader());
     }
 }
