@@ -29,13 +29,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @ExtendWith(NativeScopePerTest.class)
 class MuonAdamWErrorsTest {
-    /** A tiny model: one hidden matrix, one bias, one embedding. */
+    /** A tiny model: one hidden matrix [5, 4], one bias, one embedding ({@link CheckpointTest#small}). */
     static Map<String, Tensor> small() {
-        Map<String, Tensor> named = new LinkedHashMap<>();
-        named.put("embed.weight", torch.randn(10, 4).requires_grad_(true));
-        named.put("fc1.weight", torch.randn(5, 4).requires_grad_(true));
-        named.put("fc1.bias", torch.randn(5).requires_grad_(true));
-        return named;
+        return CheckpointTest.small(torch.ScalarType.Float, 5);
     }
 
     /** {@link #small()}, changed by {@code edit}. */

@@ -8,7 +8,6 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
@@ -23,13 +22,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
  */
 @ExtendWith(NativeScopePerTest.class)
 class RowSplitErrorsTest {
-    /** fc1.weight [6, 4] is the only matrix on Muon; embed.weight and fc1.bias are on AdamW. */
+    /**
+     * fc1.weight [6, 4] is the only matrix on Muon; embed.weight and fc1.bias are on AdamW
+     * ({@link CheckpointTest#small}).
+     */
     static Map<String, Tensor> small() {
-        Map<String, Tensor> named = new LinkedHashMap<>();
-        named.put("embed.weight", torch.randn(10, 4).requires_grad_(true));
-        named.put("fc1.weight", torch.randn(6, 4).requires_grad_(true));
-        named.put("fc1.bias", torch.randn(6).requires_grad_(true));
-        return named;
+        return CheckpointTest.small(torch.ScalarType.Float, 6);
     }
 
     static Tensor matrix(long rows, long cols) {
