@@ -1,7 +1,9 @@
 import re,sys,glob,json
+# The raw folder: this one by default, or another run of the same protocol (python3 table.py FOLDER).
+folder=sys.argv[1] if len(sys.argv)>1 else 'docs/data/step-spread-2026-11-28-compare'
 rows=[]
 for r in (1,2,3):
-    f='docs/data/step-spread-2026-11-28-compare/compare-%d/ratios.txt'%r
+    f=folder+'/compare-%d/ratios.txt'%r
     try: txt=open(f).read()
     except: continue
     for block in re.split(r'^== ', txt, flags=re.M)[1:]:
@@ -24,7 +26,7 @@ print()
 print('| compare.sh run | dtype | PyTorch eager step, own process (no code of ours): file, median, min, max | (max − min) / median |')
 print('| --- | --- | --- | ---: |')
 for r in (1,2,3):
-    f='docs/data/step-spread-2026-11-28-compare/compare-%d/ratios.txt'%r
+    f=folder+'/compare-%d/ratios.txt'%r
     try: txt=open(f).read()
     except: continue
     for block in re.split(r'^== ', txt, flags=re.M)[1:]:
@@ -34,6 +36,6 @@ for r in (1,2,3):
         for dtype in ('bfloat16','float32'):
             mm=re.search(r'step GPT-2-small width %s \(muon-adamw, AUTO\).*?(peer-[a-z-]+\.json)'%dtype, block)
             if not mm: continue
-            d=json.load(open('docs/data/step-spread-2026-11-28-compare/compare-%d/%s/%s'%(r,run,mm.group(1))))
+            d=json.load(open(folder+'/compare-%d/%s/%s'%(r,run,mm.group(1))))
             v=d['step'][dtype]
             print('| %d, %s | %s | %s: %.1f, %.1f, %.1f | %.0f %% |'%(r,run,dtype,mm.group(1),v['median_ms'],v['min_ms'],v['max_ms'],100*(v['max_ms']-v['min_ms'])/v['median_ms']))
