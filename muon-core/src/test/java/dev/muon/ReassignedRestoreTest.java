@@ -229,9 +229,7 @@ class ReassignedRestoreTest {
         Tensor a = torch.randn(6, 4);
         Tensor b = torch.randn(4, 6);
         Muon first = Muon.of(List.of(a, b), MuonConfig.defaults().withLr(0.02));
-        a.mutable_grad().put(torch.randn(6, 4));
-        b.mutable_grad().put(torch.randn(4, 6));
-        first.step();
+        stepWithRandomGradients(first, List.of(a, b));
         var state = first.state();
 
         Tensor a2 = torch.randn(6, 4);
@@ -269,10 +267,7 @@ class ReassignedRestoreTest {
         Tensor c = torch.randn(5, 5);
         Muon first = Muon.builder().addGroup(List.of(a, b), MuonConfig.defaults().withLr(0.02))
                 .addGroup(List.of(c), MuonConfig.defaults().withLr(0.01)).build();
-        for (Tensor p : List.of(a, b, c)) {
-            p.mutable_grad().put(torch.randn(p.shape()));
-        }
-        first.step();
+        stepWithRandomGradients(first, List.of(a, b, c));
         var state = first.state();
         Path file = dir.resolve("muon.ckpt");
         first.save(file);
@@ -307,5 +302,13 @@ class ReassignedRestoreTest {
     private static void assertSameTensors(Map<String, Tensor> before, Map<String, Tensor> after, String what) {
         assertEquals(before.keySet(), after.keySet(), what);
         before.forEach((name, t) -> assertTrue(t.equal(after.get(name)), name + " changed in " + what));
+    }
+
+    /** One step of {@code opt} with a random gradient on each parameter, drawn in the list's order. */
+    private static void stepWithRandomGradients(Muon opt, List<Tensor> params) {
+        for (Tensor p : params) {
+            p.mutable_grad().put(torch.randn(p.shape()));
+        }
+        opt.step();
     }
 }
