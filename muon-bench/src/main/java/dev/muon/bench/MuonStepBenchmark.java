@@ -103,7 +103,12 @@ public class MuonStepBenchmark {
     @Param({"gpt2-small-width", "small-24x256"})
     public String model;
 
-    /** Which optimizer steps. */
+    /**
+     * Which optimizer steps; also {@code torch-reference} (not in the default list): {@link TorchReferenceStep},
+     * {@code torch.optim.Muon}'s formulas on libtorch's ops for the hidden matrices and libtorch's AdamW for the
+     * rest, with the Muon side's settings; the same harness over a step with no code of ours in it, the control for
+     * this benchmark's spread.
+     */
     @Param({"adamw", "muon", "muon-adamw"})
     public String optimizer;
 
@@ -199,6 +204,8 @@ public class MuonStepBenchmark {
             all.addAll(rest);
             AdamW adamw = new AdamW(new TensorVector(all.toArray(new Tensor[0])), new AdamWOptions(1e-3));
             step = adamw::step;
+        } else if (optimizer.equals("torch-reference")) {
+            step = new TorchReferenceStep(hidden, config, rest, new AdamWOptions(1e-3))::step;
         } else if (rest.isEmpty()) {
             Muon muon = Muon.of(hidden, config);
             step = muon::step;

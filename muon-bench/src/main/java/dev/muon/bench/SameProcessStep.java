@@ -143,6 +143,7 @@ public final class SameProcessStep implements Callable<Integer> {
                 double[][] ms = new double[2][steps];
                 double[][] steal = new double[2][steps];
                 double[][] wait = new double[2][steps];
+                double[][] faults = new double[2][steps];
                 for (int i = 0; i < steps; i++) {
                     StolenTime[] lost = new StolenTime[2];
                     double[] pair = timePair(sides, i, lost);
@@ -150,6 +151,7 @@ public final class SameProcessStep implements Callable<Integer> {
                         ms[side][i] = pair[side];
                         steal[side][i] = lost[side].stealMs();
                         wait[side][i] = lost[side].runQueueWaitMs();
+                        faults[side][i] = lost[side].minorFaults();
                     }
                 }
                 StepSpread oursSpread = StepSpread.of(ms[0]);
@@ -165,6 +167,8 @@ public final class SameProcessStep implements Callable<Integer> {
                 entry.put("reference_steal_ms", steal[1]);
                 entry.put("ours_runqueue_wait_ms", wait[0]);
                 entry.put("reference_runqueue_wait_ms", wait[1]);
+                entry.put("ours_minor_faults", faults[0]);
+                entry.put("reference_minor_faults", faults[1]);
                 entry.put("ours_median_ms", oursMedian);
                 entry.put("reference_median_ms", referenceMedian);
                 spread(entry, "ours", oursSpread);

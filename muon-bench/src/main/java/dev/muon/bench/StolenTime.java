@@ -13,16 +13,20 @@ import java.util.stream.Stream;
  * this process's threads ({@code /proc/self/task/<tid>/schedstat}'s second field, nanoseconds: time a thread was
  * runnable and waited for a CPU inside this machine). Neither is code of ours: a slow step that lines up with
  * steal was slowed by the host; one that lines up with run-queue wait, by other work on this machine (or our own
- * threads outnumbering the cores). Linux only; elsewhere both read NaN.
+ * threads outnumbering the cores). Beside them, this process's <em>minor page faults</em> ({@code /proc/self/stat}'s
+ * tenth field): pages touched for the first time, which a step that reuses its memory does not take. Linux only;
+ * elsewhere all three read NaN.
  *
  * @param stealMs          the CPUs' steal time so far, ms
  * @param runQueueWaitMs   this process's threads' run-queue wait so far, ms (threads that ended are not counted)
+ * @param minorFaults      this process's minor page faults so far
  */
-public record StolenTime(double stealMs, double runQueueWaitMs) {
+public record StolenTime(double stealMs, double runQueueWaitMs, double minorFaults) {
     /** Linux's {@code USER_HZ} is 100 on every architecture it reports {@code /proc/stat} for. */
     static final double TICK_MS = 10;
     private static final Path STAT = Path.of("/proc/stat");
     private static final Path TASKS = Path.of("/proc/self/task");
+    private static final Path SELF = Path.of("/proc/self/stat");
 
     /**
      * The counters now.
@@ -31,7 +35,7 @@ public record StolenTime(double stealMs, double runQueueWaitMs) {
      */
     public static StolenTime now() {
         if (!Files.isReadable(STAT)) {
-            return new StolenTime(Double.NaN, Double.NaN);
+            return new StolenTime(Double.NaN, Double.NaN, Double.NaN);
         }
         try {
             double steal = steal(Files.readAllLines(STAT).get(0));
@@ -45,7 +49,7 @@ public record StolenTime(double stealMs, double runQueueWaitMs) {
                     }
                 }
             }
-            return new StolenTime(steal, waitNs / 1e6);
+            return new StolenTime(steal, waitNs / 1e6, minorFaults(Files.readString(SELF)));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read the kernel's CPU counters", e);
         }
@@ -58,7 +62,8 @@ public record StolenTime(double stealMs, double runQueueWaitMs) {
      * @return the differences
      */
     public StolenTime since(StolenTime before) {
-        return new StolenTime(stealMs - before.stealMs, runQueueWaitMs - before.runQueueWaitMs);
+        return new StolenTime(stealMs - before.stealMs, runQueueWaitMs - before.runQueueWaitMs,
+                minorFaults - before.minorFaults);
     }
 
     /**
@@ -91,5 +96,24 @@ public record StolenTime(double stealMs, double runQueueWaitMs) {
             throw new IllegalArgumentException("schedstat must hold 3 counters, got '" + line.trim() + "'");
         }
         return Long.parseLong(f[1]);
+    }
+
+    /**
+     * The minor faults of a {@code /proc/PID/stat} line: the tenth field, counted after the command name's closing
+     * parenthesis (the name may hold spaces and parentheses).
+     *
+     * @param line the line
+     * @return the count
+     * @throws IllegalArgumentException if the line has no command name or too few fields after it
+     */
+    static double minorFaults(String line) {
+        int close = line.lastIndexOf(')');
+        String[] f = close < 0 ? new String[0] : line.substring(close + 1).trim().split("\\s+");
+        if (f.length < 8) {
+            throw new IllegalArgumentException("a stat line must hold '(name)' and at least 8 fields after it, got '"
+                    + line.trim() + "'");
+        }
+        // After ')': state(3) ppid(4) pgrp(5) session(6) tty_nr(7) tpgid(8) flags(9) minflt(10).
+        return Long.parseLong(f[7]);
     }
 }

@@ -28,6 +28,12 @@ class StolenTimeTest {
     }
 
     @Test
+    void minorFaults_isTheTenthStatField_afterANameWithSpacesAndParentheses() {
+        assertEquals(4321, StolenTime.minorFaults("77 (a (b) c) S 1 77 77 0 -1 4194560 4321 0 0 0 5 3 0 0 20 0"), 0);
+        assertThrows(IllegalArgumentException.class, () -> StolenTime.minorFaults("77 (java) S 1 2"));
+    }
+
+    @Test
     void runQueueWait_refusesALineOfTwoFields() {
         assertThrows(IllegalArgumentException.class, () -> StolenTime.runQueueWaitNs("1 2"));
     }
@@ -44,5 +50,10 @@ class StolenTimeTest {
         assertTrue(spin > 0);
         // The wait is a sum over live threads, and the JIT's compiler threads may end in between: only finite.
         assertTrue(lost.stealMs() >= 0 && Double.isFinite(lost.runQueueWaitMs()), lost.toString());
+        byte[] touched = new byte[64 << 20];
+        for (int i = 0; i < touched.length; i += 4096) {
+            touched[i] = 1;
+        }
+        assertTrue(StolenTime.now().since(before).minorFaults() > 0, "64 MiB touched without a page fault");
     }
 }
