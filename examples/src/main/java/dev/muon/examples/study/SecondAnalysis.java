@@ -7,7 +7,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.EnumMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -181,12 +180,10 @@ final class SecondAnalysis {
      * @return the stages, in {@link SecondPlan#STAGES}' order
      */
     static List<StageRuns> stages(List<SecondResult> results) {
-        Map<String, SecondResult> byKey = new LinkedHashMap<>();
-        Map<String, Double> finals = new LinkedHashMap<>();
-        for (SecondResult r : results) {
-            byKey.putIfAbsent(r.cell().key(), r);
-            finals.putIfAbsent(r.cell().key(), r.finalValLoss());
-        }
+        // What the sweep reads (SecondCsv.Contents): a cell written twice counts once, its first row.
+        Map<String, SecondResult> byKey = ResultsFile.firstByKey(results, r -> r.cell().key(), r -> r);
+        Map<String, Double> finals = ResultsFile.firstByKey(results, r -> r.cell().key(),
+                SecondResult::finalValLoss);
         List<StageRuns> out = new ArrayList<>();
         for (SecondPlan.Stage s : SecondPlan.STAGES) {
             Map<SecondArm, SecondCell> tuned = SecondPlan.progress(s, finals).tuned();
@@ -246,7 +243,7 @@ final class SecondAnalysis {
                 t = StudyStats.paired(log(s.steps(c.x()), msPerStep, c.x()), log(s.steps(c.y()), msPerStep, c.y()));
                 double[] fx = s.finals(c.x());
                 double[] fy = s.finals(c.y());
-                if (allFinite(fx) && allFinite(fy)) {
+                if (StudyStats.allFinite(fx) && StudyStats.allFinite(fy)) {
                     f = StudyStats.paired(fx, fy);
                 }
             }
@@ -481,10 +478,6 @@ final class SecondAnalysis {
     private static double[] log(double[] steps, Map<SecondArm, Double> msPerStep, SecondArm arm) {
         double shift = msPerStep == null ? 0 : Math.log(msPerStep.get(arm));
         return Arrays.stream(steps).map(v -> Math.log(v) + shift).toArray();
-    }
-
-    private static boolean allFinite(double[] values) {
-        return Arrays.stream(values).allMatch(Double::isFinite);
     }
 
     private static String p(double value) {

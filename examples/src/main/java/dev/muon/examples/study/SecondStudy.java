@@ -128,10 +128,7 @@ public final class SecondStudy implements Callable<Integer> {
         Map<String, Double> finals = read(csv).finals();
         List<SecondCell> configs = SecondTiming.configurations(SecondPlan.progress(SecondPlan.STAGES.get(0), finals)
                 .tuned());
-        Path g = gcide == null ? gcideDefault : gcide;
-        SecondData data = SecondData.of("gcide", GcideCorpus.load(gcide, gcideDefault, "--gcide"), g, "--gcide",
-                scale);
-        SecondTiming.run(data, configs, scale, SecondTiming.ROUNDS, SecondTiming.STEPS_PER_ROUND,
+        SecondTiming.run(gcideData(), configs, scale, SecondTiming.ROUNDS, SecondTiming.STEPS_PER_ROUND,
                 SecondTiming.WARM_UP, folder.resolve(SecondTiming.FILE), log);
         return 0;
     }
@@ -162,11 +159,15 @@ public final class SecondStudy implements Callable<Integer> {
     }
 
     /** Both corpora, loaded before any run: a missing package stops the sweep before it starts, not hours in. */
+    /** GCIDE's data: the --gcide file, or Debian's. */
+    private SecondData gcideData() {
+        Path g = gcide == null ? gcideDefault : gcide;
+        return SecondData.of("gcide", GcideCorpus.load(gcide, gcideDefault, "--gcide"), g, "--gcide", scale);
+    }
+
     private Map<String, SecondData> load() {
         Map<String, SecondData> data = new HashMap<>();
-        Path g = gcide == null ? gcideDefault : gcide;
-        data.put("gcide", SecondData.of("gcide", GcideCorpus.load(gcide, gcideDefault, "--gcide"), g, "--gcide",
-                scale));
+        data.put("gcide", gcideData());
         Path f = foldoc == null ? foldocDefault : foldoc;
         data.put("foldoc", SecondData.of("foldoc", FoldocCorpus.load(foldoc, foldocDefault, "--foldoc"), f,
                 "--foldoc", scale));

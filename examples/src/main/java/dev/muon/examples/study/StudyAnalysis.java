@@ -287,7 +287,7 @@ final class StudyAnalysis {
         if (baseline != null) {
             if (steps.length >= 2 && baseline.steps().length >= 2) {
                 stepsTest = StudyStats.welch(steps, baseline.steps());
-                if (allFinite(finals) && allFinite(baseline.config().finals())) {
+                if (StudyStats.allFinite(finals) && StudyStats.allFinite(baseline.config().finals())) {
                     finalTest = StudyStats.welch(finals, baseline.config().finals());
                 }
             }
@@ -298,15 +298,11 @@ final class StudyAnalysis {
                     && baseline.seconds().length >= 2) {
                 secondsTest = StudyStats.welch(seconds, baseline.seconds());
             }
-            finalVerdict = allFinite(finals) && allFinite(baseline.config().finals())
+            finalVerdict = StudyStats.allFinite(finals) && StudyStats.allFinite(baseline.config().finals())
                     ? StudyStats.verdict(finals, baseline.config().finals()) : StudyStats.Verdict.NO_DIFFERENCE;
         }
         return new Row(c, steps, censored, StudyStats.interval(steps), stepsTest, stepsVerdict, time, seconds,
                 secondsInterval, secondsTest, secondsVerdict, StudyStats.interval(finals), finalTest, finalVerdict);
-    }
-
-    private static boolean allFinite(double[] values) {
-        return java.util.Arrays.stream(values).allMatch(Double::isFinite);
     }
 
     /**

@@ -66,6 +66,11 @@ final class StudyStats {
         }
     }
 
+    /** Whether every value is finite: a sample with a diverged run's NaN is not tested. */
+    static boolean allFinite(double[] values) {
+        return java.util.Arrays.stream(values).allMatch(Double::isFinite);
+    }
+
     /**
      * The mean with its 95 % t-interval: {@code mean ± t(0.975, n − 1) · sd / √n}.
      *
