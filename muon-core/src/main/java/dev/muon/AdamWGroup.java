@@ -1,17 +1,12 @@
 package dev.muon;
 
-import dev.muon.internal.Messages;
 import dev.muon.internal.NativeLifetime;
 import dev.muon.state.AdamWMoments;
 import dev.muon.state.OptimizerState;
 import dev.muon.state.ParameterEntry;
 import org.bytedeco.javacpp.PointerScope;
-import org.bytedeco.pytorch.AdamW;
-import org.bytedeco.pytorch.AdamWOptions;
-import org.bytedeco.pytorch.OptimizerParamGroup;
-import org.bytedeco.pytorch.OptimizerParamGroupVector;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.TensorVector;
+import org.bytedeco.pytorch.global.torch;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -21,158 +16,144 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The AdamW side of a {@link MuonAdamW}: libtorch's {@code AdamW} over the parameters the assignment puts on AdamW,
- * in one param group, or, with {@code noWeightDecayBelow2D}, two: the decayed parameters, then those without
- * decay. libtorch keeps its groups' parameters one after the other, and a state maps its moments back by position,
- * so {@link #names} and {@link #params} are in that order. Made at build, and again, holding a state's moments, at a
- * restore; it remembers the lr of each parameter's last update.
+ * The AdamW side of a {@link MuonAdamW}: libtorch's AdamW update ({@link AdamWUpdate}, bit for bit) over the
+ * parameters the assignment puts on AdamW, with their moments and update counts. The parameters are in the order of
+ * libtorch's one param group or, with {@code noWeightDecayBelow2D}, its two: the decayed parameters, then those
+ * without decay ({@link #names}, {@link #params}). A parameter's moments are made at its first update, as libtorch
+ * makes them. Made at build; a restore swaps in the moments a state holds ({@link #withMoments}, {@link #use}). It
+ * remembers the lr of each parameter's last update.
  */
 final class AdamWGroup {
     /** The AdamW parameters' names and handles, the decayed group first. */
     final List<String> names;
     final List<Tensor> params;
-    private final List<Tensor> decayed;
-    private final List<Tensor> undecayed;
-    private final boolean twoGroups;
+    /** How many of {@link #params}, from the first, are in the decayed group. */
+    private final int decayedCount;
     /** Per parameter: the lr of its last update (NaN before one). */
     private final double[] lastLr;
-    /** null when no parameter is on AdamW. */
-    private AdamW adamW;
+    /** The denominators' reusable tensors, one per shape and dtype. */
+    private final Scratch scratch = new Scratch();
+    private Moments moments;
 
-    AdamWGroup(Assignment assignment, AdamWConfig config) {
-        this.decayed = assignment.adamWTensors(true);
-        this.undecayed = assignment.adamWTensors(false);
-        this.twoGroups = assignment.noDecayBelow2D();
+    /**
+     * Every parameter's moments and update count, by position in {@link #params}; a parameter's moments are null
+     * before its first update.
+     */
+    static final class Moments {
+        private final Tensor[] expAvg;
+        private final Tensor[] expAvgSq;
+        private final long[] steps;
+
+        private Moments(int size) {
+            expAvg = new Tensor[size];
+            expAvgSq = new Tensor[size];
+            steps = new long[size];
+        }
+    }
+
+    AdamWGroup(Assignment assignment) {
+        List<Tensor> decayed = assignment.adamWTensors(true);
         List<String> byGroup = new ArrayList<>(assignment.adamWNames(true));
         byGroup.addAll(assignment.adamWNames(false));
         List<Tensor> tensorsByGroup = new ArrayList<>(decayed);
-        tensorsByGroup.addAll(undecayed);
+        tensorsByGroup.addAll(assignment.adamWTensors(false));
         this.names = List.copyOf(byGroup);
         this.params = List.copyOf(tensorsByGroup);
+        // Without noWeightDecayBelow2D no parameter is in the undecayed list: every one decays.
+        this.decayedCount = decayed.size();
         this.lastLr = new double[params.size()];
         Arrays.fill(lastLr, Double.NaN);
-        this.adamW = create(config);
+        this.moments = new Moments(params.size());
     }
 
-    private AdamW create(AdamWConfig config) {
-        if (params.isEmpty()) {
-            return null;
-        }
-        try (PointerScope scope = new PointerScope()) {
-            if (!twoGroups) {
-                return NativeLifetime.outliveScope(new AdamW(new TensorVector(params.toArray(new Tensor[0])),
-                        config.toOptions()));
-            }
-            // Both groups exist even when one is empty, so that every checkpoint of this optimizer has two.
-            AdamW both = NativeLifetime.outliveScope(new AdamW(new TensorVector(
-                    decayed.toArray(new Tensor[0])), config.toOptions()));
-            // A group added without options takes a copy of the defaults (the options above); only its decay
-            // differs. The bindings hand the options out as the base type: the object is libtorch's AdamWOptions.
-            both.add_param_group(new OptimizerParamGroup(new TensorVector(undecayed.toArray(new Tensor[0]))));
-            new AdamWOptions(both.param_groups().get(1).options()).weight_decay().put(0.0);
-            return both;
-        }
-    }
-
-    /** One AdamW step of every parameter with a gradient, recording the lr each updated parameter used. */
-    void step(List<Tensor> grads, double lr) {
-        if (adamW != null) {
-            adamW.step();
-        }
+    /**
+     * One AdamW update of every parameter with a gradient, in libtorch's order, recording the lr each used; runs
+     * under the caller's no-grad mode and {@code PointerScope}.
+     *
+     * @param grads  the gradients, in {@link #params}' order, null where none
+     * @param config the hyperparameters
+     */
+    void step(List<Tensor> grads, AdamWConfig config) {
+        AdamWUpdate.BiasCorrections corrections = null;
+        long correctedFor = 0;
         for (int i = 0; i < params.size(); i++) {
-            if (grads.get(i) != null) {
-                lastLr[i] = lr;
+            Tensor grad = grads.get(i);
+            if (grad == null) {
+                continue;
             }
+            Tensor p = params.get(i);
+            if (moments.expAvg[i] == null) {
+                moments.expAvg[i] = NativeLifetime.outliveScope(torch.zeros_like(p));
+                moments.expAvgSq[i] = NativeLifetime.outliveScope(torch.zeros_like(p));
+            }
+            long t = ++moments.steps[i];
+            // Parameters updated together share their count: the corrections are taken once per count.
+            if (corrections == null || t != correctedFor) {
+                corrections = AdamWUpdate.BiasCorrections.of(config, t);
+                correctedFor = t;
+            }
+            AdamWUpdate.apply(p, grad, moments.expAvg[i], moments.expAvgSq[i], config,
+                    i < decayedCount ? config.weightDecay() : 0.0, corrections, scratch.like(p, p.scalar_type()));
+            lastLr[i] = config.lr();
         }
     }
 
-    /** Sets every param group's lr. */
-    void setLr(double lr) {
-        if (adamW == null) {
-            return;
-        }
-        try (PointerScope scope = new PointerScope()) {
-            OptimizerParamGroupVector groups = adamW.param_groups();
-            for (long g = 0; g < groups.size(); g++) {
-                groups.get(g).options().set_lr(lr);
-            }
-        }
-    }
-
-    /** Every AdamW parameter's moments, by tensor identity, through a serialization round trip. */
+    /** Every updated AdamW parameter's moments, by tensor identity: handles on the live tensors. */
     Map<Long, AdamWMoments> moments() {
-        return adamW == null ? Map.of() : LibtorchAdamWState.read(adamW);
+        Map<Long, AdamWMoments> result = new HashMap<>();
+        for (int i = 0; i < params.size(); i++) {
+            if (moments.expAvg[i] != null) {
+                result.put(ParameterState.identityOf(params.get(i)),
+                        new AdamWMoments(moments.expAvg[i], moments.expAvgSq[i], moments.steps[i]));
+            }
+        }
+        return result;
     }
 
     /**
      * A copy of the {@code i}-th parameter's state ({@link MuonAdamW#adamWState}); empty before its first update.
      */
     Optional<AdamWState> state(int i) {
-        if (adamW == null) {
+        if (moments.expAvg[i] == null) {
             return Optional.empty();
         }
         try (PointerScope scope = new PointerScope()) {
-            AdamWMoments m = moments().get(ParameterState.identityOf(params.get(i)));
-            if (m == null) {
-                return Optional.empty();
-            }
-            return Optional.of(new AdamWState(NativeLifetime.outliveScope(m.expAvg().clone()),
-                    NativeLifetime.outliveScope(m.expAvgSq().clone()), m.step(), lastLr[i]));
+            return Optional.of(new AdamWState(NativeLifetime.outliveScope(moments.expAvg[i].clone()),
+                    NativeLifetime.outliveScope(moments.expAvgSq[i].clone()), moments.steps[i], lastLr[i]));
         }
     }
 
     /**
-     * A fresh libtorch AdamW over these parameters, holding the moments of a checked state, with the state's
-     * config (this group's {@code current} one where the state has none); nothing here changes until
-     * {@link #use}.
-     *
-     * @throws IllegalStateException if libtorch's AdamW refuses the moments
+     * Copies of the moments of a checked state, by this group's positions, for {@link #use}; nothing here changes
+     * until then.
      */
-    AdamW withMoments(OptimizerState candidate, AdamWConfig current, String source) {
-        AdamW fresh = create(candidate.adamWConfig() == null ? current : candidate.adamWConfig());
-        if (fresh == null) {
-            return null;
-        }
-        Map<Integer, AdamWMoments> moments = new HashMap<>();
-        for (ParameterEntry e : candidate.entries()) {
-            int position = names.indexOf(e.name());
-            if (position >= 0 && e.adamW() != null) {
-                moments.put(position, e.adamW());
+    Moments withMoments(OptimizerState candidate) {
+        Moments fresh = new Moments(params.size());
+        try (PointerScope scope = new PointerScope()) {
+            for (ParameterEntry e : candidate.entries()) {
+                int position = names.indexOf(e.name());
+                AdamWMoments m = e.adamW();
+                if (position >= 0 && m != null) {
+                    fresh.expAvg[position] = NativeLifetime.outliveScope(m.expAvg().detach().clone());
+                    fresh.expAvgSq[position] = NativeLifetime.outliveScope(m.expAvgSq().detach().clone());
+                    fresh.steps[position] = m.step();
+                }
             }
-        }
-        List<List<Integer>> groups = new ArrayList<>();
-        groups.add(positions(0, decayed.size()));
-        if (twoGroups) {
-            groups.add(positions(decayed.size(), names.size()));
-        }
-        try {
-            fresh.load(LibtorchAdamWState.archive(groups, moments, candidate.adamWConfig()));
-        } catch (RuntimeException e) {
-            throw new IllegalStateException(source + ": libtorch's AdamW cannot take its state: "
-                    + Messages.firstLine(e) + "; nothing was changed", e);
         }
         return fresh;
     }
 
     /**
-     * Restores a checked state's AdamW parameter values and takes the AdamW {@link #withMoments} made for it:
+     * Restores a checked state's AdamW parameter values and takes the moments {@link #withMoments} copied from it:
      * cannot fail. A restored state does not hold the lrs of the last updates.
      */
-    void use(AdamW fresh, OptimizerState checked) {
+    void use(Moments fresh, OptimizerState checked) {
         for (ParameterEntry e : checked.entries()) {
             if (e.value() != null && e.spec().optimizer() == OptimizerKind.ADAMW) {
                 params.get(names.indexOf(e.name())).copy_(e.value());
             }
         }
-        adamW = fresh;
+        moments = fresh;
         Arrays.fill(lastLr, Double.NaN);
-    }
-
-    private static List<Integer> positions(int from, int to) {
-        List<Integer> out = new ArrayList<>();
-        for (int i = from; i < to; i++) {
-            out.add(i);
-        }
-        return out;
     }
 }

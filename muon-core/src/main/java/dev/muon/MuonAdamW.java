@@ -16,7 +16,6 @@ import dev.muon.state.StateFit;
 import dev.muon.state.StateMismatchException;
 import dev.muon.state.TorchStateFile;
 import org.bytedeco.javacpp.PointerScope;
-import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.StringTensorDict;
@@ -35,10 +34,10 @@ import java.util.Set;
 import java.util.function.BiPredicate;
 
 /**
- * One optimizer for a whole model: Muon for the hidden weight matrices, libtorch's own {@code AdamW} for the
- * rest, built from the model's named parameters. Which parameter goes where follows {@link Assignment}'s rules,
- * can be overridden, and is printed by {@link #assignment()}; a model with nothing on Muon is refused unless the
- * user opts in.
+ * One optimizer for a whole model: Muon for the hidden weight matrices, libtorch's AdamW update for the rest
+ * (its arithmetic bit for bit, without the temporaries libtorch's step allocates), built from the model's named
+ * parameters. Which parameter goes where follows {@link Assignment}'s rules, can be overridden, and is printed by
+ * {@link #assignment()}; a model with nothing on Muon is refused unless the user opts in.
  *
  * <p>Each step: check the gradients ({@link NonFinitePolicy}), then the Muon update of {@link Muon} on group
  * {@link #MUON_GROUP} and libtorch's AdamW update on group {@link #ADAMW_GROUP}, then count the step. Learning
@@ -80,7 +79,7 @@ import java.util.function.BiPredicate;
  * <p><b>Distributed.</b> Built with {@link Builder#distributed(DistributedGroup, ShardingConfig)}, the Muon
  * group is sharded over the ranks as in {@link Muon}: each rank keeps the momentum of the Muon parameters it owns
  * and runs their Newton–Schulz iterations, and the updated parameters are broadcast. The AdamW group is
- * replicated: every rank runs libtorch's AdamW on all AdamW parameters with the same averaged gradients, because
+ * replicated: every rank runs the AdamW update on all AdamW parameters with the same averaged gradients, because
  * its elementwise update costs about as much as the traffic that sharding it would add. Checkpoints keep the
  * single-process format and load into any number of ranks. See {@code docs/distributed.md}.
  *
@@ -103,7 +102,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
     private final Assignment assignment;
     private final List<String> muonNames;
     private final List<Tensor> muonParams;
-    /** libtorch's AdamW over the AdamW parameters. */
+    /** The AdamW update over the AdamW parameters, with their moments. */
     private final AdamWGroup adamW;
     private final StepGradients gradients;
     private final boolean metrics;
@@ -152,7 +151,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
         this.muonConfig = muonConfig;
         this.adamWConfig = b.adamWConfig;
         this.muon = newMuon(muonConfig);
-        this.adamW = new AdamWGroup(assignment, adamWConfig);
+        this.adamW = new AdamWGroup(assignment);
         this.gradients = new StepGradients(assignment, adamW, b.nonFinitePolicy, group, sharding);
     }
 
@@ -288,7 +287,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
                     // Checked above, once: Muon's own check would read every gradient again.
                     muon.stepPrepared(grads.muon());
                 }
-                adamW.step(grads.adamW(), adamWConfig.lr());
+                adamW.step(grads.adamW(), adamWConfig);
                 if (qkClip != null) {
                     qkClip.afterStep(group);
                 }
@@ -365,9 +364,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
             }
             muonConfig = next;
         } else {
-            AdamWConfig next = adamWConfig.withLr(lr);
-            adamW.setLr(lr);
-            adamWConfig = next;
+            adamWConfig = adamWConfig.withLr(lr);
         }
     }
 
@@ -638,13 +635,13 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
     }
 
     /**
-     * Stages the restore of a state fitted to this optimizer ({@link StateCalls}, with this builder's hints): builds
-     * the AdamW that holds its moments and stores the Muon state kept away from its parameters, distributed on every
+     * Stages the restore of a state fitted to this optimizer ({@link StateCalls}, with this builder's hints): copies
+     * its AdamW moments and stores the Muon state kept away from its parameters, distributed on every
      * rank before any changes anything, and returns what then changes everything: the Muon part in place, the AdamW
-     * swapped in, the configs, counters and schedule record taken.
+     * moments swapped in, the configs, counters and schedule record taken.
      */
     private Runnable stageFitted(FittedState fitted, String source) {
-        AdamW fresh = adamW.withMoments(fitted.state(), adamWConfig, source);
+        AdamWGroup.Moments fresh = adamW.withMoments(fitted.state());
         OptimizerState muonPart = muon == null ? null : HybridState.muonPart(fitted.state());
         if (muon != null) {
             muon.stageRestore(muonPart);
@@ -742,7 +739,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
 
         /**
          * Where the Muon group keeps its state buffers between updates (see {@link StateStorage});
-         * {@link StateStorage#withParameter()} by default. AdamW's moments stay with libtorch's AdamW.
+         * {@link StateStorage#withParameter()} by default. AdamW's moments stay in memory.
          * {@link #build()} refuses a storage that cannot serve a Muon parameter, and a directory that cannot hold the
          * files, naming it.
          *

@@ -40,8 +40,8 @@ final class StepMeter {
      *
      * @param momentum     a Muon parameter's momentum buffer, if it has one
      * @param muonLr       the scaled lr a Muon parameter's update applied (Muon's own record)
-     * @param adamWMoments every AdamW parameter's moments, by tensor identity (a serialization round trip: called
-     *                     once per step, and only when all metrics are on)
+     * @param adamWMoments every AdamW parameter's moments, by tensor identity (called once per step, and only
+     *                     when all metrics are on)
      */
     record StateLookup(Function<Tensor, Optional<Tensor>> momentum, ToDoubleFunction<Tensor> muonLr,
                        Supplier<Map<Long, AdamWMoments>> adamWMoments) {
