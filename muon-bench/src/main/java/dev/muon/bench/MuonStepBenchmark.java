@@ -107,7 +107,8 @@ public class MuonStepBenchmark {
      * Which optimizer steps; also {@code torch-reference} (not in the default list): {@link TorchReferenceStep},
      * {@code torch.optim.Muon}'s formulas on libtorch's ops for the hidden matrices and libtorch's AdamW for the
      * rest, with the Muon side's settings; the same harness over a step with no code of ours in it, the control for
-     * this benchmark's spread.
+     * this benchmark's spread. And {@code adamw-side}: {@code MuonAdamW} with every parameter on its AdamW side,
+     * libtorch's AdamW update without its temporaries, against {@code adamw}'s libtorch {@code AdamW} over the same.
      */
     @Param({"adamw", "muon", "muon-adamw"})
     public String optimizer;
@@ -199,6 +200,8 @@ public class MuonStepBenchmark {
             MuonAdamW hybrid = MuonAdamW.builder(named).muon(config).outputLayerOnAdamW(false).build();
             step = hybrid::step;
             muonState = hybrid::muonStateBytes;
+        } else if (optimizer.equals("adamw-side")) {
+            step = MuonAdamW.builder(named).muonWhen((name, p) -> false).allowEmptyMuon(true).build()::step;
         } else if (optimizer.equals("adamw")) {
             List<Tensor> all = new ArrayList<>(hidden);
             all.addAll(rest);
