@@ -1,8 +1,9 @@
 """control.sh's table: per round, dtype and optimizer, the JMH score with its 99.9 % error, the error over the
 mean, and the iterations' range. Run from the repository root."""
-import glob, json
+import glob, json, sys
 
-folder = 'docs/data/step-spread-2026-11-28-longer/control'
+# This window's folder by default, or another run of the same protocol (python3 control.py FOLDER).
+folder = sys.argv[1] if len(sys.argv) > 1 else 'docs/data/step-spread-2026-11-28-longer/control'
 print('| round | dtype | step | JMH ms (99.9 %) | error / mean | iterations: min, max |')
 print('| --- | --- | --- | ---: | ---: | --- |')
 for path in sorted(glob.glob(folder + '/round-*.json')):

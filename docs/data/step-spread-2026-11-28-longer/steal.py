@@ -5,7 +5,8 @@ per dtype and side, how the slow steps (more than 8 % over their run's median) d
 Pearson correlation of a step's excess time with its steal and with its wait. Run from the repository root."""
 import glob, json, statistics, sys
 
-folder = 'docs/data/step-spread-2026-11-28-longer'
+# This window's folder by default, or another run of the same protocol (python3 steal.py FOLDER).
+folder = sys.argv[1] if len(sys.argv) > 1 else 'docs/data/step-spread-2026-11-28-longer'
 
 
 def pearson(x, y):
