@@ -2,8 +2,9 @@
 # The control for MuonStepBenchmark's spread (issue 59): the same JMH harness and iterations over our MuonAdamW step
 # and over TorchReferenceStep (torch.optim.Muon's formulas on libtorch's ops and libtorch's AdamW: no code of ours
 # in the step), both dtypes, three rounds back to back, right after the three compare.sh runs. From the repository
-# root, with compare.sh's environment; nothing else running.
-out=docs/data/step-spread-2026-11-28-longer/control
+# root, with compare.sh's environment; nothing else running. Into this folder's control/, or the given folder's
+# (control.sh FOLDER).
+out=${1:-docs/data/step-spread-2026-11-28-longer}/control
 mkdir -p "$out"
 export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2
 for round in 1 2 3; do

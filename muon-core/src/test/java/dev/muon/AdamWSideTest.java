@@ -47,15 +47,11 @@ class AdamWSideTest {
     @ParameterizedTest(name = "{0}, two groups {1}, {2}")
     @MethodSource("cases")
     void matchesLibtorchAdamW_bitForBit_afterEveryStep(ScalarType dtype, boolean twoGroups, AdamWConfig config) {
-        Map<String, Tensor> named = parameters(dtype);
-        Tensor embed = copy(named.get("embed.weight"));
-        Tensor bias = copy(named.get("hidden.bias"));
-        MuonAdamW opt = MuonAdamW.builder(named).adamW(config).noWeightDecayBelow2D(twoGroups).build();
-        AdamW reference = reference(embed, bias, twoGroups, config);
+        Side side = Side.of(dtype, twoGroups, config);
+        MuonAdamW opt = side.build();
         for (int k = 0; k < STEPS; k++) {
-            stepBoth(opt, reference, named, embed, bias, k);
-            assertTrue(named.get("embed.weight").equal(embed), "embed.weight after step " + (k + 1));
-            assertTrue(named.get("hidden.bias").equal(bias), "hidden.bias after step " + (k + 1));
+            side.stepBoth(opt, k);
+            side.assertEqual(k);
         }
         long biasUpdates = STEPS - (STEPS + 6) / 7;
         assertEquals(biasUpdates, opt.adamWState("hidden.bias").orElseThrow().step());
@@ -65,71 +61,78 @@ class AdamWSideTest {
     @ParameterizedTest(name = "{0}, two groups {1}, {2}")
     @MethodSource("cases")
     void restoredPartWay_continuesAsLibtorchAdamW(ScalarType dtype, boolean twoGroups, AdamWConfig config) {
-        Map<String, Tensor> named = parameters(dtype);
-        Tensor embed = copy(named.get("embed.weight"));
-        Tensor bias = copy(named.get("hidden.bias"));
-        MuonAdamW first = MuonAdamW.builder(named).adamW(config).noWeightDecayBelow2D(twoGroups).build();
-        AdamW reference = reference(embed, bias, twoGroups, config);
+        Side side = Side.of(dtype, twoGroups, config);
+        MuonAdamW first = side.build();
         for (int k = 0; k < 20; k++) {
-            stepBoth(first, reference, named, embed, bias, k);
+            side.stepBoth(first, k);
         }
         OptimizerState saved = first.state();
         // A fresh optimizer over the same tensors, at other moments: the restore must replace all of them.
-        MuonAdamW second = MuonAdamW.builder(named).adamW(config).noWeightDecayBelow2D(twoGroups).build();
-        TestModels.setGradients(named, 99);
+        MuonAdamW second = side.build();
+        TestModels.setGradients(side.named, 99);
         second.step();
         second.restore(saved);
         for (int k = 20; k < 40; k++) {
-            stepBoth(second, reference, named, embed, bias, k);
-            assertTrue(named.get("embed.weight").equal(embed), "embed.weight after step " + (k + 1));
-            assertTrue(named.get("hidden.bias").equal(bias), "hidden.bias after step " + (k + 1));
+            side.stepBoth(second, k);
+            side.assertEqual(k);
         }
-    }
-
-    private static Map<String, Tensor> parameters(ScalarType dtype) {
-        Map<String, Tensor> named = new LinkedHashMap<>();
-        named.put("hidden.weight", torch.randn(6, 5).to(dtype).requires_grad_(true));
-        named.put("hidden.bias", torch.randn(6).to(dtype).requires_grad_(true));
-        named.put("embed.weight", torch.randn(7, 5).to(dtype).requires_grad_(true));
-        return named;
-    }
-
-    private static Tensor copy(Tensor p) {
-        return p.detach().clone().requires_grad_(true);
-    }
-
-    /** libtorch's AdamW laid out as {@code MuonAdamW}'s side: the decayed group, then (two groups) the rest. */
-    private static AdamW reference(Tensor embed, Tensor bias, boolean twoGroups, AdamWConfig config) {
-        if (!twoGroups) {
-            return new AdamW(new TensorVector(bias, embed), config.toOptions());
-        }
-        AdamW reference = new AdamW(new TensorVector(embed), config.toOptions());
-        reference.add_param_group(new OptimizerParamGroup(new TensorVector(bias)));
-        new AdamWOptions(reference.param_groups().get(1).options()).weight_decay().put(0.0);
-        return reference;
     }
 
     /**
-     * Step {@code k} on both: every seventh step the bias has no gradient; from step 100 both run at half the lr.
+     * The parameters {@code MuonAdamW} steps, and libtorch's AdamW over copies of its AdamW side laid out as it lays
+     * them out: the decayed group, then (two groups) the rest.
      */
-    private static void stepBoth(MuonAdamW opt, AdamW reference, Map<String, Tensor> named, Tensor embed,
-                                 Tensor bias, int k) {
-        if (k == 100) {
-            opt.setLr(MuonAdamW.ADAMW_GROUP, opt.adamWConfig().lr() / 2);
-            OptimizerParamGroupVector groups = reference.param_groups();
-            for (long g = 0; g < groups.size(); g++) {
-                groups.get(g).options().set_lr(opt.adamWConfig().lr());
+    private record Side(Map<String, Tensor> named, Tensor embed, Tensor bias, AdamW reference, boolean twoGroups,
+                        AdamWConfig config) {
+        static Side of(ScalarType dtype, boolean twoGroups, AdamWConfig config) {
+            Map<String, Tensor> named = new LinkedHashMap<>();
+            named.put("hidden.weight", torch.randn(6, 5).to(dtype).requires_grad_(true));
+            named.put("hidden.bias", torch.randn(6).to(dtype).requires_grad_(true));
+            named.put("embed.weight", torch.randn(7, 5).to(dtype).requires_grad_(true));
+            Tensor embed = named.get("embed.weight").detach().clone().requires_grad_(true);
+            Tensor bias = named.get("hidden.bias").detach().clone().requires_grad_(true);
+            AdamW reference;
+            if (twoGroups) {
+                reference = new AdamW(new TensorVector(embed), config.toOptions());
+                reference.add_param_group(new OptimizerParamGroup(new TensorVector(bias)));
+                new AdamWOptions(reference.param_groups().get(1).options()).weight_decay().put(0.0);
+            } else {
+                reference = new AdamW(new TensorVector(bias, embed), config.toOptions());
             }
+            return new Side(named, embed, bias, reference, twoGroups, config);
         }
-        TestModels.setGradients(named, k);
-        embed.mutable_grad().put(named.get("embed.weight").grad().clone());
-        if (k % 7 == 0) {
-            named.get("hidden.bias").mutable_grad().put(new Tensor());
-            bias.mutable_grad().put(new Tensor());
-        } else {
-            bias.mutable_grad().put(named.get("hidden.bias").grad().clone());
+
+        MuonAdamW build() {
+            return MuonAdamW.builder(named).adamW(config).noWeightDecayBelow2D(twoGroups).build();
         }
-        opt.step();
-        reference.step();
+
+        /**
+         * Step {@code k} on both: every seventh step the bias has no gradient; from step 100 both run at half the
+         * lr.
+         */
+        void stepBoth(MuonAdamW opt, int k) {
+            if (k == 100) {
+                opt.setLr(MuonAdamW.ADAMW_GROUP, opt.adamWConfig().lr() / 2);
+                OptimizerParamGroupVector groups = reference.param_groups();
+                for (long g = 0; g < groups.size(); g++) {
+                    groups.get(g).options().set_lr(opt.adamWConfig().lr());
+                }
+            }
+            TestModels.setGradients(named, k);
+            embed.mutable_grad().put(named.get("embed.weight").grad().clone());
+            if (k % 7 == 0) {
+                named.get("hidden.bias").mutable_grad().put(new Tensor());
+                bias.mutable_grad().put(new Tensor());
+            } else {
+                bias.mutable_grad().put(named.get("hidden.bias").grad().clone());
+            }
+            opt.step();
+            reference.step();
+        }
+
+        void assertEqual(int k) {
+            assertTrue(named.get("embed.weight").equal(embed), "embed.weight after step " + (k + 1));
+            assertTrue(named.get("hidden.bias").equal(bias), "hidden.bias after step " + (k + 1));
+        }
     }
 }
