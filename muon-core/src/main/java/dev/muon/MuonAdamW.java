@@ -534,8 +534,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
      * @param state the state
      * @throws dev.muon.state.StateMismatchException if it does not fit, listing every difference (with a hint where
      *                                               a builder setting explains it); nothing changes
-     * @throws IllegalStateException                 if another thread is inside this optimizer, or libtorch's
-     *                                               AdamW refuses the moments; nothing changes
+     * @throws IllegalStateException                 if another thread is inside this optimizer; nothing changes
      */
     public void restore(OptimizerState state) {
         restore(state, AssignmentChanges.REFUSE);
@@ -554,8 +553,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
      * @param changes what to do with parameters whose place changed
      * @throws dev.muon.state.StateMismatchException if it does not fit, even so, listing every difference; nothing
      *                                               changes
-     * @throws IllegalStateException                 if another thread is inside this optimizer, or libtorch's
-     *                                               AdamW refuses the moments; nothing changes
+     * @throws IllegalStateException                 if another thread is inside this optimizer; nothing changes
      */
     public void restore(OptimizerState state, AssignmentChanges changes) {
         calls.restore(state, changes);
