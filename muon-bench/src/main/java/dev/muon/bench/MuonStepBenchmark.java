@@ -11,7 +11,6 @@ import dev.muon.RadialBrakeConfig;
 import dev.muon.RelativeUpdateConfig;
 import dev.muon.UpdateFloorConfig;
 import dev.muon.orthogonalize.NsAlgorithm;
-import dev.muon.orthogonalize.NsPrecision;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
@@ -172,7 +171,7 @@ public class MuonStepBenchmark {
             throw new IllegalArgumentException("batching must be on or off, got " + batching);
         }
         MuonConfig config = MuonConfig.defaults().withLr(0.02)
-                .withNsPrecision(nsPrecision.equals("bfloat16") ? NsPrecision.BFLOAT16 : NsPrecision.FLOAT32)
+                .withNsPrecision(GptStepSettings.precisionOf("nsPrecision", nsPrecision))
                 .withNsAlgorithm(NsAlgorithm.valueOf(nsAlgorithm))
                 .withBatchSameShape(batching.equals("on"));
         config = switch (variant) {

@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.muon.MuonAdamW;
 import dev.muon.MuonConfig;
 import dev.muon.internal.TorchNatives;
-import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamWOptions;
@@ -93,21 +92,13 @@ public final class SameProcessStep implements Callable<Integer> {
         results.put("capabilities", CpuCapabilities.summary());
         Map<String, Object> byDtype = new LinkedHashMap<>();
         for (String dtype : chosen) {
-            byDtype.put(dtype, measure(precisionOf(dtype)));
+            byDtype.put(dtype, measure(GptStepSettings.precisionOf("--dtype", dtype)));
         }
         results.put("step", byDtype);
         if (out != null) {
             new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(out.toFile(), results);
         }
         return 0;
-    }
-
-    private static NsPrecision precisionOf(String dtype) {
-        return switch (dtype) {
-            case "float32" -> NsPrecision.FLOAT32;
-            case "bfloat16" -> NsPrecision.BFLOAT16;
-            default -> throw new IllegalArgumentException("--dtype must be float32 or bfloat16, got " + dtype);
-        };
     }
 
     private static String dtypeName(NsPrecision precision) {
@@ -117,9 +108,7 @@ public final class SameProcessStep implements Callable<Integer> {
     /** The two steps of one dtype: per run, both sides' times and their medians' ratio. */
     private Map<String, Object> measure(NsPrecision precision) {
         try (PointerScope scope = new PointerScope()) {
-            // MuonStepBenchmark's muon-adamw entry: lr 0.02, the rest at MuonConfig's defaults (as the PyTorch peer).
-            MuonConfig config = MuonConfig.defaults().withLr(0.02).withNsPrecision(precision)
-                    .withNsAlgorithm(NsAlgorithm.AUTO).withBatchSameShape(true);
+            MuonConfig config = GptStepSettings.muonSide(precision);
             List<Tensor> hidden = new ArrayList<>();
             List<Tensor> rest = new ArrayList<>();
             Map<String, Tensor> named = new LinkedHashMap<>();

@@ -4,7 +4,6 @@ import dev.muon.Muon;
 import dev.muon.MuonAdamW;
 import dev.muon.MuonConfig;
 import dev.muon.internal.TorchNatives;
-import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
@@ -56,7 +55,8 @@ public final class StepFaults {
             throw new IllegalArgumentException("arguments must be OPTIMIZER and optionally float32 or bfloat16, got "
                     + args.length + " arguments");
         }
-        NsPrecision precision = args.length == 1 ? NsPrecision.FLOAT32 : precisionOf(args[1]);
+        NsPrecision precision = args.length == 1 ? NsPrecision.FLOAT32
+                : GptStepSettings.precisionOf("the dtype", args[1]);
         checkOptimizer(args[0]);
         try (PointerScope scope = new PointerScope()) {
             List<Tensor> hidden = new ArrayList<>();
@@ -87,19 +87,9 @@ public final class StepFaults {
         }
     }
 
-    static NsPrecision precisionOf(String dtype) {
-        return switch (dtype) {
-            case "float32" -> NsPrecision.FLOAT32;
-            case "bfloat16" -> NsPrecision.BFLOAT16;
-            default -> throw new IllegalArgumentException("the dtype must be float32 or bfloat16, got '" + dtype
-                    + "'");
-        };
-    }
-
     private static Runnable optimizer(String name, NsPrecision precision, List<Tensor> hidden, List<Tensor> rest,
                                       Map<String, Tensor> named) {
-        MuonConfig config = MuonConfig.defaults().withLr(0.02).withNsPrecision(precision)
-                .withNsAlgorithm(NsAlgorithm.AUTO).withBatchSameShape(true);
+        MuonConfig config = GptStepSettings.muonSide(precision);
         List<Tensor> all = new ArrayList<>(hidden);
         all.addAll(rest);
         return switch (name) {

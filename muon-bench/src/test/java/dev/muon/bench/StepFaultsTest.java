@@ -1,22 +1,20 @@
 package dev.muon.bench;
 
-import dev.muon.orthogonalize.NsPrecision;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /** StepFaults' arguments: what it takes, and each refusal naming the argument, its rule and the value. */
 class StepFaultsTest {
     @Test
-    void takesEveryOptimizerAndBothDtypes() {
+    void takesEveryOptimizer() {
         for (String name : StepFaults.OPTIMIZERS) {
-            StepFaults.checkOptimizer(name);
+            assertDoesNotThrow(() -> StepFaults.checkOptimizer(name), name);
         }
-        assertEquals(NsPrecision.FLOAT32, StepFaults.precisionOf("float32"));
-        assertEquals(NsPrecision.BFLOAT16, StepFaults.precisionOf("bfloat16"));
     }
 
     @ParameterizedTest
