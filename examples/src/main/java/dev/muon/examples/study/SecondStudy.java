@@ -54,7 +54,8 @@ public final class SecondStudy implements Callable<Integer> {
     boolean plan;
     @Option(names = "--analyze", description = "write the protocol's analysis of DIR/" + SecondCsv.FILE + " (and "
             + "DIR/" + SecondTiming.FILE + " where the timing pass ran) to DIR/" + SecondAnalysis.FILE
-            + ", and run nothing")
+            + ", its figures to DIR/" + SecondFigures.CURVES + " and DIR/" + SecondFigures.RATIOS + " (each once "
+            + "its runs are there), and run nothing")
     boolean analyze;
     @Option(names = "--timing", description = "run the timing pass of every arm's tuned GCIDE B1 configuration at "
             + "one and two threads into DIR/" + SecondTiming.FILE + " (after the sweep, on a machine with nothing "
@@ -113,10 +114,14 @@ public final class SecondStudy implements Callable<Integer> {
             return 0;
         }
         if (analyze) {
-            Path report = out.toAbsolutePath().normalize().resolve(SecondAnalysis.FILE);
-            SecondAnalysis.write(SecondCsv.read(csv).results(),
-                    SecondTiming.read(out.toAbsolutePath().normalize().resolve(SecondTiming.FILE)), report);
+            Path folder = out.toAbsolutePath().normalize();
+            Path report = folder.resolve(SecondAnalysis.FILE);
+            List<SecondResult> results = SecondCsv.read(csv).results();
+            SecondAnalysis.write(results, SecondTiming.read(folder.resolve(SecondTiming.FILE)), report);
             log.println("wrote " + report);
+            for (Path figure : SecondFigures.write(results, folder)) {
+                log.println("wrote " + figure);
+            }
             return 0;
         }
         Path folder = MuonStudy.folder(out, "--out");

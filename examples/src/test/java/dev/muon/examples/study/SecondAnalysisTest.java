@@ -42,7 +42,7 @@ class SecondAnalysisTest {
     }
 
     /** The whole protocol's runs: tuning runs end at {@code inside}'s loss, confirmation runs fall by {@code slope}. */
-    private static List<SecondResult> study(ToDoubleBiFunction<SecondCell, Long> slope) {
+    static List<SecondResult> study(ToDoubleBiFunction<SecondCell, Long> slope) {
         Map<String, Double> finals = new HashMap<>();
         List<SecondResult> out = new ArrayList<>();
         for (int round = 0; round < 100; round++) {
@@ -61,7 +61,7 @@ class SecondAnalysisTest {
     }
 
     /** AdamW falls by about 2, MuonAdamW twice as fast at B1 and less so at longer budgets; variants set below. */
-    private static double slope(SecondCell c, long seed) {
+    static double slope(SecondCell c, long seed) {
         double w = 0.05 * wobble(c.arm(), seed);
         double doublings = Math.log(c.steps() / 1000.0) / Math.log(2);
         return switch (c.arm()) {
