@@ -11,6 +11,7 @@ import dev.muon.RadialBrakeConfig;
 import dev.muon.RelativeUpdateConfig;
 import dev.muon.UpdateFloorConfig;
 import dev.muon.orthogonalize.NsAlgorithm;
+import dev.muon.orthogonalize.NsPrecision;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AdamW;
 import org.bytedeco.pytorch.AdamWOptions;
@@ -94,6 +95,8 @@ public class MuonStepBenchmark {
     static final String RESIDENT_OUT = "muon.bench.residentOut";
     /** muon-core's switch that keeps a new optimizer's CPU momentum and update on libtorch's ops. */
     private static final String DISABLE_UPDATE_STAGES = "dev.muon.native.disableUpdateStages";
+    /** The optimizers {@link #optimizer} takes. */
+    static final List<String> OPTIMIZERS = List.of("adamw", "muon", "muon-adamw", "adamw-side", "torch-reference");
     /** The update variants {@link #variant} takes. */
     static final List<String> VARIANTS = List.of("plain", "cautious-wd", "bf16-momentum", "normuon", "hyperball",
             "radial-brake", "relative-update", "update-floor", "muown", "aol");
@@ -150,6 +153,15 @@ public class MuonStepBenchmark {
     /** Builds the parameter set, its gradients and the optimizer, and runs one step to create all state. */
     @Setup(Level.Trial)
     public void setUp() {
+        // The settings first, so that a misspelt one is refused before anything is built, never taken for another.
+        if (!OPTIMIZERS.contains(optimizer)) {
+            throw new IllegalArgumentException("optimizer must be one of " + OPTIMIZERS + ", got '" + optimizer
+                    + "'");
+        }
+        if (!batching.equals("on") && !batching.equals("off")) {
+            throw new IllegalArgumentException("batching must be on or off, got " + batching);
+        }
+        NsPrecision precision = NsDtype.precisionOf("nsPrecision", nsPrecision);
         scope = new PointerScope();
         torch.manual_seed(0);
         List<Tensor> hidden = new ArrayList<>();
@@ -167,11 +179,8 @@ public class MuonStepBenchmark {
             }
         }
         ResidentMemory before = ResidentMemory.sinceNow();
-        if (!batching.equals("on") && !batching.equals("off")) {
-            throw new IllegalArgumentException("batching must be on or off, got " + batching);
-        }
         MuonConfig config = MuonConfig.defaults().withLr(0.02)
-                .withNsPrecision(GptStepSettings.precisionOf("nsPrecision", nsPrecision))
+                .withNsPrecision(precision)
                 .withNsAlgorithm(NsAlgorithm.valueOf(nsAlgorithm))
                 .withBatchSameShape(batching.equals("on"));
         config = switch (variant) {

@@ -94,17 +94,19 @@ public class NewtonSchulzBenchmark {
     /** Allocates the input, the workspaces and, for {@code muon}, runs one call to create its workspaces. */
     @Setup(Level.Trial)
     public void setUp() {
+        // The settings first, so that a misspelt one is refused before anything is built, never taken for another.
+        NsPrecision precision = NsDtype.precisionOf("dtype", dtype);
+        NsAlgorithm algorithm = algorithmOf(variant);
         scope = new PointerScope();
         torch.manual_seed(0);
         String[] dims = shape.split("x");
         long rows = Long.parseLong(dims[0]);
         long cols = Long.parseLong(dims[1]);
-        boolean bf16 = dtype.equals("bfloat16");
-        ScalarType type = bf16 ? ScalarType.BFloat16 : ScalarType.Float;
+        ScalarType type = precision == NsPrecision.BFLOAT16 ? ScalarType.BFloat16 : ScalarType.Float;
         input = torch.randn(rows, cols);
         NewtonSchulzConfig config = NewtonSchulzConfig.defaults()
-                .withNsPrecision(bf16 ? NsPrecision.BFLOAT16 : NsPrecision.FLOAT32)
-                .withNsAlgorithm(algorithmOf(variant));
+                .withNsPrecision(precision)
+                .withNsAlgorithm(algorithm);
         newtonSchulz = new NewtonSchulz(switch (iteration) {
             case "plain" -> config;
             case "plain-4" -> config.withNsSteps(4);
@@ -158,7 +160,10 @@ public class NewtonSchulzBenchmark {
             case "ns-gemm" -> NsAlgorithm.GEMM;
             case "ns-symmetric" -> NsAlgorithm.SYMMETRIC;
             case "ns-gram" -> NsAlgorithm.GRAM;
-            default -> NsAlgorithm.AUTO;
+            // The variants that do not run NewtonSchulz build it at its default all the same.
+            case "ns-auto", "gemm", "naive", "torch-reference" -> NsAlgorithm.AUTO;
+            default -> throw new IllegalArgumentException("variant must be one of ns-auto, ns-gemm, ns-symmetric, "
+                    + "ns-gram, gemm, naive or torch-reference, got '" + variant + "'");
         };
     }
 

@@ -92,7 +92,7 @@ public final class SameProcessStep implements Callable<Integer> {
         results.put("capabilities", CpuCapabilities.summary());
         Map<String, Object> byDtype = new LinkedHashMap<>();
         for (String dtype : chosen) {
-            byDtype.put(dtype, measure(GptStepSettings.precisionOf("--dtype", dtype)));
+            byDtype.put(dtype, measure(NsDtype.precisionOf("--dtype", dtype)));
         }
         results.put("step", byDtype);
         if (out != null) {

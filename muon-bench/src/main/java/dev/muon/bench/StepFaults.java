@@ -56,7 +56,7 @@ public final class StepFaults {
                     + args.length + " arguments");
         }
         NsPrecision precision = args.length == 1 ? NsPrecision.FLOAT32
-                : GptStepSettings.precisionOf("the dtype", args[1]);
+                : NsDtype.precisionOf("the dtype", args[1]);
         checkOptimizer(args[0]);
         try (PointerScope scope = new PointerScope()) {
             List<Tensor> hidden = new ArrayList<>();
