@@ -61,6 +61,10 @@ import java.util.concurrent.TimeUnit;
 @Measurement(iterations = 5, time = 5)
 public class DjlStepBenchmark {
     private static final int D = 768;
+    /** The optimizers {@link #optimizer} takes. */
+    static final List<String> OPTIMIZERS = List.of("muon-adamw", "muon-adamw-aol", "muon-adamw-ndarray", "adam");
+    /** The parameter sets {@link #model} takes. */
+    static final List<String> MODELS = List.of("gpt2-block", "mnist-mlp");
 
     /**
      * Which optimizer steps: {@code muon-adamw} (muon-djl's hybrid, its Newton–Schulz on muon-core's native float32
@@ -92,6 +96,14 @@ public class DjlStepBenchmark {
     /** Builds the block's parameters with gradients, and the optimizer, and runs one step so that state exists. */
     @Setup(Level.Trial)
     public void setUp() {
+        // The settings first, so that a misspelt one is refused before the engine starts, never taken for another.
+        if (!OPTIMIZERS.contains(optimizer)) {
+            throw new IllegalArgumentException("optimizer must be one of " + OPTIMIZERS + ", got '" + optimizer
+                    + "'");
+        }
+        if (!MODELS.contains(model)) {
+            throw new IllegalArgumentException("model must be gpt2-block or mnist-mlp, got '" + model + "'");
+        }
         System.setProperty("ai.djl.pytorch.num_threads", Integer.toString(threads));
         System.setProperty("ai.djl.pytorch.num_interop_threads", "1");
         manager = NDManager.newBaseManager();
@@ -100,10 +112,8 @@ public class DjlStepBenchmark {
         if (model.equals("mnist-mlp")) {
             block = FashionMnistDjl.mlp();
             block.initialize(manager, DataType.FLOAT32, new Shape(1, 28 * 28));
-        } else if (model.equals("gpt2-block")) {
-            block = new GptBlock(manager, D);
         } else {
-            throw new IllegalArgumentException("model must be gpt2-block or mnist-mlp, got '" + model + "'");
+            block = new GptBlock(manager, D);
         }
         block.getParameters().forEach(p -> {
             Parameter parameter = p.getValue();
