@@ -236,8 +236,20 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
             group.planBatches(first, updatedHere);
             first += group.params.size();
         }
-        // Last: everything that could refuse the build has been checked.
+        // The build-time changes to the parameters wait for started(): a distributed build can still be refused
+        // by another rank.
+    }
+
+    /**
+     * The last step of a build, once nothing can refuse it any more (distributed, every rank has agreed): the
+     * update's build-time changes to the parameters, Hyperball's fixed radius putting each on its sphere. Before
+     * it, a refused build has changed nothing.
+     *
+     * @return this optimizer
+     */
+    Muon started() {
         updates.atBuild();
+        return this;
     }
 
     /**
@@ -885,6 +897,7 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
         private DistributedGroup group;
         private ShardingConfig shardingConfig;
         private boolean agreeWithPeers = true;
+        private boolean startedByOwner;
         private ShardPlan reusedPlan;
         private List<String> names;
         private QkClip qkClip;
@@ -1016,6 +1029,16 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
         }
 
         /**
+         * For an owner that builds this optimizer as one part of its own build ({@code MuonAdamW}): {@link #build()}
+         * returns it before its build-time changes to the parameters, which the owner makes with
+         * {@link Muon#started()} once its own build can no longer be refused.
+         */
+        Builder startedByOwner() {
+            this.startedByOwner = true;
+            return this;
+        }
+
+        /**
          * Names the parameters (one name per parameter of all groups, in order) instead of "parameter i of group
          * g": an owner that knows their names passes them. The names go into states and checkpoints; messages say
          * {@code parameter 'name'}.
@@ -1068,6 +1091,12 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
          *                                  parameters or settings, or the ranks cannot reach each other
          */
         public Muon build() {
+            Muon built = agreedBuild();
+            return startedByOwner ? built : built.started();
+        }
+
+        /** This rank's build, agreed with the other ranks where it is distributed and not an owner's part. */
+        private Muon agreedBuild() {
             if (group == null || !agreeWithPeers) {
                 return buildLocal();
             }

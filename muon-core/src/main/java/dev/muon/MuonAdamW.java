@@ -213,12 +213,23 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
         return MuonConfig.dropIn(adamW.lr(), adamW.weightDecay());
     }
 
+    /**
+     * The last step of a build, once every rank has agreed: its Muon's build-time changes to the parameters
+     * ({@link Muon#started()}); before it, a refused build has changed nothing.
+     */
+    private MuonAdamW started() {
+        if (muon != null) {
+            muon.started();
+        }
+        return this;
+    }
+
     private Muon newMuon(MuonConfig config) {
         if (muonParams.isEmpty()) {
             return null;
         }
         Muon.Builder builder = Muon.builder().addGroup(muonParams, config).names(muonNames)
-                .stateStorage(muonStorage);
+                .stateStorage(muonStorage).startedByOwner();
         if (seams.cpuAsAccelerator() != null) {
             builder.cpuAsAccelerator(seams.cpuAsAccelerator());
         }
@@ -974,7 +985,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
          */
         public MuonAdamW build() {
             if (group == null) {
-                return buildLocal();
+                return buildLocal().started();
             }
             // Everything that changes what a step does on a rank, or which collectives it runs, is compared. A rank
             // whose build succeeded while another's failed lets go of what it opened (a state file).
@@ -985,7 +996,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
                                 + " noWeightDecayBelow2D=" + noWeightDecayBelow2D
                                 + "\n" + o.muonConfig() + "\n" + o.adamWConfig()
                                 + "\n" + o.assignment.layoutText()
-                                + (o.qkClip == null ? "" : "\n" + o.qkClip.fingerprint()));
+                                + (o.qkClip == null ? "" : "\n" + o.qkClip.fingerprint())).started();
             } catch (RuntimeException | Error e) {
                 if (built[0] != null) {
                     built[0].close();

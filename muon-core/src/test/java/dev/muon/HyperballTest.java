@@ -14,7 +14,9 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.stream.Stream;
 
@@ -135,6 +137,23 @@ class HyperballTest {
         for (Tensor p : params) {
             assertEquals(2.5, p.norm().item_double(), 1e-5);
         }
+    }
+
+    /** MuonAdamW's Muon side too, once its build completes; its AdamW side is left as it was. */
+    @Test
+    void fixedRadius_rescalesMuonAdamWsMuonParametersAtBuild_only() {
+        torch.manual_seed(6);
+        Map<String, Tensor> named = new LinkedHashMap<>();
+        named.put("hidden.weight", torch.randn(6, 8).requires_grad_(true));
+        named.put("hidden.bias", torch.randn(6).requires_grad_(true));
+        named.put("head.weight", torch.randn(3, 6).requires_grad_(true));
+        Tensor biasBefore = named.get("hidden.bias").clone();
+        Tensor headBefore = named.get("head.weight").clone();
+        MuonAdamW.builder(named).muon(BASE.withNsPrecision(NsPrecision.FLOAT32)
+                .withHyperball(HyperballConfig.radius(2.5))).build();
+        assertEquals(2.5, named.get("hidden.weight").norm().item_double(), 1e-5);
+        assertTrue(named.get("hidden.bias").equal(biasBefore), "a bias is AdamW's");
+        assertTrue(named.get("head.weight").equal(headBefore), "the output layer is AdamW's");
     }
 
     static Stream<Arguments> refusals() {

@@ -51,8 +51,9 @@ class DistributedFaultsTest {
 
     /**
      * Rank 1 builds from a model with one more parameter, or with another non-finite policy: both ranks refuse at
-     * construction. Then a checkpoint that one rank cannot read, or checkpoints of different content on the two
-     * ranks, are refused by every rank with nothing changed, a save that rank 0 cannot write
+     * construction, and so do both ranks of a build with Hyperball at a fixed radius, whose parameters stay off its
+     * sphere until a build is agreed. Then a checkpoint that one rank cannot read, or checkpoints of different
+     * content on the two ranks, are refused by every rank with nothing changed, a save that rank 0 cannot write
      * fails on both ranks, and the group still works afterwards.
      */
     @Test
@@ -72,6 +73,14 @@ class DistributedFaultsTest {
             assertTrue(rank.get("loadDifferent").startsWith("IllegalStateException: the step and content of "
                     + "checkpoint ") && rank.get("loadDifferent").contains("differ across ranks"),
                     rank.get("loadDifferent"));
+            assertTrue(rank.get("sphereMismatch").startsWith("IllegalStateException: MuonAdamW parameter lists "
+                    + "and settings differ across ranks"), rank.get("sphereMismatch"));
+            assertTrue(rank.get("muonSphereMismatch").startsWith("IllegalStateException: Muon parameter lists "
+                    + "differ across ranks"), rank.get("muonSphereMismatch"));
+            assertEquals("true", rank.get("unchangedAfterRefusedBuilds"), "a refused build put no parameter on "
+                    + "Hyperball's sphere");
+            assertTrue(Double.parseDouble(rank.get("offSphereAfterAgreedBuild")) < 1e-5,
+                    "an agreed build put every Muon matrix on the sphere: " + rank.get("offSphereAfterAgreedBuild"));
             assertEquals("true", rank.get("unchangedAfterFailedLoad"));
             assertTrue(rank.get("saveUnwritable").startsWith("UncheckedIOException"), rank.get("saveUnwritable"));
             assertEquals(String.valueOf(ShardedTrainingWorker.STEPS), rank.get("stepAfterErrors"));

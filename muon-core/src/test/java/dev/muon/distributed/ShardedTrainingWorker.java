@@ -1,5 +1,6 @@
 package dev.muon.distributed;
 
+import dev.muon.HyperballConfig;
 import dev.muon.Muon;
 import dev.muon.MuonAdamW;
 import dev.muon.NonFinitePolicy;
@@ -64,6 +65,11 @@ public final class ShardedTrainingWorker {
         System.out.println("rank " + rank + " done");
         System.exit(0);
     }
+
+    /** The errors scenario's Hyperball radius. */
+    static final double SPHERE_RADIUS = 3.0;
+    /** The matrices {@link #builder} gives Muon. */
+    private static final List<String> MUON_NAMES = List.of("fc1.weight", "fc2.weight", "fc3.weight", "fc4.weight");
 
     static MuonAdamW.Builder builder(TinyClassifier model) {
         return MuonAdamW.builder(model.named())
@@ -217,6 +223,34 @@ public final class ShardedTrainingWorker {
         out.put("policyMismatch", message(() -> builder(new TinyClassifier(7, false))
                 .nonFinitePolicy(group.rank() == 1 ? NonFinitePolicy.RAISE : NonFinitePolicy.SKIP)
                 .distributed(group, ShardingConfig.defaults()).build()));
+
+        // Hyperball at a fixed radius puts each Muon matrix on its sphere when the build completes: a build that the
+        // ranks refuse (rank 1's policy differs) must leave every rank's parameters as they were, and one they
+        // agree on must rescale them.
+        MuonConfig sphere = MuonConfig.defaults().withLr(0.02).withWeightDecay(0)
+                .withHyperball(HyperballConfig.radius(SPHERE_RADIUS));
+        TinyClassifier onSphere = new TinyClassifier(7, false);
+        Map<String, Tensor> unscaled = new HashMap<>();
+        onSphere.named().forEach((k, v) -> unscaled.put(k, v.clone()));
+        out.put("sphereMismatch", message(() -> builder(onSphere).muon(sphere)
+                .nonFinitePolicy(group.rank() == 1 ? NonFinitePolicy.RAISE : NonFinitePolicy.SKIP)
+                .distributed(group, ShardingConfig.defaults()).build()));
+        List<Tensor> hidden = MUON_NAMES.stream().map(onSphere.named()::get).toList();
+        out.put("muonSphereMismatch", message(() -> Muon.builder()
+                .addGroup(hidden, sphere.withLr(group.rank() == 1 ? 0.03 : 0.02))
+                .distributed(group, ShardingConfig.defaults()).build()));
+        boolean unscaledAfterRefusals = true;
+        for (var e : onSphere.named().entrySet()) {
+            unscaledAfterRefusals &= e.getValue().equal(unscaled.get(e.getKey()));
+        }
+        out.put("unchangedAfterRefusedBuilds", String.valueOf(unscaledAfterRefusals));
+        builder(onSphere).muon(sphere).distributed(group, ShardingConfig.defaults()).build();
+        double offSphere = 0;
+        for (String name : MUON_NAMES) {
+            offSphere = Math.max(offSphere, Math.abs(onSphere.named().get(name).norm().item_double()
+                    - SPHERE_RADIUS));
+        }
+        out.put("offSphereAfterAgreedBuild", String.valueOf(offSphere));
 
         TinyClassifier model = new TinyClassifier(7, false);
         MuonAdamW optimizer = builder(model).distributed(group, ShardingConfig.defaults()).build();
