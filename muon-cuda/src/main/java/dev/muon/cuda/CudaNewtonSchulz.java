@@ -7,6 +7,7 @@ import dev.muon.internal.TorchNatives;
 import dev.muon.orthogonalize.Coefficients;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
+import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
 import dev.muon.orthogonalize.Orthogonalizer;
 import org.bytedeco.javacpp.PointerScope;
@@ -47,6 +48,8 @@ import java.util.Objects;
  *   <tr><td>nsCoefficients, nsSteps, eps</td><td>all schedules, including per-step ones and Polar Express's
  *       normalisation safety</td></tr>
  *   <tr><td>nsPrecision</td><td>BFLOAT16 on the kernels; FLOAT32 and FLOAT64 go to libtorch whole</td></tr>
+ *   <tr><td>nsAlgorithm</td><td>AUTO and SYMMETRIC (the symmetric kernels); GEMM and GRAM are refused at
+ *       construction: they ask for plain products and for another iteration, which {@link NewtonSchulz} runs</td></tr>
  *   <tr><td>nsPreconditioning</td><td>FROBENIUS (the normalization kernel) and AOL (no normalization; the kernels
  *       form every Gram matrix and polynomial, and {@link NewtonSchulz}'s AOL rescaling of the first Gram matrix and
  *       the input runs between them on libtorch's ops)</td></tr>
@@ -80,11 +83,17 @@ public final class CudaNewtonSchulz implements Orthogonalizer {
      *
      * @param config the Newton–Schulz settings
      * @param device a CUDA device
-     * @throws IllegalArgumentException      if {@code device} is not a CUDA device
+     * @throws IllegalArgumentException      if {@code nsAlgorithm} is GEMM or GRAM, or {@code device} is not a CUDA
+     *                                       device
      * @throws UnsupportedOperationException if {@link CudaSupport#isAvailable()} is false
      */
     public CudaNewtonSchulz(NewtonSchulzConfig config, Device device) {
         this.config = Objects.requireNonNull(config, "config");
+        if (config.nsAlgorithm() == NsAlgorithm.GEMM || config.nsAlgorithm() == NsAlgorithm.GRAM) {
+            throw new IllegalArgumentException("nsAlgorithm must be AUTO or SYMMETRIC for CudaNewtonSchulz, whose "
+                    + "kernels run the symmetric products (GEMM asks for plain products and GRAM for another "
+                    + "iteration: NewtonSchulz runs both), got " + config.nsAlgorithm());
+        }
         this.deviceIndex = CudaSupport.kernelDeviceIndex(device);
         this.libtorch = new NewtonSchulz(config);
         this.kernels = new CudaKernels(deviceIndex);

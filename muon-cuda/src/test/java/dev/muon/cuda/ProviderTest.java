@@ -4,6 +4,7 @@ import dev.muon.cuda.internal.CudaFusedUpdateKernelsProvider;
 import dev.muon.internal.FusedUpdateKernelsProvider;
 import dev.muon.orthogonalize.NewtonSchulz;
 import dev.muon.orthogonalize.NewtonSchulzConfig;
+import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
 import dev.muon.orthogonalize.Orthogonalizer;
 import dev.muon.orthogonalize.OrthogonalizerProvider;
@@ -14,6 +15,7 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.util.List;
@@ -86,6 +88,25 @@ class ProviderTest {
                     () -> new CudaNewtonSchulz(BF16, new Device(torch.DeviceType.CPU)));
             assertEquals("device must be a CUDA device, got cpu", e.getMessage());
             assertThrows(IllegalArgumentException.class, () -> new FusedUpdates(new Device(torch.DeviceType.CPU)));
+        }
+    }
+
+    /**
+     * GEMM and GRAM ask for what the kernels do not run: the public constructor refuses them, naming the setting,
+     * before it touches a device (the provider hands both to libtorch instead).
+     */
+    @ParameterizedTest
+    @EnumSource(value = NsAlgorithm.class, names = {"GEMM", "GRAM"})
+    void constructingWithAnAlgorithmTheKernelsDoNotRun_isRejected(NsAlgorithm algorithm) {
+        try (PointerScope scope = new PointerScope()) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> new CudaNewtonSchulz(BF16.withNsAlgorithm(algorithm),
+                            new Device(torch.DeviceType.CUDA, (byte) 0)));
+            assertEquals("nsAlgorithm must be AUTO or SYMMETRIC for CudaNewtonSchulz, whose kernels run the "
+                    + "symmetric products (GEMM asks for plain products and GRAM for another iteration: NewtonSchulz "
+                    + "runs both), got " + algorithm, e.getMessage());
+            assertTrue(new CudaOrthogonalizerProvider().create(BF16.withNsAlgorithm(algorithm),
+                    new Device(torch.DeviceType.CUDA, (byte) 0)).isEmpty(), "the provider declines it");
         }
     }
 
