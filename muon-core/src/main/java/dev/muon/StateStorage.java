@@ -64,7 +64,8 @@ public record StateStorage(Place place, Path directory, boolean readAhead) {
      * Validates.
      *
      * @throws NullPointerException     if {@code place} is null, or {@code directory} for {@link Place#FILES}
-     * @throws IllegalArgumentException if a directory is given for another place
+     * @throws IllegalArgumentException if a directory is given for another place, or read-ahead is turned off for
+     *                                  {@link Place#WITH_PARAMETER}, which brings nothing in
      */
     public StateStorage {
         Objects.requireNonNull(place, "stateStorage place must not be null");
@@ -73,6 +74,10 @@ public record StateStorage(Place place, Path directory, boolean readAhead) {
         } else if (directory != null) {
             throw new IllegalArgumentException("stateStorage directory is for FILES only; " + place
                     + " got directory " + directory);
+        }
+        if (place == Place.WITH_PARAMETER && !readAhead) {
+            throw new IllegalArgumentException("stateStorage readAhead is for HOST_MEMORY and FILES only "
+                    + "(WITH_PARAMETER brings no buffer in); WITH_PARAMETER got readAhead false");
         }
     }
 
@@ -110,10 +115,12 @@ public record StateStorage(Place place, Path directory, boolean readAhead) {
     }
 
     /**
-     * A copy with read-ahead on or off.
+     * A copy with read-ahead on or off, for {@link Place#HOST_MEMORY} and {@link Place#FILES}.
      *
      * @param value whether the next parameter's buffers are brought in during this one's update
      * @return the copy
+     * @throws IllegalArgumentException if {@code value} is false for {@link Place#WITH_PARAMETER}, which brings
+     *                                  nothing in
      */
     public StateStorage withReadAhead(boolean value) {
         return new StateStorage(place, directory, value);

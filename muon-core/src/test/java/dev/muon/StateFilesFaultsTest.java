@@ -287,6 +287,11 @@ class StateFilesFaultsTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> new StateStorage(StateStorage.Place.HOST_MEMORY, dir, true));
         assertEquals("stateStorage directory is for FILES only; HOST_MEMORY got directory " + dir, e.getMessage());
+        IllegalArgumentException readAhead = assertThrows(IllegalArgumentException.class,
+                () -> StateStorage.withParameter().withReadAhead(false));
+        assertEquals("stateStorage readAhead is for HOST_MEMORY and FILES only (WITH_PARAMETER brings no buffer in); "
+                + "WITH_PARAMETER got readAhead false", readAhead.getMessage());
+        assertEquals(StateStorage.withParameter(), StateStorage.withParameter().withReadAhead(true));
         IllegalArgumentException group = assertThrows(IllegalArgumentException.class,
                 () -> Muon.builder().addGroup(List.of(parameter()), MuonConfig.defaults())
                         .stateStorage(3, StateStorage.files(dir)).build());
