@@ -56,6 +56,8 @@ final class NsKernels {
     private final NewtonSchulzConfig config;
     private final boolean nativeKernels;
     private final float[][] steps;
+    /** DJL's setting of libtorch's intra-op threads, which the native kernels follow. */
+    static final String THREADS_PROPERTY = "ai.djl.pytorch.num_threads";
     private final int threads;
     private BufferNewtonSchulz buffers;
 
@@ -91,7 +93,31 @@ final class NsKernels {
             Coefficients c = schedule.at(k);
             steps[k] = new float[] {(float) c.a(), (float) c.b(), (float) c.c()};
         }
-        this.threads = Integer.getInteger("ai.djl.pytorch.num_threads", Runtime.getRuntime().availableProcessors());
+        this.threads = threads(System.getProperty(THREADS_PROPERTY), Runtime.getRuntime().availableProcessors());
+    }
+
+    /**
+     * The native kernels' thread count: DJL's own setting for libtorch's intra-op threads, so that both run on as
+     * many cores, or every core where it is not set.
+     *
+     * @param value    {@value #THREADS_PROPERTY}, or null
+     * @param fallback the count where it is not set
+     * @return the count
+     * @throws IllegalArgumentException if it is set to anything but a whole number {@code >= 1}
+     */
+    static int threads(String value, int fallback) {
+        if (value == null) {
+            return fallback;
+        }
+        try {
+            int threads = Integer.parseInt(value.trim());
+            if (threads >= 1) {
+                return threads;
+            }
+        } catch (NumberFormatException e) {
+            // refused below, with the value
+        }
+        throw new IllegalArgumentException(THREADS_PROPERTY + " must be a whole number >= 1, got '" + value + "'");
     }
 
     /**
