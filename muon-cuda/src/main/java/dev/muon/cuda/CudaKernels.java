@@ -211,12 +211,13 @@ final class CudaKernels {
      * @param update bfloat16 orthogonalized update
      * @param decay  {@code 1 − lr · weightDecay}
      * @param alpha  the signed, scaled learning rate
-     * @throws IllegalArgumentException if an argument breaks the kernel's preconditions
+     * @throws IllegalArgumentException if an argument breaks the kernel's preconditions (decay and alpha finite in
+     *                                  float32 among them)
      */
     void parameterUpdate(Tensor param, Tensor update, double decay, double alpha) {
         Operand op = Operand.of("param", param);
         Operand ou = Operand.of("update", update);
-        LaunchChecks.parameterUpdate(op, ou, device);
+        LaunchChecks.parameterUpdate(op, ou, decay, alpha, device);
         long n = op.numel();
         updateArgs.setLong(0, op.address()).setLong(1, ou.address()).setLong(2, n)
                 .setFloat(3, (float) decay).setFloat(4, (float) alpha);

@@ -72,7 +72,8 @@ public final class FusedUpdates {
      * @param update bfloat16 orthogonalized update, same shape
      * @param decay  multiplier of the parameter, {@code 1 − lr·weightDecay}
      * @param alpha  multiplier of the update (negative to descend)
-     * @throws IllegalArgumentException if a tensor has the wrong dtype, shape, layout or device
+     * @throws IllegalArgumentException if a tensor has the wrong dtype, shape, layout or device, or decay or alpha is
+     *                                  not finite in float32
      */
     public void parameterUpdate(Tensor param, Tensor update, double decay, double alpha) {
         try (PointerScope scope = new PointerScope(); CUDAGuard guard = new CUDAGuard((byte) deviceIndex)) {

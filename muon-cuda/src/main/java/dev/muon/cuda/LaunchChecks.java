@@ -129,14 +129,26 @@ final class LaunchChecks {
      *
      * @param param  the parameter, float32, updated in place
      * @param update the orthogonalized update, bfloat16, same shape
+     * @param decay  the parameter's multiplier
+     * @param alpha  the update's multiplier
      * @param device the CUDA device index of the launch
      * @throws IllegalArgumentException if a precondition fails
      */
-    static void parameterUpdate(Operand param, Operand update, int device) {
+    static void parameterUpdate(Operand param, Operand update, double decay, double alpha, int device) {
         onDevice(param, device);
         dtype(param, ScalarType.Float);
         sameShapeOnDevice(update, param, ScalarType.BFloat16, device);
         disjoint(update, param);
+        finiteFloat("decay", decay);
+        finiteFloat("alpha", alpha);
+    }
+
+    /** The kernel takes its scalars in float32: a value that is not finite there would write NaN or Inf. */
+    private static void finiteFloat(String name, double value) {
+        if (!(Math.abs(value) <= Float.MAX_VALUE)) {
+            throw new IllegalArgumentException(name + " must be finite in float32, the kernel's precision, got "
+                    + value);
+        }
     }
 
     private static void onDevice(Operand t, int device) {

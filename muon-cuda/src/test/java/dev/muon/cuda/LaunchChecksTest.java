@@ -51,7 +51,7 @@ class LaunchChecksTest {
                 op("partials", F32, 128 * MB, 3072), 7, 0));
         assertDoesNotThrow(() -> LaunchChecks.momentum(op("buffer", F32, 0, 64, 64), op("grad", F32, MB, 64, 64),
                 op("out", BF16, 2 * MB, 64, 64), 0.95, 0));
-        assertDoesNotThrow(() -> LaunchChecks.parameterUpdate(op("param", F32, 0, 64, 64), op("update", BF16, MB, 64, 64), 0));
+        assertDoesNotThrow(() -> LaunchChecks.parameterUpdate(op("param", F32, 0, 64, 64), op("update", BF16, MB, 64, 64), 0.999, -0.02, 0));
     }
 
     static Stream<Arguments> badSymmetricArguments() {
@@ -123,10 +123,13 @@ class LaunchChecksTest {
                 Arguments.of("momentum one", (Runnable) () -> LaunchChecks.momentum(buf, grad, out, 1.0, 0), "momentum must be in [0, 1), got 1.0"),
                 Arguments.of("momentum NaN", (Runnable) () -> LaunchChecks.momentum(buf, grad, out, Double.NaN, 0), "momentum must be in [0, 1), got NaN"),
                 Arguments.of("grad off CUDA", (Runnable) () -> LaunchChecks.momentum(buf, with(grad, true, false, -1, MB), out, 0.9, 0), "grad must be a CUDA tensor"),
-                Arguments.of("param bfloat16", (Runnable) () -> LaunchChecks.parameterUpdate(op("param", BF16, 0, 64, 64), op("update", BF16, MB, 64, 64), 0), "param must be Float, got BFloat16"),
-                Arguments.of("update float32", (Runnable) () -> LaunchChecks.parameterUpdate(buf, op("update", F32, MB, 64, 64), 0), "update must be BFloat16, got Float"),
-                Arguments.of("update transposed", (Runnable) () -> LaunchChecks.parameterUpdate(op("param", F32, 0, 64, 32), op("update", BF16, MB, 32, 64), 0), "update must have shape [64, 32], got [32, 64]"),
-                Arguments.of("update strided", (Runnable) () -> LaunchChecks.parameterUpdate(buf, new Operand("update", new long[]{64, 64}, BF16, false, true, 0, MB), 0), "update must be contiguous"));
+                Arguments.of("param bfloat16", (Runnable) () -> LaunchChecks.parameterUpdate(op("param", BF16, 0, 64, 64), op("update", BF16, MB, 64, 64), 1, -0.02, 0), "param must be Float, got BFloat16"),
+                Arguments.of("update float32", (Runnable) () -> LaunchChecks.parameterUpdate(buf, op("update", F32, MB, 64, 64), 1, -0.02, 0), "update must be BFloat16, got Float"),
+                Arguments.of("update transposed", (Runnable) () -> LaunchChecks.parameterUpdate(op("param", F32, 0, 64, 32), op("update", BF16, MB, 32, 64), 1, -0.02, 0), "update must have shape [64, 32], got [32, 64]"),
+                Arguments.of("update strided", (Runnable) () -> LaunchChecks.parameterUpdate(buf, new Operand("update", new long[]{64, 64}, BF16, false, true, 0, MB), 1, -0.02, 0), "update must be contiguous"),
+                Arguments.of("decay NaN", (Runnable) () -> LaunchChecks.parameterUpdate(buf, op("update", BF16, MB, 64, 64), Double.NaN, -0.02, 0), "decay must be finite in float32, the kernel's precision, got NaN"),
+                Arguments.of("alpha infinite", (Runnable) () -> LaunchChecks.parameterUpdate(buf, op("update", BF16, MB, 64, 64), 1, Double.NEGATIVE_INFINITY, 0), "alpha must be finite in float32, the kernel's precision, got -Infinity"),
+                Arguments.of("alpha past float32", (Runnable) () -> LaunchChecks.parameterUpdate(buf, op("update", BF16, MB, 64, 64), 1, 1e39, 0), "alpha must be finite in float32, the kernel's precision, got 1.0E39"));
     }
 
     @ParameterizedTest(name = "{0}")
