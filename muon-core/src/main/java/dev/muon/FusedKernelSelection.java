@@ -2,6 +2,7 @@ package dev.muon;
 
 import dev.muon.internal.FusedUpdateKernels;
 import dev.muon.internal.FusedUpdateKernelsProvider;
+import dev.muon.internal.SystemSwitch;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
@@ -55,7 +56,7 @@ final class FusedKernelSelection {
         }
         if (NativeFusedUpdateKernels.serves(matrix, updateType)) {
             if (!cpuLookedUp) {
-                cpu = Boolean.getBoolean(DISABLE_NATIVE_STAGES_PROPERTY) ? null
+                cpu = SystemSwitch.isOn(DISABLE_NATIVE_STAGES_PROPERTY) ? null
                         : NativeFusedUpdateKernels.ifAvailable();
                 cpuLookedUp = true;
             }

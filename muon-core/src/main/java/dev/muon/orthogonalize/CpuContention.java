@@ -1,5 +1,7 @@
 package dev.muon.orthogonalize;
 
+import dev.muon.internal.SystemSwitch;
+
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -42,7 +44,7 @@ final class CpuContention {
     private static final Path OWN_TASKS = Path.of("/proc/self/task");
     /** Whether this machine shows the counts (Linux). */
     static final boolean PROC_READABLE = Files.isReadable(LOADAVG) && Files.isDirectory(OWN_TASKS);
-    static final boolean ENABLED = Boolean.getBoolean(ENABLE_PROPERTY) && PROC_READABLE;
+    static final boolean ENABLED = readEnabled() && PROC_READABLE;
 
     private static final int[] recent = new int[WINDOW];
     private static int samples;
@@ -51,6 +53,25 @@ final class CpuContention {
     static volatile boolean pausedForTests;
 
     private CpuContention() {
+    }
+
+    /**
+     * Refuses a value of {@value #ENABLE_PROPERTY} other than true or false; {@link NewtonSchulz} calls it when it is
+     * built, so that the refusal comes at an optimizer's build and never inside a step.
+     *
+     * @throws IllegalArgumentException naming the property and its value
+     */
+    static void checkSetting() {
+        SystemSwitch.isOn(ENABLE_PROPERTY);
+    }
+
+    private static boolean readEnabled() {
+        try {
+            return SystemSwitch.isOn(ENABLE_PROPERTY);
+        } catch (IllegalArgumentException e) {
+            // Refused where an iteration is built (checkSetting); a class initializer must not throw.
+            return false;
+        }
     }
 
     /**

@@ -1,5 +1,7 @@
 package dev.muon.orthogonalize;
 
+import dev.muon.internal.SystemSwitch;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -89,8 +91,14 @@ final class NativeLibrary {
 
     private static State load() {
         String requested = System.getProperty(ISA_PROPERTY);
-        Throwable cause = probe(Boolean.getBoolean(DISABLE_PROPERTY), System.getProperty("os.name"),
-                System.getProperty("os.arch"), NativeLibrary.class.getResource(LIBRARY_RESOURCE) != null);
+        Throwable cause;
+        try {
+            cause = probe(SystemSwitch.isOn(DISABLE_PROPERTY), System.getProperty("os.name"),
+                    System.getProperty("os.arch"), NativeLibrary.class.getResource(LIBRARY_RESOURCE) != null);
+        } catch (IllegalArgumentException e) {
+            // A switch set to neither true nor false: the kernels stay off, and this says why (as for the ISA).
+            cause = e;
+        }
         Set<Isa> runnable = EnumSet.noneOf(Isa.class);
         Isa variant = null;
         Throwable loadCause = cause;

@@ -147,6 +147,7 @@ public final class NewtonSchulz implements Orthogonalizer {
      */
     public NewtonSchulz(NewtonSchulzConfig config) {
         this.config = Objects.requireNonNull(config, "config");
+        CpuContention.checkSetting();
         int steps = config.nsSteps();
         linear = new Scalar[steps];
         cubic = new Scalar[steps];

@@ -1,5 +1,6 @@
 package dev.muon.orthogonalize;
 
+import dev.muon.internal.SystemSwitch;
 import org.bytedeco.javacpp.DoublePointer;
 import org.bytedeco.javacpp.FloatPointer;
 import org.bytedeco.javacpp.Loader;
@@ -37,10 +38,10 @@ final class OpenBlas {
     }
 
     private static Throwable probe() {
-        if (Boolean.getBoolean(DISABLE_PROPERTY)) {
-            return new UnsupportedOperationException("disabled by -D" + DISABLE_PROPERTY + "=true");
-        }
         try {
+            if (SystemSwitch.isOn(DISABLE_PROPERTY)) {
+                return new UnsupportedOperationException("disabled by -D" + DISABLE_PROPERTY + "=true");
+            }
             Loader.load(openblas_nolapack.class);
             return null;
         } catch (Throwable t) {

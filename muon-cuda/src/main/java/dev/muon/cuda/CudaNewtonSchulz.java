@@ -3,6 +3,7 @@ package dev.muon.cuda;
 import dev.muon.internal.NativeLifetime;
 import dev.muon.internal.NewtonSchulzAccess;
 import dev.muon.internal.NewtonSchulzKernels;
+import dev.muon.internal.SystemSwitch;
 import dev.muon.internal.TorchNatives;
 import dev.muon.orthogonalize.Coefficients;
 import dev.muon.orthogonalize.NewtonSchulz;
@@ -97,7 +98,7 @@ public final class CudaNewtonSchulz implements Orthogonalizer {
         this.deviceIndex = CudaSupport.kernelDeviceIndex(device);
         this.libtorch = new NewtonSchulz(config);
         this.kernels = new CudaKernels(deviceIndex);
-        this.policy = Boolean.getBoolean(CudaSupport.FORCE_PROPERTY)
+        this.policy = SystemSwitch.isOn(CudaSupport.FORCE_PROPERTY)
                 ? DispatchPolicy.forced(kernels.hasHopperKernel())
                 : DispatchPolicy.measured(kernels.computeCapability() / 10, kernels.computeCapability() % 10);
         if (!policy.anyKernel()) {

@@ -1,5 +1,6 @@
 package dev.muon.cuda;
 
+import dev.muon.internal.SystemSwitch;
 import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.global.torch_cuda;
@@ -115,7 +116,13 @@ public final class CudaSupport {
      * @return the first reason the kernels cannot run, or null
      */
     static Throwable probe(String disableProperty, ClassLoader loader) {
-        if (Boolean.parseBoolean(disableProperty)) {
+        boolean disabled;
+        try {
+            disabled = SystemSwitch.parse(DISABLE_PROPERTY, disableProperty);
+        } catch (IllegalArgumentException e) {
+            return e;
+        }
+        if (disabled) {
             return new UnsupportedOperationException("-D" + DISABLE_PROPERTY + "=" + disableProperty
                     + " forces the libtorch fallback; remove it to use the CUDA kernels");
         }

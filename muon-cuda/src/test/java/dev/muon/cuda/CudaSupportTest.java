@@ -47,6 +47,13 @@ class CudaSupportTest {
     }
 
     @Test
+    void disablePropertyNeitherTrueNorFalse_isTheCause_namingIt() {
+        Throwable cause = CudaSupport.probe("1", getClass().getClassLoader());
+        assertTrue(cause instanceof IllegalArgumentException, String.valueOf(cause));
+        assertEquals("-Ddev.muon.cuda.disable must be true or false, got '1'", cause.getMessage());
+    }
+
+    @Test
     void disablePropertyFalse_doesNotDisable() {
         Throwable cause = CudaSupport.probe("false", getClass().getClassLoader());
         assertTrue(cause == null || !cause.getMessage().contains("forces the libtorch fallback"),

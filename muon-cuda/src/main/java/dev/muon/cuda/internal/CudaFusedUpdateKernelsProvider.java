@@ -5,6 +5,7 @@ import dev.muon.cuda.FusedUpdates;
 import dev.muon.internal.TorchNatives;
 import dev.muon.internal.FusedUpdateKernels;
 import dev.muon.internal.FusedUpdateKernelsProvider;
+import dev.muon.internal.SystemSwitch;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
@@ -58,7 +59,7 @@ public final class CudaFusedUpdateKernelsProvider implements FusedUpdateKernelsP
      */
     @Override
     public Optional<FusedUpdateKernels> forParameter(Tensor matrix, ScalarType updateType) {
-        if (Boolean.getBoolean(CudaSupport.DISABLE_FUSED_UPDATES_PROPERTY) || matrix == null || !matrix.defined()
+        if (SystemSwitch.isOn(CudaSupport.DISABLE_FUSED_UPDATES_PROPERTY) || matrix == null || !matrix.defined()
                 || !matrix.is_cuda() || !CudaSupport.isAvailable()
                 || matrix.scalar_type().value != ScalarType.Float.value
                 || updateType.value != ScalarType.BFloat16.value
