@@ -15,6 +15,7 @@ import dev.muon.orthogonalize.NsAlgorithm;
 import dev.muon.orthogonalize.NsPrecision;
 
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.List;
 import java.util.Map;
 
@@ -239,7 +240,10 @@ final class NsKernels {
         // DJL's PyTorch engine hands a contiguous CPU array's memory out as a direct buffer, without a copy.
         ByteBuffer input = g.toByteBuffer(true);
         if (!input.isDirect()) {
-            return NsIteration.orthogonalize(g, config);
+            // An array that hands out a copy on the heap instead: the kernels read native memory, so the copy goes
+            // there, and the kernel this parameter was given still runs (never DJL's products in its place).
+            input = ByteBuffer.allocateDirect(input.remaining()).order(ByteOrder.nativeOrder())
+                    .put(input.duplicate()).flip();
         }
         if (buffers == null) {
             buffers = new BufferNewtonSchulz();

@@ -16,10 +16,12 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.util.stream.Stream;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -89,6 +91,36 @@ class NativeKernelsTest {
                         + Measures.relativeError(nativeOut, exact));
                 assertTrue(Measures.relativeError(products, exact) <= 1e-5);
             }
+        }
+    }
+
+    /**
+     * An array that hands out its values as a copy on the heap, not a direct buffer, still runs the kernel it was
+     * given, bit for bit as the array itself does, never DJL's products in its place.
+     */
+    @ParameterizedTest
+    @EnumSource(value = NsAlgorithm.class, names = {"SYMMETRIC", "GRAM"})
+    void anArrayWithoutADirectBuffer_runsTheRequestedKernel(NsAlgorithm algorithm) {
+        try (NDManager manager = NDManager.newBaseManager()) {
+            NsKernels kernels = new NsKernels(MuonConfig.defaults().withNsAlgorithm(algorithm).newtonSchulz());
+            NDArray g = manager.randomNormal(new Shape(96, 256));
+            NDArray onHeap = (NDArray) java.lang.reflect.Proxy.newProxyInstance(NDArray.class.getClassLoader(),
+                    new Class<?>[] {NDArray.class}, (proxy, method, args) -> {
+                        if (method.getName().equals("toByteBuffer")) {
+                            java.nio.ByteBuffer direct = g.toByteBuffer(true);
+                            java.nio.ByteBuffer heap = java.nio.ByteBuffer.allocate(direct.remaining())
+                                    .order(direct.order());
+                            return heap.put(direct.duplicate()).flip();
+                        }
+                        return method.invoke(g, args);
+                    });
+            assertFalse(onHeap.toByteBuffer(true).isDirect(), "the case this test is about");
+            AssignmentRule.Matrix matrix = new AssignmentRule.Matrix(0, 96, 256);
+            double[] fromHeap = Measures.values(kernels.orthogonalize(onHeap, matrix));
+            double[] direct = Measures.values(kernels.orthogonalize(g, matrix));
+            assertArrayEquals(direct, fromHeap);
+            double[] products = Measures.values(NsIteration.orthogonalize(g, MuonConfig.defaults().newtonSchulz()));
+            assertFalse(java.util.Arrays.equals(products, fromHeap), "the kernel ran, not DJL's products");
         }
     }
 
