@@ -5,7 +5,6 @@ import dev.muon.distributed.GroupConfig;
 import dev.muon.internal.TorchNatives;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.BarrierTaskInfo;
-import org.bytedeco.pytorch.global.torch;
 import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.AbstractFunction1;
 
@@ -92,16 +91,14 @@ final class RankRunner<T, R extends Serializable>
         int port = Integer.parseInt(ports[0]);
         hook.beforeJoin(rank, attempt);
         int threads = Math.max(1, task.cpus());
-        int torchBefore = torch.get_num_threads();
-        torch.set_num_threads(threads);
-        OpenBlasThreads.set(threads);
+        TaskThreads.enter(threads);
         try (DistributedGroup group = DistributedGroup.join(GroupConfig.of(host, port, rank, config.worldSize())
                 .withTimeout(config.timeout()))) {
             long rendezvous = (System.nanoTime() - started) / 1_000_000;
             R value = function.train(new RankContext(group, threads, attempt, dir, rendezvous), shard);
             return rank == 0 ? List.of(new RankResult<>(rank, attempt, value)) : Collections.emptyList();
         } finally {
-            torch.set_num_threads(torchBefore);
+            TaskThreads.exit();
         }
     }
 

@@ -198,13 +198,28 @@ class SparkTrainingTest {
         assertTrue(Files.isRegularFile(dir.resolve("checkpoint.muon")), "the step-10 checkpoint");
     }
 
+    /**
+     * Each rank runs on its task's cores, libtorch and OpenBLAS alike; once the ranks, which share this JVM (local
+     * mode, as the ranks of one executor do), have all ended, both counts are what they were before.
+     */
     @Test
-    void taskCores_reachLibtorchAndOpenBlas() throws Exception {
-        // spark.task.cpus is 1 here; libtorch and OpenBLAS would start with one thread per core (2) on their own.
-        int[] seen = SparkTraining.run(twoPartitions(), SparkTrainingConfig.of(2, newDir("threads").toString()),
-                (rank, shard) -> new int[] {rank.threads(), torch.get_num_threads(),
-                        openblas_nolapack.blas_get_num_threads()});
-        assertArrayEquals(new int[] {1, 1, 1}, seen);
+    void taskCores_reachLibtorchAndOpenBlas_andTheCountsComeBackAfterwards() throws Exception {
+        int torchBefore = torch.get_num_threads();
+        int blasBefore = openblas_nolapack.blas_get_num_threads();
+        // spark.task.cpus is 1 here: a count of 3 before tells a restored count from a rank's.
+        torch.set_num_threads(3);
+        openblas_nolapack.blas_set_num_threads(3);
+        try {
+            int[] seen = SparkTraining.run(twoPartitions(), SparkTrainingConfig.of(2, newDir("threads").toString()),
+                    (rank, shard) -> new int[] {rank.threads(), torch.get_num_threads(),
+                            openblas_nolapack.blas_get_num_threads()});
+            assertArrayEquals(new int[] {1, 1, 1}, seen);
+            assertEquals(3, torch.get_num_threads(), "libtorch's count after the ranks");
+            assertEquals(3, openblas_nolapack.blas_get_num_threads(), "OpenBLAS's count after the ranks");
+        } finally {
+            torch.set_num_threads(torchBefore);
+            openblas_nolapack.blas_set_num_threads(blasBefore);
+        }
     }
 
     @Test
