@@ -72,11 +72,16 @@ final class QkClipFixtures {
 
     /** Named float64 leaves with gradients required, from one seed. */
     static Map<String, Tensor> named(long seed, Object... nameAndShape) {
+        return named(torch.ScalarType.Double, seed, nameAndShape);
+    }
+
+    /** Named leaves of {@code dtype} with gradients required, from one seed. */
+    static Map<String, Tensor> named(torch.ScalarType dtype, long seed, Object... nameAndShape) {
         torch.manual_seed(seed);
         Map<String, Tensor> map = new LinkedHashMap<>();
         for (int i = 0; i < nameAndShape.length; i += 2) {
             long[] shape = (long[]) nameAndShape[i + 1];
-            map.put((String) nameAndShape[i], torch.randn(shape).to(torch.ScalarType.Double).requires_grad_(true));
+            map.put((String) nameAndShape[i], torch.randn(shape).to(dtype).requires_grad_(true));
         }
         return map;
     }

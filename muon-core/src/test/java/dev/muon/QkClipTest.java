@@ -32,12 +32,41 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * QK-Clip on both optimizers against a float64 reference written from the formula: a hooked optimizer and an
  * unhooked twin take the same step from the same values, and the hooked one must end at the reference clip of the
- * twin's result.
+ * twin's result, with parameters in float64, float32 and bfloat16.
  */
 @ExtendWith(NativeScopePerTest.class)
 class QkClipTest {
     /** One multiplication per element in float64 on both sides; pow may differ from the reference in its last bit. */
     private static final double TOLERANCE = 1e-14;
+
+    /**
+     * The clip's error against the float64 reference in a parameter dtype: libtorch multiplies a float32 or
+     * bfloat16 weight by the factor in float32 (its opmath type), so each element carries the factor's rounding to
+     * float32 and the product's to the dtype, each at most half a unit in the last place (relative 2^-24 and, for
+     * bfloat16's 8 significant bits, 2^-8), with a unit of float32 to spare.
+     */
+    static double tolerance(torch.ScalarType dtype) {
+        // By value: a tensor's scalar_type() from JavaCPP need not be the enum's own constant.
+        if (dtype.value == torch.ScalarType.Double.value) {
+            return TOLERANCE;
+        }
+        if (dtype.value == torch.ScalarType.Float.value) {
+            return 0x1p-24 + 0x1p-24 + 0x1p-23;
+        }
+        if (dtype.value == torch.ScalarType.BFloat16.value) {
+            return 0x1p-24 + 0x1p-8 + 0x1p-23;
+        }
+        throw new IllegalArgumentException("no bound for " + dtype);
+    }
+
+    /** The dtypes users train in, and float64 for the reference's own precision. */
+    static final List<torch.ScalarType> DTYPES = List.of(torch.ScalarType.Double, torch.ScalarType.Float,
+            torch.ScalarType.BFloat16);
+
+    /** Every layout and alpha in every dtype. */
+    static Stream<Arguments> layoutsAlphasAndDtypes() {
+        return layoutsAndAlphas().flatMap(a -> DTYPES.stream().map(d -> Arguments.of(a.get()[0], a.get()[1], d)));
+    }
 
     /** A layout under test: how to register it and where its query and key rows are. */
     record Layout(String label, QkClip.Heads heads, boolean fused) {
@@ -64,13 +93,17 @@ class QkClipTest {
 
     /** The model of one layout: W_q and W_k (or one fused W_qkv) with 6 input columns, and an MLP matrix. */
     private static Map<String, Tensor> model(Layout layout, long seed) {
+        return model(layout, seed, torch.ScalarType.Double);
+    }
+
+    private static Map<String, Tensor> model(Layout layout, long seed, torch.ScalarType dtype) {
         QkClip.Heads h = layout.heads();
         long q = (long) h.queryHeads() * h.headDim();
         long k = (long) h.keyHeads() * h.headDim();
         if (layout.fused()) {
-            return named(seed, "qkv", new long[]{q + 2 * k, 6}, "mlp", new long[]{5, 6});
+            return named(dtype, seed, "qkv", new long[]{q + 2 * k, 6}, "mlp", new long[]{5, 6});
         }
-        return named(seed, "q", new long[]{q, 6}, "k", new long[]{k, 6}, "mlp", new long[]{5, 6});
+        return named(dtype, seed, "q", new long[]{q, 6}, "k", new long[]{k, 6}, "mlp", new long[]{5, 6});
     }
 
     private static QkClip clip(Map<String, Tensor> model, Layout layout, double tau, double alpha) {
@@ -95,19 +128,22 @@ class QkClipTest {
     /** The reference clip of {@code twin}'s query and key rows, compared with {@code hooked}'s. */
     private static void assertClipped(Map<String, Tensor> twin, Map<String, Tensor> hooked, Layout layout,
                                       double[] s, double tau, double alpha) {
+        double bound = tolerance(hooked.values().iterator().next().scalar_type());
         QkClip.Heads h = layout.heads();
         long q = (long) h.queryHeads() * h.headDim();
         if (layout.fused()) {
             double[] w = Tensors.values(twin.get("qkv"));
             double[] expected = referenceClip(referenceClip(w, 6, 0, true, s, h, tau, alpha), 6, q, false, s, h,
                     tau, alpha);
-            assertTrue(Tensors.relativeError(hooked.get("qkv"), expected) <= TOLERANCE,
+            assertTrue(Tensors.relativeError(hooked.get("qkv"), expected) <= bound,
                     "fused weight: " + Tensors.relativeError(hooked.get("qkv"), expected));
         } else {
             double[] eq = referenceClip(Tensors.values(twin.get("q")), 6, 0, true, s, h, tau, alpha);
             double[] ek = referenceClip(Tensors.values(twin.get("k")), 6, 0, false, s, h, tau, alpha);
-            assertTrue(Tensors.relativeError(hooked.get("q"), eq) <= TOLERANCE, "W_q");
-            assertTrue(Tensors.relativeError(hooked.get("k"), ek) <= TOLERANCE, "W_k");
+            assertTrue(Tensors.relativeError(hooked.get("q"), eq) <= bound, "W_q: " + Tensors.relativeError(
+                    hooked.get("q"), eq));
+            assertTrue(Tensors.relativeError(hooked.get("k"), ek) <= bound, "W_k: " + Tensors.relativeError(
+                    hooked.get("k"), ek));
         }
         assertArrayEquals(Tensors.values(twin.get("mlp")), Tensors.values(hooked.get("mlp")),
                 "a matrix no layer names must be left alone");
@@ -121,8 +157,8 @@ class QkClipTest {
                          QkClip clip, double[] s) {
         static final double TAU = 7.5;
 
-        static Twins of(Layout layout, double alpha, long seed) {
-            Map<String, Tensor> hooked = model(layout, seed);
+        static Twins of(Layout layout, double alpha, long seed, torch.ScalarType dtype) {
+            Map<String, Tensor> hooked = model(layout, seed, dtype);
             return new Twins(layout, alpha, hooked, copy(hooked), QkClipTest.clip(hooked, layout, TAU, alpha),
                     logits(layout.heads().queryHeads(), TAU));
         }
@@ -138,20 +174,20 @@ class QkClipTest {
         }
     }
 
-    @ParameterizedTest(name = "{0} alpha={1}")
-    @MethodSource("layoutsAndAlphas")
-    void muon_clipsAfterTheStep_likeTheFloat64Reference(Layout layout, double alpha) {
-        Twins t = Twins.of(layout, alpha, 11);
+    @ParameterizedTest(name = "{0} alpha={1} {2}")
+    @MethodSource("layoutsAlphasAndDtypes")
+    void muon_clipsAfterTheStep_likeTheFloat64Reference(Layout layout, double alpha, torch.ScalarType dtype) {
+        Twins t = Twins.of(layout, alpha, 11, dtype);
         Muon withClip = Muon.builder().addGroup(t.hooked().values(), MuonConfig.defaults().withLr(0.05))
                 .qkClip(t.clip()).build();
         Muon without = Muon.of(t.twin().values(), MuonConfig.defaults().withLr(0.05));
         t.stepAndCompare(3, torch.ScalarType.Float, withClip, without);
     }
 
-    @ParameterizedTest(name = "{0} alpha={1}")
-    @MethodSource("layoutsAndAlphas")
-    void muonAdamW_clipsAfterTheStep_likeTheFloat64Reference(Layout layout, double alpha) {
-        Twins t = Twins.of(layout, alpha, 12);
+    @ParameterizedTest(name = "{0} alpha={1} {2}")
+    @MethodSource("layoutsAlphasAndDtypes")
+    void muonAdamW_clipsAfterTheStep_likeTheFloat64Reference(Layout layout, double alpha, torch.ScalarType dtype) {
+        Twins t = Twins.of(layout, alpha, 12, dtype);
         // W_k on AdamW where it is its own matrix, so that weights of both kinds are clipped.
         String[] onAdamW = layout.fused() ? new String[0] : new String[]{"k"};
         MuonAdamW withClip = MuonAdamW.builder(t.hooked()).forceAdamW(onAdamW).qkClip(t.clip()).build();
