@@ -15,6 +15,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.io.IOException;
@@ -58,10 +59,11 @@ class CheckpointTest {
         return LrScheduler.of(opt, LrSchedule.warmupCosine(5, 20, 0.1));
     }
 
-    @Test
-    void resume_after10_equalsStraight20_bitForBit() {
-        Module model = TestModels.gptLike(20, 8, 1);
-        Map<String, Tensor> named = TestModels.named(model);
+    /** In the parameter dtypes users train in: AdamW's moments and Muon's buffers follow the parameter's dtype. */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = ScalarType.class, names = {"Float", "BFloat16"})
+    void resume_after10_equalsStraight20_bitForBit(ScalarType dtype) {
+        Map<String, Tensor> named = gptLike(dtype);
         ParameterSnapshot init = ParameterSnapshot.of(named);
 
         MuonAdamW straight = hybrid(named);
@@ -76,7 +78,7 @@ class CheckpointTest {
         first.save(file);
 
         // A new process would build a new model (other random values) and a new optimizer, then load.
-        Map<String, Tensor> resumedNamed = TestModels.named(TestModels.gptLike(20, 8, 1));
+        Map<String, Tensor> resumedNamed = gptLike(dtype);
         MuonAdamW resumed = hybrid(resumedNamed);
         LrScheduler lrs = schedule(resumed);
         resumed.load(file);
@@ -91,6 +93,15 @@ class CheckpointTest {
         }
         assertEquals(straight.lr(0), resumed.lr(0));
         assertEquals(straight.lr(1), resumed.lr(1));
+    }
+
+    /** TestModels' GPT-like model's parameters, in {@code dtype}. */
+    private static Map<String, Tensor> gptLike(ScalarType dtype) {
+        Module model = TestModels.gptLike(20, 8, 1);
+        model.to(dtype, false);
+        Map<String, Tensor> named = TestModels.named(model);
+        named.values().forEach(p -> assertEquals(dtype.value, p.scalar_type().value, "the model's dtype"));
+        return named;
     }
 
     /** Muon buffers and AdamW moments by name: what a load must restore and a failed load must not touch. */
