@@ -3,9 +3,11 @@ package dev.muon;
 import dev.muon.golden.NativeScopePerTest;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
-import org.junit.jupiter.api.Test;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -25,13 +27,13 @@ class StateStorageTest {
     Path dir;
 
     /** Four steps of NorMuon over a same-shape batch and a matrix of its own; the parameters, then each buffer. */
-    private static List<Tensor> run(StateStorage storage, boolean cpuAsAccelerator) {
+    private static List<Tensor> run(StateStorage storage, boolean cpuAsAccelerator, ScalarType dtype) {
         torch.manual_seed(3);
         List<Tensor> params = new ArrayList<>();
         for (int k = 0; k < 3; k++) {
-            params.add(torch.randn(8, 8));
+            params.add(torch.randn(8, 8).to(dtype));
         }
-        params.add(torch.randn(6, 10));
+        params.add(torch.randn(6, 10).to(dtype));
         Muon.Builder builder = Muon.builder()
                 .addGroup(params, MuonConfig.defaults().withLr(0.02).withNorMuon(0.95, 1e-8))
                 .stateStorage(storage);
@@ -42,7 +44,7 @@ class StateStorageTest {
         for (int s = 0; s < 4; s++) {
             torch.manual_seed(100 + s);
             for (Tensor p : params) {
-                p.mutable_grad().put(torch.randn(p.shape()));
+                p.mutable_grad().put(torch.randn(p.shape()).to(dtype));
             }
             muon.step();
         }
@@ -55,14 +57,22 @@ class StateStorageTest {
         return out;
     }
 
-    @Test
-    void filesAndHostMemory_endBitForBitAsWithTheParameter_andLeaveNoFile() throws Exception {
-        List<Tensor> resident = run(StateStorage.withParameter(), false);
+    /**
+     * In the parameter dtypes users train in: the momentum in the parameter's, NorMuon's second moment in float32 for
+     * a bfloat16 parameter, wherever the buffers live.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = ScalarType.class, names = {"Float", "BFloat16"})
+    void filesAndHostMemory_endBitForBitAsWithTheParameter_andLeaveNoFile(ScalarType dtype) throws Exception {
+        List<Tensor> resident = run(StateStorage.withParameter(), false, dtype);
+        assertEquals(dtype.value, resident.get(0).scalar_type().value, "the parameters' dtype");
         List<StateStorage> storages = List.of(StateStorage.files(dir), StateStorage.files(dir).withReadAhead(false),
                 StateStorage.hostMemory(), StateStorage.hostMemory().withReadAhead(false));
         for (StateStorage storage : storages) {
-            List<Tensor> other = run(storage, storage.place() == StateStorage.Place.HOST_MEMORY);
+            List<Tensor> other = run(storage, storage.place() == StateStorage.Place.HOST_MEMORY, dtype);
             for (int i = 0; i < resident.size(); i++) {
+                assertEquals(resident.get(i).scalar_type().value, other.get(i).scalar_type().value,
+                        storage + ": tensor " + i + " keeps its dtype");
                 assertTrue(resident.get(i).equal(other.get(i)), storage + ": tensor " + i + " differs");
             }
         }
