@@ -11,6 +11,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.LinkedHashMap;
@@ -80,19 +81,32 @@ class GradientClippingTest {
         }
     }
 
+    /** The dtypes users train in, and float64 for the reference's own precision. */
+    private static final List<ScalarType> DTYPES = List.of(ScalarType.Double, ScalarType.Float, ScalarType.BFloat16);
+
     /**
-     * float64 gradients agree with the reference to rounding; float32 ones to float32's (each gradient's norm is
-     * summed in float32, as PyTorch's is, about 1e-7 relative). 0.5 clips by about 1/22, 1e3 not at all.
+     * The relative bound against the float64 reference: float64 to rounding; float32 to float32's (each gradient's
+     * norm is summed in float32, as PyTorch's is, about 1e-7 relative); bfloat16 to three of its half units in the
+     * last place (2^-9 each: each gradient's norm is rounded to bfloat16, as PyTorch's is, which moves the factor by
+     * as much, and the product is rounded to bfloat16), with float32's terms inside the fourth.
      */
+    private static double tolerance(ScalarType dtype) {
+        if (dtype.value == ScalarType.Double.value) {
+            return 1e-14;
+        }
+        return dtype.value == ScalarType.Float.value ? 1e-6 : 0x1p-7;
+    }
+
+    /** 0.5 clips by about 1/22, 1e3 not at all. */
     @ParameterizedTest
     @ValueSource(doubles = {0.5, 7.0, 1e3})
     void muonAdamW_bothGroups_clipLikeTheFloat64Reference(double maxNorm) {
-        for (ScalarType dtype : List.of(ScalarType.Double, ScalarType.Float)) {
+        for (ScalarType dtype : DTYPES) {
             Map<String, Tensor> named = model(dtype);
             MuonAdamW opt = CheckpointTest.hybrid(named);
             Map<String, double[]> expected = reference(named, maxNorm);
             double norm = GradientClipping.clipGradNorm(opt, maxNorm);
-            assertClippedLikeReference(named, expected, norm, dtype == ScalarType.Double ? 1e-14 : 1e-6);
+            assertClippedLikeReference(named, expected, norm, tolerance(dtype));
             // The AdamW group holds most of the norm: a clip over the Muon group alone would be far off.
             assertTrue(expected.get("")[0] > 3 * Math.sqrt(sumOfSquares(named.get("fc1.weight").grad())));
         }
@@ -128,21 +142,23 @@ class GradientClippingTest {
         assertTrue(!named.get("h.1.weight").grad().defined(), "a parameter without a gradient got one");
     }
 
-    /** Muon alone, two groups: every parameter of every group. */
-    @Test
-    void muon_everyGroup_clipsLikeTheFloat64Reference() {
+    /** Muon alone, two groups: every parameter of every group, in every dtype. */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = ScalarType.class, names = {"Double", "Float", "BFloat16"})
+    void muon_everyGroup_clipsLikeTheFloat64Reference(ScalarType dtype) {
         Map<String, Tensor> named = new LinkedHashMap<>();
         torch.manual_seed(5);
         for (String name : List.of("a", "b", "c")) {
-            Tensor p = torch.randn(6, 4).to(ScalarType.Double).requires_grad_(true);
-            p.mutable_grad().put(torch.randn(6, 4).to(ScalarType.Double));
+            Tensor p = torch.randn(6, 4).to(dtype).requires_grad_(true);
+            p.mutable_grad().put(torch.randn(6, 4).to(dtype));
             named.put(name, p);
         }
         Muon muon = Muon.builder().addGroup(List.of(named.get("a"), named.get("b")), MuonConfig.defaults())
                 .addGroup(List.of(named.get("c")), MuonConfig.defaults().withLr(0.01)).build();
         Map<String, double[]> expected = reference(named, 2.0);
+        assertTrue(expected.get("")[0] > 4, "2.0 clips");
         double norm = GradientClipping.clipGradNorm(muon, 2.0);
-        assertClippedLikeReference(named, expected, norm, 1e-14);
+        assertClippedLikeReference(named, expected, norm, tolerance(dtype));
     }
 
     /**
