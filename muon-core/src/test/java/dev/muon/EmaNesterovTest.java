@@ -12,9 +12,11 @@ import org.bytedeco.pytorch.StringTensorDict;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.file.Path;
@@ -119,10 +121,14 @@ class EmaNesterovTest {
     }
 
     private static List<Tensor> parameters() {
+        return parameters(ScalarType.Float);
+    }
+
+    private static List<Tensor> parameters(ScalarType dtype) {
         torch.manual_seed(11);
-        return List.of(torch.randn(8, 6).mul(new Scalar(0.3)).requires_grad_(true),
-                torch.randn(6, 4).mul(new Scalar(0.3)).requires_grad_(true),
-                torch.randn(4).mul(new Scalar(0.1)).requires_grad_(true));
+        return List.of(torch.randn(8, 6).mul(new Scalar(0.3)).to(dtype).requires_grad_(true),
+                torch.randn(6, 4).mul(new Scalar(0.3)).to(dtype).requires_grad_(true),
+                torch.randn(4).mul(new Scalar(0.1)).to(dtype).requires_grad_(true));
     }
 
     private static List<Tensor> copies(List<Tensor> p) {
@@ -150,14 +156,16 @@ class EmaNesterovTest {
 
     private static final EmaNesterovConfig CONFIG = new EmaNesterovConfig(0.6, 0.8, true, 0, 1, 5);
 
-    @ParameterizedTest
-    @ValueSource(strings = {"Muon", "MuonAdamW", "AdamW"})
-    void aroundEachOptimizer_equalsTheFormulaAppliedByHand_bitForBit(String kind) {
+    /** In the parameter dtypes users train in: the EMA in the parameter's dtype, as the formula by hand keeps it. */
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource({"Muon, Float", "MuonAdamW, Float", "AdamW, Float", "Muon, BFloat16", "MuonAdamW, BFloat16",
+        "AdamW, BFloat16"})
+    void aroundEachOptimizer_equalsTheFormulaAppliedByHand_bitForBit(String kind, ScalarType dtype) {
         try (PointerScope scope = new PointerScope()) {
-            List<Tensor> a = parameters();
+            List<Tensor> a = parameters(dtype);
             List<Tensor> b = copies(a);
             torch.manual_seed(5);
-            Tensor input = torch.randn(16, 8);
+            Tensor input = torch.randn(16, 8).to(dtype);
             boolean withBias = !kind.equals("Muon");
             TrainingOptimizer byHand = inner(kind, b);
             double lr0 = byHand.lr(0);
@@ -196,6 +204,7 @@ class EmaNesterovTest {
                     assertTrue(torch.equal(a.get(i), b.get(i)), kind + ": parameter " + i);
                 }
                 assertTrue(torch.equal(opt.ema("w1"), m.get(0)), kind + ": m of w1");
+                assertEquals(dtype.value, opt.ema("w1").scalar_type().value, "the EMA keeps the parameter's dtype");
                 assertTrue(opt.ema("w1").abs().sum().item_double() > 0, "m moved");
             }
         }
