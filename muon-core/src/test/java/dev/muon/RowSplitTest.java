@@ -4,11 +4,13 @@ import dev.muon.golden.NativeScopePerTest;
 import dev.muon.schedule.TrainingOptimizer;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.nio.file.Path;
@@ -38,13 +40,18 @@ class RowSplitTest {
 
     /** A fused QKV [12, 4], a per-head W_q [8, 4], an MLP matrix [4, 4]; the head stays on AdamW. */
     static Map<String, Tensor> model(long seed) {
+        return model(seed, ScalarType.Float);
+    }
+
+    /** {@link #model(long)} in {@code dtype}. */
+    static Map<String, Tensor> model(long seed, ScalarType dtype) {
         torch.manual_seed(seed);
         Map<String, Tensor> named = new LinkedHashMap<>();
-        named.put("attn.qkv.weight", torch.randn(12, 4).requires_grad_(true));
-        named.put("attn.q.weight", torch.randn(8, 4).requires_grad_(true));
-        named.put("mlp.weight", torch.randn(4, 4).requires_grad_(true));
-        named.put("mlp.bias", torch.randn(4).requires_grad_(true));
-        named.put("lm_head.weight", torch.randn(5, 4).requires_grad_(true));
+        named.put("attn.qkv.weight", torch.randn(12, 4).to(dtype).requires_grad_(true));
+        named.put("attn.q.weight", torch.randn(8, 4).to(dtype).requires_grad_(true));
+        named.put("mlp.weight", torch.randn(4, 4).to(dtype).requires_grad_(true));
+        named.put("mlp.bias", torch.randn(4).to(dtype).requires_grad_(true));
+        named.put("lm_head.weight", torch.randn(5, 4).to(dtype).requires_grad_(true));
         return named;
     }
 
@@ -97,23 +104,25 @@ class RowSplitTest {
         assertEquals(2, muon.batchedLastStep());
     }
 
-    @Test
-    void muonAdamW_appliesTheSameUpdateAsMuon_andTheSplitChangesIt() {
-        Map<String, Tensor> named = model(1);
+    /** In the parameter dtypes users train in. */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = ScalarType.class, names = {"Float", "BFloat16"})
+    void muonAdamW_appliesTheSameUpdateAsMuon_andTheSplitChangesIt(ScalarType dtype) {
+        Map<String, Tensor> named = model(1, dtype);
         MuonAdamW opt = split(named).build();
         List<Tensor> muonParams = List.of(named.get("attn.qkv.weight"), named.get("attn.q.weight"),
                 named.get("mlp.weight"));
         assertEquals(List.of("attn.qkv.weight", "attn.q.weight", "mlp.weight"),
                 opt.assignment().names(OptimizerKind.MUON));
 
-        Map<String, Tensor> same = model(1);
+        Map<String, Tensor> same = model(1, dtype);
         List<Tensor> direct = List.of(same.get("attn.qkv.weight"), same.get("attn.q.weight"),
                 same.get("mlp.weight"));
         Muon muon = Muon.builder().addGroup(direct, opt.muonConfig())
                 .rowSplit(direct.get(0), RowSplit.splitRows(4, 4, 4))
                 .rowSplit(direct.get(1), RowSplit.perHead(2)).build();
 
-        Map<String, Tensor> plain = model(1);
+        Map<String, Tensor> plain = model(1, dtype);
         MuonAdamW whole = MuonAdamW.builder(plain).muon(MuonConfig.defaults().withLr(0.02)).build();
 
         train(opt, 0, new ArrayList<>(named.values()), 2);
