@@ -61,7 +61,8 @@ public final class GradientAveraging {
      * @param params the parameters, the same ones in the same order on every rank
      * @throws IllegalArgumentException if the lists differ in length
      * @throws IllegalStateException    if the ranks disagree on which parameters have gradients, a gradient is not
-     *                                  contiguous, or a peer fails
+     *                                  contiguous on any rank (every rank refuses, before any gradient changes), or
+     *                                  a peer fails
      */
     public static void averageGradients(DistributedGroup group, List<String> names, List<Tensor> params) {
         Objects.requireNonNull(group, "group must not be null");
@@ -76,17 +77,34 @@ public final class GradientAveraging {
 
     private static void average(DistributedGroup group, List<String> names, List<Tensor> params) {
         int n = params.size();
-        long[] present = new long[n];
+        // One entry per parameter (has a gradient here), and a last one: this rank holds a gradient that is not
+        // contiguous. Every rank learns both before any gradient changes, so that all refuse together.
+        long[] present = new long[n + 1];
         Map<Byte, List<Tensor>> byDtype = new LinkedHashMap<>();
+        int notContiguous = -1;
         for (int i = 0; i < n; i++) {
             Tensor grad = params.get(i).grad();
             if (grad.defined()) {
                 present[i] = 1;
                 byDtype.computeIfAbsent(grad.scalar_type().value, k -> new ArrayList<>()).add(grad);
+                if (notContiguous < 0 && !grad.is_contiguous()) {
+                    notContiguous = i;
+                }
             }
         }
+        present[n] = notContiguous < 0 ? 0 : 1;
         long[] counts = group.allReduceSum(present, "the gradient-presence mask");
         int world = group.worldSize();
+        if (counts[n] != 0) {
+            if (notContiguous >= 0) {
+                Tensor g = params.get(notContiguous).grad();
+                throw new IllegalStateException("the gradient of parameter '" + names.get(notContiguous) + "' must "
+                        + "be contiguous for gradient averaging, got shape " + Arrays.toString(g.shape())
+                        + " with strides " + Arrays.toString(g.strides().vec().get()) + "; no gradient was changed");
+            }
+            throw new IllegalStateException(counts[n] + " of " + world + " ranks hold a gradient that is not "
+                    + "contiguous (see their error), so rank " + group.rank() + " stops too; no gradient was changed");
+        }
         for (int i = 0; i < n; i++) {
             if (counts[i] != 0 && counts[i] != world) {
                 throw new IllegalStateException("parameter '" + names.get(i) + "' has a gradient on " + counts[i]
@@ -96,12 +114,6 @@ public final class GradientAveraging {
         }
         Scalar divisor = new Scalar((double) world);
         for (List<Tensor> grads : byDtype.values()) {
-            for (Tensor g : grads) {
-                if (!g.is_contiguous()) {
-                    throw new IllegalStateException("gradient averaging needs contiguous gradients; one of shape "
-                            + Arrays.toString(g.shape()) + " is not");
-                }
-            }
             group.allReduceSum(grads, grads.size() + " gradients");
             for (Tensor g : grads) {
                 g.div_(divisor);

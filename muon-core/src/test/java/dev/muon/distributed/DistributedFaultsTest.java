@@ -82,12 +82,18 @@ class DistributedFaultsTest {
             assertTrue(Double.parseDouble(rank.get("offSphereAfterAgreedBuild")) < 1e-5,
                     "an agreed build put every Muon matrix on the sphere: " + rank.get("offSphereAfterAgreedBuild"));
             assertEquals("true", rank.get("unchangedAfterFailedLoad"));
+            assertEquals("true", rank.get("gradientsUnchangedAfterRefusedAverage"));
             assertTrue(rank.get("saveUnwritable").startsWith("UncheckedIOException"), rank.get("saveUnwritable"));
             assertEquals(String.valueOf(ShardedTrainingWorker.STEPS), rank.get("stepAfterErrors"));
         }
         assertTrue(rank1.get("loadMissing").startsWith("StateFileException: checkpoint ")
                 && rank1.get("loadMissing").contains("missing.pt: the file does not exist"), rank1.get("loadMissing"));
         assertTrue(rank0.get("loadMissing").contains("rank(s) [1] failed"), rank0.get("loadMissing"));
+        assertEquals("IllegalStateException: the gradient of parameter 'fc2.weight' must be contiguous for gradient "
+                + "averaging, got shape [48, 48] with strides [1, 48]; no gradient was changed",
+                rank1.get("averageNotContiguous"));
+        assertEquals("IllegalStateException: 1 of 2 ranks hold a gradient that is not contiguous (see their error), "
+                + "so rank 0 stops too; no gradient was changed", rank0.get("averageNotContiguous"));
         assertTrue(rank1.get("saveUnwritable").contains("rank 0 could not write checkpoint"),
                 rank1.get("saveUnwritable"));
         assertTrue(Files.notExists(dir.resolve("no-such-dir")), "a failed save left a folder behind");

@@ -252,6 +252,24 @@ public final class ShardedTrainingWorker {
         }
         out.put("offSphereAfterAgreedBuild", String.valueOf(offSphere));
 
+        // A gradient that is not contiguous on rank 1 only: every rank refuses to average, before any gradient changes.
+        TinyClassifier averaged = new TinyClassifier(7, false);
+        averaged.lossAndBackward(1, group.rank(), group.worldSize());
+        Map<String, Tensor> params = averaged.named();
+        if (group.rank() == 1) {
+            Tensor g = params.get("fc2.weight").grad();
+            params.get("fc2.weight").mutable_grad().put(g.t().contiguous().t());
+        }
+        Map<String, Tensor> gradsBefore = new HashMap<>();
+        params.forEach((k, v) -> gradsBefore.put(k, v.grad().clone()));
+        out.put("averageNotContiguous", message(() -> GradientAveraging.averageGradients(group,
+                new ArrayList<>(params.keySet()), new ArrayList<>(params.values()))));
+        boolean gradsUnchanged = true;
+        for (var e : params.entrySet()) {
+            gradsUnchanged &= e.getValue().grad().equal(gradsBefore.get(e.getKey()));
+        }
+        out.put("gradientsUnchangedAfterRefusedAverage", String.valueOf(gradsUnchanged));
+
         TinyClassifier model = new TinyClassifier(7, false);
         MuonAdamW optimizer = builder(model).distributed(group, ShardingConfig.defaults()).build();
         run(model, optimizer, 1, group.rank(), group.worldSize(), null);
