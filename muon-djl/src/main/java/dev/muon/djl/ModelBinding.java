@@ -242,11 +242,21 @@ final class ModelBinding {
      *
      * @param name   the parameter's name in {@code block.getParameters()}
      * @param device the device of the copy
-     * @return the key; empty before binding, or for a name the block does not have
+     * @return the key; empty before binding (nothing has been updated then)
+     * @throws IllegalArgumentException if the bound block has no parameter of that name: a misspelt name would
+     *                                  otherwise read as "not updated yet"
      */
     Optional<ParameterKey> keyOf(String name, Device device) {
-        ModelParameters.Entry e = model == null ? null : model.byName(name);
-        return e == null ? Optional.empty() : Optional.of(new ParameterKey(e.id(), device));
+        java.util.Objects.requireNonNull(name, "name must not be null");
+        if (model == null) {
+            return Optional.empty();
+        }
+        ModelParameters.Entry e = model.byName(name);
+        if (e == null) {
+            throw new IllegalArgumentException("name must be a parameter of the block " + optimizer + " is bound to; '"
+                    + name + "' is not (" + summary(model) + ")");
+        }
+        return Optional.of(new ParameterKey(e.id(), device));
     }
 
     /**

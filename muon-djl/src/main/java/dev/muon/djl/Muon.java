@@ -213,6 +213,7 @@ public final class Muon extends BoundOptimizer {
      * @param name   the parameter's name in {@code block.getParameters()}
      * @param device the device of the copy
      * @return the buffer, once the parameter has been updated there
+     * @throws IllegalArgumentException if the bound block has no parameter of that name
      */
     public Optional<NDArray> momentumBuffer(String name, Device device) {
         return binding.keyOf(name, device).flatMap(step::momentum);

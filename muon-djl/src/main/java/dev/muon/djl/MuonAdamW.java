@@ -297,9 +297,10 @@ public final class MuonAdamW extends BoundOptimizer {
      * @param name   the parameter's name in {@code block.getParameters()}
      * @param device the device of the copy
      * @return the buffer, once the parameter has been updated there
+     * @throws IllegalArgumentException if the bound block has no parameter of that name, or it is AdamW's
      */
     public Optional<NDArray> momentumBuffer(String name, Device device) {
-        return binding.keyOf(name, device).flatMap(muon::momentum);
+        return binding.keyOf(name, device).flatMap(key -> muon.momentum(on(OptimizerKind.MUON, name, key)));
     }
 
     /**
@@ -308,9 +309,24 @@ public final class MuonAdamW extends BoundOptimizer {
      * @param name   the parameter's name in {@code block.getParameters()}
      * @param device the device of the copy
      * @return {@code [exp_avg, exp_avg_sq]}, once the parameter has been updated there
+     * @throws IllegalArgumentException if the bound block has no parameter of that name, or it is Muon's
      */
     public Optional<NDList> adamWMoments(String name, Device device) {
-        return binding.keyOf(name, device).flatMap(adamW::moments);
+        return binding.keyOf(name, device).flatMap(key -> adamW.moments(on(OptimizerKind.ADAMW, name, key)));
+    }
+
+    /** The key, once checked to be a parameter of {@code kind}: asking one optimizer for the other's state is a slip. */
+    private ParameterKey on(OptimizerKind kind, String name, ParameterKey key) {
+        OptimizerKind actual = assignment == null ? null : assignment.optimizerOf(key.parameterId());
+        if (actual != null && actual != kind) {
+            throw new IllegalArgumentException("name must be a parameter on " + label(kind) + "; '" + name + "' is on "
+                    + label(actual) + " (see assignment())");
+        }
+        return key;
+    }
+
+    private static String label(OptimizerKind kind) {
+        return kind == OptimizerKind.MUON ? "Muon" : "AdamW";
     }
 
     /** Collects the settings; {@link #build()} validates them all at once. */

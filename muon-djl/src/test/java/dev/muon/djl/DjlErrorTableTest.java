@@ -438,6 +438,18 @@ class DjlErrorTableTest {
     }
 
     /**
+     * A state accessor's answer, or empty where the parameter is not that optimizer's to hold state for (another
+     * block's, or the other side of a MuonAdamW, which the accessors refuse): it then has none to snapshot.
+     */
+    private static <T> java.util.Optional<T> ifItsOwn(java.util.function.Supplier<java.util.Optional<T>> read) {
+        try {
+            return read.get();
+        } catch (IllegalArgumentException notItsParameter) {
+            return java.util.Optional.empty();
+        }
+    }
+
+    /**
      * The bits of everything a refused call must leave: every parameter and its gradient, the arrays handed over,
      * the optimizer's buffers and moments and its counts.
      */
@@ -452,11 +464,12 @@ class DjlErrorTableTest {
                 }
                 Device cpu = a.getDevice();
                 if (scene.optimizer() instanceof Muon muon) {
-                    muon.momentumBuffer(p.getKey(), cpu).ifPresent(b -> out.put(p.getKey() + " momentum", bits(b)));
+                    ifItsOwn(() -> muon.momentumBuffer(p.getKey(), cpu)).ifPresent(b -> out.put(p.getKey()
+                            + " momentum", bits(b)));
                 } else if (scene.optimizer() instanceof MuonAdamW hybrid) {
-                    hybrid.momentumBuffer(p.getKey(), cpu).ifPresent(b -> out.put(p.getKey() + " momentum",
-                            bits(b)));
-                    hybrid.adamWMoments(p.getKey(), cpu).ifPresent(list -> {
+                    ifItsOwn(() -> hybrid.momentumBuffer(p.getKey(), cpu)).ifPresent(b -> out.put(p.getKey()
+                            + " momentum", bits(b)));
+                    ifItsOwn(() -> hybrid.adamWMoments(p.getKey(), cpu)).ifPresent(list -> {
                         for (int i = 0; i < list.size(); i++) {
                             out.put(p.getKey() + " moment " + i, bits(list.get(i)));
                         }
