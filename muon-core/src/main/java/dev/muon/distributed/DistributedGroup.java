@@ -244,10 +244,12 @@ public final class DistributedGroup implements AutoCloseable {
      *
      * @param tensor a dense contiguous tensor on {@link #device()}, of the same shape and dtype on every rank
      * @param what   what is being reduced, for the error message
-     * @throws IllegalStateException if the group is closed, a peer fails or the timeout passes
+     * @throws IllegalArgumentException if {@code tensor} is undefined, sparse or not contiguous
+     * @throws IllegalStateException    if the group is closed, a peer fails or the timeout passes
      */
     public void allReduceSum(Tensor tensor, String what) {
         requireOpen("all-reduce of " + what);
+        checkTensor("tensor", tensor, "all-reduce of " + what);
         allReduce(tensor, ReduceOp.RedOpType.SUM, what);
     }
 
@@ -267,13 +269,17 @@ public final class DistributedGroup implements AutoCloseable {
      * @param tensors dense contiguous tensors of one dtype on {@link #device()}, the same list of shapes on every
      *                rank
      * @param what    what is being reduced, for the error message
-     * @throws IllegalArgumentException if the tensors are not all of one dtype
+     * @throws IllegalArgumentException if the tensors are not all of one dtype, or one is undefined, sparse or not
+     *                                  contiguous
      * @throws IllegalStateException    if the group is closed, a peer fails or the timeout passes
      */
     public void allReduceSum(List<Tensor> tensors, String what) {
         requireOpen("all-reduce of " + what);
         if (tensors.isEmpty()) {
             return;
+        }
+        for (int i = 0; i < tensors.size(); i++) {
+            checkTensor("tensors[" + i + "]", tensors.get(i), "all-reduce of " + what);
         }
         byte dtype = tensors.get(0).scalar_type().value;
         long bytes = 0;
@@ -298,12 +304,14 @@ public final class DistributedGroup implements AutoCloseable {
      * @param tensor a dense contiguous tensor on {@link #device()}, of the same shape and dtype on every rank
      * @param root   the rank whose values are sent
      * @param what   what is being sent, for the error message
-     * @throws IllegalArgumentException if {@code root} is not a rank of the group
+     * @throws IllegalArgumentException if {@code root} is not a rank of the group, or {@code tensor} is undefined,
+     *                                  sparse or not contiguous
      * @throws IllegalStateException    if the group is closed, a peer fails or the timeout passes
      */
     public void broadcast(Tensor tensor, int root, String what) {
         requireOpen("broadcast of " + what + " from rank " + root);
         checkRank("root", root);
+        checkTensor("tensor", tensor, "broadcast of " + what);
         run("broadcast of " + what + " from rank " + root, tensor, vector -> {
             BroadcastOptions options = new BroadcastOptions();
             options.rootRank(root);
@@ -319,12 +327,14 @@ public final class DistributedGroup implements AutoCloseable {
      * @param to     the receiving rank
      * @param tag    matches this send to its receive
      * @param what   what is being sent, for the error message
-     * @throws IllegalArgumentException if {@code to} is not another rank of the group
+     * @throws IllegalArgumentException if {@code to} is not another rank of the group, or {@code tensor} is
+     *                                  undefined, sparse or not contiguous
      * @throws IllegalStateException    if the group is closed, the peer fails or the timeout passes
      */
     public void send(Tensor tensor, int to, int tag, String what) {
         requireOpen("send of " + what + " to rank " + to);
         checkPeer("to", to);
+        checkTensor("tensor", tensor, "send of " + what);
         run("send of " + what + " to rank " + to, tensor, vector -> backend.send(vector, to, tag));
     }
 
@@ -335,12 +345,14 @@ public final class DistributedGroup implements AutoCloseable {
      * @param from   the sending rank
      * @param tag    matches this receive to its send
      * @param what   what is being received, for the error message
-     * @throws IllegalArgumentException if {@code from} is not another rank of the group
+     * @throws IllegalArgumentException if {@code from} is not another rank of the group, or {@code tensor} is
+     *                                  undefined, sparse or not contiguous
      * @throws IllegalStateException    if the group is closed, the peer fails or the timeout passes
      */
     public void receive(Tensor tensor, int from, int tag, String what) {
         requireOpen("receive of " + what + " from rank " + from);
         checkPeer("from", from);
+        checkTensor("tensor", tensor, "receive of " + what);
         run("receive of " + what + " from rank " + from, tensor, vector -> backend.recv(vector, from, tag));
     }
 
@@ -548,6 +560,26 @@ public final class DistributedGroup implements AutoCloseable {
     private void checkRank(String name, int value) {
         if (value < 0 || value >= worldSize()) {
             throw new IllegalArgumentException(name + " must be a rank in [0, " + worldSize() + "), got " + value);
+        }
+    }
+
+    /**
+     * Refuses, before the collective and without failing the group, a tensor the backend cannot take: a caller's
+     * slip on this rank is not a peer's failure.
+     */
+    private void checkTensor(String name, Tensor tensor, String what) {
+        java.util.Objects.requireNonNull(tensor, name + " must not be null");
+        if (!tensor.defined()) {
+            throw new IllegalArgumentException(name + " of the " + what + " must be a defined tensor, got an undefined "
+                    + "one");
+        }
+        if (tensor.is_sparse()) {
+            throw new IllegalArgumentException(name + " of the " + what + " must be dense, got a sparse tensor");
+        }
+        if (!tensor.is_contiguous()) {
+            throw new IllegalArgumentException(name + " of the " + what + " must be contiguous, got shape "
+                    + java.util.Arrays.toString(tensor.shape()) + " with strides "
+                    + java.util.Arrays.toString(tensor.strides().vec().get()));
         }
     }
 

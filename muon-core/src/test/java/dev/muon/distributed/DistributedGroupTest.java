@@ -66,6 +66,29 @@ class DistributedGroupTest {
         }
     }
 
+    /** A tensor the backend cannot take is refused before the collective, and the group goes on working. */
+    @Test
+    void aTensorTheBackendCannotTake_isRefusedByName_andTheGroupStaysUsable() {
+        try (PointerScope scope = new PointerScope()) {
+            Tensor transposed = torch.ones(3, 4).t();
+            assertEquals("tensor of the all-reduce of x must be contiguous, got shape [4, 3] with strides [1, 4]",
+                    assertThrows(IllegalArgumentException.class,
+                            () -> SINGLE.group().allReduceSum(transposed, "x")).getMessage());
+            assertEquals("tensors[1] of the all-reduce of grads must be contiguous, got shape [4, 3] with strides "
+                    + "[1, 4]", assertThrows(IllegalArgumentException.class,
+                            () -> SINGLE.group().allReduceSum(List.of(torch.ones(2), transposed), "grads"))
+                    .getMessage());
+            assertEquals("tensor of the broadcast of x must be a defined tensor, got an undefined one",
+                    assertThrows(IllegalArgumentException.class,
+                            () -> SINGLE.group().broadcast(new Tensor(), 0, "x")).getMessage());
+            assertEquals("tensor must not be null", assertThrows(NullPointerException.class,
+                    () -> SINGLE.group().allReduceSum((Tensor) null, "x")).getMessage());
+            Tensor t = torch.ones(2);
+            SINGLE.group().allReduceSum(t, "after the refusals");
+            assertTrue(t.equal(torch.ones(2)), "the group still works");
+        }
+    }
+
     @Test
     void closedGroup_refusesCollectives() throws Exception {
         DistributedGroup group = DistributedGroup.join(GroupConfig.of("127.0.0.1", WorkerLauncher.freePort(), 0,
