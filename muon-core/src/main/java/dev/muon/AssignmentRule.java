@@ -135,8 +135,8 @@ public final class AssignmentRule {
          * @throws NullPointerException if one is null
          */
         public Verdict {
-            java.util.Objects.requireNonNull(optimizer, "optimizer");
-            java.util.Objects.requireNonNull(reason, "reason");
+            java.util.Objects.requireNonNull(optimizer, "optimizer must not be null");
+            java.util.Objects.requireNonNull(reason, "reason must not be null");
         }
 
         /**

@@ -946,13 +946,13 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
          * buffers plain CPU tensors, moved by {@code transfers}.
          */
         Builder cpuAsAccelerator(DeviceTransfers transfers) {
-            this.seams = new StatePlacement.Seams(Objects.requireNonNull(transfers, "transfers"), seams.disk());
+            this.seams = new StatePlacement.Seams(Objects.requireNonNull(transfers, "transfers must not be null"), seams.disk());
             return this;
         }
 
         /** For tests: the file operations of {@link StateStorage#files} (faults injected). */
         Builder stateDisk(FileHome.Disk disk) {
-            this.seams = new StatePlacement.Seams(seams.cpuAsAccelerator(), Objects.requireNonNull(disk, "disk"));
+            this.seams = new StatePlacement.Seams(seams.cpuAsAccelerator(), Objects.requireNonNull(disk, "disk must not be null"));
             return this;
         }
 

@@ -763,7 +763,7 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
 
         /** For tests: see {@link Muon.Builder#cpuAsAccelerator}. */
         Builder cpuAsAccelerator(DeviceTransfers transfers) {
-            this.seams = new StatePlacement.Seams(Objects.requireNonNull(transfers, "transfers"), seams.disk());
+            this.seams = new StatePlacement.Seams(Objects.requireNonNull(transfers, "transfers must not be null"), seams.disk());
             return this;
         }
 

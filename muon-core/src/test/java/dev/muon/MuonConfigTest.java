@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
 
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static dev.muon.ErrorRows.assertRejected;
 import static dev.muon.ErrorRows.row;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -103,5 +104,14 @@ class MuonConfigTest {
     @MethodSource("invalidConfigs")
     void invalidConfig_isRejectedWithMessage(String name, Supplier<Object> build, String message) {
         assertRejected(build, message);
+    }
+
+    /** A missing argument is named with its rule, never by its name alone. */
+    @Test
+    void nullArguments_areRefusedWithTheRule() {
+        assertEquals("config must not be null", assertThrows(NullPointerException.class,
+                () -> new dev.muon.orthogonalize.NewtonSchulz(null)).getMessage());
+        assertEquals("nsCoefficients must not be null", assertThrows(NullPointerException.class,
+                () -> MuonConfig.defaults().withNsCoefficients(null)).getMessage());
     }
 }

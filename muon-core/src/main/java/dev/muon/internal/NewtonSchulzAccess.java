@@ -54,8 +54,8 @@ public final class NewtonSchulzAccess {
      * @throws IllegalStateException if a loop was registered already
      */
     public static synchronized <N> void register(Class<N> type, Loop<N> loop) {
-        Objects.requireNonNull(type, "type");
-        Objects.requireNonNull(loop, "loop");
+        Objects.requireNonNull(type, "type must not be null");
+        Objects.requireNonNull(loop, "loop must not be null");
         if (registration != null) {
             throw new IllegalStateException("a Newton–Schulz loop is registered already, by "
                     + registration.type().getName());
@@ -80,7 +80,7 @@ public final class NewtonSchulzAccess {
      * @throws NullPointerException          if {@code newtonSchulz} or {@code device} is null
      */
     public static <N> Tensor orthogonalizeWith(N newtonSchulz, Tensor update, NewtonSchulzKernels device) {
-        Objects.requireNonNull(newtonSchulz, "newtonSchulz");
+        Objects.requireNonNull(newtonSchulz, "newtonSchulz must not be null");
         Registration<?> r = registration;
         if (r == null || r.type() != newtonSchulz.getClass()) {
             // An instance of the registered type exists only after its class registered: any other is a misuse.

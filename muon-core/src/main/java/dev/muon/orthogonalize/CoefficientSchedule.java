@@ -66,8 +66,8 @@ public record CoefficientSchedule(String name, List<Coefficients> coefficients, 
      *                                  the safety factor is not a finite number {@code >= 1}
      */
     public CoefficientSchedule {
-        Objects.requireNonNull(name, "name");
-        Objects.requireNonNull(coefficients, "coefficients");
+        Objects.requireNonNull(name, "name must not be null");
+        Objects.requireNonNull(coefficients, "coefficients must not be null");
         coefficients = List.copyOf(coefficients);
         if (coefficients.isEmpty()) {
             throw new IllegalArgumentException("nsCoefficients must hold at least one triple, got none");

@@ -33,7 +33,7 @@ final class NativeFloat32Products implements CpuProducts {
      * @param variant the kernels' variant: {@link NativeKernels#variant()}, or in tests any this CPU runs
      */
     NativeFloat32Products(NativeKernels.Variant variant) {
-        this.variant = Objects.requireNonNull(variant, "variant");
+        this.variant = Objects.requireNonNull(variant, "variant must not be null");
     }
 
     @Override

@@ -146,7 +146,7 @@ public final class NewtonSchulz implements Orthogonalizer {
      * @param config the validated settings
      */
     public NewtonSchulz(NewtonSchulzConfig config) {
-        this.config = Objects.requireNonNull(config, "config");
+        this.config = Objects.requireNonNull(config, "config must not be null");
         CpuContention.checkSetting();
         int steps = config.nsSteps();
         linear = new Scalar[steps];
@@ -191,7 +191,7 @@ public final class NewtonSchulz implements Orthogonalizer {
      */
     Tensor orthogonalizeWith(Tensor update, NewtonSchulzKernels device) {
         MatrixInput.check(update);
-        Objects.requireNonNull(device, "device");
+        Objects.requireNonNull(device, "device must not be null");
         return run(update, NsAlgorithm.GEMM, device);
     }
 

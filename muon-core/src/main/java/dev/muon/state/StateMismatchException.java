@@ -125,8 +125,8 @@ public final class StateMismatchException extends IllegalStateException {
          *                                  field
          */
         public Difference {
-            Objects.requireNonNull(entry, "entry");
-            Objects.requireNonNull(field, "field");
+            Objects.requireNonNull(entry, "entry must not be null");
+            Objects.requireNonNull(field, "field must not be null");
             boolean named = field == Field.SETTING || field == Field.BUFFER;
             if (named != (subject != null)) {
                 throw new IllegalArgumentException("subject must be " + (named ? "given" : "null") + " for field "

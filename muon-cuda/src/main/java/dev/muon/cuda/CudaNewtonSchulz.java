@@ -89,7 +89,7 @@ public final class CudaNewtonSchulz implements Orthogonalizer {
      * @throws UnsupportedOperationException if {@link CudaSupport#isAvailable()} is false
      */
     public CudaNewtonSchulz(NewtonSchulzConfig config, Device device) {
-        this.config = Objects.requireNonNull(config, "config");
+        this.config = Objects.requireNonNull(config, "config must not be null");
         if (config.nsAlgorithm() == NsAlgorithm.GEMM || config.nsAlgorithm() == NsAlgorithm.GRAM) {
             throw new IllegalArgumentException("nsAlgorithm must be AUTO or SYMMETRIC for CudaNewtonSchulz, whose "
                     + "kernels run the symmetric products (GEMM asks for plain products and GRAM for another "

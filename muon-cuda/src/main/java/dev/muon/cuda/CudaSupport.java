@@ -88,7 +88,7 @@ public final class CudaSupport {
      * @throws UnsupportedOperationException if {@link #isAvailable()} is false
      */
     static int kernelDeviceIndex(Device device) {
-        Objects.requireNonNull(device, "device");
+        Objects.requireNonNull(device, "device must not be null");
         if (!device.is_cuda()) {
             throw new IllegalArgumentException("device must be a CUDA device, got " + device.str().getString());
         }

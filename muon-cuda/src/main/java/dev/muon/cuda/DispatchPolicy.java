@@ -44,7 +44,7 @@ record DispatchPolicy(String basis, boolean hopperKernel, long minXxtOrder, long
      * @throws IllegalArgumentException if a threshold is below 1
      */
     DispatchPolicy {
-        java.util.Objects.requireNonNull(basis, "basis");
+        java.util.Objects.requireNonNull(basis, "basis must not be null");
         requirePositive("minXxtOrder", minXxtOrder);
         requirePositive("minFusedOrder", minFusedOrder);
         requirePositive("minNormalizeElements", minNormalizeElements);

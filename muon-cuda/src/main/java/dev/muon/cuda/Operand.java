@@ -26,7 +26,7 @@ record Operand(String name, long[] shape, byte dtype, boolean contiguous, boolea
      * @throws NullPointerException if {@code name} or {@code shape} is null
      */
     Operand {
-        java.util.Objects.requireNonNull(name, "name");
+        java.util.Objects.requireNonNull(name, "name must not be null");
         shape = shape.clone();
     }
 

@@ -254,7 +254,7 @@ final class DjlCheckpoint {
      * @return the array
      */
     static NDArray array(RawTensor t, NDManager manager, Device device) {
-        Objects.requireNonNull(t, "tensor");
+        Objects.requireNonNull(t, "tensor must not be null");
         DataType dtype = DataType.valueOf(t.dtype().toUpperCase(java.util.Locale.ROOT));
         ByteBuffer direct = ByteBuffer.allocateDirect(t.data().remaining()).order(ByteOrder.nativeOrder());
         direct.put(t.data()).flip();
