@@ -64,13 +64,16 @@ public final class BufferNewtonSchulz {
      * @return the wide result, {@code min(rows, cols) × max(rows, cols)} floats from position 0: this iteration's
      *         workspace, valid until its next call
      * @throws UnsupportedOperationException if the native kernels do not run here
-     * @throws IllegalArgumentException      if {@code g} is not such a buffer, or a size is not positive
-     * @throws NullPointerException          if {@code preconditioning} is null
+     * @throws IllegalArgumentException      if {@code g} is not such a buffer, a size is not positive, a step does not
+     *                                       hold 3 coefficients, {@code threads} is below 1, {@code eps} is not a
+     *                                       finite number {@code > 0}, or (Frobenius) {@code safety} not one
+     *                                       {@code >= 1}; nothing is computed then
+     * @throws NullPointerException          if {@code g}, {@code steps} or {@code preconditioning} is null
      */
     public ByteBuffer symmetric(ByteBuffer g, int rows, int cols, float[][] steps, double safety, double eps,
                                 int threads, NsPreconditioning preconditioning) {
         boolean aol = aol(preconditioning);
-        int m = prepare(g, rows, cols, safety, eps, threads, 2, aol);
+        int m = prepare(g, rows, cols, steps, safety, eps, threads, 2, aol);
         int n = Math.max(rows, cols);
         ByteBuffer current = x;
         ByteBuffer next = y;
@@ -101,7 +104,7 @@ public final class BufferNewtonSchulz {
     public ByteBuffer gram(ByteBuffer g, int rows, int cols, float[][] steps, double safety, double eps,
                            int threads, NsPreconditioning preconditioning) {
         boolean aol = aol(preconditioning);
-        int m = prepare(g, rows, cols, safety, eps, threads, squares.length, aol);
+        int m = prepare(g, rows, cols, steps, safety, eps, threads, squares.length, aol);
         int n = Math.max(rows, cols);
         GramSchedule.Products<ByteBuffer> products = new GramSchedule.Products<>() {
             @Override
@@ -177,12 +180,29 @@ public final class BufferNewtonSchulz {
      *
      * @return the short side {@code m}
      */
-    private int prepare(ByteBuffer g, int rows, int cols, double safety, double eps, int threads, int squareCount,
-                        boolean aol) {
+    private int prepare(ByteBuffer g, int rows, int cols, float[][] steps, double safety, double eps, int threads,
+                        int squareCount, boolean aol) {
         Objects.requireNonNull(g, "g must not be null");
+        Objects.requireNonNull(steps, "steps must not be null");
         BufferKernels.ensureAvailable();
         if (rows <= 0 || cols <= 0) {
             throw new IllegalArgumentException("rows and cols must be > 0, got " + rows + " and " + cols);
+        }
+        for (int k = 0; k < steps.length; k++) {
+            if (steps[k] == null || steps[k].length != 3) {
+                throw new IllegalArgumentException("steps[" + k + "] must hold the 3 coefficients (a, b, c), got "
+                        + (steps[k] == null ? "null" : steps[k].length + " numbers"));
+            }
+        }
+        // The kernels' OpenMP regions take the count as it is: 0 or less is undefined there.
+        if (threads < 1) {
+            throw new IllegalArgumentException("threads must be >= 1, got " + threads);
+        }
+        if (!(eps > 0) || !Double.isFinite(eps)) {
+            throw new IllegalArgumentException("eps must be a finite number > 0, got " + eps);
+        }
+        if (!aol && !(safety >= 1 && Double.isFinite(safety))) {
+            throw new IllegalArgumentException("safety must be a finite number >= 1, got " + safety);
         }
         int m = Math.min(rows, cols);
         int n = Math.max(rows, cols);

@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.nio.ByteBuffer;
@@ -139,6 +140,32 @@ class BufferNewtonSchulzTest {
                 () -> new BufferNewtonSchulz().gram(g, 0, 4, new float[][] {{1, 0, 0}}, 1.0, 1e-7, 1,
                         NsPreconditioning.FROBENIUS));
         assertEquals("rows and cols must be > 0, got 0 and 4", e.getMessage());
+    }
+
+    /** Each argument the kernels would take as it is, refused first, naming it, the rule and the value. */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', value = {
+            "threads 0     | 0 | 3 | 1.0 | 1e-7 | threads must be >= 1, got 0",
+            "short step    | 1 | 2 | 1.0 | 1e-7 | steps[0] must hold the 3 coefficients (a, b, c), got 2 numbers",
+            "eps 0         | 1 | 3 | 1.0 | 0    | eps must be a finite number > 0, got 0.0",
+            "eps NaN       | 1 | 3 | 1.0 | NaN  | eps must be a finite number > 0, got NaN",
+            "safety 0.5    | 1 | 3 | 0.5 | 1e-7 | safety must be a finite number >= 1, got 0.5",
+    })
+    void anArgumentTheKernelsWouldTakeAsItIs_isRefused(String what, int threads, int coefficients, double safety,
+                                                        double eps, String message) {
+        ByteBuffer g = BufferKernels.allocate(64);
+        float[][] steps = {new float[coefficients]};
+        for (boolean gram : new boolean[] {false, true}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> {
+                BufferNewtonSchulz ns = new BufferNewtonSchulz();
+                if (gram) {
+                    ns.gram(g, 4, 4, steps, safety, eps, threads, NsPreconditioning.FROBENIUS);
+                } else {
+                    ns.symmetric(g, 4, 4, steps, safety, eps, threads, NsPreconditioning.FROBENIUS);
+                }
+            });
+            assertEquals(message, e.getMessage(), what);
+        }
     }
 
     private static float[] run(BufferNewtonSchulz ns, NsAlgorithm algorithm, Tensor g, int rows, int cols,
