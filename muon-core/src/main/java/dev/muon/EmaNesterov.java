@@ -330,10 +330,12 @@ public final class EmaNesterov implements TrainingOptimizer, AutoCloseable {
      * @throws IllegalStateException    if the wrapper is closed
      */
     public Tensor ema(String name) {
+        Objects.requireNonNull(name, "name must not be null");
         requireOpen();
         int i = names.indexOf(name);
         if (i < 0) {
-            throw new IllegalArgumentException("no wrapped parameter is named '" + name + "'");
+            throw new IllegalArgumentException("name must be a parameter this wrapper wraps; '" + name + "' is not "
+                    + "(it wraps " + names + ")");
         }
         return emas.get(i).detach().clone();
     }
@@ -348,6 +350,7 @@ public final class EmaNesterov implements TrainingOptimizer, AutoCloseable {
      * @throws java.io.UncheckedIOException if the file cannot be written; {@code path} is then unchanged
      */
     public void save(Path path) {
+        Objects.requireNonNull(path, "path must not be null");
         requireOpen();
         requireBetweenSteps("save");
         Map<String, Tensor> ema = new LinkedHashMap<>();
@@ -370,6 +373,7 @@ public final class EmaNesterov implements TrainingOptimizer, AutoCloseable {
      *                                           is open, or the wrapper is closed; in every case nothing changes
      */
     public void load(Path path) {
+        Objects.requireNonNull(path, "path must not be null");
         requireOpen();
         requireBetweenSteps("load");
         try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {

@@ -121,6 +121,21 @@ class EmaNesterovErrorsTest {
     }
 
     @Test
+    void anUnwrappedName_orANullPath_isRefusedByName() {
+        try (PointerScope scope = new PointerScope()) {
+            Tensor x = torch.ones(3).requires_grad_(true);
+            try (EmaNesterov opt = EmaNesterov.wrap(sgd(x, 0.1), Map.of("x", x), D)) {
+                assertEquals("name must be a parameter this wrapper wraps; 'y' is not (it wraps [x])",
+                        assertThrows(IllegalArgumentException.class, () -> opt.ema("y")).getMessage());
+                assertEquals("path must not be null",
+                        assertThrows(NullPointerException.class, () -> opt.save(null)).getMessage());
+                assertEquals("path must not be null",
+                        assertThrows(NullPointerException.class, () -> opt.load(null)).getMessage());
+            }
+        }
+    }
+
+    @Test
     void closed_refusesEveryStateCall() {
         try (PointerScope scope = new PointerScope()) {
             Tensor x = torch.ones(3).requires_grad_(true);
