@@ -851,12 +851,21 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
 
     /** The one lookup of a parameter's state, by its tensor's identity. */
     private ParameterState stateOf(Tensor param) {
+        requireDefined(param);
         ParameterState state = byIdentity.get(ParameterState.identityOf(param));
         if (state == null) {
             throw new IllegalArgumentException("param is not a parameter of this optimizer (shape "
                     + Arrays.toString(param.shape()) + ")");
         }
         return state;
+    }
+
+    /** A parameter argument: a tensor handle with storage, named in the refusal otherwise. */
+    private static void requireDefined(Tensor param) {
+        Objects.requireNonNull(param, "param must not be null");
+        if (!param.defined()) {
+            throw new IllegalArgumentException("param must be a defined tensor, got an undefined one");
+        }
     }
 
     /** The same-shape batches of a group as planned at construction, each as its members' handles; for tests. */
@@ -982,6 +991,7 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
         public Builder rowSplit(Tensor param, RowSplit split) {
             Objects.requireNonNull(param, "param must not be null");
             Objects.requireNonNull(split, "split must not be null");
+            requireDefined(param);
             rowSplits.add(Map.entry(NativeLifetime.outliveScope(new Tensor(param)), split));
             return this;
         }

@@ -134,4 +134,19 @@ class MuonInputErrorsTest {
                 () -> muon.momentumBuffer(torch.randn(2, 2)));
         assertEquals("param is not a parameter of this optimizer (shape [2, 2])", e.getMessage());
     }
+
+    /** A null or undefined handle is named as such, never an error from libtorch about an undefined tensor. */
+    @Test
+    void aNullOrUndefinedParam_isRefusedByName() {
+        Tensor p = matrix(3, 3);
+        Muon muon = Muon.of(List.of(p), MuonConfig.defaults());
+        assertEquals("param must not be null",
+                assertThrows(NullPointerException.class, () -> muon.momentumBuffer(null)).getMessage());
+        assertEquals("param must be a defined tensor, got an undefined one",
+                assertThrows(IllegalArgumentException.class, () -> muon.secondMoment(new Tensor())).getMessage());
+        assertEquals("param must be a defined tensor, got an undefined one",
+                assertThrows(IllegalArgumentException.class, () -> Muon.builder()
+                        .addGroup(List.of(p), MuonConfig.defaults())
+                        .rowSplit(new Tensor(), RowSplit.splitRows(1, 2))).getMessage());
+    }
 }
