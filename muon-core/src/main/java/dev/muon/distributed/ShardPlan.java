@@ -63,8 +63,9 @@ public final class ShardPlan {
      * @param together     lists of indices that go to one rank; an index in none is an item of its own
      * @param worldSize    the number of ranks, at least 1
      * @return the plan
-     * @throws IllegalArgumentException if {@code worldSize < 1}, a shape is not two sizes {@code >= 0}, or an index
-     *                                  is out of range or in two lists
+     * @throws IllegalArgumentException if {@code worldSize < 1}, a shape is not two sizes {@code >= 0}, a list of
+     *                                  {@code together} is empty or holds a null, or an index is out of range or in
+     *                                  two lists
      */
     public static ShardPlan longestProcessingTimeFirst(List<long[]> matrixShapes, List<List<Integer>> together,
                                                        int worldSize) {
@@ -88,7 +89,12 @@ public final class ShardPlan {
         // Items: each list of together, then every index in none, each with its members and summed cost.
         List<int[]> items = new ArrayList<>();
         boolean[] placed = new boolean[n];
-        for (List<Integer> members : together) {
+        for (int list = 0; list < together.size(); list++) {
+            List<Integer> members = together.get(list);
+            if (members == null || members.isEmpty() || members.stream().anyMatch(Objects::isNull)) {
+                throw new IllegalArgumentException("together[" + list + "] must list at least one index and no null, "
+                        + "got " + members);
+            }
             int[] item = new int[members.size()];
             for (int k = 0; k < item.length; k++) {
                 int index = members.get(k);

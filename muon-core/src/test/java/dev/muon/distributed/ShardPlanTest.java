@@ -105,7 +105,13 @@ class ShardPlanTest {
                         "together must list indices in [0, 1) at most once, got 1 in [0, 1]"),
                 org.junit.jupiter.params.provider.Arguments.of("indexTwice",
                         List.of(new long[]{4, 4}, new long[]{4, 4}), List.of(List.of(0), List.of(0, 1)),
-                        "together must list indices in [0, 2) at most once, got 0 in [0, 1]"));
+                        "together must list indices in [0, 2) at most once, got 0 in [0, 1]"),
+                org.junit.jupiter.params.provider.Arguments.of("emptyList",
+                        List.of(new long[]{4, 4}, new long[]{4, 4}), List.of(List.of(0), List.of()),
+                        "together[1] must list at least one index and no null, got []"),
+                org.junit.jupiter.params.provider.Arguments.of("nullIndex",
+                        List.of(new long[]{4, 4}), List.of(java.util.Arrays.asList(0, null)),
+                        "together[0] must list at least one index and no null, got [0, null]"));
     }
 
     @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
