@@ -113,5 +113,15 @@ class MuonConfigTest {
                 () -> new dev.muon.orthogonalize.NewtonSchulz(null)).getMessage());
         assertEquals("nsCoefficients must not be null", assertThrows(NullPointerException.class,
                 () -> MuonConfig.defaults().withNsCoefficients(null)).getMessage());
+        assertEquals("nsCoefficients[1] must not be null", assertThrows(NullPointerException.class,
+                () -> CoefficientSchedule.perStep(java.util.Arrays.asList(new Coefficients(3, -3, 1), null)))
+                .getMessage());
+        assertEquals("coefficients must not be null", assertThrows(NullPointerException.class,
+                () -> CoefficientSchedule.constant(null)).getMessage());
+        assertEquals("shape must not be null", assertThrows(NullPointerException.class,
+                () -> new dev.muon.state.RawTensor("float32", null, java.nio.ByteBuffer.allocate(0))).getMessage());
+        assertEquals("shape [4294967296, 4294967296, 4] of float32 must have a byte count that fits a long, got one "
+                + "that overflows it", assertThrows(IllegalArgumentException.class, () -> new dev.muon.state.RawTensor(
+                "float32", new long[]{1L << 32, 1L << 32, 4}, java.nio.ByteBuffer.allocate(0))).getMessage());
     }
 }

@@ -68,6 +68,11 @@ public record CoefficientSchedule(String name, List<Coefficients> coefficients, 
     public CoefficientSchedule {
         Objects.requireNonNull(name, "name must not be null");
         Objects.requireNonNull(coefficients, "coefficients must not be null");
+        for (int k = 0; k < coefficients.size(); k++) {
+            if (coefficients.get(k) == null) {
+                throw new NullPointerException("nsCoefficients[" + k + "] must not be null");
+            }
+        }
         coefficients = List.copyOf(coefficients);
         if (coefficients.isEmpty()) {
             throw new IllegalArgumentException("nsCoefficients must hold at least one triple, got none");
@@ -89,6 +94,7 @@ public record CoefficientSchedule(String name, List<Coefficients> coefficients, 
      * @return a schedule that fits any number of steps
      */
     public static CoefficientSchedule constant(Coefficients coefficients) {
+        Objects.requireNonNull(coefficients, "coefficients must not be null");
         return new CoefficientSchedule("constant" + tripleLabel(coefficients), List.of(coefficients), true, 1.0);
     }
 

@@ -42,6 +42,7 @@ public record RawTensor(String dtype, long[] shape, ByteBuffer data) {
     public RawTensor {
         Objects.requireNonNull(dtype, "dtype must not be null");
         Objects.requireNonNull(data, "data must not be null");
+        Objects.requireNonNull(shape, "shape must not be null");
         TensorKind kind = TensorKind.ofDtypeName(dtype);
         if (kind == null) {
             throw new IllegalArgumentException("dtype must be one of float64, float32, float16, bfloat16, int64, got '"
@@ -49,13 +50,19 @@ public record RawTensor(String dtype, long[] shape, ByteBuffer data) {
         }
         shape = shape.clone();
         long elements = 1;
-        for (long size : shape) {
-            if (size < 0) {
-                throw new IllegalArgumentException("shape sizes must be >= 0, got " + Arrays.toString(shape));
+        long bytes;
+        try {
+            for (long size : shape) {
+                if (size < 0) {
+                    throw new IllegalArgumentException("shape sizes must be >= 0, got " + Arrays.toString(shape));
+                }
+                elements = Math.multiplyExact(elements, size);
             }
-            elements = Math.multiplyExact(elements, size);
+            bytes = Math.multiplyExact(elements, kind.bytes());
+        } catch (ArithmeticException overflow) {
+            throw new IllegalArgumentException("shape " + Arrays.toString(shape) + " of " + dtype + " must have a byte "
+                    + "count that fits a long, got one that overflows it");
         }
-        long bytes = Math.multiplyExact(elements, kind.bytes());
         ByteBuffer view = data.duplicate().order(ByteOrder.LITTLE_ENDIAN);
         if (view.remaining() != bytes) {
             throw new IllegalArgumentException("a " + dtype + " tensor of shape " + Arrays.toString(shape) + " has "

@@ -315,7 +315,9 @@ public final class MuonAdamW extends BoundOptimizer {
         return binding.keyOf(name, device).flatMap(key -> adamW.moments(on(OptimizerKind.ADAMW, name, key)));
     }
 
-    /** The key, once checked to be a parameter of {@code kind}: asking one optimizer for the other's state is a slip. */
+    /**
+     * The key, once checked to be a parameter of {@code kind}: asking one optimizer for the other's state is a slip.
+     */
     private ParameterKey on(OptimizerKind kind, String name, ParameterKey key) {
         OptimizerKind actual = assignment == null ? null : assignment.optimizerOf(key.parameterId());
         if (actual != null && actual != kind) {
@@ -457,7 +459,7 @@ public final class MuonAdamW extends BoundOptimizer {
          * @return this builder
          */
         public Builder optForceMuon(String... names) {
-            forceMuon.addAll(List.of(names));
+            forceMuon.addAll(java.util.Arrays.asList(Objects.requireNonNull(names, "forceMuon must not be null")));
             return this;
         }
 
@@ -468,7 +470,7 @@ public final class MuonAdamW extends BoundOptimizer {
          * @return this builder
          */
         public Builder optForceAdamW(String... names) {
-            forceAdamW.addAll(List.of(names));
+            forceAdamW.addAll(java.util.Arrays.asList(Objects.requireNonNull(names, "forceAdamW must not be null")));
             return this;
         }
 

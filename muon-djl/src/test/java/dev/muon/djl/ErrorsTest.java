@@ -94,6 +94,10 @@ class ErrorsTest {
                         .optBlock(model().block).optForceMuon("fc9_weight").build(), IllegalArgumentException.class,
                         "optForceMuon names 'fc9_weight', which is not a parameter; parameters are [01hidden_weight, "
                                 + "01hidden_bias, 02out_weight]"),
+                Arguments.of("a null name in forceMuon", (Executable) () -> MuonAdamW.builder()
+                        .optBlock(model().block).optForceMuon("01hidden_weight", null).build(), IllegalArgumentException.class,
+                        "optForceMuon names 'null', which is not a parameter; parameters are [01hidden_weight, "
+                                + "01hidden_bias, 02out_weight]"),
                 Arguments.of("a name in both lists", (Executable) () -> MuonAdamW.builder().optBlock(model().block)
                         .optForceMuon("02out_weight").optForceAdamW("02out_weight").build(),
                         IllegalArgumentException.class, "parameter '02out_weight' is in both optForceMuon and "
