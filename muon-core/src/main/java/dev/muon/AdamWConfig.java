@@ -3,6 +3,8 @@ package dev.muon;
 import dev.muon.internal.TorchNatives;
 import org.bytedeco.pytorch.AdamWOptions;
 
+import java.util.Objects;
+
 /**
  * The hyperparameters of the AdamW group of a {@link MuonAdamW}: an immutable value, validated at construction.
  * Fields and defaults are libtorch's {@code AdamWOptions} (and PyTorch's {@code torch.optim.AdamW}); AMSGrad is
@@ -126,6 +128,7 @@ public record AdamWConfig(double lr, double beta1, double beta2, double eps, dou
      * @throws IllegalArgumentException if AMSGrad is on or a value breaks its rule
      */
     public static AdamWConfig of(AdamWOptions options) {
+        Objects.requireNonNull(options, "options must not be null");
         if (options.amsgrad().get()) {
             throw new IllegalArgumentException("amsgrad must be false, got true: MuonAdamW does not offer AMSGrad");
         }

@@ -10,6 +10,7 @@ import org.bytedeco.pytorch.global.torch;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * Clips the global gradient norm over all of an optimizer's parameters, before its step: PyTorch's
@@ -78,6 +79,7 @@ public final class GradientClipping {
      * @throws UnsupportedOperationException if a gradient is sparse or complex; nothing changes
      */
     public static double clipGradNorm(MuonAdamW optimizer, double maxNorm) {
+        Objects.requireNonNull(optimizer, "optimizer must not be null");
         checkMaxNorm(maxNorm);
         requireLocalGradients(optimizer.averagesGradients(), "MuonAdamW");
         List<String> names = new ArrayList<>();
@@ -106,6 +108,7 @@ public final class GradientClipping {
      * @throws UnsupportedOperationException if a gradient is sparse or complex; nothing changes
      */
     public static double clipGradNorm(Muon optimizer, double maxNorm) {
+        Objects.requireNonNull(optimizer, "optimizer must not be null");
         checkMaxNorm(maxNorm);
         requireLocalGradients(optimizer.averagesGradients(), "Muon");
         return clip(optimizer.labels(), optimizer.params(), maxNorm, NonFinitePolicy.IGNORE, "Muon");

@@ -118,6 +118,14 @@ class MuonConfigTest {
                 .getMessage());
         assertEquals("coefficients must not be null", assertThrows(NullPointerException.class,
                 () -> CoefficientSchedule.constant(null)).getMessage());
+        assertEquals("options must not be null", assertThrows(NullPointerException.class,
+                () -> AdamWConfig.of(null)).getMessage());
+        assertEquals("entries[0] must not be null", assertThrows(NullPointerException.class,
+                () -> new dev.muon.state.OptimizerState(0, List.of(MuonConfig.defaults()), null,
+                        java.util.Arrays.asList((dev.muon.state.ParameterEntry) null), null))
+                .getMessage());
+        assertEquals("optimizer must not be null", assertThrows(NullPointerException.class,
+                () -> GradientClipping.clipGradNorm((Muon) null, 1.0)).getMessage());
         assertEquals("shape must not be null", assertThrows(NullPointerException.class,
                 () -> new dev.muon.state.RawTensor("float32", null, java.nio.ByteBuffer.allocate(0))).getMessage());
         assertEquals("shape [4294967296, 4294967296, 4] of float32 must have a byte count that fits a long, got one "

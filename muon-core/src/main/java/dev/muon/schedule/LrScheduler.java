@@ -91,6 +91,7 @@ public final class LrScheduler {
     public static LrScheduler of(TrainingOptimizer optimizer, LrSchedule schedule, double... baseLrs) {
         Objects.requireNonNull(optimizer, "optimizer must not be null");
         Objects.requireNonNull(schedule, "schedule must not be null");
+        Objects.requireNonNull(baseLrs, "baseLrs must not be null");
         if (baseLrs.length != optimizer.groupCount()) {
             throw new IllegalArgumentException("baseLrs must hold one lr per group (" + optimizer.groupCount()
                     + "), got " + baseLrs.length);

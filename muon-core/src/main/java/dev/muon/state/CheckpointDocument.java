@@ -172,8 +172,8 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
         if (step < 0) {
             throw new IllegalArgumentException("step must be >= 0, got " + step);
         }
-        muonConfigs = List.copyOf(muonConfigs);
-        parameters = List.copyOf(parameters);
+        muonConfigs = OptimizerState.copyWithoutNull(muonConfigs, "muonConfigs");
+        parameters = OptimizerState.copyWithoutNull(parameters, "parameters");
         checkPlaces(muonConfigs, adamWConfig, parameters.stream()
                 .map(p -> new Place(p.name(), p.optimizer(), p.group(), p.tiedTo())).toList(), Messages::shortened);
     }
