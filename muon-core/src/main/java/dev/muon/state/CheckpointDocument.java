@@ -172,8 +172,8 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
         if (step < 0) {
             throw new IllegalArgumentException("step must be >= 0, got " + step);
         }
-        muonConfigs = OptimizerState.copyWithoutNull(muonConfigs, "muonConfigs");
-        parameters = OptimizerState.copyWithoutNull(parameters, "parameters");
+        muonConfigs = copyWithoutNull(muonConfigs, "muonConfigs");
+        parameters = copyWithoutNull(parameters, "parameters");
         checkPlaces(muonConfigs, adamWConfig, parameters.stream()
                 .map(p -> new Place(p.name(), p.optimizer(), p.group(), p.tiedTo())).toList(), Messages::shortened);
     }
@@ -477,5 +477,16 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
     private static String show(Object json) {
         return json instanceof String s ? "'" + Messages.shortened(s) + "'"
                 : json instanceof Map ? "an object" : json instanceof List ? "an array" : String.valueOf(json);
+    }
+
+    /** An immutable copy of a list argument, a null list or element named with its index. */
+    static <T> List<T> copyWithoutNull(List<T> list, String name) {
+        Objects.requireNonNull(list, name + " must not be null");
+        for (int i = 0; i < list.size(); i++) {
+            if (list.get(i) == null) {
+                throw new NullPointerException(name + "[" + i + "] must not be null");
+            }
+        }
+        return List.copyOf(list);
     }
 }

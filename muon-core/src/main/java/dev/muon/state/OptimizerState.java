@@ -51,8 +51,8 @@ public record OptimizerState(long step, List<MuonConfig> muonConfigs, AdamWConfi
         if (step < 0) {
             throw new IllegalArgumentException("step must be >= 0, got " + step);
         }
-        muonConfigs = copyWithoutNull(muonConfigs, "muonConfigs");
-        entries = copyWithoutNull(entries, "entries");
+        muonConfigs = CheckpointDocument.copyWithoutNull(muonConfigs, "muonConfigs");
+        entries = CheckpointDocument.copyWithoutNull(entries, "entries");
         CheckpointDocument.checkPlaces(muonConfigs, adamWConfig, entries.stream().map(ParameterEntry::spec)
                 .map(p -> new CheckpointDocument.Place(p.name(), p.optimizer(), p.group(), p.tiedTo())).toList(),
                 name -> name);
@@ -136,16 +136,5 @@ public record OptimizerState(long step, List<MuonConfig> muonConfigs, AdamWConfi
      */
     public int groupCount() {
         return muonConfigs.size() + (adamWConfig == null ? 0 : 1);
-    }
-
-    /** An immutable copy of a list argument, a null list or element named with its index. */
-    static <T> List<T> copyWithoutNull(List<T> list, String name) {
-        Objects.requireNonNull(list, name + " must not be null");
-        for (int i = 0; i < list.size(); i++) {
-            if (list.get(i) == null) {
-                throw new NullPointerException(name + "[" + i + "] must not be null");
-            }
-        }
-        return List.copyOf(list);
     }
 }

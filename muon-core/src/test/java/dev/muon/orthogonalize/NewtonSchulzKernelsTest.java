@@ -184,10 +184,11 @@ class NewtonSchulzKernelsTest {
                         (Supplier<Tensor>) () -> torch.ones(3, 3).to(ScalarType.Int), stages,
                         IllegalArgumentException.class, "update must be floating point, got dtype Int"),
                 Arguments.of("device_null_isRejected", ns, (Supplier<Tensor>) () -> torch.randn(4, 6),
-                        (Supplier<NewtonSchulzKernels>) () -> null, NullPointerException.class, "device"),
+                        (Supplier<NewtonSchulzKernels>) () -> null, NullPointerException.class,
+                        "device must not be null"),
                 Arguments.of("newtonSchulz_null_isRejected", (Supplier<Object>) () -> null,
                         (Supplier<Tensor>) () -> torch.randn(4, 6), stages, NullPointerException.class,
-                        "newtonSchulz"),
+                        "newtonSchulz must not be null"),
                 Arguments.of("newtonSchulz_anotherOrthogonalizer_isRejected",
                         (Supplier<Object>) () -> new SvdPolarFactor(), (Supplier<Tensor>) () -> torch.randn(4, 6),
                         stages, IllegalArgumentException.class, "newtonSchulz must be a "
