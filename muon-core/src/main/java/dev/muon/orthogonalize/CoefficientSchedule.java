@@ -1,5 +1,6 @@
 package dev.muon.orthogonalize;
 
+import dev.muon.internal.NullFreeList;
 import dev.muon.internal.TorchNatives;
 import java.util.ArrayList;
 import java.util.List;
@@ -68,12 +69,7 @@ public record CoefficientSchedule(String name, List<Coefficients> coefficients, 
     public CoefficientSchedule {
         Objects.requireNonNull(name, "name must not be null");
         Objects.requireNonNull(coefficients, "coefficients must not be null");
-        for (int k = 0; k < coefficients.size(); k++) {
-            if (coefficients.get(k) == null) {
-                throw new NullPointerException("nsCoefficients[" + k + "] must not be null");
-            }
-        }
-        coefficients = List.copyOf(coefficients);
+        coefficients = NullFreeList.copyOf(coefficients, "nsCoefficients");
         if (coefficients.isEmpty()) {
             throw new IllegalArgumentException("nsCoefficients must hold at least one triple, got none");
         }

@@ -7,6 +7,7 @@ import dev.muon.OptimizerKind;
 import dev.muon.RowSplit;
 import dev.muon.UpdateRecipe;
 import dev.muon.internal.Messages;
+import dev.muon.internal.NullFreeList;
 import dev.muon.internal.TorchNatives;
 import dev.muon.schedule.ScheduleRecord;
 
@@ -172,8 +173,8 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
         if (step < 0) {
             throw new IllegalArgumentException("step must be >= 0, got " + step);
         }
-        muonConfigs = copyWithoutNull(muonConfigs, "muonConfigs");
-        parameters = copyWithoutNull(parameters, "parameters");
+        muonConfigs = NullFreeList.copyOf(muonConfigs, "muonConfigs");
+        parameters = NullFreeList.copyOf(parameters, "parameters");
         checkPlaces(muonConfigs, adamWConfig, parameters.stream()
                 .map(p -> new Place(p.name(), p.optimizer(), p.group(), p.tiedTo())).toList(), Messages::shortened);
     }
@@ -477,16 +478,5 @@ public record CheckpointDocument(long step, List<MuonConfig> muonConfigs, AdamWC
     private static String show(Object json) {
         return json instanceof String s ? "'" + Messages.shortened(s) + "'"
                 : json instanceof Map ? "an object" : json instanceof List ? "an array" : String.valueOf(json);
-    }
-
-    /** An immutable copy of a list argument, a null list or element named with its index. */
-    static <T> List<T> copyWithoutNull(List<T> list, String name) {
-        Objects.requireNonNull(list, name + " must not be null");
-        for (int i = 0; i < list.size(); i++) {
-            if (list.get(i) == null) {
-                throw new NullPointerException(name + "[" + i + "] must not be null");
-            }
-        }
-        return List.copyOf(list);
     }
 }

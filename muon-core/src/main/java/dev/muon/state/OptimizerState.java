@@ -5,6 +5,7 @@ import dev.muon.BufferSpec;
 import dev.muon.MuonConfig;
 import dev.muon.OptimizerKind;
 import dev.muon.UpdateRecipe;
+import dev.muon.internal.NullFreeList;
 import dev.muon.internal.TorchNatives;
 import dev.muon.schedule.ScheduleRecord;
 
@@ -51,8 +52,8 @@ public record OptimizerState(long step, List<MuonConfig> muonConfigs, AdamWConfi
         if (step < 0) {
             throw new IllegalArgumentException("step must be >= 0, got " + step);
         }
-        muonConfigs = CheckpointDocument.copyWithoutNull(muonConfigs, "muonConfigs");
-        entries = CheckpointDocument.copyWithoutNull(entries, "entries");
+        muonConfigs = NullFreeList.copyOf(muonConfigs, "muonConfigs");
+        entries = NullFreeList.copyOf(entries, "entries");
         CheckpointDocument.checkPlaces(muonConfigs, adamWConfig, entries.stream().map(ParameterEntry::spec)
                 .map(p -> new CheckpointDocument.Place(p.name(), p.optimizer(), p.group(), p.tiedTo())).toList(),
                 name -> name);
