@@ -955,13 +955,15 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
          * buffers plain CPU tensors, moved by {@code transfers}.
          */
         Builder cpuAsAccelerator(DeviceTransfers transfers) {
-            this.seams = new StatePlacement.Seams(Objects.requireNonNull(transfers, "transfers must not be null"), seams.disk());
+            this.seams = new StatePlacement.Seams(Objects.requireNonNull(transfers, "transfers must not be null"),
+                    seams.disk());
             return this;
         }
 
         /** For tests: the file operations of {@link StateStorage#files} (faults injected). */
         Builder stateDisk(FileHome.Disk disk) {
-            this.seams = new StatePlacement.Seams(seams.cpuAsAccelerator(), Objects.requireNonNull(disk, "disk must not be null"));
+            this.seams = new StatePlacement.Seams(seams.cpuAsAccelerator(),
+                    Objects.requireNonNull(disk, "disk must not be null"));
             return this;
         }
 
@@ -989,9 +991,8 @@ public final class Muon implements TrainingOptimizer, AutoCloseable {
          * @throws NullPointerException if an argument is null
          */
         public Builder rowSplit(Tensor param, RowSplit split) {
-            Objects.requireNonNull(param, "param must not be null");
-            Objects.requireNonNull(split, "split must not be null");
             requireDefined(param);
+            Objects.requireNonNull(split, "split must not be null");
             rowSplits.add(Map.entry(NativeLifetime.outliveScope(new Tensor(param)), split));
             return this;
         }

@@ -763,7 +763,8 @@ public final class MuonAdamW implements TrainingOptimizer, AutoCloseable {
 
         /** For tests: see {@link Muon.Builder#cpuAsAccelerator}. */
         Builder cpuAsAccelerator(DeviceTransfers transfers) {
-            this.seams = new StatePlacement.Seams(Objects.requireNonNull(transfers, "transfers must not be null"), seams.disk());
+            this.seams = new StatePlacement.Seams(Objects.requireNonNull(transfers, "transfers must not be null"),
+                    seams.disk());
             return this;
         }
 

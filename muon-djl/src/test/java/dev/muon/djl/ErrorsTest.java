@@ -95,7 +95,8 @@ class ErrorsTest {
                         "optForceMuon names 'fc9_weight', which is not a parameter; parameters are [01hidden_weight, "
                                 + "01hidden_bias, 02out_weight]"),
                 Arguments.of("a null name in forceMuon", (Executable) () -> MuonAdamW.builder()
-                        .optBlock(model().block).optForceMuon("01hidden_weight", null).build(), IllegalArgumentException.class,
+                        .optBlock(model().block).optForceMuon("01hidden_weight", null).build(),
+                        IllegalArgumentException.class,
                         "optForceMuon names 'null', which is not a parameter; parameters are [01hidden_weight, "
                                 + "01hidden_bias, 02out_weight]"),
                 Arguments.of("a name in both lists", (Executable) () -> MuonAdamW.builder().optBlock(model().block)

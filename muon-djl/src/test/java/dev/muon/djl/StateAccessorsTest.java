@@ -30,7 +30,8 @@ class StateAccessorsTest {
                     .optForceMuon("hidden").build();
             Device cpu = hidden.getDevice();
             assertTrue(hybrid.momentumBuffer("hidden", cpu).isEmpty(), "not updated yet");
-            hybrid.update(block.getParameters().get(0).getValue().getId(), hidden, scope.randomNormal(new Shape(6, 10)));
+            hybrid.update(block.getParameters().get(0).getValue().getId(), hidden,
+                    scope.randomNormal(new Shape(6, 10)));
             hybrid.update(block.getParameters().get(1).getValue().getId(), bias, scope.randomNormal(new Shape(6)));
             assertTrue(hybrid.momentumBuffer("hidden", cpu).isPresent());
             assertEquals(2, hybrid.adamWMoments("bias", cpu).orElseThrow().size());

@@ -13,8 +13,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 class DjlStepBenchmarkTest {
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
-            "muon       | gpt2-block | optimizer must be one of [muon-adamw, muon-adamw-aol, muon-adamw-ndarray, adam], "
-                    + "got 'muon'",
+            "muon       | gpt2-block | optimizer must be one of [muon-adamw, muon-adamw-aol, muon-adamw-ndarray, "
+                    + "adam], got 'muon'",
             "muon-adamw | gpt2       | model must be gpt2-block or mnist-mlp, got 'gpt2'",
     })
     void refusesAnUnknownSetting(String optimizer, String model, String message) {
