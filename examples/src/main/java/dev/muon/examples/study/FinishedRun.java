@@ -47,8 +47,8 @@ interface FinishedRun {
 
     /**
      * The first step at which the validation loss is at or below {@code target}, linearly interpolated between the
-     * two evaluations around the crossing; NaN if it never gets there (both analyses count such a run as censored,
-     * at the run's length).
+     * two evaluations around the crossing; the first evaluation's step if it is already there; NaN if it never gets
+     * there (both analyses count such a run as censored, at the run's length).
      *
      * @param target the loss to reach
      * @return the step, fractional, or NaN
@@ -56,6 +56,9 @@ interface FinishedRun {
     default double stepsTo(double target) {
         int[] evalSteps = evalSteps();
         double[] valLoss = valLoss();
+        if (valLoss[0] <= target) {
+            return evalSteps[0];
+        }
         for (int k = 1; k < valLoss.length; k++) {
             if (valLoss[k] <= target) {
                 double before = valLoss[k - 1];

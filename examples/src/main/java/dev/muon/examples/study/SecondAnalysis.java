@@ -14,10 +14,11 @@ import java.util.Map;
 /**
  * The second study's analysis, as its protocol decided it before the first run (docs/examples.md, "The target and
  * the statistics"): per stage (a corpus at a budget) the target is the highest final validation loss among tuned
- * AdamW's confirmation runs; each confirmation run's steps to it are interpolated between evaluations, a run that
- * never reaches it (or diverged) counting as the budget; two arms are compared paired by seed on
- * {@code d = ln(steps_X / steps_Y)}, the ratio {@code exp(mean d)} with its 95 % t-interval and a two-sided paired
- * t-test, Holm's correction within each family of tests; the drift of {@code muon} against {@code adamw} over
+ * AdamW's confirmation runs (of those that did not diverge: a diverged AdamW run has no final loss, and counts as
+ * censored like any other); each confirmation run's steps to it are interpolated between evaluations, a run that
+ * never reaches it (or diverged, even after reaching it) counting as the budget; two arms are compared paired by
+ * seed on {@code d = ln(steps_X / steps_Y)}, the ratio {@code exp(mean d)} with its 95 % t-interval and a two-sided
+ * paired t-test, Holm's correction within each family of tests; the drift of {@code muon} against {@code adamw} over
  * GCIDE's three budgets is the least-squares slope of {@code d} on {@code log2(steps of the budget)}.
  *
  * <p>The analysis reads only the confirmation runs of each arm's tuned configuration, which {@link SecondPlan}
@@ -84,28 +85,46 @@ final class SecondAnalysis {
      *
      * @param stage  the stage
      * @param tuned  each arm's tuned configuration (seed 0) found so far
+     * @param atEdge the arms among them whose tuned lr is still at an edge of its grid ({@link SecondPlan.Progress})
      * @param runs   the confirmation runs of each arm that has all of them
-     * @param target the highest final validation loss of AdamW's confirmation runs; NaN if not all are there
+     * @param target the highest final validation loss of AdamW's confirmation runs that did not diverge; NaN if not
+     *               all are there, or if every one diverged
      */
-    record StageRuns(SecondPlan.Stage stage, Map<SecondArm, SecondCell> tuned, Map<SecondArm, List<SecondResult>> runs,
-                     double target) {
+    record StageRuns(SecondPlan.Stage stage, Map<SecondArm, SecondCell> tuned, java.util.Set<SecondArm> atEdge,
+                     Map<SecondArm, List<SecondResult>> runs, double target) {
         /**
-         * The steps to the target of an arm's confirmation runs, a run that does not reach it counted as the
-         * budget.
+         * The steps to the target of an arm's confirmation runs, a run that does not reach it, or diverged,
+         * counted as the budget.
          *
          * @param arm the arm, whose runs are there
          * @return the steps, in seed order
+         * @throws dev.muon.examples.DataError naming the run, if one is at the target before training (the target
+         *     would say nothing)
          */
         double[] steps(SecondArm arm) {
             return runs.get(arm).stream().mapToDouble(r -> {
-                double s = r.stepsTo(target);
+                double s = reached(r);
+                if (s == 0) {
+                    throw new dev.muon.examples.DataError(r.cell() + " is at the target " + target
+                            + " at step 0, before training: steps to it cannot be compared");
+                }
                 return Double.isNaN(s) ? stage.steps() : s;
             }).toArray();
         }
 
-        /** How many of an arm's confirmation runs never reach the target (diverged ones included). */
+        /** How many of an arm's confirmation runs never reach the target or diverged. */
         int censored(SecondArm arm) {
-            return (int) runs.get(arm).stream().filter(r -> Double.isNaN(r.stepsTo(target))).count();
+            return (int) runs.get(arm).stream().filter(r -> Double.isNaN(reached(r))).count();
+        }
+
+        /** How many of an arm's confirmation runs diverged. */
+        int diverged(SecondArm arm) {
+            return (int) runs.get(arm).stream().filter(SecondResult::diverged).count();
+        }
+
+        /** A run's steps to the target; NaN if it never reaches it or diverged (the protocol counts both alike). */
+        private double reached(SecondResult r) {
+            return r.diverged() ? Double.NaN : r.stepsTo(target);
         }
 
         /** An arm's final validation losses, in seed order; NaN for a diverged run. */
@@ -137,6 +156,15 @@ final class SecondAnalysis {
      */
     record Comparison(Planned planned, boolean ready, double ratio, double low, double high, double p, double holm,
                       int censoredX, int censoredY, int lowerX, StudyStats.Paired finalLoss, double finalHolm) {
+        /**
+         * Whether every run of both arms is censored: then every pair is the budget against the budget, the ratio
+         * 1 says nothing, and the comparison reads "not reached" rather than a verdict.
+         */
+        boolean neverReached() {
+            int n = SecondPlan.CONFIRMATION_SEEDS.size();
+            return ready && censoredX == n && censoredY == n;
+        }
+
         /** The protocol's verdict on the Holm-adjusted p-value and the ratio's side of 1. */
         StudyStats.Verdict verdict() {
             if (!ready || !(holm < ALPHA)) {
@@ -145,9 +173,9 @@ final class SecondAnalysis {
             return ratio < 1 ? StudyStats.Verdict.FASTER : StudyStats.Verdict.SLOWER;
         }
 
-        /** Whether the ratio's 95 % interval lies inside [0.9, 1/0.9]. */
+        /** Whether the ratio's 95 % interval lies inside [0.9, 1/0.9] (never when neither arm reaches the target). */
         boolean equivalent() {
-            return ready && low >= EQUIVALENCE && high <= 1 / EQUIVALENCE;
+            return ready && !neverReached() && low >= EQUIVALENCE && high <= 1 / EQUIVALENCE;
         }
     }
 
@@ -155,20 +183,22 @@ final class SecondAnalysis {
      * The drift of {@code muon} against {@code adamw} across GCIDE's budgets: the least-squares line of
      * {@code d = ln(steps_muon / steps_adamw)} on {@code log2(budget steps)} over every confirmation pair.
      *
-     * @param pairs the pairs (24 when every budget is there)
+     * @param pairs   the pairs (24 when every budget is there)
+     * @param budgets the budgets whose pairs are in (3 when every budget is there)
      * @param slope the slope, per doubling of the budget
      * @param low   its 95 % interval, low end
      * @param high  its high end
      * @param p     the two-sided t-test of slope 0, {@code pairs − 2} degrees of freedom
      * @param first the mean d at the first budget (which side of 1 the ratio starts on)
      */
-    record Drift(int pairs, double slope, double low, double high, double p, double first) {
+    record Drift(int pairs, int budgets, double slope, double low, double high, double p, double first) {
         /** "drifts toward 1", "drifts away from 1" or "no drift shown", by the protocol's rule. */
         String verdict() {
             if (!(p < ALPHA)) {
                 return "no drift shown";
             }
-            // Toward 1 means the slope has the opposite sign to the first budget's log-ratio.
+            // Toward 1 means the slope has the opposite sign to the first budget's log-ratio; from a first ratio of
+            // exactly 1 (first = 0) any slope moves it away.
             return Math.signum(slope) == -Math.signum(first) ? "drifts toward 1" : "drifts away from 1";
         }
     }
@@ -186,7 +216,8 @@ final class SecondAnalysis {
                 SecondResult::finalValLoss);
         List<StageRuns> out = new ArrayList<>();
         for (SecondPlan.Stage s : SecondPlan.STAGES) {
-            Map<SecondArm, SecondCell> tuned = SecondPlan.progress(s, finals).tuned();
+            SecondPlan.Progress progress = SecondPlan.progress(s, finals);
+            Map<SecondArm, SecondCell> tuned = progress.tuned();
             Map<SecondArm, List<SecondResult>> runs = new EnumMap<>(SecondArm.class);
             tuned.forEach((arm, config) -> {
                 List<SecondResult> seeds = new ArrayList<>();
@@ -200,8 +231,9 @@ final class SecondAnalysis {
                 runs.put(arm, seeds);
             });
             double target = runs.containsKey(SecondArm.ADAMW) ? runs.get(SecondArm.ADAMW).stream()
-                    .mapToDouble(SecondResult::finalValLoss).max().orElseThrow() : Double.NaN;
-            out.add(new StageRuns(s, tuned, runs, target));
+                    .filter(r -> !r.diverged()).mapToDouble(SecondResult::finalValLoss).max().orElse(Double.NaN)
+                    : Double.NaN;
+            out.add(new StageRuns(s, tuned, progress.atEdge(), runs, target));
         }
         return out;
     }
@@ -299,7 +331,8 @@ final class SecondAnalysis {
      * The drift of {@code muon} against {@code adamw} over the GCIDE stages whose runs are all there.
      *
      * @param stages the stages' runs
-     * @return the drift, or null with fewer than two budgets ready
+     * @return the drift, or null until {@code B1} and at least one longer budget are ready ({@code B1} says which
+     *     side of 1 the ratio starts on)
      */
     static Drift drift(List<StageRuns> stages) {
         List<double[]> points = new ArrayList<>();
@@ -323,14 +356,14 @@ final class SecondAnalysis {
                 first = sum / muon.length;
             }
         }
-        if (budgets < 2) {
+        if (budgets < 2 || Double.isNaN(first)) {
             return null;
         }
-        return line(points, first);
+        return line(points, budgets, first);
     }
 
     /** The least-squares line of the points' second coordinate on their first, with its slope's t-test. */
-    static Drift line(List<double[]> points, double first) {
+    static Drift line(List<double[]> points, int budgets, double first) {
         int n = points.size();
         double mx = points.stream().mapToDouble(q -> q[0]).average().orElseThrow();
         double my = points.stream().mapToDouble(q -> q[1]).average().orElseThrow();
@@ -350,7 +383,7 @@ final class SecondAnalysis {
         double se = Math.sqrt(sse / df / sxx);
         double half = StudyStats.tQuantile(1 - ALPHA / 2, df) * se;
         double p = se == 0 ? (slope == 0 ? 1 : 0) : 2 * StudyStats.tCdf(-Math.abs(slope / se), df);
-        return new Drift(n, slope, slope - half, slope + half, p, first);
+        return new Drift(n, budgets, slope, slope - half, slope + half, p, first);
     }
 
     /**
@@ -384,10 +417,10 @@ final class SecondAnalysis {
         for (StageRuns s : stages) {
             List<String> tuned = new ArrayList<>();
             s.tuned().forEach((arm, c) -> tuned.add(SecondStudy.configuration(c)
+                    + (s.atEdge().contains(arm) ? " (lr at the edge of its grid, its extension spent)" : "")
                     + (s.runs().containsKey(arm) ? "" : " (confirmation pending)")));
-            md.append("| ").append(s.stage().id()).append(" | ")
-                    .append(Double.isNaN(s.target()) ? "pending" : String.format(Locale.ROOT, "%.4f", s.target()))
-                    .append(" | ").append(tuned.isEmpty() ? "tuning" : String.join("; ", tuned)).append(" |\n");
+            md.append("| ").append(s.stage().id()).append(" | ").append(target(s)).append(" | ")
+                    .append(tuned.isEmpty() ? "tuning" : String.join("; ", tuned)).append(" |\n");
         }
         for (Family f : Family.values()) {
             table(md, f.title() + ": steps to the target", compare(f, stages), true);
@@ -395,16 +428,25 @@ final class SecondAnalysis {
         Drift d = drift(stages);
         md.append("\n## Drift of MuonAdamW against AdamW over GCIDE's budgets\n\n");
         if (d == null) {
-            md.append("Pending: needs the confirmation runs of at least two budgets.\n");
+            md.append("Pending: needs the confirmation runs of B1 and at least one longer budget.\n");
         } else {
+            int all = (int) SecondPlan.STAGES.stream().filter(s -> s.corpus().equals("gcide")).count();
             md.append(String.format(Locale.ROOT, "Slope of ln(steps ratio) per doubling of the budget, over %d "
-                    + "pairs: %+.4f (95 %% CI %+.4f to %+.4f), p %s: %s.%n", d.pairs(), d.slope(), d.low(),
-                    d.high(), p(d.p()), d.verdict()));
+                    + "pairs: %+.4f (95 %% CI %+.4f to %+.4f), p %s: %s%s.%n", d.pairs(), d.slope(), d.low(),
+                    d.high(), p(d.p()), d.verdict(), d.budgets() < all ? String.format(Locale.ROOT,
+                            " (partial: %d of %d budgets so far)", d.budgets(), all) : ""));
         }
         if (timing.isEmpty()) {
             md.append("\nSeconds: pending the timing pass.\n");
             return md.toString();
         }
+        int blocks = SecondTiming.finished(timing);
+        if (blocks < SecondTiming.blocks()) {
+            md.append(String.format(Locale.ROOT, "%nSeconds: pending a whole timing pass; the latest (%s) has %d of "
+                    + "its %d blocks.%n", timing.get(0).pass(), blocks, SecondTiming.blocks()));
+            return md.toString();
+        }
+        md.append('\n').append(timingConditions(timing));
         SecondTiming.times(timing).forEach((threads, times) -> {
             Map<SecondArm, Double> means = new EnumMap<>(SecondArm.class);
             times.forEach((arm, ms) -> means.put(arm, Arrays.stream(ms).average().orElseThrow()));
@@ -413,13 +455,13 @@ final class SecondAnalysis {
                         compare(f, stages, means), false);
             }
             md.append("\n## Step cost at ").append(threads).append(" thread").append(threads == 1 ? "" : "s")
-                    .append(", against MuonAdamW\n\n| arm | ms per step | over MuonAdamW's (95 % CI) |\n"
-                            + "| --- | ---: | ---: |\n");
-            if (times.containsKey(SecondArm.MUON)) {
-                for (SecondTiming.Cost c : SecondTiming.costs(times, threads)) {
-                    md.append(String.format(Locale.ROOT, "| %s | %.2f | %.3f (%.3f–%.3f) |%n", c.arm().label(),
-                            c.ms(), c.ratio(), c.low(), c.high()));
-                }
+                    .append(", against MuonAdamW\n\n| arm | ms per step (95 % CI over the rounds) "
+                            + "| over MuonAdamW's (95 % CI) |\n| --- | ---: | ---: |\n");
+            for (SecondTiming.Cost c : SecondTiming.costs(times, threads)) {
+                StudyStats.Interval ms = StudyStats.interval(times.get(c.arm()));
+                md.append(String.format(Locale.ROOT, "| %s | %.2f (%.2f–%.2f) | %.3f (%.3f–%.3f) |%n",
+                        c.arm().label(), c.ms(), ms.mean() - ms.halfWidth(), ms.mean() + ms.halfWidth(), c.ratio(),
+                        c.low(), c.high()));
             }
         });
         return md.toString();
@@ -439,10 +481,12 @@ final class SecondAnalysis {
                 md.append("pending | | | | | |").append(finals ? " | |" : "").append('\n');
                 continue;
             }
-            md.append(String.format(Locale.ROOT, "%.3f (%.3f–%.3f) | %s | %s | %s%s | %d of %d | %d, %d |",
-                    c.ratio(), c.low(), c.high(), p(c.p()), p(c.holm()), c.verdict(),
-                    c.equivalent() ? ", equivalent within 10 %" : "", c.lowerX(),
-                    SecondPlan.CONFIRMATION_SEEDS.size(), c.censoredX(), c.censoredY()));
+            int n = SecondPlan.CONFIRMATION_SEEDS.size();
+            String verdict = c.neverReached() ? String.format(Locale.ROOT, "not reached: %d of %d censored in both "
+                    + "arms", n, n) : c.verdict() + (c.equivalent() ? ", equivalent within 10 %" : "");
+            md.append(String.format(Locale.ROOT, "%.3f (%.3f–%.3f) | %s | %s | %s | %d of %d | %d, %d |",
+                    c.ratio(), c.low(), c.high(), p(c.p()), p(c.holm()), verdict, c.lowerX(), n, c.censoredX(),
+                    c.censoredY()));
             if (finals) {
                 StudyStats.Paired fl = c.finalLoss();
                 md.append(fl == null ? " n/a (a run diverged) | |" : String.format(Locale.ROOT,
@@ -468,6 +512,37 @@ final class SecondAnalysis {
             throw new dev.muon.examples.DataError(report + ": cannot write the analysis ("
                     + dev.muon.examples.DataError.reason(e) + ")", e);
         }
+    }
+
+    /**
+     * The conditions of a timing pass, as the protocol asks them recorded: the load average over its blocks, and
+     * at one thread how close the thread's CPU time came to the wall time (a gap is time the step waited).
+     */
+    static String timingConditions(List<SecondTiming.Round> timing) {
+        java.util.DoubleSummaryStatistics load = timing.stream().flatMapToDouble(r -> java.util.stream.DoubleStream
+                .of(r.loadStart(), r.loadEnd())).filter(Double::isFinite).summaryStatistics();
+        List<SecondTiming.Round> one = timing.stream().filter(r -> r.threads() == 1).toList();
+        long close = one.stream().filter(r -> Math.abs(r.cpuMs() - r.ms()) <= 0.001 * r.ms()).count();
+        double widest = one.stream().mapToDouble(r -> Math.abs(r.cpuMs() - r.ms()) / r.ms()).max().orElse(Double.NaN);
+        return String.format(Locale.ROOT, "Timing pass %s: load average %s over its blocks; at one thread the "
+                + "thread's CPU time was within 0.1 %% of the wall time in %d of %d blocks (at most %.2f %% apart).%n",
+                timing.get(0).pass(), load.getCount() == 0 ? "not recorded" : String.format(Locale.ROOT,
+                        "%.2f–%.2f", load.getMin(), load.getMax()), close, one.size(), 100 * widest);
+    }
+
+    /** A stage's target for the report: pending, or the loss, with how many AdamW runs it leaves out. */
+    private static String target(StageRuns s) {
+        if (!s.runs().containsKey(SecondArm.ADAMW)) {
+            return "pending";
+        }
+        int diverged = s.diverged(SecondArm.ADAMW);
+        int n = SecondPlan.CONFIRMATION_SEEDS.size();
+        if (diverged == n) {
+            return "none: every AdamW confirmation run diverged";
+        }
+        return String.format(Locale.ROOT, "%.4f", s.target()) + (diverged == 0 ? "" : String.format(Locale.ROOT,
+                " (the highest of %d; %d AdamW run%s diverged, counted as censored)", n - diverged, diverged,
+                diverged == 1 ? "" : "s"));
     }
 
     private static StageRuns stage(List<StageRuns> stages, SecondPlan.Stage stage) {

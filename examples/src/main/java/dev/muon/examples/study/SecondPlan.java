@@ -2,8 +2,10 @@ package dev.muon.examples.study;
 
 import java.util.ArrayList;
 import java.util.EnumMap;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.BiFunction;
 import java.util.stream.LongStream;
 
@@ -18,8 +20,9 @@ import java.util.stream.LongStream;
  *
  * <p>{@link #pending} is a function of the finished runs' final losses only, so a sweep that stopped anywhere goes
  * on by asking again. A grid's best configuration has the lowest mean final loss over the tuning seeds (a diverged
- * run, NaN, is worse than any); if its lr is at an edge of its lr axis, one point a factor 2 beyond runs, at most
- * {@link #MAX_EXTENSIONS} per side.
+ * run, NaN, is worse than any; a tie goes to the smaller lr); if its lr is at an edge of its lr axis, one point a
+ * factor 2 beyond runs, at most {@link #MAX_EXTENSIONS} per side, and a best lr still at an edge after that is
+ * reported as such ({@link Progress#atEdge}).
  */
 final class SecondPlan {
     /** The model: width, blocks, heads, context; batch windows; evaluations after step 0. */
@@ -73,8 +76,10 @@ final class SecondPlan {
      * @param phase   a word for the report: waiting, tuning, confirmation, done
      * @param pending its next cells
      * @param tuned   each arm's tuned configuration found so far (seed 0)
+     * @param atEdge  the arms among them whose tuned lr is still at an edge of its lr axis, the extensions spent
      */
-    record Progress(Stage stage, String phase, List<SecondCell> pending, Map<SecondArm, SecondCell> tuned) {
+    record Progress(Stage stage, String phase, List<SecondCell> pending, Map<SecondArm, SecondCell> tuned,
+                    Set<SecondArm> atEdge) {
     }
 
     /**
@@ -102,6 +107,7 @@ final class SecondPlan {
         Stage first = STAGES.get(0);
         boolean isFirst = stage.equals(first);
         Map<SecondArm, SecondCell> tuned = new EnumMap<>(SecondArm.class);
+        Set<SecondArm> atEdge = EnumSet.noneOf(SecondArm.class);
         List<double[]> adamwOthers = new ArrayList<>();
         double sideFactor = Double.NaN;
         if (isFirst) {
@@ -115,7 +121,7 @@ final class SecondPlan {
             SecondCell a = f.tuned().get(SecondArm.ADAMW);
             SecondCell m = f.tuned().get(SecondArm.MUON);
             if (a == null || m == null) {
-                return new Progress(stage, "waiting for " + first.id() + "'s tuning", List.of(), tuned);
+                return new Progress(stage, "waiting for " + first.id() + "'s tuning", List.of(), tuned, atEdge);
             }
             adamwOthers.add(new double[] {a.beta2(), a.weightDecay()});
             sideFactor = m.adamwLr() / a.adamwLr();
@@ -123,19 +129,19 @@ final class SecondPlan {
         Tuned adamw = tune(adamwOthers, ADAMW_LRS, (o, lr) -> new SecondCell(SecondArm.ADAMW, stage.corpus(),
                 stage.steps(), lr, o[0], o[1], Double.NaN, Double.NaN, 0), finals);
         if (adamw.best() == null) {
-            return new Progress(stage, "tuning adamw", adamw.pending(), tuned);
+            return new Progress(stage, "tuning adamw", adamw.pending(), tuned, atEdge);
         }
         SecondCell a = adamw.best();
-        tuned.put(SecondArm.ADAMW, a);
         List<SecondCell> pending = new ArrayList<>();
+        put(tuned, atEdge, SecondArm.ADAMW, adamw, pending);
         Tuned twoLr = tune(List.of(0.0), times(a.adamwLr(), HIDDEN_FACTORS), (o, lr) -> new SecondCell(
                 SecondArm.ADAMW_2LR, stage.corpus(), stage.steps(), a.adamwLr(), a.beta2(), a.weightDecay(), lr,
                 Double.NaN, 0), finals);
         List<Double> sides = isFirst ? times(a.adamwLr(), ADAMW_SIDE_FACTORS) : List.of(a.adamwLr() * sideFactor);
         Tuned muon = tune(sides, MUON_LRS, (side, lr) -> new SecondCell(SecondArm.MUON, stage.corpus(),
                 stage.steps(), side, a.beta2(), a.weightDecay(), lr, Double.NaN, 0), finals);
-        put(tuned, SecondArm.ADAMW_2LR, twoLr, pending);
-        put(tuned, SecondArm.MUON, muon, pending);
+        put(tuned, atEdge, SecondArm.ADAMW_2LR, twoLr, pending);
+        put(tuned, atEdge, SecondArm.MUON, muon, pending);
         if (muon.best() != null && isFirst) {
             SecondCell m = muon.best();
             for (SecondArm v : SecondArm.VARIANTS) {
@@ -144,21 +150,25 @@ final class SecondPlan {
                 Tuned t = tune(radii, times(m.lr2(), v.lrFactors()), (radius, lr) -> new SecondCell(v,
                         stage.corpus(), stage.steps(), m.adamwLr(), m.beta2(), m.weightDecay(), lr, radius, 0),
                         finals);
-                put(tuned, v, t, pending);
+                put(tuned, atEdge, v, t, pending);
             }
         }
         if (!pending.isEmpty() || muon.best() == null) {
-            return new Progress(stage, "tuning", pending, tuned);
+            return new Progress(stage, "tuning", pending, tuned, atEdge);
         }
         for (SecondCell c : tuned.values()) {
             pending.addAll(c.missing(CONFIRMATION_SEEDS, finals));
         }
-        return new Progress(stage, pending.isEmpty() ? "done" : "confirmation", pending, tuned);
+        return new Progress(stage, pending.isEmpty() ? "done" : "confirmation", pending, tuned, atEdge);
     }
 
-    private static void put(Map<SecondArm, SecondCell> tuned, SecondArm arm, Tuned t, List<SecondCell> pending) {
+    private static void put(Map<SecondArm, SecondCell> tuned, Set<SecondArm> atEdge, SecondArm arm, Tuned t,
+                            List<SecondCell> pending) {
         if (t.best() != null) {
             tuned.put(arm, t.best());
+            if (t.atEdge()) {
+                atEdge.add(arm);
+            }
         }
         pending.addAll(t.pending());
     }
@@ -167,13 +177,17 @@ final class SecondPlan {
         return factors.stream().map(f -> base * f).toList();
     }
 
-    /** One grid's state: its missing cells, or, when none is missing, its best configuration (seed 0). */
-    private record Tuned(List<SecondCell> pending, SecondCell best) {
+    /**
+     * One grid's state: its missing cells, or, when none is missing, its best configuration (seed 0) and whether
+     * its lr is still at an edge of its lr axis.
+     */
+    private record Tuned(List<SecondCell> pending, SecondCell best, boolean atEdge) {
     }
 
     /**
      * A grid over {@code others} × an lr axis, the lr axis extended at the best configuration's other point while
-     * its lr is at an edge, up to {@link #MAX_EXTENSIONS} a side.
+     * its lr is at an edge, up to {@link #MAX_EXTENSIONS} a side. The best has the lowest mean final loss; of
+     * equal means, the smaller lr (the protocol's tie rule, across the other settings too), then the first found.
      */
     private static <O> Tuned tune(List<O> others, List<Double> lrs, BiFunction<O, Double, SecondCell> cell,
                                   Map<String, Double> finals) {
@@ -191,7 +205,7 @@ final class SecondPlan {
                     SecondCell c = cell.apply(others.get(o), lr);
                     missing.addAll(c.missing(TUNING_SEEDS, finals));
                     double mean = meanFinal(c, finals);
-                    if (best == null || mean < bestMean) {
+                    if (best == null || mean < bestMean || mean == bestMean && lrOf(c) < lrOf(best)) {
                         best = c;
                         bestOther = o;
                         bestMean = mean;
@@ -199,7 +213,7 @@ final class SecondPlan {
                 }
             }
             if (!missing.isEmpty()) {
-                return new Tuned(missing, null);
+                return new Tuned(missing, null, false);
             }
             List<Double> g = grid.get(bestOther);
             double bestLr = lrOf(best);
@@ -210,7 +224,7 @@ final class SecondPlan {
                 g.add(g.get(g.size() - 1) * 2);
                 above[bestOther]++;
             } else {
-                return new Tuned(List.of(), best);
+                return new Tuned(List.of(), best, bestLr == g.get(0) || bestLr == g.get(g.size() - 1));
             }
         }
     }

@@ -223,7 +223,8 @@ public final class SecondStudy implements Callable<Integer> {
         for (SecondPlan.Stage s : SecondPlan.STAGES) {
             SecondPlan.Progress p = SecondPlan.progress(s, finals);
             log.printf(Locale.ROOT, "  %-12s %-40s %4d cells ready%n", s.id(), p.phase(), p.pending().size());
-            p.tuned().forEach((arm, c) -> log.println("      tuned " + configuration(c)));
+            p.tuned().forEach((arm, c) -> log.println("      tuned " + configuration(c)
+                    + (p.atEdge().contains(arm) ? " (lr at the edge of its grid, its extension spent)" : "")));
             ready.addAll(p.pending());
         }
         double readySeconds = ready.stream().mapToDouble(SecondPlan::cpuSeconds).sum();

@@ -184,6 +184,23 @@ final class SecondTiming {
                 Double.parseDouble(f[10]));
     }
 
+    /** The blocks a whole pass has: every arm at every thread count in every round. */
+    static int blocks() {
+        return SecondArm.values().length * THREADS.size() * ROUNDS;
+    }
+
+    /**
+     * How many of a pass's blocks are there with a finite time, each block counted once.
+     *
+     * @param rounds the rounds of one pass
+     * @return the blocks, {@link #blocks()} for a whole pass
+     */
+    static int finished(List<Round> rounds) {
+        return (int) rounds.stream().filter(r -> Double.isFinite(r.ms()) && r.round() >= 1 && r.round() <= ROUNDS
+                && THREADS.contains(r.threads())).map(r -> r.arm() + " " + r.threads() + " " + r.round())
+                .distinct().count();
+    }
+
     /**
      * Each arm's ms per step at each thread count, one value per round in round order.
      *

@@ -203,6 +203,61 @@ class SecondPlanTest {
                 "grows at most once a side");
     }
 
+    /** The final losses of every cell the plan asks for, run to its end with the given losses. */
+    private static Map<String, Double> finals(ToDoubleFunction<SecondCell> loss) {
+        Map<String, Double> finals = new HashMap<>();
+        runAll(loss).forEach(c -> finals.put(c.key(), loss.applyAsDouble(c)));
+        return finals;
+    }
+
+    private static boolean adamwAtB1(SecondCell c) {
+        return c.arm() == SecondArm.ADAMW && c.steps() == 1000 && c.corpus().equals("gcide");
+    }
+
+    @Test
+    void aBestLrStillAtAnEdge_isReportedAsSuch_atEitherEdge() {
+        SecondPlan.Stage first = SecondPlan.STAGES.get(0);
+        assertEquals(Set.of(), SecondPlan.progress(first, finals(SecondPlanTest::inside)).atEdge());
+
+        // Better with every larger lr: one point past the top (1.6e-2), and the best still there.
+        ToDoubleFunction<SecondCell> rising = c -> adamwAtB1(c) ? 2 - 0.1 * Math.log(c.adamwLr())
+                + (c.beta2() == 0.99 ? 0 : 1) + (c.weightDecay() == 0.1 ? 0 : 1) : inside(c);
+        SecondPlan.Progress top = SecondPlan.progress(first, finals(rising));
+        assertEquals(1.6e-2, top.tuned().get(SecondArm.ADAMW).adamwLr(), 1e-15);
+        assertEquals(Set.of(SecondArm.ADAMW), top.atEdge());
+
+        // Better with every smaller lr: one point past the bottom (2.5e-4), and the best still there.
+        ToDoubleFunction<SecondCell> falling = c -> adamwAtB1(c) ? 2 + 0.1 * Math.log(c.adamwLr())
+                + (c.beta2() == 0.99 ? 0 : 1) + (c.weightDecay() == 0.1 ? 0 : 1) : inside(c);
+        SecondPlan.Progress bottom = SecondPlan.progress(first, finals(falling));
+        assertEquals(2.5e-4, bottom.tuned().get(SecondArm.ADAMW).adamwLr(), 1e-15);
+        assertEquals(Set.of(SecondArm.ADAMW), bottom.atEdge());
+        assertEquals(93, count(runAll(falling), first, SecondArm.ADAMW, false), "grows at most once a side");
+    }
+
+    @Test
+    void aTie_goesToTheSmallerLr_evenAcrossTheOtherSettings() {
+        // Two configurations tie: (beta2 0.95, no decay, lr 4e-3), met first, and (0.99, 0.1, lr 2e-3).
+        SecondPlan.Stage first = SecondPlan.STAGES.get(0);
+        Map<String, Double> finals = finals(c -> !adamwAtB1(c) ? inside(c)
+                : c.beta2() == 0.95 && c.weightDecay() == 0 && c.adamwLr() == 4e-3
+                || c.beta2() == 0.99 && c.weightDecay() == 0.1 && c.adamwLr() == 2e-3 ? 1.5 : 3);
+        SecondCell best = SecondPlan.progress(first, finals).tuned().get(SecondArm.ADAMW);
+        assertEquals(2e-3, best.adamwLr(), 0);
+        assertEquals(0.99, best.beta2(), 0);
+    }
+
+    @Test
+    void aDivergedTuningRun_makesItsConfigurationWorseThanAnyOther() {
+        // The configuration with the lowest losses diverges at one tuning seed: the next best wins.
+        SecondPlan.Stage first = SecondPlan.STAGES.get(0);
+        Map<String, Double> finals = finals(c -> !adamwAtB1(c) ? inside(c)
+                : c.beta2() == 0.99 && c.weightDecay() == 0.1 && c.adamwLr() == 2e-3 ? (c.seed() == 2 ? Double.NaN
+                : 1) : c.beta2() == 0.99 && c.weightDecay() == 0.1 && c.adamwLr() == 1e-3 ? 2.5 : 3);
+        SecondCell best = SecondPlan.progress(first, finals).tuned().get(SecondArm.ADAMW);
+        assertEquals(1e-3, best.adamwLr(), 0);
+    }
+
     @Test
     void laterStages_waitForTheFirstStagesTuning() {
         Map<String, Double> finals = new HashMap<>();

@@ -16,6 +16,7 @@ import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -58,7 +59,53 @@ class SecondTimingTest {
         assertEquals(3, times.get(2).get(SecondArm.AOL).length);
         assertTrue(java.util.Arrays.stream(times.get(1).get(SecondArm.MUON)).allMatch(v -> v > 0));
         String md = SecondAnalysis.markdown(List.of(), rounds);
+        assertTrue(md.contains("Seconds: pending a whole timing pass; the latest (" + rounds.get(0).pass()
+                + ") has 18 of its " + SecondTiming.blocks() + " blocks."), md);
+        assertFalse(md.contains("## Step cost"), md);
+    }
+
+    /** A whole pass, made up: every arm at both thread counts in every round, AOL 10 % above MuonAdamW. */
+    private static List<SecondTiming.Round> wholePass(int rounds) {
+        List<SecondTiming.Round> out = new java.util.ArrayList<>();
+        for (int r = 1; r <= rounds; r++) {
+            for (int threads : SecondTiming.THREADS) {
+                for (SecondArm a : SecondArm.values()) {
+                    double ms = (a == SecondArm.AOL ? 110 : 100) / threads + (r % 3);
+                    // One block at one thread waits 1 % of its wall time off the CPU.
+                    double cpu = a == SecondArm.ADAMW && r == 2 && threads == 1 ? 0.99 * ms : ms;
+                    out.add(new SecondTiming.Round("2026-11-30T00:00:00Z", a, threads, r, ms, cpu, 0.1 * r,
+                            0.1 * r + 0.05));
+                }
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void analysis_ofAWholePass_reportsTheConditions_andEachTimeWithItsInterval() {
+        List<SecondTiming.Round> rounds = wholePass(SecondTiming.ROUNDS);
+        assertEquals(SecondTiming.blocks(), SecondTiming.finished(rounds));
+        String md = SecondAnalysis.markdown(List.of(), rounds);
+        int oneThread = SecondArm.values().length * SecondTiming.ROUNDS;
+        assertTrue(md.contains("Timing pass 2026-11-30T00:00:00Z: load average 0.10–1.05 over its blocks; at one "
+                + "thread the thread's CPU time was within 0.1 % of the wall time in " + (oneThread - 1) + " of "
+                + oneThread + " blocks (at most 1.00 % apart)."), md);
+        double[] aol = new double[SecondTiming.ROUNDS];
+        for (int r = 1; r <= SecondTiming.ROUNDS; r++) {
+            aol[r - 1] = 110 + (r % 3);
+        }
+        StudyStats.Interval ms = StudyStats.interval(aol);
+        assertTrue(md.contains(String.format(java.util.Locale.ROOT, "| AOL | %.2f (%.2f–%.2f) | ", ms.mean(),
+                ms.low(), ms.high())), md);
         assertTrue(md.contains("## Step cost at 2 threads, against MuonAdamW"), md);
+
+        // A round short of whole: the seconds wait, rather than a mean over what is there.
+        List<SecondTiming.Round> short1 = rounds.stream().filter(r -> !(r.round() == 4 && r.threads() == 2
+                && r.arm() == SecondArm.MUOWN)).toList();
+        assertEquals(SecondTiming.blocks() - 1, SecondTiming.finished(short1));
+        String pending = SecondAnalysis.markdown(List.of(), short1);
+        assertTrue(pending.contains("has " + (SecondTiming.blocks() - 1) + " of its"), pending);
+        assertFalse(pending.contains("## Step cost"), pending);
     }
 
     @Test

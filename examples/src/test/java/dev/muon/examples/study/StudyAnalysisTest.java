@@ -25,6 +25,12 @@ class StudyAnalysisTest {
         assertEquals(50.0, r.stepsTo(2.0), 1e-9);
         assertEquals(100.0, r.stepsTo(1.4), 1e-9);
         assertTrue(Double.isNaN(r.stepsTo(1.3)));
+        // At the target from the first evaluation on: step 0, whatever the next evaluation holds.
+        assertEquals(0.0, r.stepsTo(4.0), 0);
+        assertEquals(0.0, r.stepsTo(5.0), 0);
+        StudyResult rising = StudyFixtures.result(S.cell(StudyArm.ADAMW, 1e-3, Double.NaN, 2), 4.0, 4.5, 3.0, 2.0,
+                1.5);
+        assertEquals(0.0, rising.stepsTo(4.2), 0);
     }
 
     /** AdamW at three lrs, Muon at two, two seeds each; Muon's best reaches the target at about half the steps. */
