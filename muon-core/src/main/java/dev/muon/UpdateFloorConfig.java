@@ -3,18 +3,22 @@ package dev.muon;
 import dev.muon.internal.TorchNatives;
 
 /**
- * The settings of an update floor, a weight-update hook: the step of a parameter is never smaller than a share of
+ * The settings of an update floor, a weight-update hook: the update per unit of lr is never smaller than a share of
  * the parameter's norm, over the whole matrix or per output row (modded-nanogpt's optimization track: a floor of
- * 0.35 on {@code ‖u‖/‖w‖} in record #9, per output row in record #46). An immutable value, validated at
- * construction; turned on for a Muon group by {@link MuonConfig#withUpdateFloor(UpdateFloorConfig)}, off by default.
+ * 0.35 on {@code ‖u‖/‖w‖} in record #9, where the step is {@code lr·u}; per output row in record #46). So the step
+ * is at least {@code lr·floor·‖p‖}: it follows the lr and its schedule, and a zero lr still takes no step. An
+ * immutable value, validated at construction; turned on for a Muon group by
+ * {@link MuonConfig#withUpdateFloor(UpdateFloorConfig)}, off by default.
  * <pre>
- *   Δ = lr'·O, the step the applier subtracts (lr' the adjusted lr, {@link MuonConfig#scaledLr})
- *   whole matrix:  Δ ← Δ · max(1, floor·‖p‖_F / max(‖Δ‖_F, eps))
- *   per row i:     Δᵢ ← Δᵢ · max(1, floor·‖pᵢ‖ / max(‖Δᵢ‖, eps))
+ *   Δ = lr'·O, the step the applier subtracts
+ *        (lr' the adjusted lr, {@link MuonConfig#scaledLr}; lr the group's lr)
+ *   whole matrix:  Δ ← Δ · max(1, lr·floor·‖p‖_F / max(‖Δ‖_F, eps))
+ *   per row i:     Δᵢ ← Δᵢ · max(1, lr·floor·‖pᵢ‖ / max(‖Δᵢ‖, eps))
  *   p = (1 − lr·weightDecay)·p − Δ            (or cautious decay)
  * </pre>
  * {@code p} is the parameter before the update; rows are a matrix's rows (a conv filter's output channels, each
- * matrix's rows in a stack). The norms are taken in float32 (float64 for a float64 parameter) on the parameter's
+ * matrix's rows in a stack). The record's {@code u} is {@code Δ/lr}: it carries the lr's shape adjustment, as the
+ * record's update carries its shape factor. The norms are taken in float32 (float64 for a float64 parameter) on the parameter's
  * device; a factor is clamped to the finite range of the parameter's dtype.
  *
  * <table>
@@ -29,7 +33,7 @@ import dev.muon.internal.TorchNatives;
  * MuonConfig config = MuonConfig.defaults().withUpdateFloor(UpdateFloorConfig.defaults().withPerRow(true));
  * }</pre>
  *
- * @param floor  the least ratio of the step's norm to the parameter's
+ * @param floor  the least ratio of the step's norm, per unit of lr, to the parameter's
  * @param perRow whether the floor holds for each output row instead of the whole matrix
  * @param eps    the floor of the step's norm in the division
  */

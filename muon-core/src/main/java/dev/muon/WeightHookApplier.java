@@ -16,7 +16,8 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
  * <pre>
  *   RadialBrake     decay and step; then p ← p·(‖p₀‖ + s·(‖p‖ − ‖p₀‖))/max(‖p‖, eps), s outward if ‖p‖ grew
  *   RelativeUpdate  O ← O·‖p₀‖/‖O‖ (0 when either is below eps); then decay and step with the unadjusted lr
- *   update floor    O ← O·max(1, floor·‖p₀‖/max(lr'·‖O‖, eps)), whole or per row; then decay and step
+ *   update floor    O ← O·max(1, lr·floor·‖p₀‖/max(lr'·‖O‖, eps)), whole or per row; then decay and step
+ *                   (lr the group's lr: the floor bounds ‖u‖/‖p₀‖ for the step lr·u, u = (lr'/lr)·O)
  * </pre>
  * A parameter taken as one block (a matrix, a stack, equal row blocks stacked) is hooked at once. The unequal row
  * blocks of a split are gathered first, and the hook acts on the whole parameter once, after the last block: as
@@ -121,8 +122,11 @@ final class WeightHookApplier implements UpdateSlots.Applier {
             case UPDATE_FLOOR, UPDATE_FLOOR_PER_ROW -> {
                 UpdateFloorConfig floor = config.updateFloor();
                 boolean perRow = hook == UpdateRecipe.WeightHook.UPDATE_FLOOR_PER_ROW;
-                // floor·‖p₀‖ / max(lr'·‖O‖, eps), at least 1: the step is raised, never lowered.
-                Tensor factor = norm(p, perRow).mul_(new Scalar(floor.floor())).div_(
+                // lr·floor·‖p₀‖ / max(lr'·‖O‖, eps), at least 1: the step is raised, never lowered. The floor is on
+                // the update per unit of the group's lr, as the record's (whose step is lr·u): a step of at least
+                // floor·‖p₀‖ whatever the lr would ignore the lr and its schedule.
+                Tensor factor = norm(p, perRow).mul_(new Scalar(floor.floor())).mul_(new Scalar(step.config.lr()))
+                        .div_(
                         norm(o, perRow).mul_(new Scalar(lr)).clamp_min_(new Scalar(floor.eps())))
                         .clamp_min_(new Scalar(1.0));
                 decay.apply(block, o.mul(clampFinite(factor).to(o.scalar_type())), lr, step);

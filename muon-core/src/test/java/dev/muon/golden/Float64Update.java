@@ -136,7 +136,7 @@ public final class Float64Update {
             for (int start = 0; start < d.length; start += span) {
                 double weight = norm(p, start, span);
                 double step = Math.max(norm(d, start, span), c.updateFloor().eps());
-                double factor = Math.max(1.0, c.updateFloor().floor() * weight / step);
+                double factor = Math.max(1.0, c.updateFloor().floor() * weight * c.lr() / step);
                 for (int e = start; e < start + span; e++) {
                     d[e] *= factor;
                 }

@@ -154,7 +154,8 @@ final class MuonStep {
             case RELATIVE_UPDATE -> (weight, o, lr, scaledLr, state, matrix) -> decay.apply(weight,
                     relativeUpdate(weight, o, this.config.relativeUpdate().eps()), lr, scaledLr, state, matrix);
             case UPDATE_FLOOR, UPDATE_FLOOR_PER_ROW -> (weight, o, lr, scaledLr, state, matrix) -> decay.apply(weight,
-                    updateFloor(weight, o, scaledLr, this.config.updateFloor(), matrix), lr, scaledLr, state, matrix);
+                    updateFloor(weight, o, lr, scaledLr, this.config.updateFloor(), matrix), lr, scaledLr, state,
+                    matrix);
         };
     }
 
@@ -322,16 +323,16 @@ final class MuonStep {
     }
 
     /**
-     * The update floor before the step: {@code O·max(1, floor·‖p₀‖/max(lr'·‖O‖, eps))}, over the whole parameter
+     * The update floor before the step: {@code O·max(1, lr·floor·‖p₀‖/max(lr'·‖O‖, eps))}, over the whole parameter
      * or per row of its matrix view, the factor clamped to the parameter's finite range and rounded to {@code O}'s
      * dtype.
      */
-    private static NDArray updateFloor(NDArray weight, NDArray o, double scaledLr, UpdateFloorConfig floor,
-                                       AssignmentRule.Matrix matrix) {
+    private static NDArray updateFloor(NDArray weight, NDArray o, double lr, double scaledLr,
+                                       UpdateFloorConfig floor, AssignmentRule.Matrix matrix) {
         DataType normType = hookNormType(weight);
         AssignmentRule.Matrix rows = floor.perRow() ? matrix : null;
         NDArray weightNorm = rows == null ? normOf(weight, normType) : rowNorms(weight, normType, rows);
-        NDArray factor = weightNorm.muli(floor.floor()).divi(updateNorm(o, normType, rows).muli(scaledLr)
+        NDArray factor = weightNorm.muli(floor.floor()).muli(lr).divi(updateNorm(o, normType, rows).muli(scaledLr)
                 .maximum(floor.eps())).maximum(1.0);
         double largest = largestFinite(weight.getDataType());
         factor = factor.clip(-largest, largest).toType(o.getDataType(), false);
