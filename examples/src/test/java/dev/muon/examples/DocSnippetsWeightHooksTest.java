@@ -14,7 +14,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Runs api.md's weight-hook snippet ({@link DocSnippetsWeightHooks#hookedMuons}): both optimizers train, and the
- * floored one's every step moves each row by at least the floor's share of its norm.
+ * floored one's every step moves each row by at least the lr times the floor's share of its norm.
  */
 class DocSnippetsWeightHooksTest {
 
@@ -31,9 +31,10 @@ class DocSnippetsWeightHooksTest {
                         false, new ScalarTypeOptional());
                 Tensor rows = torch.linalg_vector_norm(before, new Scalar(2), new long[]{1}, false,
                         new ScalarTypeOptional());
-                // Each row's step Δ is at least 0.35 of the row's norm; the decay moves the row by lr·wd of its
-                // norm too, at most against Δ: ‖Δ + lr·wd·p‖ ≥ (0.35 − 0.02·0.1)·‖p‖ (float32 rounding aside).
-                assertTrue(moved.div(rows).min().item_double() >= (0.35 - 0.02 * 0.1) * (1 - 1e-5),
+                // Each row's step Δ is at least lr·0.35 of the row's norm (the floor bounds the update per unit of
+                // lr); the decay moves the row by lr·wd of its norm too, at most against Δ:
+                // ‖Δ + lr·wd·p‖ ≥ lr·(0.35 − 0.1)·‖p‖ (float32 rounding aside).
+                assertTrue(moved.div(rows).min().item_double() >= 0.02 * (0.35 - 0.1) * (1 - 1e-5),
                         "every row moves by at least the floor: " + moved.div(rows).min().item_double());
             });
             assertTrue(losses.last() < losses.first(), "five steps lower the loss: " + losses.first() + " -> "
