@@ -75,8 +75,9 @@ public final class CombinationCase {
             c = c.withRelativeUpdate(RelativeUpdateConfig.defaults());
         }
         if (f.contains(Feature.UPDATE_FLOOR)) {
-            // Per row, above the plain step's ratio at this lr, so that it acts on every row.
-            c = c.withUpdateFloor(new UpdateFloorConfig(0.05, true, 1e-12));
+            // Per row, above the plain step's ratio at this lr, so that it acts on every row: the floor is per
+            // unit of lr, 2.5 at lr 0.02 a step of at least 0.05 of each row's norm.
+            c = c.withUpdateFloor(new UpdateFloorConfig(2.5, true, 1e-12));
         }
         if (f.contains(Feature.AOL)) {
             c = c.withAol();

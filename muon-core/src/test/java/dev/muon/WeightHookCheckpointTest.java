@@ -32,7 +32,7 @@ class WeightHookCheckpointTest {
         List<Arguments> cells = new ArrayList<>();
         List<MuonConfig> hooks = List.of(BASE.withRadialBrake(new RadialBrakeConfig(0.5, 0.75, 1e-12)),
                 BASE.withRelativeUpdate(RelativeUpdateConfig.defaults()),
-                BASE.withUpdateFloor(new UpdateFloorConfig(0.1, true, 1e-12)));
+                BASE.withUpdateFloor(new UpdateFloorConfig(5.0, true, 1e-12)));
         for (MuonConfig config : hooks) {
             for (String format : List.of("checkpoint", "pytorch")) {
                 cells.add(Arguments.of(UpdateRecipe.of(config).weightHook(), format, config));

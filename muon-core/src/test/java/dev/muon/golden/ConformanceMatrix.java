@@ -207,11 +207,12 @@ public final class ConformanceMatrix {
                         c -> c.withRadialBrake(new RadialBrakeConfig(0.5, 0.75, 1e-12)), null));
                 case RELATIVE_UPDATE -> out.add(new Choice("weightHook", "RelativeUpdate",
                         c -> c.withRelativeUpdate(RelativeUpdateConfig.defaults()), null));
-                // A floor above the plain step's ratio at this lr, so that it acts.
+                // A floor above the plain step's ratio at this lr, so that it acts: the floor is per unit of lr,
+                // 2.0 at lr 0.05 a step of at least 0.1·‖p₀‖.
                 case UPDATE_FLOOR -> out.add(new Choice("weightHook", "update floor",
-                        c -> c.withUpdateFloor(new UpdateFloorConfig(0.1, false, 1e-12)), null));
+                        c -> c.withUpdateFloor(new UpdateFloorConfig(2.0, false, 1e-12)), null));
                 case UPDATE_FLOOR_PER_ROW -> out.add(new Choice("weightHook", "update floor per row",
-                        c -> c.withUpdateFloor(new UpdateFloorConfig(0.1, true, 1e-12)), null));
+                        c -> c.withUpdateFloor(new UpdateFloorConfig(2.0, true, 1e-12)), null));
             }
         }
         out.add(new Choice("layout", "conv filter", c -> c, new long[]{4, 2, 1, 3}));
