@@ -1,15 +1,20 @@
 package dev.muon.examples.study;
 
+import dev.muon.examples.DataError;
+
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.DoubleSummaryStatistics;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.stream.DoubleStream;
 
 /**
  * The second study's analysis, as its protocol decided it before the first run (docs/examples.md, "The target and
@@ -90,7 +95,7 @@ final class SecondAnalysis {
      * @param target the highest final validation loss of AdamW's confirmation runs that did not diverge; NaN if not
      *               all are there, or if every one diverged
      */
-    record StageRuns(SecondPlan.Stage stage, Map<SecondArm, SecondCell> tuned, java.util.Set<SecondArm> atEdge,
+    record StageRuns(SecondPlan.Stage stage, Map<SecondArm, SecondCell> tuned, Set<SecondArm> atEdge,
                      Map<SecondArm, List<SecondResult>> runs, double target) {
         /**
          * The steps to the target of an arm's confirmation runs, a run that does not reach it, or diverged,
@@ -98,14 +103,14 @@ final class SecondAnalysis {
          *
          * @param arm the arm, whose runs are there
          * @return the steps, in seed order
-         * @throws dev.muon.examples.DataError naming the run, if one is at the target before training (the target
+         * @throws DataError naming the run, if one is at the target before training (the target
          *     would say nothing)
          */
         double[] steps(SecondArm arm) {
             return runs.get(arm).stream().mapToDouble(r -> {
                 double s = reached(r);
                 if (s == 0) {
-                    throw new dev.muon.examples.DataError(r.cell() + " is at the target " + target
+                    throw new DataError(r.cell() + " is at the target " + target
                             + " at step 0, before training: steps to it cannot be compared");
                 }
                 return Double.isNaN(s) ? stage.steps() : s;
@@ -503,14 +508,14 @@ final class SecondAnalysis {
      * @param results the results file's runs
      * @param timing  the timing pass's rounds, empty if none
      * @param report  the file
-     * @throws dev.muon.examples.DataError naming the file, if it cannot be written
+     * @throws DataError naming the file, if it cannot be written
      */
     static void write(List<SecondResult> results, List<SecondTiming.Round> timing, Path report) {
         try {
             Files.writeString(report, markdown(results, timing));
         } catch (IOException e) {
-            throw new dev.muon.examples.DataError(report + ": cannot write the analysis ("
-                    + dev.muon.examples.DataError.reason(e) + ")", e);
+            throw new DataError(report + ": cannot write the analysis ("
+                    + DataError.reason(e) + ")", e);
         }
     }
 
@@ -519,8 +524,8 @@ final class SecondAnalysis {
      * at one thread how close the thread's CPU time came to the wall time (a gap is time the step waited).
      */
     static String timingConditions(List<SecondTiming.Round> timing) {
-        java.util.DoubleSummaryStatistics load = timing.stream().flatMapToDouble(r -> java.util.stream.DoubleStream
-                .of(r.loadStart(), r.loadEnd())).filter(Double::isFinite).summaryStatistics();
+        DoubleSummaryStatistics load = timing.stream().flatMapToDouble(r -> DoubleStream.of(r.loadStart(),
+                r.loadEnd())).filter(Double::isFinite).summaryStatistics();
         List<SecondTiming.Round> one = timing.stream().filter(r -> r.threads() == 1).toList();
         long close = one.stream().filter(r -> Math.abs(r.cpuMs() - r.ms()) <= 0.001 * r.ms()).count();
         double widest = one.stream().mapToDouble(r -> Math.abs(r.cpuMs() - r.ms()) / r.ms()).max().orElse(Double.NaN);
