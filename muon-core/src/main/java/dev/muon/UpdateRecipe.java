@@ -254,10 +254,10 @@ public record UpdateRecipe(Momentum momentum, Orthogonalizer orthogonalizer, NsP
         RELATIVE_UPDATE("relativeUpdate = on"),
         /**
          * An update floor over the whole matrix ({@link UpdateFloorConfig}): the step {@code lr'·O} scaled up to
-         * at least {@code floor·‖p₀‖}.
+         * at least {@code lr·floor·‖p₀‖}, with {@code lr} the group's lr.
          */
         UPDATE_FLOOR("updateFloor = on (whole matrix)"),
-        /** An update floor per output row: each row's step scaled up to at least {@code floor·‖p₀ row‖}. */
+        /** An update floor per output row: each row's step scaled up to at least {@code lr·floor·‖p₀ row‖}. */
         UPDATE_FLOOR_PER_ROW("updateFloor = on (per row)");
 
         static {
