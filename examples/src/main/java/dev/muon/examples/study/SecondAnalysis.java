@@ -392,8 +392,8 @@ final class SecondAnalysis {
     }
 
     /**
-     * The report without a timing pass: the targets and tuned configurations, each family's table on steps, and
-     * the drift.
+     * The report without a timing pass: the targets and tuned configurations, each family's table on steps, the
+     * drift and the tuning grids.
      *
      * @param results the results file's runs
      * @return Markdown
@@ -403,9 +403,9 @@ final class SecondAnalysis {
     }
 
     /**
-     * The report: the targets and tuned configurations, each family's table on steps, the drift, and, with a
-     * timing pass, each family on seconds at every thread count and every arm's step cost against
-     * {@code MuonAdamW}'s.
+     * The report: the targets and tuned configurations, each family's table on steps, the drift, with a timing
+     * pass each family on seconds at every thread count and every arm's step cost against {@code MuonAdamW}'s, and
+     * last the tuning grids ({@link SecondGrids}).
      *
      * @param results the results file's runs
      * @param timing  the timing pass's rounds (its latest pass), empty if none
@@ -443,13 +443,13 @@ final class SecondAnalysis {
         }
         if (timing.isEmpty()) {
             md.append("\nSeconds: pending the timing pass.\n");
-            return md.toString();
+            return md.append(SecondGrids.markdown(results, stages)).toString();
         }
         int blocks = SecondTiming.finished(timing);
         if (blocks < SecondTiming.blocks()) {
             md.append(String.format(Locale.ROOT, "%nSeconds: pending a whole timing pass; the latest (%s) has %d of "
                     + "its %d blocks.%n", timing.get(0).pass(), blocks, SecondTiming.blocks()));
-            return md.toString();
+            return md.append(SecondGrids.markdown(results, stages)).toString();
         }
         md.append('\n').append(timingConditions(timing));
         SecondTiming.times(timing).forEach((threads, times) -> {
@@ -469,7 +469,7 @@ final class SecondAnalysis {
                         c.low(), c.high()));
             }
         });
-        return md.toString();
+        return md.append(SecondGrids.markdown(results, stages)).toString();
     }
 
     /** One family's table; the final-loss columns only with steps (they do not depend on the time per step). */
