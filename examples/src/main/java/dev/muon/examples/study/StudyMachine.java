@@ -11,7 +11,10 @@ import java.util.concurrent.TimeUnit;
  * What a study row says about where it ran: the commit of the code, the CPU model and the machine's cores. The
  * commit is {@code git rev-parse} of the working tree the run started in, with {@code -dirty} when a tracked
  * source file ({@code *.java}, {@code *.xml}, {@code *.c}) differs from it, or {@code unknown} outside a git
- * checkout; the CPU is the first {@code model name} of {@code /proc/cpuinfo}, or {@code unknown}.
+ * checkout; the CPU is the first {@code model name} of {@code /proc/cpuinfo} with its {@code cpu family} and
+ * {@code model} numbers, or {@code unknown}. The numbers are there because a virtual machine's model name is often
+ * only the brand ("AMD EPYC"), which does not tell one CPU generation from the next, and the generations round
+ * differently and run at different speeds.
  *
  * @param commit the commit
  * @param cpu    the CPU model
@@ -30,17 +33,37 @@ record StudyMachine(String commit, String cpu, int cores) {
     }
 
     /**
-     * The CPU model of a {@code /proc/cpuinfo} file, for the CSV: commas and quotes replaced by spaces.
+     * The CPU of a {@code /proc/cpuinfo} file, for the CSV: its first processor's {@code model name}, then
+     * {@code family F model M} where the file gives them, commas and quotes replaced by spaces.
      *
      * @param cpuinfo the file
-     * @return the first {@code model name}, or {@code unknown}
+     * @return for example {@code AMD EPYC family 25 model 17}, or {@code unknown} without a model name
      */
     static String cpu(Path cpuinfo) {
         try {
+            String name = null;
+            String family = null;
+            String model = null;
             for (String line : Files.readAllLines(cpuinfo, StandardCharsets.UTF_8)) {
-                if (line.startsWith("model name")) {
-                    return clean(line.substring(line.indexOf(':') + 1));
+                if (line.isBlank()) {
+                    break; // the end of the first processor's block
                 }
+                int colon = line.indexOf(':');
+                if (colon < 0) {
+                    continue;
+                }
+                String key = line.substring(0, colon).trim();
+                String value = line.substring(colon + 1).trim();
+                switch (key) {
+                    case "model name" -> name = value;
+                    case "cpu family" -> family = value;
+                    case "model" -> model = value;
+                    default -> { }
+                }
+            }
+            if (name != null) {
+                String numbers = (family == null ? "" : " family " + family) + (model == null ? "" : " model " + model);
+                return clean(name + numbers);
             }
         } catch (IOException | RuntimeException unavailable) {
             // Not Linux, or not readable: the row says so.
