@@ -61,6 +61,10 @@ import static dev.muon.bench.Gpt2Small.WIDTH;
  * does not run ({@code NativeKernels}): where it runs, they take the symmetric kernel one by one, so {@code on} and
  * {@code off} run the same code.
  *
+ * <p>Not in the default list either: {@code fashion-mlp}, the main job's 784-256-256-10 MLP ({@code FashionMlp}),
+ * its two hidden matrices on Muon and its biases and head on AdamW, for the step where Newton–Schulz is most of a
+ * small model's update ({@code -p model=fashion-mlp -p optimizer=adamw,muon-adamw -p variant=plain,aol}).
+ *
  * <p>The scale curve's sets, not in the default list: {@code block-D} for a width {@code D} is one transformer
  * block's matrices, q, k, v, o of D×D (attention, 4·D²) and the MLP's 4D×D and D×4D (8·D²), all on Muon's side
  * ({@code -p model=block-768,block-1024,block-1280,block-1600,block-2048 -p optimizer=muon}). With
@@ -91,6 +95,8 @@ public class MuonStepBenchmark {
     private static final String BLOCK = "block-";
     /** One GPT-2 block with its fused attention matrix, as examples-djl's {@code DjlStepBenchmark} builds it. */
     private static final String GPT2_BLOCK = "gpt2-block";
+    /** The main job's model, examples' {@code FashionMlp}: 784 → 256 → 256 → 10. */
+    static final String FASHION_MLP = "fashion-mlp";
     /** The system property naming the file the trial's resident memory is appended to. */
     static final String RESIDENT_OUT = "muon.bench.residentOut";
     /** muon-core's switch that keeps a new optimizer's CPU momentum and update on libtorch's ops. */
@@ -174,8 +180,9 @@ public class MuonStepBenchmark {
                 case "gpt2-small-width" -> gpt2SmallWidth(hidden, rest, named);
                 case "small-24x256" -> small24x256(hidden, named);
                 case GPT2_BLOCK -> gpt2Block(hidden, rest, named);
+                case FASHION_MLP -> fashionMlp(hidden, rest, named);
                 default -> throw new IllegalArgumentException("model must be gpt2-small-width, small-24x256, "
-                        + GPT2_BLOCK + " or " + BLOCK + "D for a width D, got " + model);
+                        + GPT2_BLOCK + ", " + FASHION_MLP + " or " + BLOCK + "D for a width D, got " + model);
             }
         }
         ResidentMemory before = ResidentMemory.sinceNow();
@@ -311,6 +318,19 @@ public class MuonStepBenchmark {
         rest.add(named(named, "lm_head.weight", parameter(VOCAB, WIDTH)));
     }
 
+    /**
+     * The main job's MLP as examples' {@code FashionMlp} names it: {@code fc1} [256, 784] and {@code fc2}
+     * [256, 256] on Muon, their biases and the 10-class head on AdamW, as {@code MuonAdamW.dropIn} splits it.
+     */
+    private static void fashionMlp(List<Tensor> hidden, List<Tensor> rest, Map<String, Tensor> named) {
+        hidden.add(named(named, "fc1.weight", parameter(256, 784)));
+        rest.add(named(named, "fc1.bias", parameter(256)));
+        hidden.add(named(named, "fc2.weight", parameter(256, 256)));
+        rest.add(named(named, "fc2.bias", parameter(256)));
+        rest.add(named(named, "head.weight", parameter(10, 256)));
+        rest.add(named(named, "head.bias", parameter(10)));
+    }
+
     /** The batching set: 6 blocks of q, k, v, o of 256×256, all on Muon's side. */
     private static void small24x256(List<Tensor> hidden, Map<String, Tensor> named) {
         for (int layer = 0; layer < SMALL_LAYERS; layer++) {
@@ -330,6 +350,11 @@ public class MuonStepBenchmark {
         Tensor p = torch.randn(shape).mul_(new org.bytedeco.pytorch.Scalar(0.02)).requires_grad_(true);
         p.mutable_grad().put(torch.randn(shape).mul_(new org.bytedeco.pytorch.Scalar(1e-3)));
         return p;
+    }
+
+    /** The Muon side's state in bytes after the set-up's step, for tests; 0 for the rows without a Muon side. */
+    long muonStateBytes() {
+        return muonState == null ? 0 : muonState.getAsLong();
     }
 
     /** Frees the native memory of this trial. */
